@@ -1,0 +1,5 @@
+"""Entry point for `python -m ocat`."""
+
+from ocat.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,115 @@
+"""Command-line entry point: parse arguments, load settings, run a headless action or the app.
+
+Exit codes: 0 ok, 1 runtime failure, 2 usage error, 3 configuration error. Only argparse
+and ocat's own light modules are imported up front, so `--version` and `--help` are quick.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Sequence
+
+from ocat import __version__
+from ocat.errors import OcatError, UsageError
+
+# dest of each headless action -> the action's name in JSON output.
+ACTIONS: dict[str, str] = {
+    "add_to_vector_store": "add",
+    "query_vector_store": "query",
+    "vector_store_stats": "stats",
+    "ask": "ask",
+    "export_memory": "export",
+    "import_memory": "import",
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser; its help text is the CLI reference."""
+    parser = argparse.ArgumentParser(
+        prog="ocat",
+        description="A terminal chat client that remembers. Without an action, opens the chat.",
+        epilog="Exit codes: 0 ok, 1 runtime failure, 2 usage error, 3 configuration error.",
+    )
+    actions = parser.add_argument_group("actions (one at a time)").add_mutually_exclusive_group()
+    actions.add_argument("--add-to-vector-store", metavar="PATH", help="add a file, or a folder's .md/.txt files, to memory")
+    actions.add_argument(
+        "--query-vector-store", metavar="QUERY", help="search memory; '-' reads one query per line from stdin"
+    )
+    actions.add_argument("--vector-store-stats", action="store_true", help="show the store's location and counts")
+    actions.add_argument("--ask", metavar="TEXT", help="ask the model once, with memory; '-' reads stdin")
+    actions.add_argument("--export-memory", metavar="FILE", help="write all memory as JSON Lines ('-' for stdout)")
+    actions.add_argument("--import-memory", metavar="FILE", help="add memory from a JSON Lines export")
+
+    options = parser.add_argument_group("options")
+    options.add_argument("--config", metavar="PATH", help="config file (default: $XDG_CONFIG_HOME/ocat/config.yaml)")
+    options.add_argument("--model", help="LLM model, any name litellm knows (llm.model)")
+    options.add_argument("--results", type=_positive_int, metavar="N", help="results per query (default: context_results)")
+    options.add_argument("--output", choices=("text", "json"), default="text", help="output format (default: text)")
+    options.add_argument("--no-vector-store", action="store_true", help="run without memory: nothing read or stored")
+    options.add_argument("--dummy-mode", action="store_true", help="answer with a deterministic fake model; store nothing")
+    options.add_argument(
+        "--set", action="append", default=[], metavar="KEY=VALUE", help="override a config key, e.g. llm.temperature=0.2"
+    )
+    options.add_argument("--version", action="version", version=f"ocat {__version__}")
+    return parser
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def chosen_action(args: argparse.Namespace) -> str | None:
+    """The headless action named on the command line, or None for the chat app."""
+    for dest, name in ACTIONS.items():
+        value = getattr(args, dest)
+        if value not in (None, False):
+            return name
+    return None
+
+
+def overrides_from(args: argparse.Namespace) -> dict[str, object]:
+    """Config overrides the flags make (flags win over env and files)."""
+    from ocat.config import parse_override
+
+    overrides: dict[str, object] = dict(parse_override(item) for item in args.set)
+    if args.model:
+        overrides["llm.model"] = args.model
+    if args.no_vector_store:
+        overrides["vector_store.enabled"] = False
+    return overrides
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ocat; returns the process exit code."""
+    args = build_parser().parse_args(argv)
+    action = chosen_action(args)
+    if action is None:
+        return _run_app(args)
+    from ocat.headless import Reporter, run_action
+
+    reporter = Reporter(action=action, output=args.output)
+    try:
+        from ocat.config import load_settings
+
+        settings = load_settings(args.config, overrides=overrides_from(args))
+    except OcatError as exc:
+        return reporter.fail(exc)
+    return run_action(action, args, settings, reporter)
+
+
+def _run_app(args: argparse.Namespace) -> int:
+    if args.results is not None or args.output != "text":
+        print("ocat: --results and --output apply to headless actions only", file=sys.stderr)
+        return UsageError.exit_code
+    print(
+        "ocat: the full-screen chat is not built yet; use a headless action (see ocat --help).",
+        file=sys.stderr,
+    )
+    return UsageError.exit_code

@@ -1,0 +1,296 @@
+"""One-shot actions from the shell: add, query, stats, ask, export, import.
+
+Results go to stdout (plain text, or one JSON document with `--output json`); messages
+and progress go to stderr. Expected failures are one line and an exit code, no traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from dataclasses import asdict
+from datetime import datetime
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any, Callable
+
+from ocat.errors import InputFileError, OcatError, ProviderError, UsageError
+from ocat.models import Exchange, SearchHit, new_id
+
+if TYPE_CHECKING:
+    from ocat.config import Settings
+    from ocat.memory import MemoryStore
+
+
+class Reporter:
+    """Writes an action's result as text or as the JSON envelope, and its failures."""
+
+    def __init__(self, *, action: str, output: str, stdout: IO[str] | None = None, stderr: IO[str] | None = None):
+        self.action = action
+        self.output = output
+        self.stdout = stdout or sys.stdout
+        self.stderr = stderr or sys.stderr
+        self.started = time.perf_counter()
+        self.model: str | None = None
+        self.config_path: str | None = None
+
+    def restart_clock(self) -> None:
+        """Start timing a new result (each batch query reports its own duration)."""
+        self.started = time.perf_counter()
+
+    def envelope(self, *, ok: bool, result: Any = None, error: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The JSON document every headless action prints with `--output json`."""
+        return {
+            "ok": ok,
+            "mode": "headless",
+            "action": self.action,
+            "result": result,
+            "error": error,
+            "meta": {
+                "duration_ms": round((time.perf_counter() - self.started) * 1000, 3),
+                "model": self.model,
+                "config_path": self.config_path,
+            },
+        }
+
+    def succeed(self, result: dict[str, Any], text: str | None) -> int:
+        """Print a result; returns exit code 0."""
+        if self.output == "json":
+            self.stdout.write(json.dumps(self.envelope(ok=True, result=result), ensure_ascii=False) + "\n")
+        elif text:
+            self.stdout.write(text if text.endswith("\n") else text + "\n")
+        self.stdout.flush()
+        return 0
+
+    def fail(self, exc: OcatError) -> int:
+        """Report an expected failure on stderr (and as JSON on stdout); returns its exit code."""
+        self.stderr.write(f"ocat: {exc}\n")
+        if self.output == "json":
+            error = {"type": type(exc).__name__, "message": str(exc), "exit_code": exc.exit_code}
+            self.stdout.write(json.dumps(self.envelope(ok=False, error=error), ensure_ascii=False) + "\n")
+        return exc.exit_code
+
+    def note(self, message: str) -> None:
+        """A message for the person at the terminal, on stderr."""
+        self.stderr.write(message + "\n")
+        self.stderr.flush()
+
+
+def run_action(action: str, args: argparse.Namespace, settings: Settings, reporter: Reporter) -> int:
+    """Run one headless action and return the exit code."""
+    reporter.config_path = settings.config_path
+    reporter.model = "dummy" if args.dummy_mode else settings.llm.model
+    handler: Callable[[argparse.Namespace, Settings, Reporter], int] = _HANDLERS[action]
+    try:
+        return handler(args, settings, reporter)
+    except OcatError as exc:
+        return reporter.fail(exc)
+    except KeyboardInterrupt:
+        reporter.note("ocat: interrupted")
+        return 130
+
+
+def _open_store(settings: Settings) -> MemoryStore:
+    from ocat.memory import open_store
+
+    return open_store(settings)
+
+
+def _stats(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> int:
+    from ocat.memory import store_stats
+
+    stats = store_stats(_open_store(settings), settings)
+    text = "\n".join(f"{key}: {value}" for key, value in asdict(stats).items())
+    return reporter.succeed(asdict(stats), text)
+
+
+def _chunking_options(settings: Settings) -> Any:
+    from ocat.chunking import ChunkingOptions
+
+    return ChunkingOptions(**asdict(settings.chunking))
+
+
+def _add(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> int:
+    from ocat.memory import add_path
+
+    path = Path(args.add_to_vector_store).expanduser()
+    if not path.exists():
+        raise InputFileError(f"no such file or folder: {path}")
+    store = _open_store(settings)
+    progress = (lambda f: reporter.note(f"adding {f}")) if path.is_dir() else None
+    outcome = add_path(store, path, _chunking_options(settings), source="cli", progress=progress)
+    result = {
+        "source_path": str(path),
+        "added_chunks": outcome.added_chunks,
+        "total_chunks": outcome.total_chunks,
+        "files": len(outcome.files),
+    }
+    present = outcome.total_chunks - outcome.added_chunks
+    text = f"Added {outcome.added_chunks} chunk(s) from {path}"
+    if len(outcome.files) > 1:
+        text += f" ({len(outcome.files)} files)"
+    if present:
+        text += f"; {present} already stored"
+    return reporter.succeed(result, text)
+
+
+def hit_to_json(hit: SearchHit) -> dict[str, Any]:
+    """A search hit in the query result's JSON shape."""
+    return {
+        "id": hit.id,
+        "kind": hit.kind,
+        "score": round(hit.score, 4),
+        "admitted": hit.admitted,
+        "excerpt": hit.excerpt(),
+        "text": hit.text,
+        "metadata": hit.metadata,
+    }
+
+
+def format_hits(hits: list[SearchHit]) -> str:
+    """Hits as a ranked, aligned plain-text list."""
+    if not hits:
+        return "No memories found."
+    lines = []
+    for rank, hit in enumerate(hits, start=1):
+        when = datetime.fromtimestamp(hit.timestamp).strftime("%Y-%m-%d") if hit.timestamp else "-"
+        mark = "*" if hit.admitted else " "
+        if hit.kind == "exchange":
+            origin = f"thread {str(hit.metadata.get('thread_id', ''))[:8]}"
+        else:
+            origin = Path(str(hit.metadata.get("source_file") or "")).name or str(hit.metadata.get("source", "note"))
+        lines.append(f"{rank:>2}. {hit.score:.3f}{mark} {hit.kind:<8} {when}  {origin}")
+        lines.append(f"    {hit.excerpt(100)}")
+    lines.append("(* = above the relevance threshold: given to the model in a chat)")
+    return "\n".join(lines)
+
+
+def _query(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> int:
+    from ocat.memory import RetrievalLimits, retrieve
+
+    limits = RetrievalLimits.from_settings(settings.vector_store, results=args.results)
+    count = args.results or settings.vector_store.context_results
+    queries = _stdin_lines() if args.query_vector_store == "-" else [args.query_vector_store]
+    if args.query_vector_store != "-" and not queries[0].strip():
+        raise UsageError("the query is empty")
+    store = _open_store(settings)
+    for index, query in enumerate(queries):
+        reporter.restart_clock()
+        hits = retrieve(store, query, limits, limit=count)
+        result = {"query": query, "results": [hit_to_json(h) for h in hits]}
+        text = format_hits(hits)
+        if len(queries) > 1 or args.query_vector_store == "-":
+            text = ("\n" if index else "") + f"# {query}\n{text}"
+        reporter.succeed(result, text)
+    return 0
+
+
+def _stdin_lines() -> list[str]:
+    return [line.strip() for line in sys.stdin if line.strip()]
+
+
+def _ask(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> int:
+    from ocat import llm
+    from ocat.chat import build_turn, retrieval_query, system_prompt
+
+    prompt = sys.stdin.read() if args.ask == "-" else args.ask
+    if not prompt.strip():
+        raise UsageError("nothing to ask: the prompt is empty")
+    if not args.dummy_mode:
+        missing = llm.missing_credentials(settings.llm)
+        if missing:
+            raise ProviderError(
+                f"no credentials for {settings.llm.model}: set {', '.join(missing)} (or llm.api_key), "
+                "or try --dummy-mode"
+            )
+    store, memories = _recall_for(prompt, settings, reporter, retrieval_query)
+    started = datetime.now()
+    turn = build_turn(prompt, system=system_prompt(settings.llm, started), memories=memories)
+    completion = llm.complete(turn.messages, settings.llm, dummy=args.dummy_mode)
+    exchange_id = None
+    if store is not None and not args.dummy_mode:
+        exchange = Exchange(
+            user_prompt=prompt,
+            assistant_response=completion.text,
+            thread_id=new_id(),
+            session_id=new_id(),
+            prior_exchange_ids=tuple(h.id for h in memories),
+        )
+        try:
+            store.add_exchange(exchange)
+            exchange_id = exchange.exchange_id
+        except OcatError as exc:
+            reporter.note(f"ocat: warning: the answer was not stored in memory: {exc}")
+    result = {
+        "text": completion.text,
+        "usage": completion.usage.to_dict(),
+        "memories": [hit_to_json(h) for h in memories],
+        "exchange_id": exchange_id,
+    }
+    return reporter.succeed(result, completion.text)
+
+
+def _recall_for(
+    prompt: str, settings: Settings, reporter: Reporter, query_builder: Callable[..., str]
+) -> tuple[MemoryStore | None, list[SearchHit]]:
+    """Open memory and fetch admitted hits; if memory fails, say so and answer without it."""
+    if not settings.vector_store.enabled:
+        return None, []
+    from ocat.memory import RetrievalLimits, admitted, retrieve
+
+    try:
+        store = _open_store(settings)
+        limits = RetrievalLimits.from_settings(settings.vector_store)
+        query = query_builder(prompt, [], settings.vector_store.search_context_window)
+        return store, admitted(retrieve(store, query, limits))
+    except OcatError as exc:
+        reporter.note(f"ocat: warning: memory is off for this answer: {exc}")
+        return None, []
+
+
+def _export(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> int:
+    from ocat.memory.transfer import export_memory
+
+    store = _open_store(settings)
+    target = args.export_memory
+    if target == "-":
+        if reporter.output == "json":
+            raise UsageError("--export-memory - writes the records to stdout; it cannot be combined with --output json")
+        export_memory(store, sys.stdout)
+        return 0
+    path = Path(target).expanduser()
+    partial = path.with_name(path.name + ".partial")
+    try:
+        # Write beside the target and rename, so a failed export never leaves half a file under its name.
+        with partial.open("w", encoding="utf-8") as handle:
+            outcome = export_memory(store, handle, path=str(path))
+        partial.replace(path)
+    except OSError as exc:
+        partial.unlink(missing_ok=True)
+        raise InputFileError(f"cannot write {path}: {exc.strerror or exc}") from exc
+    text = f"Exported {outcome.exchanges} exchange(s) and {outcome.documents} document chunk(s) to {path}"
+    return reporter.succeed(asdict(outcome) | {"records": outcome.records}, text)
+
+
+def _import(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> int:
+    from ocat.memory.transfer import import_memory
+
+    path = Path(args.import_memory).expanduser()
+    if not path.is_file():
+        raise InputFileError(f"no such file: {path}")
+    store = _open_store(settings)
+    outcome = import_memory(store, path)
+    skipped = outcome.records - outcome.added
+    text = f"Imported {outcome.added} record(s) from {path}" + (f"; {skipped} already stored" if skipped else "")
+    return reporter.succeed(asdict(outcome) | {"records": outcome.records}, text)
+
+
+_HANDLERS: dict[str, Callable[[argparse.Namespace, Any, Reporter], int]] = {
+    "stats": _stats,
+    "add": _add,
+    "query": _query,
+    "ask": _ask,
+    "export": _export,
+    "import": _import,
+}

@@ -1,0 +1,161 @@
+"""The only module that imports litellm: completions, streaming, usage and cost, and errors.
+
+litellm takes seconds to import, so it is imported on first use. `--dummy-mode` answers
+with a deterministic reply and never imports it at all.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, AsyncIterator
+
+from ocat.errors import ProviderError
+
+if TYPE_CHECKING:
+    from ocat.config import LLMSettings
+
+DUMMY_MODEL = "dummy"
+Message = dict[str, str]
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Tokens a turn used, and its cost in USD where litellm knows the model's price."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float | None = None
+
+    @property
+    def total_tokens(self) -> int:
+        """Prompt plus completion tokens."""
+        return self.prompt_tokens + self.completion_tokens
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "total_tokens": self.total_tokens,
+            "cost_usd": self.cost_usd,
+        }
+
+
+@dataclass(frozen=True)
+class Completion:
+    """A whole answer."""
+
+    text: str
+    usage: Usage
+    model: str
+
+
+def _litellm() -> Any:
+    # Without this litellm fetches its price list from the internet at import time,
+    # which stalls start-up on a machine with no network.
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    import litellm
+
+    litellm.suppress_debug_info = True  # it otherwise prints help links to stdout on errors
+    litellm.telemetry = False
+    return litellm
+
+
+def dummy_reply(messages: list[Message]) -> str:
+    """The deterministic answer of `--dummy-mode`: it names the prompt and the memory it saw."""
+    prompt = next((m["content"] for m in reversed(messages) if m["role"] == "user"), "")
+    memories = sum(m["content"].count("<memory ") for m in messages if m["role"] == "system")
+    return f"[dummy] You said: {prompt.strip()}\n\n(memories in context: {memories})"
+
+
+def _call_args(messages: list[Message], settings: LLMSettings) -> dict[str, Any]:
+    args: dict[str, Any] = {
+        "model": settings.model,
+        "messages": messages,
+        "temperature": settings.temperature,
+        "timeout": settings.timeout_seconds,
+    }
+    if settings.max_tokens:
+        args["max_tokens"] = settings.max_tokens
+    if settings.api_base:
+        args["api_base"] = settings.api_base
+    if settings.api_key:
+        args["api_key"] = settings.api_key
+    return args
+
+
+def missing_credentials(settings: LLMSettings) -> list[str]:
+    """Environment variables the model's provider needs that are not set (empty if unknown)."""
+    if settings.model == DUMMY_MODEL or settings.api_key or settings.api_base:
+        return []
+    try:
+        report = _litellm().validate_environment(model=settings.model)
+    except Exception:
+        return []
+    return list(report.get("missing_keys") or [])
+
+
+def complete(messages: list[Message], settings: LLMSettings, *, dummy: bool = False) -> Completion:
+    """One non-streaming completion; provider failures become ProviderError."""
+    if dummy:
+        text = dummy_reply(messages)
+        return Completion(text=text, usage=Usage(), model=DUMMY_MODEL)
+    litellm = _litellm()
+    try:
+        response = litellm.completion(**_call_args(messages, settings))
+    except Exception as exc:
+        raise provider_error(exc, settings) from exc
+    text = response.choices[0].message.content or ""
+    return Completion(text=text, usage=usage_of(response, settings.model), model=settings.model)
+
+
+async def stream(messages: list[Message], settings: LLMSettings, *, dummy: bool = False) -> AsyncIterator[str]:
+    """Yield the answer in pieces as they arrive; provider failures become ProviderError."""
+    if dummy:
+        for word in dummy_reply(messages).split(" "):
+            yield word + " "
+        return
+    litellm = _litellm()
+    try:
+        response = await litellm.acompletion(stream=True, **_call_args(messages, settings))
+        async for chunk in response:
+            piece = chunk.choices[0].delta.content if chunk.choices else None
+            if piece:
+                yield piece
+    except Exception as exc:
+        raise provider_error(exc, settings) from exc
+
+
+def usage_of(response: Any, model: str) -> Usage:
+    """Usage and cost of a litellm response (cost None when litellm has no price for the model)."""
+    usage = getattr(response, "usage", None)
+    prompt = int(getattr(usage, "prompt_tokens", 0) or 0)
+    completion = int(getattr(usage, "completion_tokens", 0) or 0)
+    cost: float | None = None
+    try:
+        cost = float(_litellm().completion_cost(completion_response=response))
+    except Exception:
+        cost = None
+    return Usage(prompt_tokens=prompt, completion_tokens=completion, cost_usd=cost)
+
+
+def provider_error(exc: Exception, settings: LLMSettings) -> ProviderError:
+    """A one-line, actionable message for a provider failure."""
+    name = type(exc).__name__
+    detail = str(exc).strip().splitlines()[0] if str(exc).strip() else name
+    model = settings.model
+    if name == "AuthenticationError":
+        missing = missing_credentials(settings)
+        hint = f" Set {', '.join(missing)} or llm.api_key." if missing else " Check llm.api_key."
+        return ProviderError(f"authentication failed for {model}.{hint}")
+    if name == "RateLimitError":
+        return ProviderError(f"rate limited by the provider of {model}; try again shortly")
+    if name in ("Timeout", "APITimeoutError") or "timed out" in detail.lower():
+        return ProviderError(f"{model} did not answer within {settings.timeout_seconds:g} s (llm.timeout_seconds)")
+    if name in ("APIConnectionError", "ServiceUnavailableError", "InternalServerError"):
+        where = settings.api_base or "the provider"
+        return ProviderError(f"cannot reach {where} for {model}: {detail}")
+    if name == "NotFoundError" or "LLM Provider NOT provided" in detail:
+        return ProviderError(f"unknown model {model!r}: {detail}")
+    return ProviderError(f"{model} failed ({name}): {detail}")

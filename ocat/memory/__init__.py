@@ -1,0 +1,68 @@
+"""ocat's episodic memory, usable from scripts: open a store from a config, add, search, get, delete.
+
+    from ocat.config import load_settings
+    from ocat.memory import open_store, retrieve, RetrievalLimits
+
+    settings = load_settings()
+    store = open_store(settings)
+    hits = retrieve(store, "what did we decide about X", RetrievalLimits.from_settings(settings.vector_store))
+
+Nothing heavy is imported until a store is opened.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ocat.errors import StoreError
+from ocat.memory.backend import StoreLocation
+from ocat.memory.embeddings import Embedder, embedder_for
+from ocat.memory.ingest import add_path, add_text
+from ocat.memory.retrieval import RetrievalLimits, admitted, retrieve
+from ocat.memory.store import MemoryStore
+from ocat.models import StoreStats
+
+if TYPE_CHECKING:
+    from ocat.config import Settings
+
+__all__ = [
+    "MemoryStore",
+    "RetrievalLimits",
+    "StoreLocation",
+    "add_path",
+    "add_text",
+    "admitted",
+    "location_for",
+    "open_store",
+    "retrieve",
+    "store_stats",
+]
+
+
+def location_for(settings: Settings) -> StoreLocation:
+    """Where the configured store lives: a Chroma server if `vector_store.host` is set, else a folder."""
+    vector_store = settings.vector_store
+    if vector_store.host:
+        return StoreLocation(host=vector_store.host, port=vector_store.port)
+    return StoreLocation(path=settings.store_path)
+
+
+def open_store(settings: Settings, *, embedder: Embedder | None = None) -> MemoryStore:
+    """Open the configured store (creating it if new); raises StoreError if memory is disabled."""
+    if not settings.vector_store.enabled:
+        raise StoreError("memory is disabled (vector_store.enabled is false, or --no-vector-store)")
+    chosen = embedder if embedder is not None else embedder_for(settings.embedding)
+    return MemoryStore.open(location_for(settings), chosen, name=settings.vector_store.collection)
+
+
+def store_stats(store: MemoryStore, settings: Settings) -> StoreStats:
+    """Counts and identity of an open store, as `--vector-store-stats` reports them."""
+    return StoreStats(
+        path=store.location.describe(),
+        collection=store.name,
+        exchanges=store.count("exchange"),
+        documents=store.count("document"),
+        embedding_model=store.embedder.name,
+        dimensions=store.embedder.dimensions,
+        similarity_threshold=settings.vector_store.similarity_threshold,
+    )

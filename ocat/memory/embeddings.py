@@ -1,0 +1,196 @@
+"""Text embedders: the local ONNX MiniLM model (default) and any litellm embedding model.
+
+Heavy libraries (onnxruntime, tokenizers, numpy, litellm) are imported when an embedder
+is first used, never at module import, so opening the CLI stays fast.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, Sequence
+
+from ocat.errors import ConfigError, EmbeddingError
+from ocat.locations import cache_dir
+
+if TYPE_CHECKING:
+    from ocat.config import EmbeddingSettings
+
+LOCAL_MODEL_NAME = "all-MiniLM-L6-v2"
+LOCAL_MODEL_DIMENSIONS = 384
+# all-MiniLM-L6-v2 was trained on sequences of at most 256 word pieces; longer input is cut.
+MAX_TOKENS = 256
+# Texts are embedded in batches of similar length so padding stays small.
+BATCH_SIZE = 32
+MODEL_PATH_ENV = "OCAT_EMBEDDING_MODEL_PATH"
+
+
+class Embedder(Protocol):
+    """Anything that turns texts into unit-length vectors of a fixed dimension."""
+
+    name: str
+    dimensions: int
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """Embed texts, returning one L2-normalised vector per text, in order."""
+        ...
+
+
+def chroma_cache_model_dir() -> Path:
+    """Where ChromaDB's own ONNXMiniLM_L6_V2 embedding function caches the model."""
+    return cache_dir() / "chroma" / "onnx_models" / LOCAL_MODEL_NAME / "onnx"
+
+
+def resolve_model_dir(configured: str | os.PathLike[str] | None) -> Path:
+    """Find the local model folder: the configured path, the env var, then Chroma's cache."""
+    candidates: list[tuple[str, Path]] = []
+    if configured:
+        candidates.append(("embedding.model_path", Path(configured).expanduser()))
+    env_value = os.environ.get(MODEL_PATH_ENV)
+    if env_value:
+        candidates.append((MODEL_PATH_ENV, Path(env_value).expanduser()))
+    candidates.append(("ChromaDB's model cache", chroma_cache_model_dir()))
+    for _, folder in candidates:
+        if (folder / "model.onnx").is_file() and (folder / "tokenizer.json").is_file():
+            return folder
+    tried = "; ".join(f"{label}: {folder}" for label, folder in candidates)
+    raise EmbeddingError(
+        f"the local embedding model ({LOCAL_MODEL_NAME}) was not found (tried {tried}). "
+        f"Point embedding.model_path or {MODEL_PATH_ENV} at a folder holding model.onnx and tokenizer.json."
+    )
+
+
+class OnnxMiniLMEmbedder:
+    """all-MiniLM-L6-v2 run with onnxruntime: mean pooling, L2 normalisation, dynamic padding."""
+
+    def __init__(self, model_dir: Path, *, threads: int | None = None) -> None:
+        self.name = LOCAL_MODEL_NAME
+        self.dimensions = LOCAL_MODEL_DIMENSIONS
+        self.model_dir = model_dir
+        self._threads = threads
+        self._lock = threading.Lock()
+        self._session: Any = None
+        self._tokenizer: Any = None
+
+    def _load(self) -> None:
+        with self._lock:
+            if self._session is not None:
+                return
+            try:
+                import onnxruntime
+                from tokenizers import Tokenizer
+            except ImportError as exc:  # pragma: no cover - both are hard dependencies
+                raise EmbeddingError(f"cannot load the local embedding model: {exc}") from exc
+            try:
+                tokenizer = Tokenizer.from_file(str(self.model_dir / "tokenizer.json"))
+                # The shipped tokenizer pads every text to a fixed length; pad each batch
+                # only to its longest member instead, which is most of the speed.
+                tokenizer.enable_truncation(max_length=MAX_TOKENS)
+                tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+                options = onnxruntime.SessionOptions()
+                options.log_severity_level = 3
+                if self._threads:
+                    options.intra_op_num_threads = self._threads
+                session = onnxruntime.InferenceSession(
+                    str(self.model_dir / "model.onnx"),
+                    sess_options=options,
+                    providers=["CPUExecutionProvider"],
+                )
+            except Exception as exc:
+                raise EmbeddingError(f"cannot load the embedding model in {self.model_dir}: {exc}") from exc
+            self._input_names = {i.name for i in session.get_inputs()}
+            self._tokenizer = tokenizer
+            self._session = session
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """Embed texts in length-sorted batches; returns vectors in the input order."""
+        if not texts:
+            return []
+        self._load()
+        import numpy as np
+
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        result: list[list[float]] = [[] for _ in texts]
+        for start in range(0, len(order), BATCH_SIZE):
+            batch_ids = order[start : start + BATCH_SIZE]
+            vectors = self._embed_batch([texts[i] for i in batch_ids], np)
+            for i, vector in zip(batch_ids, vectors):
+                result[i] = vector
+        return result
+
+    def _embed_batch(self, texts: list[str], np: Any) -> list[list[float]]:
+        encodings = self._tokenizer.encode_batch(texts)
+        input_ids = np.array([e.ids for e in encodings], dtype=np.int64)
+        attention = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+        feeds = {"input_ids": input_ids, "attention_mask": attention}
+        if "token_type_ids" in self._input_names:
+            feeds["token_type_ids"] = np.zeros_like(input_ids)
+        hidden = self._session.run(None, feeds)[0]
+        mask = attention[:, :, None].astype(np.float32)
+        pooled = (hidden * mask).sum(axis=1) / np.clip(mask.sum(axis=1), 1e-9, None)
+        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+        return (pooled / np.clip(norms, 1e-12, None)).astype(np.float32).tolist()
+
+
+class LiteLLMEmbedder:
+    """Any embedding model litellm reaches (OpenAI, Ollama, ...); needs that provider's credentials."""
+
+    def __init__(self, model: str, dimensions: int, *, api_base: str | None = None, api_key: str | None = None) -> None:
+        self.name = model
+        self.dimensions = dimensions
+        self._api_base = api_base
+        self._api_key = api_key
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """Embed texts through litellm.embedding, normalising the vectors."""
+        if not texts:
+            return []
+        import litellm  # deferred: importing litellm takes seconds
+
+        vectors: list[list[float]] = []
+        for start in range(0, len(texts), 256):
+            try:
+                response = litellm.embedding(
+                    model=self.name,
+                    input=list(texts[start : start + 256]),
+                    api_base=self._api_base,
+                    api_key=self._api_key,
+                )
+            except Exception as exc:
+                raise EmbeddingError(f"embedding model {self.name} failed: {exc}") from exc
+            for item in response.data:
+                vector = item["embedding"] if isinstance(item, dict) else item.embedding
+                vectors.append(_normalise(vector))
+        if vectors and len(vectors[0]) != self.dimensions:
+            raise EmbeddingError(
+                f"embedding model {self.name} returned {len(vectors[0])}-d vectors; "
+                f"embedding.dimensions says {self.dimensions}"
+            )
+        return vectors
+
+
+def _normalise(vector: Sequence[float]) -> list[float]:
+    norm = sum(x * x for x in vector) ** 0.5 or 1.0
+    return [x / norm for x in vector]
+
+
+_cache: dict[tuple[str, str], Embedder] = {}
+_cache_lock = threading.Lock()
+
+
+def embedder_for(settings: EmbeddingSettings) -> Embedder:
+    """The embedder a config names, shared within the process (the ONNX session is costly)."""
+    if settings.model == LOCAL_MODEL_NAME:
+        if settings.dimensions != LOCAL_MODEL_DIMENSIONS:
+            raise ConfigError(
+                f"embedding.dimensions is {settings.dimensions}, but {LOCAL_MODEL_NAME} makes "
+                f"{LOCAL_MODEL_DIMENSIONS}-d vectors"
+            )
+        model_dir = resolve_model_dir(settings.model_path)
+        key = (settings.model, str(model_dir))
+        with _cache_lock:
+            if key not in _cache:
+                _cache[key] = OnnxMiniLMEmbedder(model_dir)
+            return _cache[key]
+    return LiteLLMEmbedder(settings.model, settings.dimensions)

@@ -1,0 +1,235 @@
+"""The episodic store: exchanges and document chunks in ChromaDB, embedded by ocat.
+
+Every write is idempotent (ids are given or derived from content), reads page through
+Chroma instead of loading a collection, and vectors are computed here so that the store
+records, and enforces, which embedding model built it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Iterator, Sequence
+
+from ocat.errors import StoreError
+from ocat.memory.backend import StoreLocation, collection_names, open_client, open_collection
+from ocat.memory.embeddings import Embedder
+from ocat.models import DocumentChunk, Exchange, RecordKind, SearchHit
+
+# How many records go to Chroma (and through the embedder) per call.
+WRITE_BATCH = 256
+READ_PAGE = 1000
+
+
+class MemoryStore:
+    """One named store: an exchanges collection and a documents collection."""
+
+    def __init__(self, client: Any, embedder: Embedder, *, name: str, location: StoreLocation) -> None:
+        self.client = client
+        self.embedder = embedder
+        self.name = name
+        self.location = location
+        described = location.describe()
+        exchanges_name, documents_name = collection_names(name)
+        self.exchanges = open_collection(
+            client, exchanges_name, model=embedder.name, dimensions=embedder.dimensions, location=described
+        )
+        self.documents = open_collection(
+            client, documents_name, model=embedder.name, dimensions=embedder.dimensions, location=described
+        )
+
+    @classmethod
+    def open(cls, location: StoreLocation, embedder: Embedder, *, name: str = "default") -> MemoryStore:
+        """Open (creating if needed) the store `name` at a location."""
+        return cls(open_client(location), embedder, name=name, location=location)
+
+    # -- writing ---------------------------------------------------------------
+
+    def add_exchange(self, exchange: Exchange) -> bool:
+        """Store one exchange; False if an exchange with its id was already stored."""
+        return self.add_exchanges([exchange]) == 1
+
+    def add_exchanges(self, exchanges: Iterable[Exchange]) -> int:
+        """Store exchanges in batches, skipping ids already stored; returns how many were added."""
+        added = 0
+        for batch in _batches(exchanges, WRITE_BATCH):
+            fresh = self._missing(self.exchanges, _unique_by_id(batch, key=lambda e: e.exchange_id))
+            if not fresh:
+                continue
+            self._write(
+                self.exchanges,
+                ids=[e.exchange_id for e in fresh],
+                texts=[e.text for e in fresh],
+                metadatas=[e.to_metadata() for e in fresh],
+            )
+            added += len(fresh)
+        return added
+
+    def add_chunks(self, chunks: Iterable[DocumentChunk]) -> int:
+        """Store document chunks, skipping ids already stored; returns how many were added."""
+        added = 0
+        for batch in _batches(chunks, WRITE_BATCH):
+            fresh = self._missing(self.documents, _unique_by_id(batch, key=lambda c: c.id))
+            if not fresh:
+                continue
+            self._write(
+                self.documents,
+                ids=[c.id for c in fresh],
+                texts=[c.text for c in fresh],
+                metadatas=[c.metadata for c in fresh],
+            )
+            added += len(fresh)
+        return added
+
+    def _missing(self, collection: Any, records: list[Any]) -> list[Any]:
+        ids = [r.exchange_id if isinstance(r, Exchange) else r.id for r in records]
+        try:
+            present = set(collection.get(ids=ids, include=[])["ids"])
+        except Exception as exc:
+            raise StoreError(f"cannot read the memory store: {exc}") from exc
+        return [r for r, i in zip(records, ids) if i not in present]
+
+    def _write(self, collection: Any, *, ids: list[str], texts: list[str], metadatas: list[dict[str, Any]]) -> None:
+        vectors = self.embedder.embed(texts)
+        try:
+            collection.add(ids=ids, embeddings=vectors, documents=texts, metadatas=metadatas)
+        except Exception as exc:
+            raise StoreError(f"cannot write to the memory store: {exc}") from exc
+
+    def delete(self, ids: Sequence[str]) -> int:
+        """Delete exchanges or chunks by id; returns how many existed."""
+        removed = 0
+        for collection in (self.exchanges, self.documents):
+            try:
+                found = collection.get(ids=list(ids), include=[])["ids"]
+                if found:
+                    collection.delete(ids=found)
+            except Exception as exc:
+                raise StoreError(f"cannot delete from the memory store: {exc}") from exc
+            removed += len(found)
+        return removed
+
+    def delete_where(self, kind: RecordKind, where: dict[str, Any]) -> int:
+        """Delete the records of one kind matching a metadata filter; returns how many."""
+        collection = self._collection(kind)
+        try:
+            found = collection.get(where=where, include=[])["ids"]
+            if found:
+                collection.delete(ids=found)
+        except Exception as exc:
+            raise StoreError(f"cannot delete from the memory store: {exc}") from exc
+        return len(found)
+
+    # -- reading ---------------------------------------------------------------
+
+    def search(
+        self,
+        query: str,
+        *,
+        kind: RecordKind,
+        k: int,
+        where: dict[str, Any] | None = None,
+        query_vector: Sequence[float] | None = None,
+    ) -> list[SearchHit]:
+        """The k nearest records of one kind, scored by cosine similarity in [0, 1].
+
+        `where` goes to Chroma, which is slow on large stores: the chat's per-turn
+        retrieval never passes one (it over-fetches and filters in Python instead).
+        """
+        collection = self._collection(kind)
+        if k <= 0:
+            return []
+        vector = list(query_vector) if query_vector is not None else self.embedder.embed([query])[0]
+        try:
+            result = collection.query(
+                query_embeddings=[vector],
+                n_results=k,
+                where=where or None,
+                include=["documents", "metadatas", "distances"],
+            )
+        except Exception as exc:
+            raise StoreError(f"cannot search the memory store: {exc}") from exc
+        hits = []
+        for record_id, text, metadata, distance in zip(
+            result["ids"][0], result["documents"][0], result["metadatas"][0], result["distances"][0]
+        ):
+            # Cosine distance is 1 - similarity; negative similarity means unrelated.
+            score = min(1.0, max(0.0, 1.0 - float(distance)))
+            hits.append(SearchHit(id=record_id, kind=kind, score=score, text=text or "", metadata=dict(metadata or {})))
+        return hits
+
+    def get(self, record_id: str) -> Exchange | DocumentChunk | None:
+        """An exchange or a chunk by its id, or None."""
+        for kind in ("exchange", "document"):
+            rows = self._get(self._collection(kind), ids=[record_id])
+            if rows:
+                return rows[0]
+        return None
+
+    def get_thread(self, thread_id: str) -> list[Exchange]:
+        """Every exchange of a thread, oldest first."""
+        return self._exchanges_where({"thread_id": thread_id})
+
+    def get_session(self, session_id: str) -> list[Exchange]:
+        """Every exchange of a session, oldest first."""
+        return self._exchanges_where({"session_id": session_id})
+
+    def _exchanges_where(self, where: dict[str, Any]) -> list[Exchange]:
+        rows = [r for r in self._get(self.exchanges, where=where) if isinstance(r, Exchange)]
+        return sorted(rows, key=lambda e: (e.timestamp, e.exchange_id))
+
+    def _get(self, collection: Any, **query: Any) -> list[Exchange | DocumentChunk]:
+        try:
+            result = collection.get(include=["documents", "metadatas"], **query)
+        except Exception as exc:
+            raise StoreError(f"cannot read the memory store: {exc}") from exc
+        return [
+            self._record(collection, i, t, m) for i, t, m in zip(result["ids"], result["documents"], result["metadatas"])
+        ]
+
+    def _record(self, collection: Any, record_id: str, text: str, metadata: dict[str, Any]) -> Exchange | DocumentChunk:
+        if collection is self.exchanges:
+            return Exchange.from_metadata(metadata)
+        return DocumentChunk(id=record_id, text=text or "", metadata=dict(metadata or {}))
+
+    def iter_records(self, kind: RecordKind, *, page: int = READ_PAGE) -> Iterator[Exchange | DocumentChunk]:
+        """Every record of one kind, read page by page (never the whole collection at once)."""
+        collection = self._collection(kind)
+        offset = 0
+        while True:
+            rows = self._get(collection, limit=page, offset=offset)
+            yield from rows
+            if len(rows) < page:
+                return
+            offset += page
+
+    def count(self, kind: RecordKind) -> int:
+        """How many records of one kind the store holds."""
+        try:
+            return int(self._collection(kind).count())
+        except Exception as exc:
+            raise StoreError(f"cannot read the memory store: {exc}") from exc
+
+    def _collection(self, kind: RecordKind) -> Any:
+        return self.exchanges if kind == "exchange" else self.documents
+
+
+def _batches(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
+    batch: list[Any] = []
+    for item in items:
+        batch.append(item)
+        if len(batch) == size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def _unique_by_id(records: list[Any], *, key: Any) -> list[Any]:
+    """Drop repeated ids within one batch: Chroma rejects a batch with duplicate ids."""
+    seen: set[str] = set()
+    unique = []
+    for record in records:
+        record_id = key(record)
+        if record_id not in seen:
+            seen.add(record_id)
+            unique.append(record)
+    return unique

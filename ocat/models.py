@@ -1,0 +1,162 @@
+"""The records ocat stores and returns: exchanges, document chunks and search hits."""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+RecordKind = Literal["exchange", "document"]
+
+# The nine metadata fields every stored exchange carries, in the spec's order.
+EXCHANGE_FIELDS: tuple[str, ...] = (
+    "exchange_id",
+    "thread_id",
+    "session_id",
+    "user_prompt",
+    "assistant_response",
+    "timestamp",
+    "prior_exchange_ids",
+    "thread_session_id",
+    "thread_continuation_seq",
+)
+
+
+def new_id() -> str:
+    """A fresh random UUID string, used for exchange, thread and session ids."""
+    return str(uuid.uuid4())
+
+
+def exchange_text(user_prompt: str, assistant_response: str) -> str:
+    """The text an exchange is embedded and searched by."""
+    return f"User: {user_prompt}\nAssistant: {assistant_response}"
+
+
+@dataclass(frozen=True)
+class Exchange:
+    """One user prompt and the assistant's answer, within a thread and a session."""
+
+    user_prompt: str
+    assistant_response: str
+    thread_id: str
+    session_id: str
+    exchange_id: str = field(default_factory=new_id)
+    timestamp: float = field(default_factory=time.time)
+    prior_exchange_ids: tuple[str, ...] = ()
+    # 0 for the session that started the thread, +1 each time /continue resumes it.
+    thread_continuation_seq: int = 0
+
+    @property
+    def thread_session_id(self) -> str:
+        """`{thread_id}_{session_id}`: the thread as seen within one session."""
+        return f"{self.thread_id}_{self.session_id}"
+
+    @property
+    def text(self) -> str:
+        """The embedded text."""
+        return exchange_text(self.user_prompt, self.assistant_response)
+
+    def to_metadata(self) -> dict[str, Any]:
+        """Chroma metadata. Chroma rejects empty lists, so prior ids are kept as a JSON string."""
+        return {
+            "exchange_id": self.exchange_id,
+            "thread_id": self.thread_id,
+            "session_id": self.session_id,
+            "user_prompt": self.user_prompt,
+            "assistant_response": self.assistant_response,
+            "timestamp": float(self.timestamp),
+            "prior_exchange_ids": json.dumps(list(self.prior_exchange_ids)),
+            "thread_session_id": self.thread_session_id,
+            "thread_continuation_seq": int(self.thread_continuation_seq),
+        }
+
+    def to_record(self) -> dict[str, Any]:
+        """The exchange as a JSON-ready dict of the nine fields (prior ids as a list)."""
+        record = self.to_metadata()
+        record["prior_exchange_ids"] = list(self.prior_exchange_ids)
+        return record
+
+    @classmethod
+    def from_metadata(cls, metadata: dict[str, Any]) -> Exchange:
+        """Rebuild an exchange from stored metadata (or from an exported record)."""
+        prior = metadata.get("prior_exchange_ids") or []
+        if isinstance(prior, str):
+            prior = json.loads(prior) if prior else []
+        return cls(
+            user_prompt=str(metadata["user_prompt"]),
+            assistant_response=str(metadata["assistant_response"]),
+            thread_id=str(metadata["thread_id"]),
+            session_id=str(metadata["session_id"]),
+            exchange_id=str(metadata["exchange_id"]),
+            timestamp=float(metadata["timestamp"]),
+            prior_exchange_ids=tuple(str(p) for p in prior),
+            thread_continuation_seq=int(metadata.get("thread_continuation_seq", 0)),
+        )
+
+
+@dataclass(frozen=True)
+class DocumentChunk:
+    """A piece of a document or a manual memory, with its metadata."""
+
+    id: str
+    text: str
+    metadata: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    """One retrieved memory: what it is, how relevant, and whether it passes the gate."""
+
+    id: str
+    kind: RecordKind
+    score: float
+    text: str
+    metadata: dict[str, Any]
+    # The relevance threshold this kind of record is compared with, and the verdict.
+    threshold: float = 0.0
+
+    @property
+    def admitted(self) -> bool:
+        """True when the memory is relevant enough to show the model."""
+        return self.score >= self.threshold
+
+    @property
+    def timestamp(self) -> float | None:
+        """When the memory was made (exchange time or the date a document was added)."""
+        value = self.metadata.get("timestamp", self.metadata.get("date_added"))
+        return float(value) if isinstance(value, (int, float)) else None
+
+    def excerpt(self, width: int = 160) -> str:
+        """The text on one line, cut to width characters."""
+        flat = " ".join(self.text.split())
+        return flat if len(flat) <= width else flat[: width - 1].rstrip() + "…"
+
+
+@dataclass(frozen=True)
+class AddResult:
+    """What adding a text or a document did."""
+
+    source_path: str | None
+    added_chunks: int
+    total_chunks: int
+    replaced_chunks: int = 0
+
+    @property
+    def already_present(self) -> int:
+        """Chunks that were stored before and so were not added again."""
+        return self.total_chunks - self.added_chunks
+
+
+@dataclass(frozen=True)
+class StoreStats:
+    """Counts and identity of one store."""
+
+    path: str
+    collection: str
+    exchanges: int
+    documents: int
+    embedding_model: str
+    dimensions: int
+    similarity_threshold: float

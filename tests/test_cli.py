@@ -1,0 +1,276 @@
+"""The headless CLI, run as a subprocess: stdout, stderr, exit codes and the JSON shapes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import Cli, FakeLLMServer
+
+pytestmark = pytest.mark.slow
+
+NOTES = """# Project notes
+
+We decided to use PostgreSQL for the billing ledger, because it needs real transactions.
+
+The frontend team picked htmx over React to keep the bundle small.
+"""
+ENVELOPE_KEYS = {"ok", "mode", "action", "result", "error", "meta"}
+
+
+@pytest.fixture
+def notes(tmp_path: Path) -> Path:
+    path = tmp_path / "notes.md"
+    path.write_text(NOTES)
+    return path
+
+
+def fake_model_args(server: FakeLLMServer) -> list[str]:
+    return ["--model", "openai/fake-model", "--set", f"llm.api_base={server.api_base}", "--set", "llm.api_key=sk-test"]
+
+
+def test_add_query_and_stats_on_a_fresh_machine(cli: Cli, notes: Path) -> None:
+    added = cli("--add-to-vector-store", str(notes), "--output", "json")
+    assert added.returncode == 0, added.stderr
+    document = added.json()
+    assert set(document) == ENVELOPE_KEYS
+    assert document["ok"] is True and document["mode"] == "headless" and document["action"] == "add"
+    assert document["result"]["source_path"] == str(notes)
+    assert document["result"]["added_chunks"] >= 1
+    assert set(document["meta"]) == {"duration_ms", "model", "config_path"}
+
+    query = cli("--query-vector-store", "which database for billing?", "--output", "json")
+    assert query.returncode == 0, query.stderr
+    result = query.json()["result"]
+    assert result["query"] == "which database for billing?"
+    top = result["results"][0]
+    assert {"id", "score", "excerpt", "text", "metadata"} <= set(top)
+    assert "PostgreSQL" in top["text"] and 0.0 <= top["score"] <= 1.0
+    assert top["metadata"]["source"] == "cli"
+
+    stats = cli("--vector-store-stats", "--output", "json").json()["result"]
+    assert stats == {
+        "path": str(cli.store_path),
+        "collection": "default",
+        "exchanges": 0,
+        "documents": document["result"]["added_chunks"],
+        "embedding_model": "all-MiniLM-L6-v2",
+        "dimensions": 384,
+        "similarity_threshold": 0.65,
+    }
+
+
+def test_text_output_is_readable_and_adding_twice_adds_nothing(cli: Cli, notes: Path) -> None:
+    first = cli("--add-to-vector-store", str(notes))
+    assert first.returncode == 0 and first.stdout.startswith("Added 1 chunk(s)")
+    second = cli("--add-to-vector-store", str(notes))
+    assert "Added 0 chunk(s)" in second.stdout and "1 already stored" in second.stdout
+    query = cli("--query-vector-store", "htmx or react", "--results", "1")
+    assert query.returncode == 0
+    assert " 1. " in query.stdout and "notes.md" in query.stdout and "PostgreSQL" in query.stdout
+    assert query.stderr == ""
+
+
+def test_batch_queries_from_stdin_give_one_json_line_each(cli: Cli, notes: Path) -> None:
+    cli("--add-to-vector-store", str(notes))
+    run = cli("--query-vector-store", "-", "--output", "json", input="billing database\n\nfrontend framework\n")
+    assert run.returncode == 0, run.stderr
+    lines = run.json_lines()
+    assert [line["result"]["query"] for line in lines] == ["billing database", "frontend framework"]
+    assert all(line["meta"]["duration_ms"] > 0 for line in lines)
+
+
+def test_add_a_folder(cli: Cli, tmp_path: Path) -> None:
+    folder = tmp_path / "kb"
+    folder.mkdir()
+    (folder / "one.md").write_text("first note about rust lifetimes")
+    (folder / "two.txt").write_text("second note about python typing")
+    (folder / "skip.csv").write_text("a,b")
+    run = cli("--add-to-vector-store", str(folder), "--output", "json")
+    assert run.returncode == 0, run.stderr
+    assert run.json()["result"]["added_chunks"] == 2 and run.json()["result"]["files"] == 2
+
+
+def test_ask_uses_memory_stores_the_exchange_and_reports_usage(cli: Cli, notes: Path, llm_server: FakeLLMServer) -> None:
+    cli("--add-to-vector-store", str(notes))
+    llm_server.reply = "You use PostgreSQL."
+    # The default gate is calibrated for the hybrid scorer (issue 4); plain cosine needs a lower one.
+    gate = ("--set", "vector_store.memory_threshold=0.3")
+    run = cli("--ask", "what database do we use for the billing ledger?", "--output", "json", *gate, *fake_model_args(llm_server))
+    assert run.returncode == 0, run.stderr
+    result = run.json()["result"]
+    assert result["text"] == "You use PostgreSQL."
+    assert result["usage"]["prompt_tokens"] == 11 and result["usage"]["completion_tokens"] == 7
+    # The memory went to the model as quoted reference material in a system message.
+    sent = llm_server.requests[-1]["messages"]
+    memory = [m for m in sent if m["role"] == "system" and "<memory" in m["content"]]
+    assert memory and "PostgreSQL" in memory[0]["content"]
+    assert sent[-1] == {"role": "user", "content": "what database do we use for the billing ledger?"}
+    assert cli("--vector-store-stats", "--output", "json").json()["result"]["exchanges"] == 1
+    found = cli("--query-vector-store", "billing ledger database", "--output", "json").json()["result"]["results"]
+    stored = next(r for r in found if r["metadata"].get("exchange_id") == result["exchange_id"])
+    assert json.loads(stored["metadata"]["prior_exchange_ids"]) == [m["id"] for m in result["memories"]]
+
+
+def test_ask_reads_stdin_and_text_output_is_just_the_answer(cli: Cli, llm_server: FakeLLMServer) -> None:
+    run = cli("--ask", "-", *fake_model_args(llm_server), input="hello there\n")
+    assert run.returncode == 0, run.stderr
+    assert run.stdout == "Hello from the fake model.\n"
+    assert llm_server.requests[-1]["messages"][-1]["content"] == "hello there\n"
+
+
+def test_dummy_mode_needs_no_key_and_stores_nothing(cli: Cli) -> None:
+    run = cli("--ask", "ping", "--dummy-mode", "--output", "json")
+    assert run.returncode == 0, run.stderr
+    assert run.json()["result"]["text"].startswith("[dummy] You said: ping")
+    assert run.json()["meta"]["model"] == "dummy"
+    assert cli("--vector-store-stats", "--output", "json").json()["result"]["exchanges"] == 0
+
+
+def test_no_vector_store_neither_reads_nor_writes_memory(cli: Cli, llm_server: FakeLLMServer) -> None:
+    run = cli("--ask", "hi", "--no-vector-store", *fake_model_args(llm_server))
+    assert run.returncode == 0, run.stderr
+    assert not cli.store_path.exists()
+    stats = cli("--vector-store-stats", "--no-vector-store")
+    assert stats.returncode == 1 and "memory is disabled" in stats.stderr
+
+
+@pytest.mark.parametrize(("status", "message"), [(401, "authentication failed"), (500, "fake-model")])
+def test_provider_errors_are_one_line_and_exit_1(cli: Cli, llm_server: FakeLLMServer, status: int, message: str) -> None:
+    llm_server.status = status
+    run = cli("--ask", "hi", "--output", "json", *fake_model_args(llm_server), "--set", "llm.timeout_seconds=5")
+    assert run.returncode == 1
+    assert message in run.stderr and "Traceback" not in run.stderr
+    assert run.json()["ok"] is False and run.json()["error"]["message"]
+    assert cli("--vector-store-stats", "--output", "json").json()["result"]["exchanges"] == 0
+
+
+def test_missing_credentials_say_what_to_set(cli: Cli) -> None:
+    run = cli("--ask", "hi", env={"OPENAI_API_KEY": None})
+    assert run.returncode == 1
+    assert "OPENAI_API_KEY" in run.stderr and "--dummy-mode" in run.stderr
+
+
+def test_export_then_import_into_a_new_store(cli: Cli, notes: Path, tmp_path: Path, llm_server: FakeLLMServer) -> None:
+    cli("--add-to-vector-store", str(notes))
+    cli("--ask", "remember that my favourite colour is teal", *fake_model_args(llm_server))
+    out = tmp_path / "memory.jsonl"
+    exported = cli("--export-memory", str(out), "--output", "json")
+    assert exported.returncode == 0, exported.stderr
+    assert exported.json()["result"]["exchanges"] == 1
+    kinds = sorted(json.loads(line)["kind"] for line in out.read_text().splitlines())
+    assert kinds == ["document", "exchange"]
+    other = {"OCAT_VECTOR_STORE_PATH": str(tmp_path / "second-store")}
+    imported = cli("--import-memory", str(out), "--output", "json", env=other)
+    assert imported.returncode == 0, imported.stderr
+    assert imported.json()["result"]["added"] == 2
+    again = tmp_path / "again.jsonl"
+    cli("--export-memory", str(again), env=other)
+    records = lambda path: sorted(json.dumps(json.loads(line), sort_keys=True) for line in path.read_text().splitlines())  # noqa: E731
+    assert records(out) == records(again)
+
+
+def test_a_malformed_import_names_the_line_and_writes_nothing(cli: Cli, tmp_path: Path) -> None:
+    path = tmp_path / "bad.jsonl"
+    path.write_text('{"kind": "document", "id": "d1", "text": "fine", "metadata": {}}\n{oops\n')
+    run = cli("--import-memory", str(path))
+    assert run.returncode == 1
+    assert f"{path}:2:" in run.stderr and "Traceback" not in run.stderr
+    assert cli("--vector-store-stats", "--output", "json").json()["result"]["documents"] == 0
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("--add-to-vector-store", "/no/such/file.md"),
+        ("--import-memory", "/no/such/file.jsonl"),
+    ],
+)
+def test_missing_files_exit_1_with_a_message(cli: Cli, args: tuple[str, ...]) -> None:
+    run = cli(*args, "--output", "json")
+    assert run.returncode == 1
+    assert "/no/such/file" in run.stderr
+    assert run.json()["ok"] is False
+
+
+def test_usage_errors_exit_2(cli: Cli) -> None:
+    both = cli("--vector-store-stats", "--ask", "x")
+    assert both.returncode == 2 and "not allowed with" in both.stderr
+    assert cli("--results", "0", "--vector-store-stats").returncode == 2
+    assert cli("--frobnicate").returncode == 2
+    empty = cli("--query-vector-store", "  ")
+    assert empty.returncode == 2 and "empty" in empty.stderr
+
+
+def test_configuration_errors_exit_3(cli: Cli, tmp_path: Path) -> None:
+    missing = cli("--vector-store-stats", "--config", str(tmp_path / "nope.yaml"))
+    assert missing.returncode == 3 and "nope.yaml" in missing.stderr
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("vector_store:\n  similarity_threshold: 1.5\n")
+    run = cli("--vector-store-stats", "--config", str(bad), "--output", "json")
+    assert run.returncode == 3
+    assert "vector_store.similarity_threshold" in run.stderr and f"{bad}:2" in run.stderr
+    assert run.json()["error"]["exit_code"] == 3
+    env_bad = cli("--vector-store-stats", env={"OCAT_VECTOR_STORE_CONTEXT_RESULTS": "many"})
+    assert env_bad.returncode == 3 and "OCAT_VECTOR_STORE_CONTEXT_RESULTS" in env_bad.stderr
+
+
+def test_flags_beat_env_which_beats_the_config_file(cli: Cli, tmp_path: Path) -> None:
+    config = tmp_path / "c.yaml"
+    config.write_text("llm:\n  model: from-file\n")
+    args = ("--ask", "x", "--dummy-mode", "--config", str(config), "--output", "json")
+    assert cli(*args).json()["meta"]["config_path"] == str(config)
+    stats = ("--vector-store-stats", "--config", str(config), "--output", "json")
+    assert cli(*stats).json()["meta"]["model"] == "from-file"
+    assert cli(*stats, env={"OCAT_LLM_MODEL": "from-env"}).json()["meta"]["model"] == "from-env"
+    assert cli(*stats, "--model", "from-flag", env={"OCAT_LLM_MODEL": "from-env"}).json()["meta"]["model"] == "from-flag"
+
+
+def test_a_store_built_with_another_model_is_refused(cli: Cli, notes: Path) -> None:
+    cli("--add-to-vector-store", str(notes))
+    run = cli("--vector-store-stats", "--set", "embedding.model=text-embedding-3-small", "--set", "embedding.dimensions=1536")
+    assert run.returncode == 1
+    assert "all-MiniLM-L6-v2" in run.stderr and "--export-memory" in run.stderr
+
+
+def test_a_missing_embedding_model_is_explained(cli: Cli, tmp_path: Path, notes: Path) -> None:
+    run = cli("--add-to-vector-store", str(notes), env={"OCAT_EMBEDDING_MODEL_PATH": str(tmp_path / "none")})
+    assert run.returncode == 1
+    assert "OCAT_EMBEDDING_MODEL_PATH" in run.stderr and "Traceback" not in run.stderr
+
+
+def test_version_and_help_and_python_dash_m(cli: Cli) -> None:
+    version = cli("--version")
+    assert version.returncode == 0 and version.stdout.startswith("ocat ")
+    helped = cli("--help")
+    assert helped.returncode == 0 and "--query-vector-store" in helped.stdout and "Exit codes" in helped.stdout
+
+
+@pytest.mark.parametrize(
+    ("code", "forbidden"),
+    [
+        ("import ocat.cli", ("textual", "litellm", "chromadb")),
+        ("import ocat.cli, ocat.config, ocat.memory, ocat.chat, ocat.headless", ("textual", "litellm", "chromadb")),
+    ],
+)
+def test_the_core_imports_without_heavy_libraries(code: str, forbidden: tuple[str, ...]) -> None:
+    check = f"{code}; import sys; print([m for m in {forbidden!r} if m in sys.modules])"
+    out = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_stats_never_imports_litellm(cli: Cli) -> None:
+    code = (
+        "import sys, runpy\n"
+        "sys.argv = ['ocat', '--vector-store-stats']\n"
+        "from ocat.cli import main\n"
+        "code = main()\n"
+        "print('LITELLM' if 'litellm' in sys.modules else 'CLEAN', code)\n"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=cli.home,
+                         env={**__import__("os").environ, "OCAT_VECTOR_STORE_PATH": str(cli.store_path)})
+    assert run.stdout.strip().splitlines()[-1] == "CLEAN 0", run.stderr

@@ -1,0 +1,169 @@
+"""The store's operations: exchanges, documents, search, get, delete, idempotency, model checks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ocat.chunking import ChunkingOptions
+from ocat.errors import InputFileError, StoreError
+from ocat.memory import MemoryStore, StoreLocation, add_path, add_text
+from ocat.models import Exchange
+from tests.conftest import FakeEmbedder
+
+OPTIONS = ChunkingOptions(strategy="semantic", chunk_size=200, chunk_overlap=20, max_chunk_size=300)
+
+
+def exchange(prompt: str, response: str, *, thread: str = "t1", session: str = "s1", ts: float = 1000.0, **kw) -> Exchange:
+    return Exchange(user_prompt=prompt, assistant_response=response, thread_id=thread, session_id=session, timestamp=ts, **kw)
+
+
+def test_exchange_is_stored_with_the_nine_fields_and_embedded_text(store: MemoryStore) -> None:
+    ex = exchange("What is the capital of France?", "Paris.", prior_exchange_ids=("a", "b"), thread_continuation_seq=2)
+    assert store.add_exchange(ex) is True
+    raw = store.exchanges.get(ids=[ex.exchange_id], include=["documents", "metadatas"])
+    metadata = raw["metadatas"][0]
+    assert set(metadata) == {
+        "exchange_id", "thread_id", "session_id", "user_prompt", "assistant_response",
+        "timestamp", "prior_exchange_ids", "thread_session_id", "thread_continuation_seq",
+    }
+    assert metadata["thread_session_id"] == "t1_s1"
+    assert metadata["thread_continuation_seq"] == 2
+    assert raw["documents"][0] == "User: What is the capital of France?\nAssistant: Paris."
+    assert store.get(ex.exchange_id) == ex
+
+
+def test_adding_the_same_exchange_twice_stores_it_once(store: MemoryStore, fake_embedder: FakeEmbedder) -> None:
+    ex = exchange("hello", "hi")
+    assert store.add_exchange(ex) is True
+    assert store.add_exchange(ex) is False
+    assert store.add_exchanges([ex, ex]) == 0
+    assert store.count("exchange") == 1
+    assert sum(fake_embedder.calls) == 1  # nothing re-embedded for a known id
+
+
+def test_thread_and_session_are_returned_oldest_first(store: MemoryStore) -> None:
+    late = exchange("second", "b", ts=2000.0)
+    early = exchange("first", "a", ts=1000.0)
+    other = exchange("elsewhere", "c", thread="t2", session="s2", ts=1500.0)
+    store.add_exchanges([late, other, early])
+    assert [e.user_prompt for e in store.get_thread("t1")] == ["first", "second"]
+    assert [e.user_prompt for e in store.get_session("s2")] == ["elsewhere"]
+    assert store.get_thread("nope") == []
+
+
+def test_search_finds_the_matching_exchange_with_a_score_in_unit_range(store: MemoryStore) -> None:
+    store.add_exchanges(
+        [
+            exchange("how do I bake sourdough bread", "use a starter", ts=1.0),
+            exchange("which python web framework", "try flask", ts=2.0),
+        ]
+    )
+    hits = store.search("sourdough bread starter", kind="exchange", k=2)
+    assert hits[0].metadata["user_prompt"] == "how do I bake sourdough bread"
+    assert all(0.0 <= h.score <= 1.0 for h in hits)
+    assert hits[0].score > hits[1].score
+
+
+def test_search_with_a_metadata_filter(store: MemoryStore) -> None:
+    store.add_exchanges([exchange("bread", "x", thread="a"), exchange("bread", "y", thread="b")])
+    hits = store.search("bread", kind="exchange", k=5, where={"thread_id": "b"})
+    assert [h.metadata["thread_id"] for h in hits] == ["b"]
+
+
+def test_add_text_chunks_and_is_idempotent(store: MemoryStore) -> None:
+    text = "\n\n".join(f"Paragraph {i} talks about topic number {i} in some detail." * 3 for i in range(6))
+    first = add_text(store, text, OPTIONS)
+    assert first.added_chunks == first.total_chunks > 1
+    again = add_text(store, text, OPTIONS)
+    assert again.added_chunks == 0
+    assert store.count("document") == first.total_chunks
+    metadata = store.documents.get(include=["metadatas"])["metadatas"][0]
+    assert metadata["source"] == "vadd_command" and metadata["manual_entry"] is True
+    assert {"source_file", "chunk_index", "total_chunks", "content_hash", "date_added"} <= set(metadata)
+
+
+def test_a_partial_document_is_completed_on_re_add(store: MemoryStore) -> None:
+    text = "\n\n".join(f"Section {i}: " + "words " * 40 for i in range(5))
+    full = add_text(store, text, OPTIONS)
+    ids = sorted(store.documents.get(include=[])["ids"])
+    store.delete(ids[:2])  # as if the first add had been killed part-way
+    repaired = add_text(store, text, OPTIONS)
+    assert repaired.added_chunks == 2
+    assert store.count("document") == full.total_chunks
+
+
+def test_re_adding_an_edited_file_replaces_its_old_chunks(store: MemoryStore, tmp_path: Path) -> None:
+    notes = tmp_path / "notes.md"
+    notes.write_text("We decided to use PostgreSQL for the ledger.")
+    add_path(store, notes, OPTIONS)
+    notes.write_text("We decided to use SQLite for the ledger after all.")
+    outcome = add_path(store, notes, OPTIONS)
+    assert outcome.added_chunks == 1
+    texts = store.documents.get(include=["documents"])["documents"]
+    assert texts == ["We decided to use SQLite for the ledger after all."]
+
+
+def test_add_path_walks_a_folder_skipping_hidden_and_other_files(store: MemoryStore, tmp_path: Path) -> None:
+    folder = tmp_path / "notes"
+    (folder / "sub").mkdir(parents=True)
+    (folder / ".git").mkdir()
+    (folder / "a.md").write_text("alpha notes")
+    (folder / "sub" / "b.txt").write_text("beta notes")
+    (folder / ".git" / "c.md").write_text("hidden")
+    (folder / "image.png").write_bytes(b"\x89PNG\x00\x00")
+    outcome = add_path(store, folder, OPTIONS)
+    assert len(outcome.files) == 2
+    files = {Path(m["source_file"]).name for m in store.documents.get(include=["metadatas"])["metadatas"]}
+    assert files == {"a.md", "b.txt"}
+
+
+def test_unreadable_input_is_refused_before_anything_is_stored(store: MemoryStore, tmp_path: Path) -> None:
+    binary = tmp_path / "blob.bin"
+    binary.write_bytes(b"\x00\x01\x02")
+    latin = tmp_path / "latin.txt"
+    latin.write_bytes("café".encode("latin-1"))
+    with pytest.raises(InputFileError, match="binary"):
+        add_path(store, binary, OPTIONS)
+    with pytest.raises(InputFileError, match="UTF-8"):
+        add_path(store, latin, OPTIONS)
+    with pytest.raises(InputFileError, match="no such file"):
+        add_path(store, tmp_path / "missing.md", OPTIONS)
+    assert store.count("document") == 0
+
+
+def test_delete_removes_exchanges_and_chunks_by_id(store: MemoryStore) -> None:
+    ex = exchange("q", "a")
+    store.add_exchange(ex)
+    add_text(store, "a manual memory", OPTIONS)
+    chunk_id = store.documents.get(include=[])["ids"][0]
+    assert store.delete([ex.exchange_id, chunk_id, "unknown"]) == 2
+    assert store.get(ex.exchange_id) is None and store.get(chunk_id) is None
+
+
+def test_iter_records_pages_through_everything(store: MemoryStore) -> None:
+    store.add_exchanges(exchange(f"prompt {i}", "r", ts=float(i)) for i in range(25))
+    assert len(list(store.iter_records("exchange", page=10))) == 25
+
+
+def test_collection_uses_cosine_space(store: MemoryStore) -> None:
+    assert store.exchanges.configuration_json["hnsw"]["space"] == "cosine"
+    assert store.documents.configuration_json["hnsw"]["space"] == "cosine"
+
+
+def test_opening_a_store_with_another_embedding_model_is_refused(tmp_path: Path) -> None:
+    location = StoreLocation(path=tmp_path / "s")
+    MemoryStore.open(location, FakeEmbedder(name="model-a"), name="x").add_exchange(exchange("q", "a"))
+    with pytest.raises(StoreError, match="model-a"):
+        MemoryStore.open(location, FakeEmbedder(name="model-b"), name="x")
+    with pytest.raises(StoreError, match="64-d"):
+        MemoryStore.open(location, FakeEmbedder(name="model-a", dimensions=32), name="x")
+
+
+def test_store_survives_reopening(tmp_path: Path) -> None:
+    location = StoreLocation(path=tmp_path / "s")
+    ex = exchange("remember me", "ok")
+    MemoryStore.open(location, FakeEmbedder(), name="x").add_exchange(ex)
+    reopened = MemoryStore.open(location, FakeEmbedder(), name="x")
+    assert reopened.get(ex.exchange_id) == ex
