@@ -24,12 +24,15 @@ Span = tuple[int, int]
 
 @dataclass(frozen=True)
 class ChunkingOptions:
-    """How to split a document; sizes are in characters."""
+    """How to split a document; sizes are in characters. Checked by `chunk_text`, not here,
+    so settings code can build one before it knows every value."""
 
-    strategy: str = "semantic"
-    chunk_size: int = 1000
-    chunk_overlap: int = 100
-    max_chunk_size: int = 1500
+    strategy: str = "semantic"  # one of STRATEGIES
+    chunk_size: int = 1000  # target length of a chunk
+    chunk_overlap: int = 100  # characters repeated between fixed_size windows
+    max_chunk_size: int = 1500  # hard ceiling, kept by every strategy
+    # Lets truncate and fixed_size cut between sentences or words; the other strategies
+    # always split along paragraphs and sentences, that being what they are for.
     preserve_sentence_boundaries: bool = True
 
 
@@ -38,8 +41,8 @@ class Chunk:
     """One piece of a document, in document order."""
 
     text: str
-    index: int
-    section: str | None = None
+    index: int  # 0-based position in the document
+    section: str | None = None  # markdown only: the `## ` heading the chunk falls under
 
 
 def content_hash(text: str) -> str:
@@ -98,7 +101,7 @@ def _boundary(text: str, start: int, end: int, lowest: int) -> int | None:
     # that ends exactly at the window's edge still counts.
     last = None
     for match in _SENTENCE_END.finditer(text, start, min(end + 1, len(text))):
-        if True:
+        if match.end() >= lowest:
             last = match.end()
     if last is not None:
         return last
@@ -109,6 +112,7 @@ def _boundary(text: str, start: int, end: int, lowest: int) -> int | None:
 
 
 def _truncate(text: str, options: ChunkingOptions) -> str:
+    """The start of the text, at most chunk_size long; the rest is dropped."""
     body = text.strip()
     size = options.chunk_size
     if len(body) <= size:
@@ -123,6 +127,7 @@ def _truncate(text: str, options: ChunkingOptions) -> str:
 
 
 def _fixed_size(text: str, options: ChunkingOptions) -> list[str]:
+    """Windows of chunk_size, each starting chunk_overlap before the previous one ended."""
     body = text.rstrip()
     size, overlap = options.chunk_size, options.chunk_overlap
     n = len(body)
@@ -210,6 +215,8 @@ def _pack(units: list[Span], limit: int) -> list[Span]:
 
 
 def _hybrid(text: str, options: ChunkingOptions) -> list[Span]:
+    """Semantic spans capped at chunk_size, then fragments under a quarter of it merged
+    into a neighbour while the result stays within max_chunk_size."""
     size, ceiling = options.chunk_size, options.max_chunk_size
     # Splitting honours chunk_size itself, so only the merging below may go past it.
     spans = _pack(_units(text, 0, len(text), size, size), size)
@@ -292,6 +299,7 @@ def _header(filename: str | None, heading: str | None, limit: int) -> str:
 
 
 def _markdown(text: str, options: ChunkingOptions, filename: str | None) -> list[tuple[str | None, str]]:
+    """`(heading, chunk text)` pairs: each section split semantically, each piece headed."""
     pieces: list[tuple[str | None, str]] = []
     for heading, start, end in _sections(text):
         # Half the ceiling at most, so a header can never crowd out the text it introduces.

@@ -49,8 +49,14 @@ def build_parser() -> argparse.ArgumentParser:
     options.add_argument("--no-vector-store", action="store_true", help="run without memory: nothing read or stored")
     options.add_argument("--dummy-mode", action="store_true", help="answer with a deterministic fake model; store nothing")
     options.add_argument(
-        "--set", action="append", default=[], metavar="KEY=VALUE", help="override a config key, e.g. llm.temperature=0.2"
+        "--set",
+        action="append",
+        default=[],
+        type=_key_value,
+        metavar="KEY=VALUE",
+        help="override a config key, e.g. llm.temperature=0.2",
     )
+    options.add_argument("--plain", action="store_true", help="chat in line mode (prompt and streamed text)")
     options.add_argument("--version", action="version", version=f"ocat {__version__}")
     return parser
 
@@ -63,6 +69,13 @@ def _positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
     return value
+
+
+def _key_value(text: str) -> str:
+    key, sep, _ = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    return text
 
 
 def chosen_action(args: argparse.Namespace) -> str | None:
@@ -105,11 +118,22 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _run_app(args: argparse.Namespace) -> int:
+    """The interactive chat (for now the line-mode chat; --plain keeps it once the full screen lands)."""
     if args.results is not None or args.output != "text":
         print("ocat: --results and --output apply to headless actions only", file=sys.stderr)
         return UsageError.exit_code
-    print(
-        "ocat: the full-screen chat is not built yet; use a headless action (see ocat --help).",
-        file=sys.stderr,
-    )
-    return UsageError.exit_code
+    try:
+        from ocat import llm
+        from ocat.config import load_settings
+        from ocat.repl import run_repl
+        from ocat.session import ChatSession
+
+        settings = load_settings(args.config, overrides=overrides_from(args))
+        problem = None if args.dummy_mode else llm.credentials_problem(settings.llm)
+        if problem:
+            # The chat still opens: the person may fix the key, or only browse memory.
+            print(f"ocat: {problem}", file=sys.stderr)
+        return run_repl(ChatSession.open(settings, dummy=args.dummy_mode))
+    except OcatError as exc:
+        print(f"ocat: {exc}", file=sys.stderr)
+        return exc.exit_code

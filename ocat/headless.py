@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Callable
 
 from ocat.errors import InputFileError, OcatError, ProviderError, UsageError
-from ocat.models import Exchange, SearchHit, new_id
+from ocat.models import SearchHit
 
 if TYPE_CHECKING:
     from ocat.config import Settings
@@ -89,6 +89,17 @@ def run_action(action: str, args: argparse.Namespace, settings: Settings, report
     except KeyboardInterrupt:
         reporter.note("ocat: interrupted")
         return 130
+    except BrokenPipeError:
+        # The reader went away (`ocat --export-memory - | head`): stop quietly, like cat does.
+        _silence_stdout()
+        return 0
+
+
+def _silence_stdout() -> None:
+    import os
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
 
 
 def _open_store(settings: Settings) -> MemoryStore:
@@ -124,6 +135,7 @@ def _add(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> in
         "source_path": str(path),
         "added_chunks": outcome.added_chunks,
         "total_chunks": outcome.total_chunks,
+        "replaced_chunks": outcome.replaced_chunks,
         "files": len(outcome.files),
     }
     present = outcome.total_chunks - outcome.added_chunks
@@ -132,6 +144,8 @@ def _add(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> in
         text += f" ({len(outcome.files)} files)"
     if present:
         text += f"; {present} already stored"
+    if outcome.replaced_chunks:
+        text += f"; {outcome.replaced_chunks} chunk(s) of an earlier version removed"
     return reporter.succeed(result, text)
 
 
@@ -192,61 +206,28 @@ def _stdin_lines() -> list[str]:
 
 def _ask(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> int:
     from ocat import llm
-    from ocat.chat import build_turn, retrieval_query, system_prompt
+    from ocat.session import ChatSession
 
     prompt = sys.stdin.read() if args.ask == "-" else args.ask
     if not prompt.strip():
         raise UsageError("nothing to ask: the prompt is empty")
-    if not args.dummy_mode:
-        missing = llm.missing_credentials(settings.llm)
-        if missing:
-            raise ProviderError(
-                f"no credentials for {settings.llm.model}: set {', '.join(missing)} (or llm.api_key), "
-                "or try --dummy-mode"
-            )
-    store, memories = _recall_for(prompt, settings, reporter, retrieval_query)
-    started = datetime.now()
-    turn = build_turn(prompt, system=system_prompt(settings.llm, started), memories=memories)
-    completion = llm.complete(turn.messages, settings.llm, dummy=args.dummy_mode)
-    exchange_id = None
-    if store is not None and not args.dummy_mode:
-        exchange = Exchange(
-            user_prompt=prompt,
-            assistant_response=completion.text,
-            thread_id=new_id(),
-            session_id=new_id(),
-            prior_exchange_ids=tuple(h.id for h in memories),
-        )
-        try:
-            store.add_exchange(exchange)
-            exchange_id = exchange.exchange_id
-        except OcatError as exc:
-            reporter.note(f"ocat: warning: the answer was not stored in memory: {exc}")
+    problem = None if args.dummy_mode else llm.credentials_problem(settings.llm)
+    if problem:
+        raise ProviderError(problem)
+    session = ChatSession.open(settings, dummy=args.dummy_mode)
+    memories = session.recall(prompt)
+    completion = llm.complete(session.request(prompt, memories).messages, settings.llm, dummy=args.dummy_mode)
+    exchange = session.record(prompt, completion.text, memories)
+    if session.memory_error:
+        reporter.note(f"ocat: warning: memory is off: {session.memory_error}")
+    stored = session.memory_on and not args.dummy_mode
     result = {
         "text": completion.text,
         "usage": completion.usage.to_dict(),
         "memories": [hit_to_json(h) for h in memories],
-        "exchange_id": exchange_id,
+        "exchange_id": exchange.exchange_id if stored else None,
     }
     return reporter.succeed(result, completion.text)
-
-
-def _recall_for(
-    prompt: str, settings: Settings, reporter: Reporter, query_builder: Callable[..., str]
-) -> tuple[MemoryStore | None, list[SearchHit]]:
-    """Open memory and fetch admitted hits; if memory fails, say so and answer without it."""
-    if not settings.vector_store.enabled:
-        return None, []
-    from ocat.memory import RetrievalLimits, admitted, retrieve
-
-    try:
-        store = _open_store(settings)
-        limits = RetrievalLimits.from_settings(settings.vector_store)
-        query = query_builder(prompt, [], settings.vector_store.search_context_window)
-        return store, admitted(retrieve(store, query, limits))
-    except OcatError as exc:
-        reporter.note(f"ocat: warning: memory is off for this answer: {exc}")
-        return None, []
 
 
 def _export(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> int:
@@ -270,7 +251,8 @@ def _export(args: argparse.Namespace, settings: Settings, reporter: Reporter) ->
         partial.unlink(missing_ok=True)
         raise InputFileError(f"cannot write {path}: {exc.strerror or exc}") from exc
     text = f"Exported {outcome.exchanges} exchange(s) and {outcome.documents} document chunk(s) to {path}"
-    return reporter.succeed(asdict(outcome) | {"records": outcome.records}, text)
+    result = {"path": outcome.path, "exchanges": outcome.exchanges, "documents": outcome.documents, "records": outcome.records}
+    return reporter.succeed(result, text)
 
 
 def _import(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> int:

@@ -96,6 +96,14 @@ def missing_credentials(settings: LLMSettings) -> list[str]:
     return list(report.get("missing_keys") or [])
 
 
+def credentials_problem(settings: LLMSettings) -> str | None:
+    """What to set when the model's provider has no credentials here, else None."""
+    missing = missing_credentials(settings)
+    if not missing:
+        return None
+    return f"no credentials for {settings.model}: set {', '.join(missing)} (or llm.api_key), or try --dummy-mode"
+
+
 def complete(messages: list[Message], settings: LLMSettings, *, dummy: bool = False) -> Completion:
     """One non-streaming completion; provider failures become ProviderError."""
     if dummy:
@@ -113,8 +121,9 @@ def complete(messages: list[Message], settings: LLMSettings, *, dummy: bool = Fa
 async def stream(messages: list[Message], settings: LLMSettings, *, dummy: bool = False) -> AsyncIterator[str]:
     """Yield the answer in pieces as they arrive; provider failures become ProviderError."""
     if dummy:
-        for word in dummy_reply(messages).split(" "):
-            yield word + " "
+        words = dummy_reply(messages).split(" ")
+        for index, word in enumerate(words):
+            yield word if index == len(words) - 1 else word + " "
         return
     litellm = _litellm()
     try:

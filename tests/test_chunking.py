@@ -280,22 +280,30 @@ def _options(draw, strategies=STRATEGIES, min_size: int = 20) -> ChunkingOptions
 
 
 @st.composite
-def _markdown(draw) -> str:
-    """Markdown-ish lines. Real headings are numbered so consecutive sections never share one."""
+def _markdown(draw) -> tuple[str, list[str]]:
+    """Markdown-ish lines, and the headings a reader would see (those outside code fences).
+    Real headings are numbered so consecutive sections never share one."""
     kinds = draw(st.lists(st.sampled_from(["text", "text", "blank", "heading", "fence", "sub"]), max_size=40))
-    lines = []
+    lines, headings, fence = [], [], None
     for n, kind in enumerate(kinds):
         if kind == "text":
             lines.append(draw(_text).replace("\n", " ").replace("\u2028", " ").replace("\r", " "))
         elif kind == "heading":
             lines.append(f"## H{n} " + draw(st.text(_letters, max_size=6)))
+            if fence is None:
+                headings.append(lines[-1][3:].strip())
         elif kind == "fence":
-            lines.append(draw(st.sampled_from(["```", "```py", "~~~"])))
+            lines.append(draw(st.sampled_from(["```", "```py", "~~~", "````"])))
+            # CommonMark: only a bare run of the same character, at least as long, closes a fence.
+            if fence is None:
+                fence = lines[-1].rstrip("py")
+            elif set(lines[-1]) == {fence[0]} and len(lines[-1]) >= len(fence):
+                fence = None
         elif kind == "sub":
             lines.append("### sub " + draw(st.text(_letters, max_size=6)))
         else:
             lines.append("")
-    return "\n".join(lines)
+    return "\n".join(lines), headings
 
 
 def _assert_common(chunks: list[Chunk], options: ChunkingOptions) -> None:
@@ -353,10 +361,13 @@ def test_truncate_keeps_a_prefix(text: str, options: ChunkingOptions) -> None:
 
 
 @settings(max_examples=200, deadline=None)
-@given(text=_markdown(), options=_options(("markdown",), min_size=60), filename=st.sampled_from([None, "a.md", "dir/b.md"]))
-def test_markdown_keeps_all_text_under_the_right_headers(text: str, options: ChunkingOptions, filename) -> None:
+@given(doc=_markdown(), options=_options(("markdown",), min_size=60), filename=st.sampled_from([None, "a.md", "dir/b.md"]))
+def test_markdown_keeps_all_text_under_the_right_headers(doc, options: ChunkingOptions, filename) -> None:
+    text, headings = doc
     chunks = chunk_text(text, options, filename=filename)
     _assert_common(chunks, options)
+    sections = [c.section for c in chunks if c.section is not None]
+    assert [s for i, s in enumerate(sections) if i == 0 or s != sections[i - 1]] == headings
     rebuilt, previous = [], object()
     for chunk in chunks:
         lines = ([filename] if filename else []) + ([f"## {chunk.section}"] if chunk.section is not None else [])

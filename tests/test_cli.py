@@ -202,6 +202,8 @@ def test_usage_errors_exit_2(cli: Cli) -> None:
     assert both.returncode == 2 and "not allowed with" in both.stderr
     assert cli("--results", "0", "--vector-store-stats").returncode == 2
     assert cli("--frobnicate").returncode == 2
+    bad_set = cli("--vector-store-stats", "--set", "llm.model")
+    assert bad_set.returncode == 2 and "KEY=VALUE" in bad_set.stderr
     empty = cli("--query-vector-store", "  ")
     assert empty.returncode == 2 and "empty" in empty.stderr
 
@@ -274,3 +276,24 @@ def test_stats_never_imports_litellm(cli: Cli) -> None:
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=cli.home,
                          env={**__import__("os").environ, "OCAT_VECTOR_STORE_PATH": str(cli.store_path)})
     assert run.stdout.strip().splitlines()[-1] == "CLEAN 0", run.stderr
+
+
+def test_export_to_a_closed_pipe_stops_quietly(cli: Cli, tmp_path: Path) -> None:
+    folder = tmp_path / "many"
+    folder.mkdir()
+    for i in range(40):
+        (folder / f"n{i}.md").write_text(f"note number {i} " + "filler words " * 300)
+    cli("--add-to-vector-store", str(folder))
+    pipeline = f"{sys.executable} -m ocat --export-memory - | head -c 10; echo; echo status=${{PIPESTATUS[0]}}"
+    run = subprocess.run(["bash", "-c", pipeline], capture_output=True, text=True, cwd=cli.home,
+                         env={**__import__("os").environ, "OCAT_VECTOR_STORE_PATH": str(cli.store_path)})
+    assert "status=0" in run.stdout
+    assert "Traceback" not in run.stderr and "BrokenPipe" not in run.stderr
+
+
+def test_re_adding_an_edited_file_reports_the_replaced_chunks(cli: Cli, notes: Path) -> None:
+    cli("--add-to-vector-store", str(notes))
+    notes.write_text("Everything changed: we now use SQLite.")
+    run = cli("--add-to-vector-store", str(notes), "--output", "json")
+    assert run.json()["result"]["replaced_chunks"] == 1 and run.json()["result"]["added_chunks"] == 1
+    assert cli("--vector-store-stats", "--output", "json").json()["result"]["documents"] == 1

@@ -167,3 +167,27 @@ def test_store_survives_reopening(tmp_path: Path) -> None:
     MemoryStore.open(location, FakeEmbedder(), name="x").add_exchange(ex)
     reopened = MemoryStore.open(location, FakeEmbedder(), name="x")
     assert reopened.get(ex.exchange_id) == ex
+
+
+def test_the_same_text_in_two_files_is_two_documents(store: MemoryStore, tmp_path: Path) -> None:
+    a, b = tmp_path / "a.md", tmp_path / "b.md"
+    a.write_text("Shared boilerplate about the release process.")
+    b.write_text("Shared boilerplate about the release process.")
+    add_path(store, a, OPTIONS)
+    add_path(store, b, OPTIONS)
+    a.write_text("A now says something else entirely.")
+    add_path(store, a, OPTIONS)
+    sources = sorted(Path(m["source_file"]).name for m in store.documents.get(include=["metadatas"])["metadatas"])
+    assert sources == ["a.md", "b.md"]  # editing a left b's copy alone
+
+
+def test_editing_a_file_to_text_stored_elsewhere_still_drops_its_old_version(store: MemoryStore, tmp_path: Path) -> None:
+    add_text(store, "Common text that is also a manual note.", OPTIONS)
+    notes = tmp_path / "notes.md"
+    notes.write_text("The original notes.")
+    add_path(store, notes, OPTIONS)
+    notes.write_text("Common text that is also a manual note.")
+    outcome = add_path(store, notes, OPTIONS)
+    assert outcome.replaced_chunks == 1
+    texts = store.documents.get(include=["documents"])["documents"]
+    assert "The original notes." not in texts

@@ -23,9 +23,18 @@ FOLDER_SUFFIXES = (".md", ".markdown", ".txt")
 MAX_FILE_BYTES = 64 * 1024 * 1024
 
 
-def chunk_id(document_hash: str, index: int) -> str:
-    """The id of chunk `index` of the document whose content hashes to `document_hash`."""
-    return f"doc-{document_hash[:32]}-{index}"
+def document_key(text: str, source_file: str = "") -> str:
+    """A document's identity: its content, and the file it came from (if any).
+
+    The same text in two files is two documents, so editing one never touches the
+    other; the same text added twice from one place is one document.
+    """
+    return content_hash(f"{source_file}\0{text}") if source_file else content_hash(text)
+
+
+def chunk_id(key: str, index: int) -> str:
+    """The id of chunk `index` of the document whose key is `key`."""
+    return f"doc-{key[:32]}-{index}"
 
 
 def document_chunks(
@@ -39,6 +48,7 @@ def document_chunks(
 ) -> list[DocumentChunk]:
     """Chunk a text and attach the metadata every stored chunk carries."""
     digest = content_hash(text)
+    key = document_key(text, source_file)
     filename = Path(source_file).name if source_file else None
     pieces = chunk_text(text, options, filename=filename)
     added_at = time.time() if date_added is None else date_added
@@ -52,11 +62,12 @@ def document_chunks(
             "total_chunks": len(pieces),
             "manual_entry": manual_entry,
             "content_hash": digest,
+            "document_id": key,
             "date_added": added_at,
         }
         if piece.section:
             metadata["section"] = piece.section
-        chunks.append(DocumentChunk(id=chunk_id(digest, piece.index), text=piece.text, metadata=metadata))
+        chunks.append(DocumentChunk(id=chunk_id(key, piece.index), text=piece.text, metadata=metadata))
     return chunks
 
 
@@ -73,23 +84,20 @@ def add_text(
     chunks = document_chunks(text, options, source=source, source_file=source_file, manual_entry=manual_entry)
     if not chunks:
         return AddResult(source_path=source_file or None, added_chunks=0, total_chunks=0)
-    digest = chunks[0].metadata["content_hash"]
-    present = store.documents.get(where={"content_hash": digest}, include=["metadatas"])
-    present_ids = set(present["ids"])
-    if present_ids:
-        declared = {int(m.get("total_chunks", -1)) for m in present["metadatas"]}
-        if declared == {len(present_ids)}:
-            # Complete already (perhaps chunked differently once): never store it twice.
-            return AddResult(source_path=source_file or None, added_chunks=0, total_chunks=len(present_ids))
-        if not present_ids <= {c.id for c in chunks}:
-            # A partial add made with other chunking settings: start that document over.
-            store.delete(sorted(present_ids))
+    key = chunks[0].metadata["document_id"]
     replaced = 0
     if source_file:
         # The same file with other content is an edit: its old chunks go.
-        replaced = store.delete_where(
-            "document", {"$and": [{"source_file": source_file}, {"content_hash": {"$ne": digest}}]}
-        )
+        replaced = store.delete_documents_where({"$and": [{"source_file": source_file}, {"document_id": {"$ne": key}}]})
+    present = store.documents_where({"document_id": key})
+    if present:
+        declared = {int(c.metadata.get("total_chunks", -1)) for c in present}
+        if declared == {len(present)}:
+            # Complete already (perhaps chunked differently once): never store it twice.
+            return AddResult(source_path=source_file or None, added_chunks=0, total_chunks=len(present))
+        if not {c.id for c in present} <= {c.id for c in chunks}:
+            # A partial add made with other chunking settings: start that document over.
+            store.delete(sorted(c.id for c in present))
     added = store.add_chunks(chunks)
     return AddResult(source_path=source_file or None, added_chunks=added, total_chunks=len(chunks), replaced_chunks=replaced)
 
@@ -148,6 +156,11 @@ class PathAddResult:
     def total_chunks(self) -> int:
         """Chunks the files make, stored now or before."""
         return sum(r.total_chunks for r in self.files)
+
+    @property
+    def replaced_chunks(self) -> int:
+        """Chunks of earlier versions of the files that were removed."""
+        return sum(r.replaced_chunks for r in self.files)
 
 
 def add_path(

@@ -17,6 +17,8 @@ from ocat.models import DocumentChunk, Exchange, RecordKind, SearchHit
 # How many records go to Chroma (and through the embedder) per call.
 WRITE_BATCH = 256
 READ_PAGE = 1000
+# (id, embedded text, metadata): one record on its way into a collection.
+Row = tuple[str, str, dict[str, Any]]
 
 
 class MemoryStore:
@@ -49,45 +51,32 @@ class MemoryStore:
 
     def add_exchanges(self, exchanges: Iterable[Exchange]) -> int:
         """Store exchanges in batches, skipping ids already stored; returns how many were added."""
-        added = 0
-        for batch in _batches(exchanges, WRITE_BATCH):
-            fresh = self._missing(self.exchanges, _unique_by_id(batch, key=lambda e: e.exchange_id))
-            if not fresh:
-                continue
-            self._write(
-                self.exchanges,
-                ids=[e.exchange_id for e in fresh],
-                texts=[e.text for e in fresh],
-                metadatas=[e.to_metadata() for e in fresh],
-            )
-            added += len(fresh)
-        return added
+        return self._add(self.exchanges, ((e.exchange_id, e.text, e.to_metadata()) for e in exchanges))
 
     def add_chunks(self, chunks: Iterable[DocumentChunk]) -> int:
         """Store document chunks, skipping ids already stored; returns how many were added."""
+        return self._add(self.documents, ((c.id, c.text, c.metadata) for c in chunks))
+
+    def _add(self, collection: Any, rows: Iterable[Row]) -> int:
+        # Rows stream through in batches: an import of any size holds one batch at a time,
+        # and only records whose ids are not stored yet are embedded.
         added = 0
-        for batch in _batches(chunks, WRITE_BATCH):
-            fresh = self._missing(self.documents, _unique_by_id(batch, key=lambda c: c.id))
-            if not fresh:
-                continue
-            self._write(
-                self.documents,
-                ids=[c.id for c in fresh],
-                texts=[c.text for c in fresh],
-                metadatas=[c.metadata for c in fresh],
-            )
-            added += len(fresh)
+        for batch in _batches(rows, WRITE_BATCH):
+            fresh = self._missing(collection, _unique_by_id(batch))
+            if fresh:
+                self._write(collection, fresh)
+                added += len(fresh)
         return added
 
-    def _missing(self, collection: Any, records: list[Any]) -> list[Any]:
-        ids = [r.exchange_id if isinstance(r, Exchange) else r.id for r in records]
+    def _missing(self, collection: Any, rows: list[Row]) -> list[Row]:
         try:
-            present = set(collection.get(ids=ids, include=[])["ids"])
+            present = set(collection.get(ids=[r[0] for r in rows], include=[])["ids"])
         except Exception as exc:
             raise StoreError(f"cannot read the memory store: {exc}") from exc
-        return [r for r, i in zip(records, ids) if i not in present]
+        return [r for r in rows if r[0] not in present]
 
-    def _write(self, collection: Any, *, ids: list[str], texts: list[str], metadatas: list[dict[str, Any]]) -> None:
+    def _write(self, collection: Any, rows: list[Row]) -> None:
+        ids, texts, metadatas = (list(column) for column in zip(*rows))
         vectors = self.embedder.embed(texts)
         try:
             collection.add(ids=ids, embeddings=vectors, documents=texts, metadatas=metadatas)
@@ -107,13 +96,12 @@ class MemoryStore:
             removed += len(found)
         return removed
 
-    def delete_where(self, kind: RecordKind, where: dict[str, Any]) -> int:
-        """Delete the records of one kind matching a metadata filter; returns how many."""
-        collection = self._collection(kind)
+    def delete_documents_where(self, where: dict[str, Any]) -> int:
+        """Delete the document chunks matching a metadata filter; returns how many."""
         try:
-            found = collection.get(where=where, include=[])["ids"]
+            found = self.documents.get(where=where, include=[])["ids"]
             if found:
-                collection.delete(ids=found)
+                self.documents.delete(ids=found)
         except Exception as exc:
             raise StoreError(f"cannot delete from the memory store: {exc}") from exc
         return len(found)
@@ -190,6 +178,10 @@ class MemoryStore:
             return Exchange.from_metadata(metadata)
         return DocumentChunk(id=record_id, text=text or "", metadata=dict(metadata or {}))
 
+    def documents_where(self, where: dict[str, Any]) -> list[DocumentChunk]:
+        """Document chunks matching a metadata filter (a write-path helper: filters are slow at scale)."""
+        return [r for r in self._get(self.documents, where=where) if isinstance(r, DocumentChunk)]
+
     def iter_records(self, kind: RecordKind, *, page: int = READ_PAGE) -> Iterator[Exchange | DocumentChunk]:
         """Every record of one kind, read page by page (never the whole collection at once)."""
         collection = self._collection(kind)
@@ -223,13 +215,12 @@ def _batches(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
         yield batch
 
 
-def _unique_by_id(records: list[Any], *, key: Any) -> list[Any]:
+def _unique_by_id(rows: list[Row]) -> list[Row]:
     """Drop repeated ids within one batch: Chroma rejects a batch with duplicate ids."""
     seen: set[str] = set()
     unique = []
-    for record in records:
-        record_id = key(record)
-        if record_id not in seen:
-            seen.add(record_id)
-            unique.append(record)
+    for row in rows:
+        if row[0] not in seen:
+            seen.add(row[0])
+            unique.append(row)
     return unique

@@ -1,0 +1,99 @@
+"""The line-mode chat: a prompt, the answer streamed below it, memory recalled and stored.
+
+Uses prompt_toolkit (history, line editing) on a terminal, and plain line reading when
+stdin is a pipe, so the same chat can be scripted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from datetime import datetime
+from typing import IO, Callable
+
+from ocat.errors import OcatError
+from ocat.locations import data_dir
+from ocat.models import SearchHit
+from ocat.session import ChatSession
+
+QUIT_COMMANDS = {"/quit", "/exit", "/q"}
+
+
+def memory_summary(memories: list[SearchHit], mode: str) -> list[str]:
+    """The lines that tell the user which memories the model was given (per display.context_mode)."""
+    if mode == "off" or not memories:
+        return []
+    noun = "memory" if len(memories) == 1 else "memories"
+    lines = [f"· Using context from {len(memories)} {noun}"]
+    if mode == "on":
+        for hit in memories:
+            when = datetime.fromtimestamp(hit.timestamp).strftime("%Y-%m-%d") if hit.timestamp else "-"
+            lines.append(f"  {hit.score:.2f}  {hit.kind:<8} {when}  {hit.excerpt(80)}")
+    return lines
+
+
+def _line_reader(interactive: bool) -> Callable[[], str]:
+    if not interactive:
+        def read_piped() -> str:
+            line = sys.stdin.readline()
+            if not line:
+                raise EOFError
+            return line.rstrip("\n")
+
+        return read_piped
+    from prompt_toolkit import PromptSession
+    from prompt_toolkit.history import FileHistory
+
+    history_file = data_dir() / "history"
+    history_file.parent.mkdir(parents=True, exist_ok=True)
+    prompt_session: PromptSession[str] = PromptSession(history=FileHistory(str(history_file)))
+    return lambda: prompt_session.prompt("› ")
+
+
+async def _stream_answer(session: ChatSession, prompt: str, out: IO[str]) -> tuple[str, list[SearchHit]]:
+    memories = session.recall(prompt)
+    for line in memory_summary(memories, session.settings.display.context_mode):
+        out.write(line + "\n")
+    request = session.request(prompt, memories)
+    pieces: list[str] = []
+    async for piece in session.stream(request):
+        pieces.append(piece)
+        out.write(piece)
+        out.flush()
+    return "".join(pieces), memories
+
+
+def run_repl(session: ChatSession, *, out: IO[str] | None = None, err: IO[str] | None = None) -> int:
+    """Chat until /quit or end of input; returns the exit code."""
+    out = out or sys.stdout
+    err = err or sys.stderr
+    interactive = sys.stdin.isatty()
+    read_line = _line_reader(interactive)
+    if interactive:
+        state = "memory on" if session.memory_on else "memory off"
+        out.write(f"ocat · {session.settings.llm.model} · {state} · /quit to leave\n")
+    if session.memory_error:
+        err.write(f"ocat: memory is off: {session.memory_error}\n")
+    while True:
+        try:
+            prompt = read_line()
+        except (EOFError, KeyboardInterrupt):
+            return 0
+        if not prompt.strip():
+            continue
+        if prompt.strip() in QUIT_COMMANDS:
+            return 0
+        had_memory = session.memory_on
+        try:
+            answer, memories = asyncio.run(_stream_answer(session, prompt, out))
+        except KeyboardInterrupt:
+            # A cancelled turn keeps what was shown but is not remembered.
+            out.write("\n[cancelled]\n")
+            continue
+        except OcatError as exc:
+            err.write(f"ocat: {exc}\n")
+            continue
+        out.write("\n")
+        session.record(prompt, answer, memories)
+        if had_memory and not session.memory_on:
+            err.write(f"ocat: memory is off: {session.memory_error}\n")

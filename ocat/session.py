@@ -1,0 +1,119 @@
+"""One conversation, independent of any UI: its ids, its history, recall before a turn, storing after.
+
+Memory failures never end a conversation: the session notes the error, goes on without
+memory, and the UI says so.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import TYPE_CHECKING, AsyncIterator
+
+from ocat import llm
+from ocat.chat import TurnRequest, build_turn, retrieval_query, system_prompt
+from ocat.errors import OcatError
+from ocat.models import Exchange, SearchHit, new_id
+
+if TYPE_CHECKING:
+    from ocat.config import Settings
+    from ocat.memory import MemoryStore
+
+
+class ChatSession:
+    """A thread as lived in this session: recall, build the messages, stream, then remember."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        store: MemoryStore | None = None,
+        dummy: bool = False,
+        thread_id: str | None = None,
+        continuation_seq: int = 0,
+        history: list[Exchange] | None = None,
+    ) -> None:
+        self.settings = settings
+        self.store = store
+        self.dummy = dummy
+        self.thread_id = thread_id or new_id()
+        self.session_id = new_id()
+        self.continuation_seq = continuation_seq
+        self.history: list[Exchange] = list(history or [])
+        self.started = datetime.now()
+        self.memory_error: str | None = None
+
+    @classmethod
+    def open(cls, settings: Settings, *, dummy: bool = False) -> ChatSession:
+        """A new session on the configured store; if the store cannot open, memory is off."""
+        session = cls(settings, dummy=dummy)
+        if settings.vector_store.enabled:
+            try:
+                from ocat.memory import open_store
+
+                session.store = open_store(settings)
+            except OcatError as exc:
+                session.memory_error = str(exc)
+        return session
+
+    @property
+    def memory_on(self) -> bool:
+        """True while memory is being read and written."""
+        return self.store is not None
+
+    def recall(self, prompt: str) -> list[SearchHit]:
+        """Memories worth showing the model for this prompt, leaving out what is already in view."""
+        if self.store is None:
+            return []
+        from ocat.memory import RetrievalLimits, admitted, retrieve
+
+        window = self.settings.vector_store.search_context_window
+        query = retrieval_query(prompt, self.history, window)
+        # Only what the model is sent as history is skipped; older turns of a long
+        # conversation can still come back as memory.
+        in_view = {e.exchange_id for e in self.recent_history()}
+        try:
+            limits = RetrievalLimits.from_settings(self.settings.vector_store)
+            return admitted(retrieve(self.store, query, limits, exclude_ids=in_view))
+        except OcatError as exc:
+            self._memory_failed(exc)
+            return []
+
+    def request(self, prompt: str, memories: list[SearchHit]) -> TurnRequest:
+        """The messages for this turn: system prompt, memory, recent history, the prompt."""
+        return build_turn(
+            prompt,
+            system=system_prompt(self.settings.llm, self.started),
+            history=self.recent_history(),
+            memories=memories,
+        )
+
+    def recent_history(self) -> list[Exchange]:
+        """The last `chat_window` exchanges: the part of this conversation the model is sent."""
+        window = self.settings.vector_store.chat_window
+        return self.history[-window:] if window > 0 else []
+
+    def stream(self, request: TurnRequest) -> AsyncIterator[str]:
+        """The model's answer, piece by piece."""
+        return llm.stream(request.messages, self.settings.llm, dummy=self.dummy)
+
+    def record(self, prompt: str, answer: str, memories: list[SearchHit]) -> Exchange:
+        """Add a finished exchange to the history and, unless in dummy mode, to memory."""
+        exchange = Exchange(
+            user_prompt=prompt,
+            assistant_response=answer,
+            thread_id=self.thread_id,
+            session_id=self.session_id,
+            prior_exchange_ids=tuple(h.id for h in memories),
+            thread_continuation_seq=self.continuation_seq,
+        )
+        self.history.append(exchange)
+        if self.store is not None and not self.dummy:
+            try:
+                self.store.add_exchange(exchange)
+            except OcatError as exc:
+                self._memory_failed(exc)
+        return exchange
+
+    def _memory_failed(self, exc: OcatError) -> None:
+        self.memory_error = str(exc)
+        self.store = None

@@ -1,0 +1,68 @@
+"""ChatSession: recall before a turn, history sent, exchanges recorded with their memory ids."""
+
+from __future__ import annotations
+
+import asyncio
+
+from ocat.config import load_settings
+from ocat.memory import MemoryStore
+from ocat.session import ChatSession
+
+
+def session_on(store: MemoryStore, **overrides: object) -> ChatSession:
+    settings = load_settings(
+        env={},
+        overrides={"vector_store.similarity_threshold": 0.2, "vector_store.chat_window": 1, **overrides},
+    )
+    return ChatSession(settings, store=store)
+
+
+def test_recorded_exchanges_carry_the_ids_of_the_memories_used(store: MemoryStore) -> None:
+    first = session_on(store)
+    remembered = first.record("my bike is a red gazelle", "nice bike", [])
+    later = session_on(store)
+    memories = later.recall("what colour is my bike")
+    assert [m.id for m in memories] == [remembered.exchange_id]
+    exchange = later.record("what colour is my bike", "red", memories)
+    stored = store.get(exchange.exchange_id)
+    assert stored.prior_exchange_ids == (remembered.exchange_id,)
+    assert stored.thread_id == later.thread_id and stored.session_id == later.session_id
+    assert stored.thread_id != first.thread_id
+
+
+def test_turns_beyond_the_chat_window_can_be_recalled_but_recent_ones_are_not(store: MemoryStore) -> None:
+    session = session_on(store)
+    old = session.record("the wifi password is hunter2", "noted", [])
+    recent = session.record("the printer is on floor two", "noted", [])
+    ids = {m.id for m in session.recall("wifi password printer")}
+    assert old.exchange_id in ids  # out of the window: only memory can bring it back
+    assert recent.exchange_id not in ids  # in the window: already sent as history
+    messages = session.request("next", []).messages
+    assert [m["content"] for m in messages if m["role"] == "user"] == ["the printer is on floor two", "next"]
+
+
+def test_dummy_mode_streams_a_deterministic_answer_and_stores_nothing(store: MemoryStore) -> None:
+    session = session_on(store)
+    session.dummy = True
+
+    async def collect() -> str:
+        return "".join([piece async for piece in session.stream(session.request("hello", []))])
+
+    answer = asyncio.run(collect())
+    assert answer.startswith("[dummy] You said: hello")
+    session.record("hello", answer, [])
+    assert store.count("exchange") == 0
+
+
+def test_a_store_failure_turns_memory_off_without_raising(store: MemoryStore) -> None:
+    session = session_on(store)
+
+    def broken(*args: object, **kwargs: object) -> None:
+        from ocat.errors import StoreError
+
+        raise StoreError("disk on fire")
+
+    store.add_exchanges = broken  # type: ignore[method-assign]
+    session.record("hi", "hello", [])
+    assert session.memory_on is False and "disk on fire" in (session.memory_error or "")
+    assert len(session.history) == 1
