@@ -47,12 +47,13 @@ class VectorStoreSettings:
     host: str | None = _field("ChromaDB server host; when set it replaces the local store.")
     port: int = _field("ChromaDB server port.", lo=1, hi=65535)
     collection: str = _field("Name of the collection that holds this memory.", pattern=_COLLECTION)
-    similarity_threshold: float = _field("Minimum similarity (0-1) for a search hit.", lo=0, hi=1)
+    similarity_threshold: float = _field("Calibrated relevance (0-1) a past exchange needs to reach the model.", lo=0, hi=1)
     chat_window: int = _field("Previous exchanges of the current chat sent with each prompt.", lo=0)
-    context_results: int = _field("Search hits shown per search.", lo=1)
-    search_context_window: int = _field("Neighbouring chunks shown around each search hit.", lo=0)
-    memory_threshold: float = _field("Minimum similarity (0-1) for a memory to join a prompt.", lo=0, hi=1)
-    memory_results: int = _field("Most memories added to one prompt.", lo=1)
+    context_results: int = _field("Past exchanges retrieved per prompt; default --results of queries.", lo=1)
+    search_context_window: int = _field("Recent exchanges whose prompts join the memory search query.", lo=0)
+    memory_threshold: float = _field("Calibrated relevance (0-1) a document or /vadd memory needs.", lo=0, hi=1)
+    memory_results: int = _field("Document chunks and /vadd memories retrieved per prompt.", lo=1)
+    memory_token_budget: int = _field("Most tokens of memory given to the model per turn.", lo=0)
 
 
 @dataclass(frozen=True)

@@ -65,6 +65,7 @@ class ChatSession:
         if self.store is None:
             return []
         from ocat.memory import RetrievalLimits, admitted, retrieve
+        from ocat.memory.retrieval import within_budget
 
         window = self.settings.vector_store.search_context_window
         query = retrieval_query(prompt, self.history, window)
@@ -73,7 +74,8 @@ class ChatSession:
         in_view = {e.exchange_id for e in self.recent_history()}
         try:
             limits = RetrievalLimits.from_settings(self.settings.vector_store)
-            return admitted(retrieve(self.store, query, limits, exclude_ids=in_view))
+            found = admitted(retrieve(self.store, query, limits, exclude_ids=in_view))
+            return within_budget(found, self.settings.vector_store.memory_token_budget)
         except OcatError as exc:
             self._memory_failed(exc)
             return []

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 
+import pytest
+
 from ocat.chunking import ChunkingOptions
 from ocat.memory import MemoryStore, RetrievalLimits, add_text, admitted, retrieve
 from ocat.models import Exchange
@@ -67,9 +69,19 @@ def test_excluded_ids_are_not_returned(real_store: MemoryStore) -> None:
     assert len([h for h in hits if h.kind == "exchange"]) == 3
 
 
-def test_the_gate_admits_only_hits_at_or_above_their_threshold(real_store: MemoryStore) -> None:
+def test_the_default_gate_admits_the_relevant_memory_and_stays_quiet_off_topic(real_store: MemoryStore) -> None:
     fill(real_store)
-    strict = RetrievalLimits(exchange_results=4, document_results=0, exchange_threshold=0.99, document_threshold=0.99)
-    assert admitted(retrieve(real_store, "billing database", strict)) == []
-    loose = RetrievalLimits(exchange_results=4, document_results=0, exchange_threshold=0.0, document_threshold=0.0)
-    assert len(admitted(retrieve(real_store, "billing database", loose))) == 4
+    gate = RetrievalLimits(exchange_results=5, document_results=3, exchange_threshold=0.65, document_threshold=0.7)
+    relevant = admitted(retrieve(real_store, "which database did we choose for billing?", gate))
+    assert relevant and relevant[0].metadata["user_prompt"] == "Which database should the billing service use?"
+    assert admitted(retrieve(real_store, "What did Jon say about his dance studio opening?", gate)) == []
+    assert all(0.0 <= h.score <= 1.0 for h in retrieve(real_store, "billing", gate))
+
+
+def test_scores_are_calibrated_not_raw_cosine(real_store: MemoryStore) -> None:
+    fill(real_store)
+    [hit] = retrieve(real_store, "a good name for my cat", LIMITS, limit=1)
+    dense = real_store.search("a good name for my cat", kind="exchange", k=1)[0]
+    assert hit.id == dense.id and hit.score != pytest.approx(dense.score)
+    assert real_store.calibration.source == "locomo-dev fit"
+    assert real_store.exchanges.metadata["calibration_center"] == real_store.calibration.center

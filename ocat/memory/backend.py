@@ -59,9 +59,14 @@ def collection_names(store: str) -> tuple[str, str]:
     return f"{store}-{EXCHANGES_SUFFIX}", f"{store}-{DOCUMENTS_SUFFIX}"
 
 
-def open_collection(client: Any, name: str, *, model: str, dimensions: int, location: str) -> Any:
-    """Get or create a cosine-space collection and check it was built with this embedding model."""
-    metadata = {"embedding_model": model, "dimensions": dimensions, "ocat_schema": SCHEMA_VERSION}
+def open_collection(
+    client: Any, name: str, *, model: str, dimensions: int, location: str, extra: dict[str, Any] | None = None
+) -> Any:
+    """Get or create a cosine-space collection and check it was built with this embedding model.
+
+    `extra` metadata (the model's calibration) is recorded only when the collection is created.
+    """
+    metadata = {"embedding_model": model, "dimensions": dimensions, "ocat_schema": SCHEMA_VERSION, **(extra or {})}
     try:
         collection = client.get_or_create_collection(
             name,

@@ -7,11 +7,15 @@ records, and enforces, which embedding model built it.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
 
 from ocat.errors import StoreError
+from ocat.locations import cache_dir
 from ocat.memory.backend import StoreLocation, collection_names, open_client, open_collection
 from ocat.memory.embeddings import Embedder
+from ocat.memory.lexical import LexicalIndex
+from ocat.memory.scoring import Calibration, calibration_for
 from ocat.models import DocumentChunk, Exchange, RecordKind, SearchHit
 
 # How many records go to Chroma (and through the embedder) per call.
@@ -24,24 +28,63 @@ Row = tuple[str, str, dict[str, Any]]
 class MemoryStore:
     """One named store: an exchanges collection and a documents collection."""
 
-    def __init__(self, client: Any, embedder: Embedder, *, name: str, location: StoreLocation) -> None:
+    def __init__(
+        self,
+        client: Any,
+        embedder: Embedder,
+        *,
+        name: str,
+        location: StoreLocation,
+        lexical: LexicalIndex | None = None,
+    ) -> None:
         self.client = client
         self.embedder = embedder
         self.name = name
         self.location = location
         described = location.describe()
         exchanges_name, documents_name = collection_names(name)
-        self.exchanges = open_collection(
-            client, exchanges_name, model=embedder.name, dimensions=embedder.dimensions, location=described
+        shipped = calibration_for(embedder.name)
+        self.exchanges, self.documents = (
+            open_collection(
+                client,
+                collection_name,
+                model=embedder.name,
+                dimensions=embedder.dimensions,
+                location=described,
+                extra=shipped.to_metadata(),
+            )
+            for collection_name in (exchanges_name, documents_name)
         )
-        self.documents = open_collection(
-            client, documents_name, model=embedder.name, dimensions=embedder.dimensions, location=described
-        )
+        # The calibration recorded when the store was made wins, so scores keep their meaning.
+        self.calibration = Calibration.from_metadata(self.exchanges.metadata or {}) or shipped
+        self.lexical = lexical if lexical is not None else LexicalIndex(lexical_index_path(location, name))
+        self._sync_lexical()
 
     @classmethod
     def open(cls, location: StoreLocation, embedder: Embedder, *, name: str = "default") -> MemoryStore:
         """Open (creating if needed) the store `name` at a location."""
         return cls(open_client(location), embedder, name=name, location=location)
+
+    def _sync_lexical(self) -> None:
+        """Rebuild a kind's lexical index when it disagrees with Chroma.
+
+        That happens for a store made before the index existed, after a crash between the
+        two writes, or when a Chroma server was written by another client.
+        """
+        for kind in ("exchange", "document"):
+            if self.lexical.count(kind) == self.count(kind):
+                continue
+            self.lexical.clear(kind)
+            page: list[Row] = []
+            for record in self.iter_records(kind):
+                if isinstance(record, Exchange):
+                    page.append((record.exchange_id, record.text, record.to_metadata()))
+                else:
+                    page.append((record.id, record.text, record.metadata))
+                if len(page) >= READ_PAGE:
+                    self.lexical.add(kind, page)
+                    page = []
+            self.lexical.add(kind, page)
 
     # -- writing ---------------------------------------------------------------
 
@@ -82,6 +125,8 @@ class MemoryStore:
             collection.add(ids=ids, embeddings=vectors, documents=texts, metadatas=metadatas)
         except Exception as exc:
             raise StoreError(f"cannot write to the memory store: {exc}") from exc
+        # Chroma first: if we die between the two, the next open sees the counts differ and rebuilds.
+        self.lexical.add(self._kind(collection), rows)
 
     def delete(self, ids: Sequence[str]) -> int:
         """Delete exchanges or chunks by id; returns how many existed."""
@@ -93,6 +138,7 @@ class MemoryStore:
                     collection.delete(ids=found)
             except Exception as exc:
                 raise StoreError(f"cannot delete from the memory store: {exc}") from exc
+            self.lexical.delete(self._kind(collection), found)
             removed += len(found)
         return removed
 
@@ -104,6 +150,7 @@ class MemoryStore:
                 self.documents.delete(ids=found)
         except Exception as exc:
             raise StoreError(f"cannot delete from the memory store: {exc}") from exc
+        self.lexical.delete("document", found)
         return len(found)
 
     # -- reading ---------------------------------------------------------------
@@ -200,8 +247,32 @@ class MemoryStore:
         except Exception as exc:
             raise StoreError(f"cannot read the memory store: {exc}") from exc
 
+    def fetch(self, kind: RecordKind, ids: Sequence[str], *, where: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Vectors, texts and metadata of some records, by id (optionally also matching `where`)."""
+        if not ids:
+            return {"ids": [], "embeddings": [], "documents": [], "metadatas": []}
+        try:
+            return self._collection(kind).get(
+                ids=list(ids), where=where or None, include=["embeddings", "documents", "metadatas"]
+            )
+        except Exception as exc:
+            raise StoreError(f"cannot read the memory store: {exc}") from exc
+
     def _collection(self, kind: RecordKind) -> Any:
         return self.exchanges if kind == "exchange" else self.documents
+
+    def _kind(self, collection: Any) -> RecordKind:
+        return "exchange" if collection is self.exchanges else "document"
+
+
+def lexical_index_path(location: StoreLocation, name: str) -> Path:
+    """Where a store's lexical index lives: in the store's folder, or (server mode) in the cache."""
+    if location.path is not None:
+        location.path.mkdir(parents=True, exist_ok=True)
+        return location.path / f"ocat-lexical-{name}.sqlite3"
+    folder = cache_dir() / "ocat" / "lexical"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder / f"{location.host}-{location.port}-{name}.sqlite3"
 
 
 def _batches(items: Iterable[Any], size: int) -> Iterator[list[Any]]:

@@ -1,0 +1,232 @@
+"""Retrieval evaluation on LoCoMo-style conversations, through ocat's own retrieval.
+
+Protocol (../shared/eval/README.md): each session's turns are paired into exchanges, one
+thread per session, one fresh store per conversation; questions of categories 1-4 are
+queries. R@k is the share of a question's evidence turns covered by the top-k exchanges.
+The gate is measured with the chat's own limits: "admitted" when an evidence exchange
+passes the threshold, "quiet" when nothing passes for a question from another conversation.
+
+    python bench/recall.py                       # all conversations, every mode
+    python bench/recall.py --questions 20 --json # a quick slice, machine-readable
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import statistics
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Iterable
+
+REPO = Path(__file__).resolve().parent.parent
+DEFAULT_DATA = REPO.parent / "shared" / "eval" / "locomo-dev.json"
+DEFAULT_MODEL = REPO.parent / "shared" / "models" / "all-MiniLM-L6-v2-int8"
+KS = (1, 3, 5, 10)
+CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
+MODES = ("hybrid", "dense", "lexical")
+
+
+@dataclass
+class Conversation:
+    """One conversation as exchanges (with the dia_ids each covers) and its questions."""
+
+    sample_id: str
+    exchanges: list[Any]
+    dia_ids: dict[str, set[str]]
+    questions: list[dict[str, Any]]
+
+
+def normalise_evidence(evidence: Iterable[str]) -> set[str]:
+    """Evidence ids as `D<n>:<t>`, repairing the malformed ones the data set has."""
+    found: set[str] = set()
+    for item in evidence:
+        for match in re.finditer(r"D:?(\d+):(\d+)", str(item)):
+            found.add(f"D{int(match.group(1))}:{int(match.group(2))}")
+    return found
+
+
+def parse_date(text: str) -> float:
+    """A LoCoMo session date ("1:56 pm on 8 May, 2023") as a Unix time."""
+    cleaned = re.sub(r"\s+", " ", text.strip())
+    for fmt in ("%I:%M %p on %d %B, %Y", "%I:%M %p on %d %b, %Y"):
+        try:
+            return datetime.strptime(cleaned, fmt).timestamp()
+        except ValueError:
+            continue
+    return 0.0
+
+
+def load_conversations(path: Path) -> list[Conversation]:
+    """The data set as exchanges per the protocol."""
+    from ocat.models import Exchange
+
+    data = json.loads(path.read_text(encoding="utf-8"))
+    conversations = []
+    for item in data:
+        conv = item["conversation"]
+        exchanges, dia_ids = [], {}
+        sessions = sorted(
+            (int(m.group(1)), key) for key in conv if (m := re.fullmatch(r"session_(\d+)", key))
+        )
+        for number, key in sessions:
+            turns = conv[key]
+            when = parse_date(conv.get(f"{key}_date_time", ""))
+            thread = f"{item['sample_id']}-session-{number}"
+            for index in range(0, len(turns), 2):
+                pair = turns[index : index + 2]
+                texts = [_turn_text(t) for t in pair]
+                exchange = Exchange(
+                    user_prompt=texts[0],
+                    assistant_response=texts[1] if len(texts) > 1 else "",
+                    thread_id=thread,
+                    session_id=thread,
+                    exchange_id=f"{item['sample_id']}-{pair[0]['dia_id']}",
+                    timestamp=when + index,  # keeps turn order within a session
+                )
+                exchanges.append(exchange)
+                dia_ids[exchange.exchange_id] = {t["dia_id"] for t in pair}
+        questions = [q for q in item["qa"] if q.get("category") in CATEGORIES]
+        conversations.append(Conversation(item["sample_id"], exchanges, dia_ids, questions))
+    return conversations
+
+
+def _turn_text(turn: dict[str, Any]) -> str:
+    text = f"{turn['speaker']}: {turn['text']}"
+    if turn.get("blip_caption"):
+        text += f" [shares an image: {turn['blip_caption']}]"
+    return text
+
+
+@dataclass
+class ModeResult:
+    """Sums for one retrieval mode, turned into rates by `row`."""
+
+    recall: dict[int, list[float]] = field(default_factory=lambda: {k: [] for k in KS})
+    by_category: dict[int, dict[int, list[float]]] = field(default_factory=dict)
+    admitted: list[bool] = field(default_factory=list)
+    quiet: list[bool] = field(default_factory=list)
+    latency_ms: list[float] = field(default_factory=list)
+
+    def row(self) -> dict[str, Any]:
+        """Percentages and latencies for the table and for JSON."""
+        pct = lambda xs: round(100 * sum(xs) / len(xs), 1) if xs else None  # noqa: E731
+        ordered = sorted(self.latency_ms)
+        return {
+            "recall": {f"R@{k}": pct(v) for k, v in self.recall.items()},
+            "by_category": {
+                CATEGORIES[c]: {f"R@{k}": pct(v) for k, v in ks.items()} for c, ks in sorted(self.by_category.items())
+            },
+            "admitted": pct(self.admitted),
+            "quiet": pct(self.quiet),
+            "latency_mean_ms": round(statistics.fmean(ordered), 2) if ordered else None,
+            "latency_p50_ms": round(ordered[len(ordered) // 2], 2) if ordered else None,
+            "latency_p95_ms": round(ordered[int(0.95 * (len(ordered) - 1))], 2) if ordered else None,
+            "questions": len(self.recall[1]),
+        }
+
+
+def evaluate(
+    conversations: list[Conversation],
+    *,
+    modes: Iterable[str] = MODES,
+    questions: int | None = None,
+    model_dir: Path = DEFAULT_MODEL,
+    off_topic: int | None = None,
+) -> dict[str, dict[str, Any]]:
+    """Run every mode over every conversation; returns one row per mode."""
+    from ocat.config import load_settings
+    from ocat.memory import MemoryStore, RetrievalLimits, StoreLocation, retrieve
+    from ocat.memory.embeddings import OnnxMiniLMEmbedder
+
+    settings = load_settings(env={})
+    vector_store = settings.vector_store
+    embedder = OnnxMiniLMEmbedder(model_dir)
+    results = {mode: ModeResult() for mode in modes}
+    ranking = RetrievalLimits(
+        exchange_results=max(KS), document_results=0,
+        exchange_threshold=vector_store.similarity_threshold, document_threshold=vector_store.memory_threshold,
+    )
+    chat_limits = RetrievalLimits.from_settings(vector_store)
+    with tempfile.TemporaryDirectory(prefix="ocat-recall-") as folder:
+        for conv in conversations:
+            store = MemoryStore.open(StoreLocation(path=Path(folder) / conv.sample_id), embedder, name="eval")
+            store.add_exchanges(conv.exchanges)
+            asked = conv.questions[:questions] if questions else conv.questions
+            others = [q for c in conversations if c is not conv for q in c.questions]
+            others = others[:off_topic] if off_topic else others
+            for mode in modes:
+                result = results[mode]
+                for q in asked:
+                    evidence = normalise_evidence(q["evidence"])
+                    if not evidence:
+                        continue
+                    started = time.perf_counter()
+                    hits = retrieve(store, q["question"], ranking, mode=mode)
+                    result.latency_ms.append((time.perf_counter() - started) * 1000)
+                    for k in KS:
+                        covered = set().union(*(conv.dia_ids.get(h.id, set()) for h in hits[:k])) if hits else set()
+                        share = len(evidence & covered) / len(evidence)
+                        result.recall[k].append(share)
+                        result.by_category.setdefault(q["category"], {kk: [] for kk in KS})[k].append(share)
+                    gate = [h for h in retrieve(store, q["question"], chat_limits, mode=mode) if h.admitted]
+                    result.admitted.append(any(conv.dia_ids.get(h.id, set()) & evidence for h in gate))
+                for q in others:
+                    gate = [h for h in retrieve(store, q["question"], chat_limits, mode=mode) if h.admitted]
+                    result.quiet.append(not gate)
+    return {mode: results[mode].row() for mode in modes}
+
+
+def format_table(rows: dict[str, dict[str, Any]]) -> str:
+    """The results as an aligned text table."""
+    lines = []
+    head = f"{'mode':<8} {'R@1':>6} {'R@3':>6} {'R@5':>6} {'R@10':>6} {'admit':>6} {'quiet':>6} {'mean':>7} {'p50':>7} {'p95':>7}"
+    lines.append(head)
+    lines.append("-" * len(head))
+    for mode, row in rows.items():
+        r = row["recall"]
+        lines.append(
+            f"{mode:<8} {r['R@1']:>6} {r['R@3']:>6} {r['R@5']:>6} {r['R@10']:>6} "
+            f"{row['admitted']:>6} {row['quiet']:>6} {row['latency_mean_ms']:>6}ms {row['latency_p50_ms']:>6}ms "
+            f"{row['latency_p95_ms']:>6}ms"
+        )
+    lines.append("")
+    lines.append("R@5 by category:")
+    for mode, row in rows.items():
+        cats = "  ".join(f"{name} {v['R@5']}" for name, v in row["by_category"].items())
+        lines.append(f"  {mode:<8} {cats}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command-line entry: run the evaluation and print the table (or JSON)."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="LoCoMo-style JSON file")
+    parser.add_argument("--model", type=Path, default=DEFAULT_MODEL, help="all-MiniLM-L6-v2 ONNX folder")
+    parser.add_argument("--modes", default=",".join(MODES), help="comma-separated: hybrid,dense,lexical")
+    parser.add_argument("--questions", type=int, help="only the first N questions of each conversation")
+    parser.add_argument("--off-topic", type=int, help="only the first N off-topic questions per store")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    args = parser.parse_args(argv)
+    if not args.data.is_file():
+        print(f"recall: no data at {args.data}", file=sys.stderr)
+        return 1
+    rows = evaluate(
+        load_conversations(args.data),
+        modes=[m.strip() for m in args.modes.split(",") if m.strip()],
+        questions=args.questions,
+        model_dir=args.model,
+        off_topic=args.off_topic,
+    )
+    print(json.dumps(rows, indent=2) if args.json else format_table(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(REPO))
+    raise SystemExit(main())

@@ -1,0 +1,208 @@
+"""The lexical side of retrieval: an SQLite FTS5 index (BM25) beside the Chroma store.
+
+Texts are reduced to normalised terms in Python (lower case, stop words dropped, a light
+stemmer) and FTS5 indexes those terms, so the same function decides what a "term" is when
+indexing, querying and scoring a candidate's coverage of the query.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import sqlite3
+import threading
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+from ocat.errors import StoreError
+
+KINDS = ("exchange", "document")
+_TOKEN = re.compile(r"[^\W_]+")
+# Function words carry no topic; dropping them keeps FTS5 OR-queries small and fast.
+STOP_WORDS = frozenset(
+    """a about above after again against all am an and any are as at be because been before being below
+    between both but by can could did do does doing down during each few for from further had has have
+    having he her here hers herself him himself his how i if in into is it its itself just me more most my
+    myself no nor not now of off on once only or other our ours ourselves out over own same she should so
+    some such than that the their theirs them themselves then there these they this those through to too
+    under until up very was we were what when where which while who whom why will with would you your
+    yours yourself yourselves s t d ll m re ve y also get got really yeah oh hey hi thanks thank like""".split()
+)
+
+
+@lru_cache(maxsize=65536)
+def stem(word: str) -> str:
+    """A light suffix stripper: enough to match plurals and -ing/-ed forms, never below 3 letters."""
+    for suffix, replacement in (("ies", "y"), ("ing", ""), ("ed", ""), ("es", ""), ("s", "")):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3 and not word.endswith("ss"):
+            return word[: len(word) - len(suffix)] + replacement
+    return word
+
+
+def terms(text: str) -> list[str]:
+    """The normalised terms of a text, in order (with repeats)."""
+    return [stem(t) for t in _TOKEN.findall(text.lower()) if t not in STOP_WORDS and len(t) > 1]
+
+
+@lru_cache(maxsize=8192)
+def term_set(text: str) -> frozenset[str]:
+    """The distinct terms of a text; cached, since the same memories come up turn after turn."""
+    return frozenset(terms(text))
+
+
+def idf(doc_freq: int, total: int) -> float:
+    """BM25's inverse document frequency; a term never seen scores as the rarest possible."""
+    return math.log(1.0 + (total - doc_freq + 0.5) / (doc_freq + 0.5))
+
+
+class LexicalIndex:
+    """FTS5 tables (one per record kind) in one SQLite file, safe to share between threads."""
+
+    def __init__(self, path: Path | str) -> None:
+        self.path = str(path)
+        self._lock = threading.Lock()
+        # Counts are read on every query (for IDF); keep them rather than count(*) each time.
+        self._counts: dict[str, int] = {}
+        try:
+            self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            for kind in KINDS:
+                self._db.execute(
+                    f"CREATE TABLE IF NOT EXISTS ids_{kind} (rowid INTEGER PRIMARY KEY, record_id TEXT UNIQUE NOT NULL)"
+                )
+                self._db.execute(
+                    f"CREATE VIRTUAL TABLE IF NOT EXISTS fts_{kind} USING fts5(body, "
+                    "tokenize='unicode61 remove_diacritics 0')"
+                )
+                self._db.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS vocab_{kind} USING fts5vocab(fts_{kind}, 'row')")
+            # Thread order of exchanges, so a hit's neighbours are one indexed lookup away
+            # (Chroma could only find them with a slow metadata filter).
+            self._db.execute(
+                "CREATE TABLE IF NOT EXISTS thread_order (record_id TEXT PRIMARY KEY, thread_id TEXT NOT NULL, "
+                "ts REAL NOT NULL)"
+            )
+            self._db.execute("CREATE INDEX IF NOT EXISTS thread_order_by_time ON thread_order(thread_id, ts)")
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot open the lexical index {self.path}: {exc}") from exc
+
+    def add(self, kind: str, rows: Iterable[tuple[str, str, Mapping[str, Any]]]) -> None:
+        """Index (id, text, metadata) rows; ids already indexed are left as they are."""
+        with self._lock, self._transaction():
+            self._counts.pop(kind, None)
+            for record_id, text, metadata in rows:
+                cursor = self._db.execute(f"INSERT OR IGNORE INTO ids_{kind}(record_id) VALUES (?)", (record_id,))
+                if cursor.rowcount:
+                    self._db.execute(
+                        f"INSERT INTO fts_{kind}(rowid, body) VALUES (?, ?)", (cursor.lastrowid, " ".join(terms(text)))
+                    )
+                if kind == "exchange" and "thread_id" in metadata:
+                    self._db.execute(
+                        "INSERT OR IGNORE INTO thread_order VALUES (?, ?, ?)",
+                        (record_id, str(metadata["thread_id"]), float(metadata.get("timestamp", 0.0))),
+                    )
+
+    def delete(self, kind: str, record_ids: Sequence[str]) -> None:
+        """Remove records from the index (unknown ids are ignored)."""
+        with self._lock, self._transaction():
+            self._counts.pop(kind, None)
+            for record_id in record_ids:
+                row = self._db.execute(f"SELECT rowid FROM ids_{kind} WHERE record_id = ?", (record_id,)).fetchone()
+                if row:
+                    self._db.execute(f"DELETE FROM fts_{kind} WHERE rowid = ?", (row[0],))
+                    self._db.execute(f"DELETE FROM ids_{kind} WHERE rowid = ?", (row[0],))
+                if kind == "exchange":
+                    self._db.execute("DELETE FROM thread_order WHERE record_id = ?", (record_id,))
+
+    def clear(self, kind: str) -> None:
+        """Empty one kind's index (before a rebuild)."""
+        with self._lock, self._transaction():
+            self._counts.pop(kind, None)
+            self._db.execute(f"DELETE FROM fts_{kind}")
+            self._db.execute(f"DELETE FROM ids_{kind}")
+            if kind == "exchange":
+                self._db.execute("DELETE FROM thread_order")
+
+    def count(self, kind: str) -> int:
+        """How many records of a kind are indexed."""
+        with self._lock:
+            if kind not in self._counts:
+                self._counts[kind] = int(self._db.execute(f"SELECT count(*) FROM ids_{kind}").fetchone()[0])
+            return self._counts[kind]
+
+    def search(self, kind: str, query_terms: Sequence[str], k: int) -> list[tuple[str, float]]:
+        """The k best BM25 matches for any of the terms, as (id, bm25 score >= 0), best first."""
+        unique = list(dict.fromkeys(query_terms))
+        if not unique or k <= 0:
+            return []
+        match = " OR ".join(f'"{t}"' for t in unique)
+        with self._lock:
+            try:
+                rows = self._db.execute(
+                    f"SELECT i.record_id, -bm25(fts_{kind}) AS score FROM fts_{kind} "
+                    f"JOIN ids_{kind} i ON i.rowid = fts_{kind}.rowid "
+                    f"WHERE fts_{kind} MATCH ? ORDER BY bm25(fts_{kind}) LIMIT ?",
+                    (match, k),
+                ).fetchall()
+            except sqlite3.Error as exc:
+                raise StoreError(f"lexical search failed: {exc}") from exc
+        return [(record_id, float(score)) for record_id, score in rows]
+
+    def doc_freqs(self, kind: str, query_terms: Sequence[str]) -> dict[str, int]:
+        """How many records of a kind contain each term (0 for unseen terms)."""
+        unique = list(dict.fromkeys(query_terms))
+        if not unique:
+            return {}
+        marks = ",".join("?" * len(unique))
+        with self._lock:
+            rows = self._db.execute(f"SELECT term, doc FROM vocab_{kind} WHERE term IN ({marks})", unique).fetchall()
+        found = {term: int(doc) for term, doc in rows}
+        return {t: found.get(t, 0) for t in unique}
+
+    def neighbours(self, record_ids: Sequence[str]) -> dict[str, tuple[str | None, str | None]]:
+        """Each exchange's previous and next exchange in its thread (None at either end)."""
+        found: dict[str, tuple[str | None, str | None]] = {}
+        with self._lock:
+            for record_id in record_ids:
+                row = self._db.execute(
+                    "SELECT thread_id, ts FROM thread_order WHERE record_id = ?", (record_id,)
+                ).fetchone()
+                if not row:
+                    continue
+                thread_id, ts = row
+                before = self._db.execute(
+                    "SELECT record_id FROM thread_order WHERE thread_id = ? AND (ts < ? OR (ts = ? AND record_id < ?)) "
+                    "ORDER BY ts DESC, record_id DESC LIMIT 1",
+                    (thread_id, ts, ts, record_id),
+                ).fetchone()
+                after = self._db.execute(
+                    "SELECT record_id FROM thread_order WHERE thread_id = ? AND (ts > ? OR (ts = ? AND record_id > ?)) "
+                    "ORDER BY ts, record_id LIMIT 1",
+                    (thread_id, ts, ts, record_id),
+                ).fetchone()
+                found[record_id] = (before[0] if before else None, after[0] if after else None)
+        return found
+
+    def close(self) -> None:
+        """Close the database."""
+        with self._lock:
+            self._db.close()
+
+    def _transaction(self) -> _Transaction:
+        return _Transaction(self._db)
+
+
+class _Transaction:
+    """BEGIN/COMMIT around a batch, ROLLBACK if it fails: an index batch is all or nothing."""
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self._db = db
+
+    def __enter__(self) -> None:
+        self._db.execute("BEGIN IMMEDIATE")
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        self._db.execute("ROLLBACK" if exc_type else "COMMIT")
+        if isinstance(exc, sqlite3.Error):
+            raise StoreError(f"lexical index write failed: {exc}") from exc
