@@ -32,6 +32,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--model", type=Path, default=DEFAULT_MODEL)
+    parser.add_argument("--store", type=Path, help="keep the store here and reuse it on the next run")
     args = parser.parse_args(argv)
 
     conversations = load_conversations(args.data)
@@ -39,7 +40,8 @@ def main(argv: list[str] | None = None) -> int:
     questions = [q["question"] for c in conversations for q in c.questions][: args.queries]
     embedder = OnnxMiniLMEmbedder(args.model)
     limits = RetrievalLimits.from_settings(load_settings(env={}).vector_store)
-    with tempfile.TemporaryDirectory(prefix="ocat-latency-") as folder:
+    with tempfile.TemporaryDirectory(prefix="ocat-latency-") as scratch:
+        folder = args.store or Path(scratch)
         store = MemoryStore.open(StoreLocation(path=Path(folder)), embedder, name="bench")
         started = time.perf_counter()
         copies = (
@@ -47,7 +49,11 @@ def main(argv: list[str] | None = None) -> int:
             for n in range(args.exchanges // len(base) + 1)
             for e in base
         )
+        # Adding is idempotent: a kept store only gets what it is missing.
         store.add_exchanges(e for _, e in zip(range(args.exchanges), copies))
+        if store.count("exchange") != args.exchanges:
+            print(f"latency: the store at {folder} holds {store.count('exchange')} exchanges, not {args.exchanges}")
+            return 1
         build = time.perf_counter() - started
         retrieve(store, questions[0], limits)  # warm the model and caches
         times = []

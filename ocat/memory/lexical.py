@@ -161,28 +161,25 @@ class LexicalIndex:
         return {t: found.get(t, 0) for t in unique}
 
     def neighbours(self, record_ids: Sequence[str]) -> dict[str, tuple[str | None, str | None]]:
-        """Each exchange's previous and next exchange in its thread (None at either end)."""
-        found: dict[str, tuple[str | None, str | None]] = {}
+        """Each exchange's previous and next exchange in its thread (None at either end).
+
+        One statement for all ids; each neighbour is an index seek on (thread_id, ts).
+        """
+        unique = list(dict.fromkeys(record_ids))
+        if not unique:
+            return {}
+        marks = ",".join("?" * len(unique))
         with self._lock:
-            for record_id in record_ids:
-                row = self._db.execute(
-                    "SELECT thread_id, ts FROM thread_order WHERE record_id = ?", (record_id,)
-                ).fetchone()
-                if not row:
-                    continue
-                thread_id, ts = row
-                before = self._db.execute(
-                    "SELECT record_id FROM thread_order WHERE thread_id = ? AND (ts < ? OR (ts = ? AND record_id < ?)) "
-                    "ORDER BY ts DESC, record_id DESC LIMIT 1",
-                    (thread_id, ts, ts, record_id),
-                ).fetchone()
-                after = self._db.execute(
-                    "SELECT record_id FROM thread_order WHERE thread_id = ? AND (ts > ? OR (ts = ? AND record_id > ?)) "
-                    "ORDER BY ts, record_id LIMIT 1",
-                    (thread_id, ts, ts, record_id),
-                ).fetchone()
-                found[record_id] = (before[0] if before else None, after[0] if after else None)
-        return found
+            rows = self._db.execute(
+                "SELECT t.record_id, "
+                "(SELECT p.record_id FROM thread_order p WHERE p.thread_id = t.thread_id AND "
+                " (p.ts < t.ts OR (p.ts = t.ts AND p.record_id < t.record_id)) ORDER BY p.ts DESC, p.record_id DESC LIMIT 1), "
+                "(SELECT n.record_id FROM thread_order n WHERE n.thread_id = t.thread_id AND "
+                " (n.ts > t.ts OR (n.ts = t.ts AND n.record_id > t.record_id)) ORDER BY n.ts, n.record_id LIMIT 1) "
+                f"FROM thread_order t WHERE t.record_id IN ({marks})",
+                unique,
+            ).fetchall()
+        return {record_id: (before, after) for record_id, before, after in rows}
 
     def close(self) -> None:
         """Close the database."""

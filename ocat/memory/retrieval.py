@@ -10,7 +10,7 @@ ids to leave out are dropped here, after over-fetching.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Collection, Literal, Sequence
 
 from ocat.memory.lexical import term_set, terms
@@ -79,9 +79,18 @@ def retrieve(
         if count <= 0 or store.lexical.count(kind) == 0:
             continue
         pool = max(MIN_POOL, POOL_FACTOR * count) + len(exclude_ids)
-        found = _candidates(store, kind, query, query_terms, vector, pool, where, mode)
-        kept = [h for h in found if h.id not in exclude_ids][:count]
-        hits.extend(replace(h, threshold=threshold) for h in kept)
+        ranked, records = _candidates(store, kind, query, query_terms, vector, pool, where, mode)
+        wanted = [(i, score) for i, score in ranked if i not in exclude_ids][: 2 * count]
+        unread = [i for i, _ in wanted if i not in records]
+        if unread:
+            # Neighbours lifted into the results are read only now, and only these few.
+            got = store.fetch(kind, unread, where=where, vectors=False)
+            records.update((i, (0.0, t or "", dict(m or {}))) for i, t, m in zip(got["ids"], got["documents"], got["metadatas"]))
+        kept = [(i, score) for i, score in wanted if i in records][:count]
+        hits.extend(
+            SearchHit(id=i, kind=kind, score=score, text=records[i][1], metadata=records[i][2], threshold=threshold)
+            for i, score in kept
+        )
     hits.sort(key=lambda h: h.score, reverse=True)
     return hits[:limit] if limit is not None else hits
 
@@ -107,6 +116,9 @@ def within_budget(hits: Sequence[SearchHit], budget: int) -> list[SearchHit]:
     return kept
 
 
+Record = tuple[float, str, dict[str, Any]]  # cosine similarity, text, metadata
+
+
 def _candidates(
     store: MemoryStore,
     kind: RecordKind,
@@ -116,24 +128,18 @@ def _candidates(
     pool: int,
     where: dict[str, Any] | None,
     mode: Mode,
-) -> list[SearchHit]:
-    """One kind's candidate pool, scored and sorted best first."""
-    dense: dict[str, SearchHit] = {}
+) -> tuple[list[tuple[str, float]], dict[str, Record]]:
+    """One kind's candidates as (id, score) best first, and the records read so far."""
+    records: dict[str, Record] = {}
     if mode != "lexical":
-        dense = {h.id: h for h in store.search(query, kind=kind, k=pool, where=where, query_vector=vector)}
-    if mode == "dense":
-        return sorted(dense.values(), key=lambda h: h.score, reverse=True)
+        dense = store.search(query, kind=kind, k=pool, where=where, query_vector=vector)
+        records = {h.id: (h.score, h.text, h.metadata) for h in dense}
+        if mode == "dense":
+            return [(h.id, h.score) for h in dense], records
     lexical_ids = [record_id for record_id, _ in store.lexical.search(kind, query_terms, pool)]
-    records = {h.id: (h.score, h.text, h.metadata) for h in dense.values()}
-    around: dict[str, tuple[str | None, str | None]] = {}
-    if mode == "hybrid" and kind == "exchange":
-        # Neighbours of the whole pool are looked up now, so one Chroma read fetches them
-        # together with the lexical-only candidates.
-        around = store.lexical.neighbours(list(dict.fromkeys([*records, *lexical_ids])))
-    wanted = lexical_ids if mode == "lexical" else [i for i in lexical_ids if i not in records]
-    wanted += [n for pair in around.values() for n in pair if n and n not in records and n not in wanted]
-    if wanted:
-        fetched = store.fetch(kind, list(dict.fromkeys(wanted)), where=where)
+    unread = lexical_ids if mode == "lexical" else [i for i in lexical_ids if i not in records]
+    if unread:
+        fetched = store.fetch(kind, unread, where=where, vectors=vector is not None)
         for record_id, embedding, text, metadata in zip(
             fetched["ids"], fetched["embeddings"], fetched["documents"], fetched["metadatas"]
         ):
@@ -141,39 +147,31 @@ def _candidates(
             records[record_id] = (cosine, text or "", dict(metadata or {}))
     doc_freqs = store.lexical.doc_freqs(kind, query_terms)
     total = max(1, store.lexical.count(kind))
-    calibration: Calibration = store.calibration
     covered = {i: coverage(query_terms, term_set(text), doc_freqs, total) for i, (_, text, _) in records.items()}
     if mode == "lexical":
         # The lexical baseline keeps BM25's order; its score is the coverage.
-        return [
-            SearchHit(id=i, kind=kind, score=covered[i], text=records[i][1], metadata=records[i][2])
-            for i in lexical_ids
-            if i in records
-        ]
+        return [(i, covered[i]) for i in lexical_ids if i in records], records
+    calibration: Calibration = store.calibration
     z = {i: calibration.combine(cosine, covered[i]) for i, (cosine, _, _) in records.items()}
-    if around:
-        z = _spread_to_neighbours(z, around)
-    hits = [
-        SearchHit(id=i, kind=kind, score=calibration.relevance_of(value), text=records[i][1], metadata=records[i][2])
-        for i, value in z.items()
-    ]
-    hits.sort(key=lambda h: h.score, reverse=True)
-    return hits
+    if kind == "exchange":
+        z = _spread_to_neighbours(store, z)
+    ranked = sorted(((i, calibration.relevance_of(value)) for i, value in z.items()), key=lambda p: p[1], reverse=True)
+    return ranked, records
 
 
-def _spread_to_neighbours(z: dict[str, float], around: dict[str, tuple[str | None, str | None]]) -> dict[str, float]:
+def _spread_to_neighbours(store: MemoryStore, z: dict[str, float]) -> dict[str, float]:
     """Let a strong exchange lift the exchanges around it in its thread.
 
     A topic is often raised in one exchange and answered in the next: on the dev set the
     evidence was the neighbour of the best hit so often that this added ~6 points of R@5.
+    A neighbour outside the pool gets only what it inherits (it is not read to score it).
     """
+    top = sorted(z, key=z.__getitem__, reverse=True)[:NEIGHBOUR_SOURCES]
     spread = dict(z)
-    for source in sorted(z, key=z.__getitem__, reverse=True)[:NEIGHBOUR_SOURCES]:
-        before, after = around.get(source, (None, None))
-        if after in spread:
-            spread[after] = max(spread[after], NEXT_WEIGHT * z[source])
-        if before in spread:
-            spread[before] = max(spread[before], PREVIOUS_WEIGHT * z[source])
+    for source, (before, after) in store.lexical.neighbours(top).items():
+        for neighbour, weight in ((after, NEXT_WEIGHT), (before, PREVIOUS_WEIGHT)):
+            if neighbour:
+                spread[neighbour] = max(spread.get(neighbour, 0.0), weight * z[source])
     return spread
 
 

@@ -247,16 +247,23 @@ class MemoryStore:
         except Exception as exc:
             raise StoreError(f"cannot read the memory store: {exc}") from exc
 
-    def fetch(self, kind: RecordKind, ids: Sequence[str], *, where: dict[str, Any] | None = None) -> dict[str, Any]:
-        """Vectors, texts and metadata of some records, by id (optionally also matching `where`)."""
-        if not ids:
-            return {"ids": [], "embeddings": [], "documents": [], "metadatas": []}
+    def fetch(
+        self, kind: RecordKind, ids: Sequence[str], *, where: dict[str, Any] | None = None, vectors: bool = True
+    ) -> dict[str, Any]:
+        """Texts, metadata and (unless `vectors` is False) vectors of records by id, optionally matching `where`."""
+        include = ["embeddings", "documents", "metadatas"] if vectors else ["documents", "metadatas"]
         try:
-            return self._collection(kind).get(
-                ids=list(ids), where=where or None, include=["embeddings", "documents", "metadatas"]
-            )
+            got = self._collection(kind).get(ids=list(ids), where=where or None, include=include) if ids else {}
         except Exception as exc:
             raise StoreError(f"cannot read the memory store: {exc}") from exc
+        found = list(got.get("ids") or [])
+        embeddings = got.get("embeddings")
+        return {
+            "ids": found,
+            "embeddings": list(embeddings) if embeddings is not None else [None] * len(found),
+            "documents": list(got.get("documents") or []),
+            "metadatas": list(got.get("metadatas") or []),
+        }
 
     def _collection(self, kind: RecordKind) -> Any:
         return self.exchanges if kind == "exchange" else self.documents
