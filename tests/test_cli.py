@@ -98,9 +98,7 @@ def test_add_a_folder(cli: Cli, tmp_path: Path) -> None:
 def test_ask_uses_memory_stores_the_exchange_and_reports_usage(cli: Cli, notes: Path, llm_server: FakeLLMServer) -> None:
     cli("--add-to-vector-store", str(notes))
     llm_server.reply = "You use PostgreSQL."
-    # The default gate is calibrated for the hybrid scorer (issue 4); plain cosine needs a lower one.
-    gate = ("--set", "vector_store.memory_threshold=0.3")
-    run = cli("--ask", "what database do we use for the billing ledger?", "--output", "json", *gate, *fake_model_args(llm_server))
+    run = cli("--ask", "what database do we use for the billing ledger?", "--output", "json", *fake_model_args(llm_server))
     assert run.returncode == 0, run.stderr
     result = run.json()["result"]
     assert result["text"] == "You use PostgreSQL."

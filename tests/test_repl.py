@@ -13,8 +13,6 @@ def chat_args(server: FakeLLMServer) -> list[str]:
     return [
         "--plain", "--model", "openai/fake-model",
         "--set", f"llm.api_base={server.api_base}", "--set", "llm.api_key=sk-test",
-        # Plain cosine scores need a lower gate than the calibrated default (issue 4).
-        "--set", "vector_store.similarity_threshold=0.3",
         "--set", "display.context_mode=on",
     ]
 

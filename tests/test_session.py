@@ -12,7 +12,7 @@ from ocat.session import ChatSession
 def session_on(store: MemoryStore, **overrides: object) -> ChatSession:
     settings = load_settings(
         env={},
-        overrides={"vector_store.similarity_threshold": 0.2, "vector_store.chat_window": 1, **overrides},
+        overrides={"vector_store.chat_window": 1, **overrides},
     )
     return ChatSession(settings, store=store)
 
@@ -66,3 +66,23 @@ def test_a_store_failure_turns_memory_off_without_raising(store: MemoryStore) ->
     session.record("hi", "hello", [])
     assert session.memory_on is False and "disk on fire" in (session.memory_error or "")
     assert len(session.history) == 1
+
+
+def test_a_follow_up_finds_memory_through_the_conversation_so_far(store: MemoryStore) -> None:
+    earlier = session_on(store)
+    remembered = earlier.record("billing ledger database choice", "postgresql", [])
+    now = session_on(store)
+    assert now.recall("which one was it?") == []  # the follow-up alone says nothing
+    now.record("remind me of the billing ledger database choice", "let me look", [])
+    follow_up = now.recall("which one was it?")
+    assert [m.id for m in follow_up] == [remembered.exchange_id]
+
+
+def test_retrieval_queries_keep_the_new_prompt_on_its_own() -> None:
+    from ocat.chat import retrieval_queries
+    from ocat.models import Exchange
+
+    history = [Exchange(user_prompt=f"p{i}", assistant_response="r", thread_id="t", session_id="s") for i in range(4)]
+    assert retrieval_queries("new", [], 3) == ["new"]
+    assert retrieval_queries("new", history, 0) == ["new"]
+    assert retrieval_queries("new", history, 2) == ["new", "p2\np3\nnew"]

@@ -95,6 +95,21 @@ def retrieve(
     return hits[:limit] if limit is not None else hits
 
 
+def retrieve_any(
+    store: MemoryStore, queries: Sequence[str], limits: RetrievalLimits, *, exclude_ids: Collection[str] = ()
+) -> list[SearchHit]:
+    """Retrieve for several queries and keep each memory's best score (per-kind counts still hold)."""
+    best: dict[str, SearchHit] = {}
+    for query in queries:
+        for hit in retrieve(store, query, limits, exclude_ids=exclude_ids):
+            if hit.id not in best or hit.score > best[hit.id].score:
+                best[hit.id] = hit
+    ranked = sorted(best.values(), key=lambda h: h.score, reverse=True)
+    exchanges = [h for h in ranked if h.kind == "exchange"][: limits.exchange_results]
+    documents = [h for h in ranked if h.kind == "document"][: limits.document_results]
+    return sorted(exchanges + documents, key=lambda h: h.score, reverse=True)
+
+
 def admitted(hits: Sequence[SearchHit]) -> list[SearchHit]:
     """The hits relevant enough to show the model."""
     return [h for h in hits if h.admitted]
