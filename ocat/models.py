@@ -29,6 +29,12 @@ def new_id() -> str:
     return str(uuid.uuid4())
 
 
+def now() -> float:
+    """The current time to the millisecond: short enough to survive any JSON round trip exactly
+    (a Chroma server returned full-precision times one unit in the last place off)."""
+    return round(time.time(), 3)
+
+
 def exchange_text(user_prompt: str, assistant_response: str) -> str:
     """The text an exchange is embedded and searched by."""
     return f"User: {user_prompt}\nAssistant: {assistant_response}"
@@ -43,7 +49,7 @@ class Exchange:
     thread_id: str
     session_id: str
     exchange_id: str = field(default_factory=new_id)
-    timestamp: float = field(default_factory=time.time)
+    timestamp: float = field(default_factory=now)
     prior_exchange_ids: tuple[str, ...] = ()
     # 0 for the session that started the thread, +1 each time /continue resumes it.
     thread_continuation_seq: int = 0

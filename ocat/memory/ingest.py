@@ -6,7 +6,6 @@ twice stores nothing new, and an add that was cut short is completed by adding a
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator, Literal
@@ -14,7 +13,7 @@ from typing import Any, Callable, Iterator, Literal
 from ocat.chunking import ChunkingOptions, chunk_text, content_hash
 from ocat.errors import InputFileError
 from ocat.memory.store import MemoryStore
-from ocat.models import AddResult, DocumentChunk
+from ocat.models import AddResult, DocumentChunk, now
 
 Source = Literal["vdoc_command", "vadd_command", "cli", "import"]
 # The file types a folder add picks up; a single named file may be any UTF-8 text.
@@ -51,7 +50,7 @@ def document_chunks(
     key = document_key(text, source_file)
     filename = Path(source_file).name if source_file else None
     pieces = chunk_text(text, options, filename=filename)
-    added_at = time.time() if date_added is None else date_added
+    added_at = now() if date_added is None else date_added
     chunks = []
     for piece in pieces:
         metadata: dict[str, Any] = {
