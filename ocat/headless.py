@@ -105,7 +105,7 @@ def _silence_stdout() -> None:
 def _open_store(settings: Settings) -> MemoryStore:
     from ocat.memory import open_store
 
-    return open_store(settings)
+    return open_store(settings, notify=lambda message: print(f"ocat: {message}", file=sys.stderr))
 
 
 def _stats(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> int:
@@ -214,7 +214,7 @@ def _ask(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> in
     problem = None if args.dummy_mode else llm.credentials_problem(settings.llm)
     if problem:
         raise ProviderError(problem)
-    session = ChatSession.open(settings, dummy=args.dummy_mode)
+    session = ChatSession.open(settings, dummy=args.dummy_mode, serve=False)
     memories = session.recall(prompt)
     completion = llm.complete(session.request(prompt, memories).messages, settings.llm, dummy=args.dummy_mode)
     exchange = session.record(prompt, completion.text, memories)

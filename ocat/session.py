@@ -6,6 +6,7 @@ memory, and the UI says so.
 
 from __future__ import annotations
 
+import sys
 from datetime import datetime
 from typing import TYPE_CHECKING, AsyncIterator
 
@@ -17,6 +18,10 @@ from ocat.models import Exchange, SearchHit, new_id
 if TYPE_CHECKING:
     from ocat.config import Settings
     from ocat.memory import MemoryStore
+
+
+def _note(message: str) -> None:
+    print(f"ocat: {message}", file=sys.stderr)
 
 
 class ChatSession:
@@ -43,14 +48,20 @@ class ChatSession:
         self.memory_error: str | None = None
 
     @classmethod
-    def open(cls, settings: Settings, *, dummy: bool = False) -> ChatSession:
-        """A new session on the configured store; if the store cannot open, memory is off."""
+    def open(cls, settings: Settings, *, dummy: bool = False, serve: bool = True) -> ChatSession:
+        """A new session on the configured store; if the store cannot open, memory is off.
+
+        `serve` (the default, for the chat) shares the store with other ocat processes
+        while the session lives; one-shot callers such as `--ask` pass False.
+        """
         session = cls(settings, dummy=dummy)
         if settings.vector_store.enabled:
             try:
                 from ocat.memory import open_store
 
-                session.store = open_store(settings)
+                # The chat is long-lived: it shares the store, so a CLI add meanwhile goes
+                # through it instead of racing it (ocat.memory.owner).
+                session.store = open_store(settings, serve=serve, notify=_note)
             except OcatError as exc:
                 session.memory_error = str(exc)
         return session

@@ -12,12 +12,13 @@ Nothing heavy is imported until a store is opened.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from ocat.errors import StoreError
 from ocat.memory.backend import StoreLocation
 from ocat.memory.embeddings import Embedder, embedder_for
 from ocat.memory.ingest import add_path, add_text
+from ocat.memory.owner import acquire
 from ocat.memory.retrieval import RetrievalLimits, admitted, retrieve
 from ocat.memory.store import MemoryStore
 from ocat.models import StoreStats
@@ -47,18 +48,39 @@ def location_for(settings: Settings) -> StoreLocation:
     return StoreLocation(path=settings.store_path)
 
 
-def open_store(settings: Settings, *, embedder: Embedder | None = None) -> MemoryStore:
-    """Open the configured store (creating it if new); raises StoreError if memory is disabled."""
+def open_store(
+    settings: Settings,
+    *,
+    embedder: Embedder | None = None,
+    serve: bool = False,
+    notify: Callable[[str], None] | None = None,
+) -> MemoryStore:
+    """Open the configured store (creating it if new); raises StoreError if memory is disabled.
+
+    A local store is opened as its one owner, or through its owner's server (see
+    `ocat.memory.owner`); `serve=True` (long-lived processes) shares it with the others.
+    """
     if not settings.vector_store.enabled:
         raise StoreError("memory is disabled (vector_store.enabled is false, or --no-vector-store)")
     chosen = embedder if embedder is not None else embedder_for(settings.embedding)
-    return MemoryStore.open(location_for(settings), chosen, name=settings.vector_store.collection)
+    location = location_for(settings)
+    if location.host:
+        return MemoryStore.open(location, chosen, name=settings.vector_store.collection)
+    assert location.path is not None
+    lease = acquire(location.path, serve=serve, notify=notify)
+    try:
+        store = MemoryStore.open(lease.location, chosen, name=settings.vector_store.collection)
+    except BaseException:
+        lease.release()
+        raise
+    store.lease = lease
+    return store
 
 
 def store_stats(store: MemoryStore, settings: Settings) -> StoreStats:
     """Counts and identity of an open store, as `--vector-store-stats` reports them."""
     return StoreStats(
-        path=store.location.describe(),
+        path=str(store.location.path) if store.location.path is not None else store.location.describe(),
         collection=store.name,
         exchanges=store.count("exchange"),
         documents=store.count("document"),

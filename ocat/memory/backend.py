@@ -19,14 +19,17 @@ DOCUMENTS_SUFFIX = "documents"
 
 @dataclass(frozen=True)
 class StoreLocation:
-    """Where a store lives: a folder for the embedded client, or a server address."""
+    """Where a store lives: a folder for the embedded client, or a server address (or both:
+    a folder whose owning process serves it, reached through that server)."""
 
     path: Path | None = None
     host: str | None = None
     port: int = 8000
 
     def describe(self) -> str:
-        """The location as a user reads it: a path or `http://host:port`."""
+        """The location as a user reads it: a path, `http://host:port`, or a path reached through its owner."""
+        if self.host and self.path is not None:
+            return f"{self.path} (through its owner at http://{self.host}:{self.port})"
         if self.host:
             return f"http://{self.host}:{self.port}"
         return str(self.path)

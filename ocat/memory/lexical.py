@@ -64,6 +64,7 @@ class LexicalIndex:
         self._lock = threading.Lock()
         # Counts are read on every query (for IDF); keep them rather than count(*) each time.
         self._counts: dict[str, int] = {}
+        self._data_version = -1
         try:
             self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
             self._db.execute("PRAGMA journal_mode=WAL")
@@ -127,6 +128,11 @@ class LexicalIndex:
     def count(self, kind: str) -> int:
         """How many records of a kind are indexed."""
         with self._lock:
+            # Another process (writing through the owner's server) may have changed the index.
+            version = self._db.execute("PRAGMA data_version").fetchone()[0]
+            if version != self._data_version:
+                self._counts.clear()
+                self._data_version = version
             if kind not in self._counts:
                 self._counts[kind] = int(self._db.execute(f"SELECT count(*) FROM ids_{kind}").fetchone()[0])
             return self._counts[kind]

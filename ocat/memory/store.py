@@ -58,12 +58,19 @@ class MemoryStore:
         # The calibration recorded when the store was made wins, so scores keep their meaning.
         self.calibration = Calibration.from_metadata(self.exchanges.metadata or {}) or shipped
         self.lexical = lexical if lexical is not None else LexicalIndex(lexical_index_path(location, name))
+        # Set by open_store: this process's hold on the store folder (see ocat.memory.owner).
+        self.lease: Any = None
         self._sync_lexical()
 
     @classmethod
     def open(cls, location: StoreLocation, embedder: Embedder, *, name: str = "default") -> MemoryStore:
         """Open (creating if needed) the store `name` at a location."""
         return cls(open_client(location), embedder, name=name, location=location)
+
+    def close(self) -> None:
+        """Give the store up: stop serving it and release the owner lock, if held."""
+        if self.lease is not None:
+            self.lease.release()
 
     def _sync_lexical(self) -> None:
         """Rebuild a kind's lexical index when it disagrees with Chroma.

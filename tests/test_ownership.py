@@ -1,0 +1,139 @@
+"""One store, many processes: a chat window open while the CLI adds, concurrent creation, crashes."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import Cli
+
+pytestmark = pytest.mark.slow
+
+# A stand-in for the chat window: a long-lived process that owns and serves the store,
+# and on "check" searches for records that other processes added meanwhile.
+WINDOW = r"""
+import json, sys
+from ocat.config import load_settings
+from ocat.memory import open_store
+store = open_store(load_settings(), serve=True)
+print(json.dumps({"ready": True, "role": store.lease.role}), flush=True)
+for line in sys.stdin:
+    command = line.strip()
+    if command == "quit":
+        break
+    samples = json.loads(command)
+    found = sum(store.search(s["text"], kind="exchange", k=1)[0].id == s["id"] for s in samples)
+    print(json.dumps({"count": store.count("exchange"), "found": found}), flush=True)
+store.close()
+"""
+
+CHECK = r"""
+import json, sys
+from ocat.config import load_settings
+from ocat.memory import open_store
+store = open_store(load_settings())
+samples = json.loads(sys.stdin.read())
+found = sum(store.search(s["text"], kind="exchange", k=1)[0].id == s["id"] for s in samples)
+print(json.dumps({"count": store.count("exchange"), "found": found, "role": store.lease.role}))
+"""
+
+ANIMALS = ["otter", "heron", "lynx", "badger", "falcon", "marten", "beaver", "ibis", "gecko", "tapir"]
+PLACES = ["harbour", "orchard", "quarry", "glacier", "market", "library", "canyon", "meadow", "bakery", "station"]
+
+
+def records(count: int) -> list[dict]:
+    lines = []
+    for i in range(count):
+        prompt = f"Entry {i}: the {ANIMALS[i % 10]} near the {PLACES[(i // 10) % 10]} counted {i * 7 % 1000} stones"
+        lines.append(
+            {
+                "kind": "exchange", "exchange_id": f"ex-{i:05d}", "thread_id": f"t{i // 50}", "session_id": "s",
+                "user_prompt": prompt, "assistant_response": f"Noted entry {i}.", "timestamp": 1000.0 + i,
+                "prior_exchange_ids": [], "thread_session_id": f"t{i // 50}_s", "thread_continuation_seq": 0,
+            }
+        )
+    return lines
+
+
+def env_for(cli: Cli) -> dict[str, str]:
+    return {**os.environ, "OCAT_VECTOR_STORE_PATH": str(cli.store_path)}
+
+
+def start_window(cli: Cli) -> subprocess.Popen[str]:
+    window = subprocess.Popen(
+        [sys.executable, "-c", WINDOW], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        env=env_for(cli), cwd=cli.home,
+    )
+    assert window.stdout is not None
+    assert json.loads(window.stdout.readline()) == {"ready": True, "role": "serving owner"}
+    return window
+
+
+def ask_window(window: subprocess.Popen[str], samples: list[dict]) -> dict:
+    assert window.stdin is not None and window.stdout is not None
+    window.stdin.write(json.dumps(samples) + "\n")
+    window.stdin.flush()
+    return json.loads(window.stdout.readline())
+
+
+def test_an_open_window_and_a_headless_import_lose_nothing(cli: Cli, tmp_path: Path) -> None:
+    data = records(1200)  # more than Chroma's sync_threshold (1,000), where the index used to be lost
+    path = tmp_path / "many.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in data))
+    samples = [{"id": r["exchange_id"], "text": f"User: {r['user_prompt']}\nAssistant: {r['assistant_response']}"}
+               for r in data[::24]]
+    window = start_window(cli)
+    try:
+        imported = cli("--import-memory", str(path), "--output", "json")
+        assert imported.returncode == 0, imported.stderr
+        assert imported.json()["result"]["added"] == 1200
+        assert ask_window(window, samples) == {"count": 1200, "found": len(samples)}
+        # A third process meanwhile goes through the window too.
+        during = subprocess.run([sys.executable, "-c", CHECK], input=json.dumps(samples), capture_output=True,
+                                text=True, env=env_for(cli), cwd=cli.home, check=True)
+        assert json.loads(during.stdout) == {"count": 1200, "found": len(samples), "role": "client"}
+    finally:
+        assert window.stdin is not None
+        window.stdin.write("quit\n")
+        window.stdin.flush()
+        window.wait(timeout=60)
+    after = subprocess.run([sys.executable, "-c", CHECK], input=json.dumps(samples), capture_output=True,
+                           text=True, env=env_for(cli), cwd=cli.home, check=True)
+    assert json.loads(after.stdout) == {"count": 1200, "found": len(samples), "role": "owner"}
+
+
+def test_several_processes_create_a_new_store_at_once(cli: Cli) -> None:
+    procs = [
+        subprocess.Popen([sys.executable, "-m", "ocat", "--vector-store-stats", "--output", "json"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env_for(cli), cwd=cli.home)
+        for _ in range(3)
+    ]
+    outputs = [p.communicate(timeout=180) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0, 0], [err for _, err in outputs]
+    assert all(json.loads(out)["result"]["exchanges"] == 0 for out, _ in outputs)
+
+
+def test_a_killed_owner_does_not_wedge_the_store(cli: Cli) -> None:
+    window = start_window(cli)
+    server = json.loads((cli.store_path / ".ocat-server.json").read_text())
+    window.send_signal(signal.SIGKILL)
+    window.wait(timeout=30)
+    # Its server dies with it, so the folder is free for the next owner.
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if subprocess.run(["bash", "-c", f"exec 3<>/dev/tcp/127.0.0.1/{server['port']}"],
+                          capture_output=True).returncode != 0:
+            break
+        time.sleep(0.2)
+    else:
+        pytest.fail("the dead owner's memory server is still listening")
+    stats = cli("--vector-store-stats", "--output", "json")
+    assert stats.returncode == 0, stats.stderr
+    assert stats.json()["result"]["exchanges"] == 0
