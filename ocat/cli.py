@@ -118,7 +118,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _run_app(args: argparse.Namespace) -> int:
-    """The interactive chat (for now the line-mode chat; --plain keeps it once the full screen lands)."""
+    """The interactive chat: full screen on a terminal, line mode with --plain or when piped."""
     if args.results is not None or args.output != "text":
         print("ocat: --results and --output apply to headless actions only", file=sys.stderr)
         return UsageError.exit_code
@@ -133,7 +133,13 @@ def _run_app(args: argparse.Namespace) -> int:
         if problem:
             # The chat still opens: the person may fix the key, or only browse memory.
             print(f"ocat: {problem}", file=sys.stderr)
-        return run_repl(ChatSession.open(settings, dummy=args.dummy_mode))
+        if args.plain or not (sys.stdin.isatty() and sys.stdout.isatty()):
+            # Line mode by request, or when piped: the same chat, scriptable.
+            return run_repl(ChatSession.open(settings, dummy=args.dummy_mode))
+        from ocat.ui.app import OcatApp
+
+        # The window paints first; the store (chromadb, the model) opens in a worker.
+        return OcatApp(ChatSession(settings, dummy=args.dummy_mode)).run() or 0
     except OcatError as exc:
         print(f"ocat: {exc}", file=sys.stderr)
         return exc.exit_code

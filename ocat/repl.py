@@ -11,12 +11,23 @@ import sys
 from datetime import datetime
 from typing import IO, Callable
 
+from ocat.commands import CommandResult, is_command, run_command
 from ocat.errors import OcatError
 from ocat.locations import data_dir
 from ocat.models import SearchHit
 from ocat.session import ChatSession
 
-QUIT_COMMANDS = {"/quit", "/exit", "/q"}
+
+
+def render_result(result: CommandResult) -> str:
+    """A command result as plain text: the message, then the rows in aligned columns."""
+    lines = [result.text] if result.text else []
+    if result.rows:
+        table = [result.columns, *result.rows] if result.columns else result.rows
+        widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
+        for row in table:
+            lines.append("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
+    return "\n".join(lines)
 
 
 def memory_summary(memories: list[SearchHit], mode: str) -> list[str]:
@@ -71,7 +82,7 @@ def run_repl(session: ChatSession, *, out: IO[str] | None = None, err: IO[str] |
     read_line = _line_reader(interactive)
     if interactive:
         state = "memory on" if session.memory_on else "memory off"
-        out.write(f"ocat · {session.settings.llm.model} · {state} · /quit to leave\n")
+        out.write(f"ocat · {session.settings.llm.model} · {state} · /help for commands, /quit to leave\n")
     if session.memory_error:
         err.write(f"ocat: memory is off: {session.memory_error}\n")
     while True:
@@ -81,8 +92,12 @@ def run_repl(session: ChatSession, *, out: IO[str] | None = None, err: IO[str] |
             return 0
         if not prompt.strip():
             continue
-        if prompt.strip() in QUIT_COMMANDS:
-            return 0
+        if is_command(prompt.strip()):
+            result = run_command(session, prompt.strip())
+            if result.quit:
+                return 0
+            (err if result.error else out).write(render_result(result) + "\n")
+            continue
         had_memory = session.memory_on
         try:
             answer, memories = asyncio.run(_stream_answer(session, prompt, out))

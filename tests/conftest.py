@@ -11,6 +11,7 @@ import re
 import subprocess
 import sys
 import threading
+import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -144,6 +145,8 @@ class FakeLLMServer:
 
     reply: str = "Hello from the fake model."
     status: int = 200
+    # Seconds between streamed pieces (to test cancelling an answer mid-stream).
+    delay: float = 0.0
     requests: list[dict[str, Any]] = field(default_factory=list)
     port: int = 0
 
@@ -186,7 +189,10 @@ def _handler_for(server_state: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
                     "usage": usage,
                 }
                 events.append(f"data: {json.dumps(final)}\n\ndata: [DONE]\n\n")
-                self._send(200, "text/event-stream", "".join(events).encode())
+                if server_state.delay:
+                    self._trickle(events, server_state.delay)
+                else:
+                    self._send(200, "text/event-stream", "".join(events).encode())
                 return
             payload = {
                 "id": "c1",
@@ -199,6 +205,19 @@ def _handler_for(server_state: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
                 "usage": usage,
             }
             self._send(200, "application/json", json.dumps(payload).encode())
+
+        def _trickle(self, events: list[str], delay: float) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Connection", "close")
+            self.end_headers()
+            try:
+                for event in events:
+                    self.wfile.write(event.encode())
+                    self.wfile.flush()
+                    time.sleep(delay)
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the client cancelled
 
         def _send(self, status: int, content_type: str, data: bytes) -> None:
             self.send_response(status)
@@ -221,3 +240,9 @@ def llm_server() -> Iterator[FakeLLMServer]:
     yield state
     httpd.shutdown()
     httpd.server_close()
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    """Async tests (the Pilot tests) run on asyncio, Textual's loop."""
+    return "asyncio"

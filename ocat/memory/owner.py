@@ -77,7 +77,8 @@ def acquire(
         path.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise StoreError(f"cannot use {path} as a memory store: {exc.strerror or exc}") from exc
-    lock = FileLock(str(path / LOCK_FILE))
+    # Not thread-local: the chat opens the store in a worker thread and releases it from the main one.
+    lock = FileLock(str(path / LOCK_FILE), thread_local=False)
     deadline = time.monotonic() + wait_seconds
     told = False
     while True:

@@ -1,0 +1,156 @@
+"""The chat app, driven with Textual's Pilot: chat, memory, errors, cancel, commands, and its look."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from textual.widgets import Collapsible, DataTable
+
+from ocat.config import load_settings
+from ocat.session import ChatSession
+from ocat.ui.app import OcatApp
+from ocat.ui.widgets import AssistantMessage, NoticeMessage, PromptInput, UserMessage
+from tests.conftest import FakeLLMServer
+
+pytestmark = [pytest.mark.slow, pytest.mark.anyio]
+
+
+def make_app(server: FakeLLMServer | None = None, *, dummy: bool = False, **overrides: Any) -> OcatApp:
+    extra: dict[str, Any] = {}
+    if server is not None:
+        extra = {"llm.model": "openai/fake-model", "llm.api_base": server.api_base, "llm.api_key": "sk-test"}
+    settings = load_settings(overrides={**extra, **overrides})
+    return OcatApp(ChatSession(settings, dummy=dummy), serve=False)
+
+
+async def memory_ready(app: OcatApp, pilot: Any) -> None:
+    for _ in range(300):
+        if app.memory_state != "memory loading…":
+            return
+        await pilot.pause(0.05)
+    raise AssertionError("memory never became ready")
+
+
+async def send(app: OcatApp, pilot: Any, text: str) -> None:
+    prompt = app.query_one(PromptInput)
+    prompt.text = text
+    await pilot.press("enter")
+    await pilot.pause()
+    if app.turn is not None:
+        try:
+            await app.turn.wait()
+        except Exception:
+            pass
+    await pilot.pause()
+
+
+def conversation(app: OcatApp) -> list[Any]:
+    return list(app.query("#conversation > *"))
+
+
+async def test_a_turn_streams_the_answer_and_remembers_it(llm_server: FakeLLMServer) -> None:
+    llm_server.reply = "# Title\n\nSome **bold** text."
+    app = make_app(llm_server)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await memory_ready(app, pilot)
+        assert app.memory_state == "0 exchanges"
+        await send(app, pilot, "hello there")
+        kinds = [type(w) for w in conversation(app)]
+        assert kinds == [UserMessage, AssistantMessage]
+        assert app.last_answer == "# Title\n\nSome **bold** text."
+        assert app.memory_state == "1 exchanges"
+        assert "1 exchanges" in str(app.query_one("#header").render())
+        assert app.query_one(PromptInput).text == ""
+    assert llm_server.requests[-1]["stream"] is True
+
+
+async def test_a_provider_error_shows_in_the_chat_and_puts_the_prompt_back(llm_server: FakeLLMServer) -> None:
+    llm_server.status = 500
+    app = make_app(llm_server, **{"llm.timeout_seconds": 5})
+    async with app.run_test(size=(100, 30)) as pilot:
+        await memory_ready(app, pilot)
+        await send(app, pilot, "will this work?")
+        notices = [w for w in conversation(app) if isinstance(w, NoticeMessage)]
+        assert notices and "error" in notices[-1].classes
+        assert app.query_one(PromptInput).text == "will this work?"
+        assert app.session.store is not None and app.session.store.count("exchange") == 0
+        assert not any(isinstance(w, AssistantMessage) for w in conversation(app))
+
+
+async def test_escape_cancels_keeps_the_partial_answer_and_stores_nothing(llm_server: FakeLLMServer) -> None:
+    llm_server.reply = "A long answer that arrives slowly, piece by piece, over several seconds."
+    llm_server.delay = 0.3
+    app = make_app(llm_server)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await memory_ready(app, pilot)
+        app.query_one(PromptInput).text = "tell me slowly"
+        await pilot.press("enter")
+        for _ in range(100):
+            await pilot.pause(0.05)
+            answer = app.query(AssistantMessage)
+            if answer and answer.first().source:
+                break
+        await pilot.press("escape")
+        assert app.turn is not None
+        for _ in range(100):
+            if app.turn.is_finished:
+                break
+            await pilot.pause(0.05)
+        await pilot.pause()
+        partial = app.query_one(AssistantMessage).source
+        assert partial and partial != llm_server.reply
+        assert any("Cancelled" in str(w.render()) for w in app.query(NoticeMessage))
+        assert app.session.store is not None and app.session.store.count("exchange") == 0
+        assert app.session.history == []
+
+
+async def test_memory_from_an_earlier_session_is_shown_with_its_score(llm_server: FakeLLMServer) -> None:
+    first = make_app(llm_server)
+    async with first.run_test(size=(100, 30)) as pilot:
+        await memory_ready(first, pilot)
+        await send(first, pilot, "my favourite colour is teal")
+    second = make_app(llm_server, **{"display.context_mode": "on"})
+    async with second.run_test(size=(100, 30)) as pilot:
+        await memory_ready(second, pilot)
+        await send(second, pilot, "what is my favourite colour?")
+        panels = list(second.query(Collapsible))
+        assert panels and "Using context from 1 previous exchange" in panels[0].title
+        shown = " ".join(str(w.render()) for w in panels[0].query("Static"))
+        assert "my favourite colour is teal" in shown
+    memory = [m for m in llm_server.requests[-1]["messages"] if m["role"] == "system" and "<memory" in m["content"]]
+    assert memory
+
+
+async def test_commands_render_tables_and_errors() -> None:
+    app = make_app(dummy=True)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await memory_ready(app, pilot)
+        await send(app, pilot, "/vadd the spare key is under the blue flowerpot")
+        await send(app, pilot, '/vquery "where is the spare key" 3')
+        await pilot.pause(0.3)
+        tables = list(app.query(DataTable))
+        assert tables and tables[-1].row_count >= 1
+        await send(app, pilot, "/nope")
+        await pilot.pause(0.3)
+        assert "unknown command /nope" in str(list(app.query(NoticeMessage))[-1].render())
+        await send(app, pilot, "/help")
+        await pilot.pause(0.3)
+        assert list(app.query(DataTable))[-1].row_count >= 5
+
+
+async def test_markup_in_a_prompt_is_shown_literally() -> None:
+    app = make_app(dummy=True)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await memory_ready(app, pilot)
+        await send(app, pilot, "[bold red]not markup[/] \x1b[31m")
+        shown = str(app.query_one(UserMessage).render())
+        assert "[bold red]not markup[/]" in shown
+
+
+def test_the_chat_window_looks_right(snap_compare: Any) -> None:
+    async def settle(pilot: Any) -> None:
+        await memory_ready(pilot.app, pilot)
+        await send(pilot.app, pilot, "hello")
+
+    assert snap_compare(make_app(dummy=True), terminal_size=(90, 24), run_before=settle)
