@@ -127,6 +127,28 @@ class ChatSession:
                 self._memory_failed(exc)
         return exchange
 
+    def resume(self, thread_id: str) -> list[Exchange]:
+        """Continue a stored thread: its exchanges become this conversation, oldest first.
+
+        New exchanges keep the thread id, carry this session's id, and the next
+        continuation sequence (the thread's highest so far, plus one).
+        """
+        if self.store is None:
+            raise OcatError(f"memory is off: {self.memory_error or 'not ready yet'}")
+        exchanges = self.store.get_thread(thread_id)
+        if not exchanges:
+            raise OcatError(f"no thread {thread_id}")
+        self.thread_id = thread_id
+        self.continuation_seq = max(e.thread_continuation_seq for e in exchanges) + 1
+        self.history = exchanges
+        return exchanges
+
+    def new_thread(self) -> None:
+        """Start over: a fresh thread with no history (memory stays)."""
+        self.thread_id = new_id()
+        self.continuation_seq = 0
+        self.history = []
+
     def _memory_failed(self, exc: OcatError) -> None:
         self.memory_error = str(exc)
         self.store = None

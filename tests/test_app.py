@@ -154,3 +154,20 @@ def test_the_chat_window_looks_right(snap_compare: Any) -> None:
         await send(pilot.app, pilot, "hello")
 
     assert snap_compare(make_app(dummy=True), terminal_size=(90, 24), run_before=settle)
+
+
+async def test_continue_redraws_the_thread_and_new_turns_join_it() -> None:
+    first = make_app(dummy=True)
+    async with first.run_test(size=(100, 30)) as pilot:
+        await memory_ready(first, pilot)
+        first.session.dummy = False  # dummy turns are not stored; this one must be
+        first.session.record("plan the garden", "tomatoes first", [])
+        thread = first.session.thread_id
+    second = make_app(dummy=True)
+    async with second.run_test(size=(100, 30)) as pilot:
+        await memory_ready(second, pilot)
+        await send(second, pilot, f"/continue {thread[:8]}")
+        await pilot.pause(0.3)
+        users = [str(w.render()) for w in second.query(UserMessage)]
+        assert users == ["plan the garden"]
+        assert second.session.thread_id == thread and second.session.continuation_seq == 1

@@ -26,6 +26,8 @@ class CommandResult:
     rows: list[tuple[str, ...]] = field(default_factory=list)
     error: bool = False
     quit: bool = False
+    # The conversation changed under the view (/continue, /clear): redraw it from the session.
+    redraw: bool = False
 
 
 Handler = Callable[["ChatSession", str], CommandResult]
@@ -77,79 +79,41 @@ def run_command(session: ChatSession, text: str) -> CommandResult:
     name, _, rest = text[1:].strip().partition(" ")
     entry = REGISTRY.get(name.lower())
     if entry is None:
-        return CommandResult(text=f"unknown command /{name}; /help lists them", error=True)
+        import difflib
+
+        near = difflib.get_close_matches(name.lower(), list(REGISTRY), n=1)
+        hint = f"; did you mean /{near[0]}?" if near else "; /help lists them"
+        return CommandResult(text=f"unknown command /{name}{hint}", error=True)
     try:
         return entry.handler(session, rest.strip())
     except OcatError as exc:
         return CommandResult(text=str(exc), error=True)
 
 
-@command("help", "list the commands", aliases=("h", "?"))
+@command("help", "list the commands, or explain one", arguments="[COMMAND]", aliases=("h", "?"))
 def _help(session: ChatSession, rest: str) -> CommandResult:
+    if rest:
+        entry = REGISTRY.get(rest.lstrip("/").lower())
+        if entry is None:
+            raise UsageError(f"no command /{rest.lstrip('/')}")
+        aliases = f" (also {', '.join('/' + a for a in entry.aliases)})" if entry.aliases else ""
+        return CommandResult(text=f"{entry.usage}: {entry.help}{aliases}")
     rows = [(c.usage, c.help) for c in commands()]
     return CommandResult(text="Commands", columns=("command", "what it does"), rows=rows)
 
 
-@command("quit", "leave ocat", aliases=("exit", "q"))
+@command("exit", "leave ocat", aliases=("quit", "q"))
 def _quit(session: ChatSession, rest: str) -> CommandResult:
     return CommandResult(quit=True)
 
 
-def _store(session: ChatSession):  # noqa: ANN202 - MemoryStore, imported lazily
+def require_store(session: ChatSession):  # noqa: ANN201 - MemoryStore, imported lazily
+    """The session's store, or an error saying why memory cannot be used."""
     if session.store is None:
         raise OcatError(f"memory is off: {session.memory_error or 'not ready yet'}")
     return session.store
 
 
-@command("vquery", "search memory: rank, score, kind, date, excerpt", arguments='"QUERY" [K]')
-def _vquery(session: ChatSession, rest: str) -> CommandResult:
-    from datetime import datetime
-
-    from ocat.memory import RetrievalLimits, retrieve
-
-    try:
-        parts = shlex.split(rest)
-    except ValueError as exc:
-        raise UsageError(f"/vquery: {exc}") from exc
-    count = session.settings.vector_store.context_results
-    if len(parts) > 1 and parts[-1].isdigit():
-        count = max(1, int(parts.pop()))
-    query = " ".join(parts)
-    if not query:
-        raise UsageError('/vquery needs a query: /vquery "what did we decide" 5')
-    limits = RetrievalLimits.from_settings(session.settings.vector_store, results=count)
-    hits = retrieve(_store(session), query, limits, limit=count)
-    rows = []
-    for rank, hit in enumerate(hits, start=1):
-        when = datetime.fromtimestamp(hit.timestamp).strftime("%Y-%m-%d") if hit.timestamp else "-"
-        origin = str(hit.metadata.get("thread_id", ""))[:8] if hit.kind == "exchange" else hit.kind
-        mark = "*" if hit.admitted else ""
-        rows.append((str(rank), f"{hit.score:.2f}{mark}", origin, when, hit.excerpt(70)))
-    text = f"{len(hits)} result(s) for {query!r} (* = given to the model in a chat)" if hits else "No memories found."
-    return CommandResult(text=text, columns=("#", "score", "thread/kind", "date", "excerpt"), rows=rows)
-
-
-@command("vadd", "store text as a memory", arguments="TEXT")
-def _vadd(session: ChatSession, rest: str) -> CommandResult:
-    from dataclasses import asdict
-
-    from ocat.chunking import ChunkingOptions
-    from ocat.memory import add_text
-
-    if not rest:
-        raise UsageError("/vadd needs the text to remember")
-    options = ChunkingOptions(**asdict(session.settings.chunking))
-    outcome = add_text(_store(session), rest, options, source="vadd_command", manual_entry=True)
-    if outcome.added_chunks == 0:
-        return CommandResult(text="Already remembered.")
-    return CommandResult(text=f"Remembered ({outcome.added_chunks} chunk(s)).")
-
-
-@command("vstats", "show the store's location and counts")
-def _vstats(session: ChatSession, rest: str) -> CommandResult:
-    from dataclasses import asdict
-
-    from ocat.memory import store_stats
-
-    stats = asdict(store_stats(_store(session), session.settings))
-    return CommandResult(text="Memory", columns=("key", "value"), rows=[(k, str(v)) for k, v in stats.items()])
+# Registering the commands is importing them.
+from ocat.commands import memory as _memory  # noqa: E402,F401
+from ocat.commands import conversation as _conversation  # noqa: E402,F401

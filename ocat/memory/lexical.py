@@ -187,6 +187,32 @@ class LexicalIndex:
             ).fetchall()
         return {record_id: (before, after) for record_id, before, after in rows}
 
+    def recent_threads(self, limit: int) -> list[tuple[str, int, float, float, str]]:
+        """The most recently active threads: (thread_id, exchanges, first ts, last ts, first exchange id)."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT thread_id, count(*), min(ts), max(ts) FROM thread_order GROUP BY thread_id "
+                "ORDER BY max(ts) DESC LIMIT ?",
+                (limit,),
+            ).fetchall()
+            found = []
+            for thread_id, count, first, last in rows:
+                head = self._db.execute(
+                    "SELECT record_id FROM thread_order WHERE thread_id = ? ORDER BY ts, record_id LIMIT 1", (thread_id,)
+                ).fetchone()
+                found.append((thread_id, int(count), float(first), float(last), head[0] if head else ""))
+        return found
+
+    def resolve_prefix(self, kind: str, prefix: str, *, threads: bool = False) -> list[str]:
+        """Ids (or thread ids) starting with `prefix`; at most two, enough to tell unique from ambiguous."""
+        pattern = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        if threads:
+            sql = "SELECT DISTINCT thread_id FROM thread_order WHERE thread_id LIKE ? ESCAPE '\\' LIMIT 2"
+        else:
+            sql = f"SELECT record_id FROM ids_{kind} WHERE record_id LIKE ? ESCAPE '\\' LIMIT 2"
+        with self._lock:
+            return [row[0] for row in self._db.execute(sql, (pattern,)).fetchall()]
+
     def close(self) -> None:
         """Close the database."""
         with self._lock:

@@ -129,7 +129,19 @@ class OcatApp(App[int]):
         if result.quit:
             self.exit(0)
             return
+        if result.redraw:
+            await self._redraw_conversation()
         await self._append(command_view(result))
+
+    async def _redraw_conversation(self) -> None:
+        """Show the session's conversation afresh (after /continue or /clear)."""
+        conversation = self.query_one("#conversation", VerticalScroll)
+        await conversation.remove_children()
+        for exchange in self.session.history:
+            answer = AssistantMessage()
+            await conversation.mount_all([UserMessage(exchange.user_prompt), answer])
+            await answer.update(exchange.assistant_response)
+        conversation.scroll_end(animate=False)
 
     # -- a chat turn ---------------------------------------------------------------
 

@@ -1,0 +1,139 @@
+"""The memory commands: /vquery, /vadd, /vdoc, /vget, /vdelete, /vstats."""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import asdict
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ocat.commands import CommandResult, command, require_store
+from ocat.errors import UsageError
+from ocat.models import DocumentChunk, Exchange
+
+if TYPE_CHECKING:
+    from ocat.session import ChatSession
+
+
+def _day(timestamp: float | None) -> str:
+    return datetime.fromtimestamp(timestamp).strftime("%Y-%m-%d %H:%M") if timestamp else "-"
+
+
+@command("vquery", "search memory: rank, score, kind, date, excerpt", arguments='"QUERY" [K]')
+def _vquery(session: ChatSession, rest: str) -> CommandResult:
+    from ocat.memory import RetrievalLimits, retrieve
+
+    try:
+        parts = shlex.split(rest)
+    except ValueError as exc:
+        raise UsageError(f"/vquery: {exc}") from exc
+    count = session.settings.vector_store.context_results
+    if len(parts) > 1 and parts[-1].isdigit():
+        count = max(1, int(parts.pop()))
+    query = " ".join(parts)
+    if not query:
+        raise UsageError('/vquery needs a query: /vquery "what did we decide" 5')
+    limits = RetrievalLimits.from_settings(session.settings.vector_store, results=count)
+    hits = retrieve(require_store(session), query, limits, limit=count)
+    rows = []
+    for rank, hit in enumerate(hits, start=1):
+        when = _day(hit.timestamp)
+        origin = str(hit.metadata.get("thread_id", ""))[:8] if hit.kind == "exchange" else hit.kind
+        mark = "*" if hit.admitted else ""
+        rows.append((str(rank), f"{hit.score:.2f}{mark}", origin, when, hit.excerpt(70)))
+    text = f"{len(hits)} result(s) for {query!r} (* = given to the model in a chat)" if hits else "No memories found."
+    return CommandResult(text=text, columns=("#", "score", "thread/kind", "date", "excerpt"), rows=rows)
+
+
+@command("vadd", "store text as a memory", arguments="TEXT")
+def _vadd(session: ChatSession, rest: str) -> CommandResult:
+    from ocat.chunking import ChunkingOptions
+    from ocat.memory import add_text
+
+    if not rest:
+        raise UsageError("/vadd needs the text to remember")
+    options = ChunkingOptions(**asdict(session.settings.chunking))
+    outcome = add_text(require_store(session), rest, options, source="vadd_command", manual_entry=True)
+    if outcome.added_chunks == 0:
+        return CommandResult(text="Already remembered.")
+    return CommandResult(text=f"Remembered ({outcome.added_chunks} chunk(s)).")
+
+
+@command("vstats", "show the store's location and counts")
+def _vstats(session: ChatSession, rest: str) -> CommandResult:
+    from ocat.memory import store_stats
+
+    stats = asdict(store_stats(require_store(session), session.settings))
+    return CommandResult(text="Memory", columns=("key", "value"), rows=[(k, str(v)) for k, v in stats.items()])
+
+
+@command("vdoc", "add a file, or a folder's .md/.txt files, to memory", arguments="PATH")
+def _vdoc(session: ChatSession, rest: str) -> CommandResult:
+    from ocat.chunking import ChunkingOptions
+    from ocat.memory import add_path
+
+    if not rest:
+        raise UsageError("/vdoc needs a file or folder: /vdoc notes.md")
+    path = Path(rest.strip().strip("\"'")).expanduser()
+    options = ChunkingOptions(**asdict(session.settings.chunking))
+    outcome = add_path(require_store(session), path, options, source="vdoc_command")
+    text = f"Added {outcome.added_chunks} chunk(s) from {path}"
+    if outcome.total_chunks > outcome.added_chunks:
+        text += f"; {outcome.total_chunks - outcome.added_chunks} already stored"
+    return CommandResult(text=text + ".")
+
+
+def _resolve(session: ChatSession, prefix: str) -> str:
+    store = require_store(session)
+    found = store.lexical.resolve_prefix("exchange", prefix) + store.lexical.resolve_prefix("document", prefix)
+    if not found:
+        raise UsageError(f"no memory with an id starting {prefix!r}")
+    if len(found) > 1:
+        raise UsageError(f"{prefix!r} matches more than one memory; give more of the id")
+    return found[0]
+
+
+def _exchange_rows(exchanges: list[Exchange]) -> list[tuple[str, ...]]:
+    return [(e.exchange_id[:8], _day(e.timestamp), e.user_prompt, e.assistant_response) for e in exchanges]
+
+
+@command("vget", "show a memory by id (a unique prefix will do), or this session's or thread's exchanges",
+         arguments="ID|session|thread")
+def _vget(session: ChatSession, rest: str) -> CommandResult:
+    store = require_store(session)
+    columns = ("id", "date", "prompt", "answer")
+    if rest in ("session", "thread"):
+        exchanges = store.get_session(session.session_id) if rest == "session" else store.get_thread(session.thread_id)
+        return CommandResult(text=f"{len(exchanges)} exchange(s) in this {rest}", columns=columns,
+                             rows=_exchange_rows(exchanges))
+    if not rest:
+        raise UsageError("/vget needs an id, 'session' or 'thread'")
+    record = store.get(_resolve(session, rest))
+    if isinstance(record, Exchange):
+        fields = record.to_record()
+        return CommandResult(text=f"Exchange {record.exchange_id}", columns=("field", "value"),
+                             rows=[(k, str(v)) for k, v in fields.items()])
+    assert isinstance(record, DocumentChunk)
+    rows = [("text", record.text), *((k, str(v)) for k, v in sorted(record.metadata.items()))]
+    return CommandResult(text=f"Document chunk {record.id}", columns=("field", "value"), rows=rows)
+
+
+@command("vdelete", "delete a memory by id; asks first (repeat with --yes to confirm)", arguments="ID [--yes]")
+def _vdelete(session: ChatSession, rest: str) -> CommandResult:
+    parts = rest.split()
+    if not parts:
+        raise UsageError("/vdelete needs an id")
+    confirmed = "--yes" in parts
+    record_id = _resolve(session, next(p for p in parts if p != "--yes"))
+    store = require_store(session)
+    record = store.get(record_id)
+    what = (
+        f"the exchange {record_id[:8]} ({record.user_prompt[:60]!r})"
+        if isinstance(record, Exchange)
+        else f"the document chunk {record_id}"
+    )
+    if not confirmed:
+        return CommandResult(text=f"This deletes {what}. To confirm: /vdelete {record_id} --yes")
+    store.delete([record_id])
+    return CommandResult(text=f"Deleted {what}. The conversation on screen is unchanged.")

@@ -1,0 +1,100 @@
+"""The slash commands, run against a real store (fake embedder) the way every front end runs them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ocat.commands import commands, is_command, run_command
+from ocat.config import load_settings
+from ocat.memory import MemoryStore
+from ocat.session import ChatSession
+
+
+@pytest.fixture
+def session(store: MemoryStore) -> ChatSession:
+    return ChatSession(load_settings(env={}), store=store)
+
+
+def test_help_lists_every_command_and_explains_one(session: ChatSession) -> None:
+    listed = run_command(session, "/help")
+    assert {row[0].split()[0] for row in listed.rows} == {f"/{c.name}" for c in commands()}
+    assert "/continue" in run_command(session, "/help continue").text
+    assert run_command(session, "/help nope").error
+
+
+def test_unknown_commands_suggest_the_nearest(session: ChatSession) -> None:
+    result = run_command(session, "/vquerry x")
+    assert result.error and "did you mean /vquery?" in result.text
+    assert is_command("/x") and not is_command("//not a command") and not is_command("hello")
+
+
+def test_continue_resumes_a_thread_with_a_new_session_and_the_next_sequence(store: MemoryStore) -> None:
+    settings = load_settings(env={})
+    first = ChatSession(settings, store=store)
+    first.record("plan the garden", "tomatoes first", [])
+    first.record("and then?", "beans", [])
+    later = ChatSession(settings, store=store)
+    result = run_command(later, f"/continue {first.thread_id[:8]}")
+    assert result.redraw and not result.error
+    assert [e.user_prompt for e in later.history] == ["plan the garden", "and then?"]
+    added = later.record("what about herbs?", "basil", [])
+    stored = store.get(added.exchange_id)
+    assert stored.thread_id == first.thread_id
+    assert stored.session_id == later.session_id != first.session_id
+    assert stored.thread_continuation_seq == 1
+    assert run_command(later, "/continue nosuchthread").error
+
+
+def test_threads_lists_recent_threads_with_their_first_prompt(session: ChatSession, store: MemoryStore) -> None:
+    session.record("first question here", "answer", [])
+    result = run_command(session, "/threads")
+    assert result.rows and result.rows[0][0] == session.thread_id[:8]
+    assert result.rows[0][3] == "first question here"
+    assert run_command(session, "/continue").rows == result.rows
+
+
+def test_vadd_vquery_vget_and_vdelete_with_confirmation(session: ChatSession, store: MemoryStore) -> None:
+    assert run_command(session, "/vadd the spare key is under the blue flowerpot").text.startswith("Remembered")
+    assert run_command(session, "/vadd the spare key is under the blue flowerpot").text == "Already remembered."
+    found = run_command(session, '/vquery "spare key flowerpot" 3')
+    assert found.rows and "flowerpot" in found.rows[0][4]
+    chunk_id = store.documents.get(include=[])["ids"][0]
+    shown = run_command(session, f"/vget {chunk_id[:12]}")
+    assert ("text", "the spare key is under the blue flowerpot") in shown.rows
+    ask = run_command(session, f"/vdelete {chunk_id[:12]}")
+    assert "--yes" in ask.text and store.count("document") == 1
+    done = run_command(session, f"/vdelete {chunk_id[:12]} --yes")
+    assert done.text.startswith("Deleted") and store.count("document") == 0
+    assert run_command(session, "/vget nothing-like-this").error
+    assert run_command(session, "/vquery").error
+
+
+def test_vdoc_adds_a_file_and_vget_session_lists_exchanges(session: ChatSession, tmp_path: Path) -> None:
+    notes = tmp_path / "notes.md"
+    notes.write_text("Standup moved to 9:30.")
+    assert "Added 1 chunk(s)" in run_command(session, f"/vdoc {notes}").text
+    assert run_command(session, f"/vdoc {tmp_path / 'missing.md'}").error
+    session.record("hi", "hello", [])
+    assert len(run_command(session, "/vget session").rows) == 1
+
+
+def test_conversation_commands(session: ChatSession) -> None:
+    session.record("one", "1", [])
+    assert run_command(session, "/history").rows[0][1] == "one"
+    assert run_command(session, "/model other/model").text.startswith("Model: other/model")
+    assert session.settings.llm.model == "other/model"
+    assert run_command(session, "/showcontext on").text == "Context display: on"
+    assert run_command(session, "/showcontext loud").error
+    old_thread = session.thread_id
+    assert run_command(session, "/clear").redraw and session.history == [] and session.thread_id != old_thread
+    assert run_command(session, "/exit").quit
+
+
+def test_memory_commands_say_when_memory_is_off() -> None:
+    off = ChatSession(load_settings(env={}, overrides={"vector_store.enabled": False}))
+    off.memory_error = "memory is disabled"
+    for line in ("/vquery x", "/vadd x", "/vstats", "/threads", "/continue abc", "/vget x"):
+        result = run_command(off, line)
+        assert result.error and "memory is off" in result.text, line
