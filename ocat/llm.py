@@ -118,35 +118,63 @@ def complete(messages: list[Message], settings: LLMSettings, *, dummy: bool = Fa
     return Completion(text=text, usage=usage_of(response, settings.model), model=settings.model)
 
 
-async def stream(messages: list[Message], settings: LLMSettings, *, dummy: bool = False) -> AsyncIterator[str]:
-    """Yield the answer in pieces as they arrive; provider failures become ProviderError."""
-    if dummy:
-        words = dummy_reply(messages).split(" ")
-        for index, word in enumerate(words):
-            yield word if index == len(words) - 1 else word + " "
-        return
-    litellm = _litellm()
-    try:
-        response = await litellm.acompletion(stream=True, **_call_args(messages, settings))
-        async for chunk in response:
-            piece = chunk.choices[0].delta.content if chunk.choices else None
-            if piece:
-                yield piece
-    except Exception as exc:
-        raise provider_error(exc, settings) from exc
+class AnswerStream:
+    """The model's answer piece by piece (`async for`); `usage` is set once it has finished."""
+
+    def __init__(self, messages: list[Message], settings: LLMSettings, *, dummy: bool = False) -> None:
+        self.messages = messages
+        self.settings = settings
+        self.dummy = dummy
+        self.usage: Usage | None = None
+
+    def __aiter__(self) -> AsyncIterator[str]:
+        return self._pieces()
+
+    async def _pieces(self) -> AsyncIterator[str]:
+        if self.dummy:
+            words = dummy_reply(self.messages).split(" ")
+            for index, word in enumerate(words):
+                yield word if index == len(words) - 1 else word + " "
+            self.usage = Usage()
+            return
+        litellm = _litellm()
+        try:
+            # include_usage asks OpenAI-style providers for token counts in the last chunk.
+            response = await litellm.acompletion(
+                stream=True, stream_options={"include_usage": True}, **_call_args(self.messages, self.settings)
+            )
+            async for chunk in response:
+                piece = chunk.choices[0].delta.content if chunk.choices else None
+                if piece:
+                    yield piece
+                if getattr(chunk, "usage", None):
+                    self.usage = _priced(chunk.usage, self.settings.model)
+        except Exception as exc:
+            raise provider_error(exc, self.settings) from exc
 
 
-def usage_of(response: Any, model: str) -> Usage:
-    """Usage and cost of a litellm response (cost None when litellm has no price for the model)."""
-    usage = getattr(response, "usage", None)
+def stream(messages: list[Message], settings: LLMSettings, *, dummy: bool = False) -> AnswerStream:
+    """The answer to `messages`, to iterate with `async for`; provider failures become ProviderError."""
+    return AnswerStream(messages, settings, dummy=dummy)
+
+
+def _priced(usage: Any, model: str) -> Usage:
     prompt = int(getattr(usage, "prompt_tokens", 0) or 0)
     completion = int(getattr(usage, "completion_tokens", 0) or 0)
     cost: float | None = None
     try:
-        cost = float(_litellm().completion_cost(completion_response=response))
+        prompt_cost, completion_cost = _litellm().cost_per_token(
+            model=model, prompt_tokens=prompt, completion_tokens=completion
+        )
+        cost = float(prompt_cost + completion_cost)
     except Exception:
-        cost = None
+        cost = None  # litellm has no price for this model
     return Usage(prompt_tokens=prompt, completion_tokens=completion, cost_usd=cost)
+
+
+def usage_of(response: Any, model: str) -> Usage:
+    """Usage and cost of a litellm response (cost None when litellm has no price for the model)."""
+    return _priced(getattr(response, "usage", None), model)
 
 
 def provider_error(exc: Exception, settings: LLMSettings) -> ProviderError:

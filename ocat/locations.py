@@ -52,3 +52,9 @@ def shipped_dir(name: str) -> Path:
     if packaged.is_dir():
         return packaged
     return here.parent / name
+
+
+def display_path(path: str | Path) -> str:
+    """A path as people read it: under the home folder it starts with `~`."""
+    text, home = str(path), str(Path.home())
+    return "~" + text[len(home) :] if text == home or text.startswith(home + os.sep) else text

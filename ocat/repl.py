@@ -13,7 +13,7 @@ from typing import IO, Callable
 
 from ocat.commands import CommandResult, is_command, run_command
 from ocat.errors import OcatError
-from ocat.locations import data_dir
+from ocat.history import history_file
 from ocat.models import SearchHit
 from ocat.session import ChatSession
 
@@ -55,9 +55,9 @@ def _line_reader(interactive: bool) -> Callable[[], str]:
     from prompt_toolkit import PromptSession
     from prompt_toolkit.history import FileHistory
 
-    history_file = data_dir() / "history"
-    history_file.parent.mkdir(parents=True, exist_ok=True)
-    prompt_session: PromptSession[str] = PromptSession(history=FileHistory(str(history_file)))
+    path = history_file()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    prompt_session: PromptSession[str] = PromptSession(history=FileHistory(str(path)))
     return lambda: prompt_session.prompt("› ")
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 from datetime import datetime
-from typing import TYPE_CHECKING, AsyncIterator
+from typing import TYPE_CHECKING
 
 from ocat import llm
 from ocat.chat import TurnRequest, build_turn, retrieval_queries, system_prompt
@@ -105,8 +105,8 @@ class ChatSession:
         window = self.settings.vector_store.chat_window
         return self.history[-window:] if window > 0 else []
 
-    def stream(self, request: TurnRequest) -> AsyncIterator[str]:
-        """The model's answer, piece by piece."""
+    def stream(self, request: TurnRequest) -> llm.AnswerStream:
+        """The model's answer, piece by piece; its `usage` is known once it has finished."""
         return llm.stream(request.messages, self.settings.llm, dummy=self.dummy)
 
     def record(self, prompt: str, answer: str, memories: list[SearchHit]) -> Exchange:

@@ -62,6 +62,7 @@ async def test_a_turn_streams_the_answer_and_remembers_it(llm_server: FakeLLMSer
         assert app.memory_state == "1 exchanges"
         assert "1 exchanges" in str(app.query_one("#header").render())
         assert app.query_one(PromptInput).text == ""
+        assert "11 tokens in, 7 out" in str(app.query_one("#status").render())
     assert llm_server.requests[-1]["stream"] is True
 
 
@@ -171,3 +172,45 @@ async def test_continue_redraws_the_thread_and_new_turns_join_it() -> None:
         users = [str(w.render()) for w in second.query(UserMessage)]
         assert users == ["plan the garden"]
         assert second.session.thread_id == thread and second.session.continuation_seq == 1
+
+
+async def test_prompts_are_kept_across_runs_and_walked_with_up() -> None:
+    from ocat.history import history_file, load_history
+
+    first = make_app(dummy=True)
+    async with first.run_test(size=(100, 30)) as pilot:
+        await memory_ready(first, pilot)
+        await send(first, pilot, "first line\nsecond line")
+    assert load_history() == ["first line\nsecond line"] and history_file().is_file()
+    second = make_app(dummy=True)
+    async with second.run_test(size=(100, 30)) as pilot:
+        await memory_ready(second, pilot)
+        await pilot.press("up")
+        assert second.query_one(PromptInput).text == "first line\nsecond line"
+
+
+@pytest.mark.parametrize("mode", ["on", "summary"])
+def test_snapshot_memory_indicator(snap_compare: Any, mode: str) -> None:
+    async def settle(pilot: Any) -> None:
+        app = pilot.app
+        await memory_ready(app, pilot)
+        from ocat.models import Exchange
+
+        # Fixed ids and time, so the picture is the same on every run.
+        app.session.store.add_exchange(
+            Exchange(user_prompt="my favourite colour is teal", assistant_response="Noted: teal.",
+                     thread_id="0d5e1a2b-thread", session_id="s", exchange_id="e1", timestamp=1700000000.0)
+        )
+        await send(app, pilot, "what is my favourite colour?")
+
+    assert snap_compare(make_app(dummy=True, **{"display.context_mode": mode}), terminal_size=(90, 26), run_before=settle)
+
+
+@pytest.mark.parametrize("command", ["/help", "/nope"], ids=["help", "unknown"])
+def test_snapshot_command_results(snap_compare: Any, command: str) -> None:
+    async def settle(pilot: Any) -> None:
+        await memory_ready(pilot.app, pilot)
+        await send(pilot.app, pilot, command)
+        await pilot.pause(0.3)
+
+    assert snap_compare(make_app(dummy=True), terminal_size=(100, 30), run_before=settle)

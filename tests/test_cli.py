@@ -255,6 +255,9 @@ def test_version_and_help_and_python_dash_m(cli: Cli) -> None:
     [
         ("import ocat.cli", ("textual", "litellm", "chromadb")),
         ("import ocat.cli, ocat.config, ocat.memory, ocat.chat, ocat.headless", ("textual", "litellm", "chromadb")),
+        ("import ocat.session, ocat.commands, ocat.repl", ("textual", "litellm", "chromadb")),
+        # The app itself may import Textual, but the heavy libraries load after the first frame.
+        ("import ocat.ui.app", ("litellm", "chromadb", "onnxruntime")),
     ],
 )
 def test_the_core_imports_without_heavy_libraries(code: str, forbidden: tuple[str, ...]) -> None:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from ocat.commands import CommandResult, command, require_store
 from ocat.errors import UsageError
+from ocat.locations import display_path
 from ocat.models import DocumentChunk, Exchange
 
 if TYPE_CHECKING:
@@ -65,6 +66,7 @@ def _vstats(session: ChatSession, rest: str) -> CommandResult:
     from ocat.memory import store_stats
 
     stats = asdict(store_stats(require_store(session), session.settings))
+    stats["path"] = display_path(stats["path"])
     return CommandResult(text="Memory", columns=("key", "value"), rows=[(k, str(v)) for k, v in stats.items()])
 
 

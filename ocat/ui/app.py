@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from pathlib import Path
 
 from textual import work
 from textual.app import App, ComposeResult
@@ -21,13 +20,18 @@ from textual.worker import Worker, WorkerState
 
 from ocat.commands import is_command, run_command
 from ocat.errors import OcatError
+from ocat.llm import Usage
+from ocat.locations import display_path
 from ocat.session import ChatSession
 from ocat.ui.widgets import AssistantMessage, NoticeMessage, PromptInput, UserMessage, command_view, memory_indicator
 
 
-def _home_relative(path: str) -> str:
-    home = str(Path.home())
-    return "~" + path[len(home) :] if path.startswith(home) else path
+def usage_line(usage: Usage | None, seconds: float) -> str:
+    """The last turn's tokens and cost, for the status line."""
+    if usage is None or not usage.total_tokens:
+        return ""  # dummy mode, or a provider that reports no usage
+    cost = f" · ${usage.cost_usd:.4f}" if usage.cost_usd is not None else ""
+    return f"last answer {seconds:.1f}s · {usage.prompt_tokens} tokens in, {usage.completion_tokens} out{cost}"
 
 
 class OcatApp(App[int]):
@@ -67,6 +71,8 @@ class OcatApp(App[int]):
     def on_mount(self) -> None:
         self.theme = self.session.settings.display.theme if self.session.settings.display.theme in self.available_themes else "textual-dark"
         self.query_one(PromptInput).focus()
+        # Stay scrolled to the newest message while answers and tables grow.
+        self.query_one("#conversation", VerticalScroll).anchor()
         if self.session.settings.vector_store.enabled:
             self.load_memory()
 
@@ -97,11 +103,11 @@ class OcatApp(App[int]):
 
     def _header_text(self) -> str:
         settings = self.session.settings
-        config = _home_relative(settings.config_path) if settings.config_path else "default config"
+        config = display_path(settings.config_path) if settings.config_path else "default config"
         if settings.vector_store.host:
             where = f"http://{settings.vector_store.host}:{settings.vector_store.port}"
         else:
-            where = _home_relative(str(settings.store_path))
+            where = display_path(str(settings.store_path))
         model = "dummy" if self.session.dummy else settings.llm.model
         return f"ocat · {config} · {model} · {where} · {self.memory_state}"
 
@@ -164,8 +170,9 @@ class OcatApp(App[int]):
                 await self._append(indicator)
             await self._append(answer)
             stream = Markdown.get_stream(answer)
+            answer_stream = self.session.stream(self.session.request(prompt, memories))
             try:
-                async for piece in self.session.stream(self.session.request(prompt, memories)):
+                async for piece in answer_stream:
                     pieces.append(piece)
                     await stream.write(piece)
             finally:
@@ -184,6 +191,7 @@ class OcatApp(App[int]):
         finally:
             ticker.stop()
             status.update("")
+        status.update(usage_line(answer_stream.usage, time.monotonic() - started))
         text = "".join(pieces)
         self.last_answer = text
         await asyncio.to_thread(self.session.record, prompt, text, memories)

@@ -15,6 +15,7 @@ from textual.message import Message
 from textual.widgets import Collapsible, DataTable, Markdown, Static, TextArea
 
 from ocat.commands import CommandResult
+from ocat.history import append_history, load_history
 from ocat.models import SearchHit
 
 
@@ -35,7 +36,7 @@ class PromptInput(TextArea):
 
     def __init__(self, *, history: list[str] | None = None, **kwargs: object) -> None:
         super().__init__(soft_wrap=True, show_line_numbers=False, **kwargs)  # type: ignore[arg-type]
-        self.prompt_history = history if history is not None else []
+        self.prompt_history = history if history is not None else load_history()
         self._history_index: int | None = None
 
     def action_submit(self) -> None:
@@ -44,6 +45,7 @@ class PromptInput(TextArea):
         if text.strip():
             if not self.prompt_history or self.prompt_history[-1] != text:
                 self.prompt_history.append(text)
+                append_history(text)
             self._history_index = None
             self.post_message(self.Submitted(text))
 
