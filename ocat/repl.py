@@ -96,6 +96,9 @@ def run_repl(session: ChatSession, *, out: IO[str] | None = None, err: IO[str] |
             result = run_command(session, prompt.strip())
             if result.quit:
                 return 0
+            if result.theme is not None:
+                err.write("ocat: themes apply to the full-screen chat\n")
+                continue
             if result.redraw:
                 for exchange in session.history:
                     out.write(f"› {exchange.user_prompt}\n{exchange.assistant_response}\n\n")

@@ -25,6 +25,8 @@ def make_app(server: FakeLLMServer | None = None, *, dummy: bool = False, **over
 
 
 async def memory_ready(app: OcatApp, pilot: Any) -> None:
+    # A blinking cursor would make screenshots depend on the moment they are taken.
+    app.query_one(PromptInput).cursor_blink = False
     for _ in range(300):
         if app.memory_state != "memory loading…":
             return
@@ -214,3 +216,32 @@ def test_snapshot_command_results(snap_compare: Any, command: str) -> None:
         await pilot.pause(0.3)
 
     assert snap_compare(make_app(dummy=True), terminal_size=(100, 30), run_before=settle)
+
+
+async def test_themes_shipped_and_user_ones_and_a_broken_one() -> None:
+    from ocat.locations import config_dir
+
+    user_themes = config_dir() / "themes"
+    user_themes.mkdir(parents=True)
+    (user_themes / "mine.yaml").write_text("name: mine\nprimary: '#ff0000'\ndark: true\n")
+    (user_themes / "broken.yaml").write_text("name: broken\nprimary: red\n")
+    app = make_app(dummy=True, **{"display.theme": "ocat-night"})
+    async with app.run_test(size=(100, 30)) as pilot:
+        await memory_ready(app, pilot)
+        assert app.theme == "ocat-night"
+        assert {"ocat-night", "ocat-paper", "mine"} <= set(app.available_themes)
+        assert "broken" not in app.available_themes
+        await send(app, pilot, "/theme mine")
+        await pilot.pause(0.2)
+        assert app.theme == "mine"
+        await send(app, pilot, "/theme nosuch")
+        await pilot.pause(0.2)
+        assert "no theme 'nosuch'" in str(list(app.query(NoticeMessage))[-1].render())
+
+
+def test_snapshot_a_light_theme(snap_compare: Any) -> None:
+    async def settle(pilot: Any) -> None:
+        await memory_ready(pilot.app, pilot)
+        await send(pilot.app, pilot, "hello in the light")
+
+    assert snap_compare(make_app(dummy=True, **{"display.theme": "ocat-paper"}), terminal_size=(90, 24), run_before=settle)

@@ -28,6 +28,8 @@ class CommandResult:
     quit: bool = False
     # The conversation changed under the view (/continue, /clear): redraw it from the session.
     redraw: bool = False
+    # A theme for the full-screen chat to switch to ("" asks it to list its themes).
+    theme: str | None = None
 
 
 Handler = Callable[["ChatSession", str], CommandResult]

@@ -1,4 +1,4 @@
-"""The conversation commands: /continue, /threads, /clear, /history, /model, /showcontext."""
+"""The conversation commands: /continue, /threads, /clear, /history, /model, /showcontext, /theme."""
 
 from __future__ import annotations
 
@@ -85,3 +85,8 @@ def _showcontext(session: ChatSession, rest: str) -> CommandResult:
     display = dataclasses.replace(session.settings.display, context_mode=rest)
     session.settings = dataclasses.replace(session.settings, display=display)
     return CommandResult(text=f"Context display: {rest}")
+
+
+@command("theme", "list the themes, or switch to one (full-screen chat)", arguments="[NAME]")
+def _theme(session: ChatSession, rest: str) -> CommandResult:
+    return CommandResult(theme=rest.strip())

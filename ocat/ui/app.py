@@ -18,11 +18,12 @@ from textual.message import Message
 from textual.widgets import Footer, Markdown, Static
 from textual.worker import Worker, WorkerState
 
-from ocat.commands import is_command, run_command
+from ocat.commands import CommandResult, is_command, run_command
 from ocat.errors import OcatError
 from ocat.llm import Usage
 from ocat.locations import display_path
 from ocat.session import ChatSession
+from ocat.themes import load_themes
 from ocat.ui.widgets import AssistantMessage, NoticeMessage, PromptInput, UserMessage, command_view, memory_indicator
 
 
@@ -69,12 +70,36 @@ class OcatApp(App[int]):
         yield Footer()
 
     def on_mount(self) -> None:
-        self.theme = self.session.settings.display.theme if self.session.settings.display.theme in self.available_themes else "textual-dark"
+        self._load_themes()
         self.query_one(PromptInput).focus()
         # Stay scrolled to the newest message while answers and tables grow.
         self.query_one("#conversation", VerticalScroll).anchor()
         if self.session.settings.vector_store.enabled:
             self.load_memory()
+
+    def _load_themes(self) -> None:
+        """Register shipped and user themes, then apply display.theme (a bad one is reported)."""
+        from textual.theme import Theme
+
+        specs, problems = load_themes()
+        for spec in specs:
+            self.register_theme(Theme(**spec))
+        for problem in problems:
+            self.notify(problem, severity="warning", timeout=10)
+        wanted = self.session.settings.display.theme
+        if wanted in self.available_themes:
+            self.theme = wanted
+        else:
+            self.notify(f"unknown theme {wanted!r} (display.theme); using textual-dark", severity="warning")
+            self.theme = "textual-dark"
+
+    def _switch_theme(self, name: str) -> str:
+        if not name:
+            return "Themes: " + ", ".join(sorted(self.available_themes))
+        if name not in self.available_themes:
+            raise OcatError(f"no theme {name!r}; /theme lists them")
+        self.theme = name
+        return f"Theme: {name}"
 
     # -- memory ------------------------------------------------------------------
 
@@ -135,6 +160,11 @@ class OcatApp(App[int]):
         if result.quit:
             self.exit(0)
             return
+        if result.theme is not None:
+            try:
+                result = CommandResult(text=self._switch_theme(result.theme))
+            except OcatError as exc:
+                result = CommandResult(text=str(exc), error=True)
         if result.redraw:
             await self._redraw_conversation()
         await self._append(command_view(result))
