@@ -45,6 +45,13 @@ class Chunk:
     section: str | None = None  # markdown only: the `## ` heading the chunk falls under
 
 
+def options_from(chunking_settings: object) -> ChunkingOptions:
+    """The configured options: the `chunking` section of the settings has the same fields."""
+    from dataclasses import asdict
+
+    return ChunkingOptions(**asdict(chunking_settings))  # type: ignore[call-overload]
+
+
 def content_hash(text: str) -> str:
     """The sha256 hex digest of the UTF-8 encoding of `text`."""
     return hashlib.sha256(text.encode("utf-8")).hexdigest()

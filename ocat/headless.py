@@ -116,12 +116,6 @@ def _stats(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> 
     return reporter.succeed(asdict(stats), text)
 
 
-def _chunking_options(settings: Settings) -> Any:
-    from ocat.chunking import ChunkingOptions
-
-    return ChunkingOptions(**asdict(settings.chunking))
-
-
 def _add(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> int:
     from ocat.memory import add_path
 
@@ -130,7 +124,9 @@ def _add(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> in
         raise InputFileError(f"no such file or folder: {path}")
     store = _open_store(settings)
     progress = (lambda f: reporter.note(f"adding {f}")) if path.is_dir() else None
-    outcome = add_path(store, path, _chunking_options(settings), source="cli", progress=progress)
+    from ocat.chunking import options_from
+
+    outcome = add_path(store, path, options_from(settings.chunking), source="cli", progress=progress)
     result = {
         "source_path": str(path),
         "added_chunks": outcome.added_chunks,

@@ -49,12 +49,12 @@ def _vquery(session: ChatSession, rest: str) -> CommandResult:
 
 @command("vadd", "store text as a memory", arguments="TEXT")
 def _vadd(session: ChatSession, rest: str) -> CommandResult:
-    from ocat.chunking import ChunkingOptions
+    from ocat.chunking import options_from
     from ocat.memory import add_text
 
     if not rest:
         raise UsageError("/vadd needs the text to remember")
-    options = ChunkingOptions(**asdict(session.settings.chunking))
+    options = options_from(session.settings.chunking)
     outcome = add_text(require_store(session), rest, options, source="vadd_command", manual_entry=True)
     if outcome.added_chunks == 0:
         return CommandResult(text="Already remembered.")
@@ -72,13 +72,13 @@ def _vstats(session: ChatSession, rest: str) -> CommandResult:
 
 @command("vdoc", "add a file, or a folder's .md/.txt files, to memory", arguments="PATH")
 def _vdoc(session: ChatSession, rest: str) -> CommandResult:
-    from ocat.chunking import ChunkingOptions
+    from ocat.chunking import options_from
     from ocat.memory import add_path
 
     if not rest:
         raise UsageError("/vdoc needs a file or folder: /vdoc notes.md")
     path = Path(rest.strip().strip("\"'")).expanduser()
-    options = ChunkingOptions(**asdict(session.settings.chunking))
+    options = options_from(session.settings.chunking)
     outcome = add_path(require_store(session), path, options, source="vdoc_command")
     text = f"Added {outcome.added_chunks} chunk(s) from {path}"
     if outcome.total_chunks > outcome.added_chunks:
