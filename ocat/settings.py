@@ -1,0 +1,119 @@
+"""The settings ocat is configured with: one frozen dataclass per config section.
+
+Field metadata holds each key's one-line doc and the checks `ocat.config` applies; the
+default values live in `config/default.yaml`, documented key by key.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ocat import locations
+
+_STRATEGIES = ("truncate", "fixed_size", "semantic", "hybrid", "markdown")
+_COLLECTION = (
+    re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{1,61}[A-Za-z0-9]"),
+    "3-63 characters of letters, digits, '_' or '-', starting and ending with a letter or digit",
+)
+
+
+def _field(doc: str, *, path: bool = False, secret: bool = False, **checks: Any) -> Any:
+    """A settings field: its one-line doc and the checks its value must pass.
+
+    `checks` are lo, hi (inclusive), above (exclusive), choices, and pattern (regex, wording).
+    There is no default here on purpose: `config/default.yaml` is the single source of defaults.
+    """
+    return field(metadata={"doc": doc, "path": path, **checks}, repr=not secret)
+
+
+@dataclass(frozen=True)
+class VectorStoreSettings:
+    """The episodic memory store (ChromaDB) and how much of it each turn retrieves."""
+
+    enabled: bool = _field("Store exchanges and retrieve memories; false runs a plain chat.")
+    path: str | None = _field("Local store folder (absolute once loaded); null: the XDG data folder.", path=True)
+    host: str | None = _field("ChromaDB server host; when set it replaces the local store.")
+    port: int = _field("ChromaDB server port.", lo=1, hi=65535)
+    collection: str = _field("Name of the collection that holds this memory.", pattern=_COLLECTION)
+    similarity_threshold: float = _field("Calibrated relevance (0-1) a past exchange needs to reach the model.", lo=0, hi=1)
+    chat_window: int = _field("Previous exchanges of the current chat sent with each prompt.", lo=0)
+    context_results: int = _field("Past exchanges retrieved per prompt; default --results of queries.", lo=1)
+    search_context_window: int = _field("Recent exchanges whose prompts join the memory search query.", lo=0)
+    memory_threshold: float = _field("Calibrated relevance (0-1) a document or /vadd memory needs.", lo=0, hi=1)
+    memory_results: int = _field("Document chunks and /vadd memories retrieved per prompt.", lo=1)
+    memory_token_budget: int = _field("Most tokens of memory given to the model per turn.", lo=0)
+
+
+@dataclass(frozen=True)
+class ChunkingSettings:
+    """How imported documents are split before they are embedded."""
+
+    strategy: str = _field("How text is split.", choices=_STRATEGIES)
+    chunk_size: int = _field("Target chunk length in characters.", lo=1)
+    chunk_overlap: int = _field("Characters shared by neighbouring chunks; less than chunk_size.", lo=0)
+    max_chunk_size: int = _field("Longest a chunk may be, in characters.", lo=1)
+    preserve_sentence_boundaries: bool = _field("Prefer to cut between sentences rather than inside one.")
+
+
+@dataclass(frozen=True)
+class EmbeddingSettings:
+    """The model that turns text into vectors."""
+
+    model: str = _field("all-MiniLM-L6-v2 (local ONNX) or a litellm embedding model.")
+    dimensions: int = _field("Length of the embedding vectors.", lo=1)
+    model_path: str | None = _field("Folder of model.onnx + tokenizer.json; null: the cache.", path=True)
+
+
+@dataclass(frozen=True)
+class LLMSettings:
+    """The chat model, called through litellm."""
+
+    model: str = _field("litellm model name, e.g. gpt-4o-mini or ollama/llama3.")
+    temperature: float = _field("Sampling temperature, 0-2.", lo=0, hi=2)
+    max_tokens: int | None = _field("Most tokens in one reply; null leaves it to the provider.", lo=1)
+    timeout_seconds: float = _field("Seconds to wait for the provider before giving up.", above=0)
+    api_base: str | None = _field("Provider base URL; null uses the provider's default.")
+    api_key: str | None = _field("Provider API key; null: the provider's usual env variable.", secret=True)
+    system_prompt: str = _field("Text sent as the system message; empty sends none.")
+    system_prompt_files: list[str] = _field("Files appended to the system prompt.", path=True)
+
+
+@dataclass(frozen=True)
+class DisplaySettings:
+    """How the terminal UI looks."""
+
+    theme: str = _field("Textual theme name, shipped or user-defined.")
+    context_mode: str = _field("Retrieved memories shown: off, on (in full), summary.",
+                               choices=("off", "on", "summary"))
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything ocat is configured with, validated and with paths resolved."""
+
+    vector_store: VectorStoreSettings
+    chunking: ChunkingSettings
+    embedding: EmbeddingSettings
+    llm: LLMSettings
+    display: DisplaySettings
+    config_path: str | None = None  # the user file that was read, or None
+
+    @property
+    def store_path(self) -> Path:
+        """Folder of the local store: `vector_store.path`, or the default for the collection."""
+        if self.vector_store.path is not None:
+            return Path(self.vector_store.path)
+        return locations.default_store_path(self.vector_store.collection)
+
+
+_SECTION_CLASSES: dict[str, type] = {
+    "vector_store": VectorStoreSettings,
+    "chunking": ChunkingSettings,
+    "embedding": EmbeddingSettings,
+    "llm": LLMSettings,
+    "display": DisplaySettings,
+}
+SECTIONS: tuple[str, ...] = tuple(_SECTION_CLASSES)
