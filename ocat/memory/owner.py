@@ -19,7 +19,6 @@ from __future__ import annotations
 import atexit
 import json
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -34,6 +33,23 @@ from ocat.memory.backend import StoreLocation
 LOCK_FILE = ".ocat-owner.lock"
 SERVER_FILE = ".ocat-server.json"
 SERVER_START_SECONDS = 60.0
+
+# The server process: ChromaDB's own `chroma run`, plus a watchdog that ends it as soon as
+# the owner is gone (even after kill -9), so an orphan never keeps the folder open while a
+# new owner starts another server on it. (PR_SET_PDEATHSIG would follow the starting
+# *thread*, and the chat starts the server from a worker thread.)
+_SERVER_CODE = """
+import os, sys, threading, time
+path, port, owner = sys.argv[1], sys.argv[2], int(sys.argv[3])
+def watch():
+    while os.getppid() == owner:
+        time.sleep(0.5)
+    os._exit(0)
+threading.Thread(target=watch, daemon=True).start()
+from chromadb.cli.cli import app
+sys.argv = ["chroma", "run", "--path", path, "--host", "127.0.0.1", "--port", port]
+app()
+"""
 
 
 @dataclass
@@ -142,29 +158,13 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _die_with_parent() -> None:
-    # Linux: the server gets SIGTERM when its parent dies, even by kill -9, so an orphan
-    # can never keep the folder open while a new owner starts another server on it.
-    try:
-        import ctypes
-
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-    except Exception:
-        pass
-
-
 def _start_server(path: Path) -> tuple[subprocess.Popen[bytes], int]:
     port = _free_port()
-    code = (
-        "import sys; from chromadb.cli.cli import app; "
-        f"sys.argv = ['chroma', 'run', '--path', {str(path)!r}, '--host', '127.0.0.1', '--port', '{port}']; app()"
-    )
     server = subprocess.Popen(
-        [sys.executable, "-c", code],
+        [sys.executable, "-c", _SERVER_CODE, str(path), str(port), str(os.getpid())],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
-        preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
     )
     deadline = time.monotonic() + SERVER_START_SECONDS
     while time.monotonic() < deadline:
