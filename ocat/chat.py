@@ -57,12 +57,11 @@ def memory_message(hits: Sequence[SearchHit]) -> dict[str, str] | None:
         return None
     blocks = []
     for hit in hits:
-        when = datetime.fromtimestamp(hit.timestamp).strftime("%Y-%m-%d %H:%M") if hit.timestamp else "unknown"
+        when = hit.when("%Y-%m-%d %H:%M", missing="unknown")
         if hit.kind == "exchange":
             label = f'kind="past exchange" thread="{hit.metadata.get("thread_id", "")[:8]}"'
         else:
-            source = Path(str(hit.metadata.get("source_file") or "")).name or hit.metadata.get("source", "note")
-            label = f'kind="document" source="{_quote(str(source))}"'
+            label = f'kind="document" source="{_quote(hit.origin)}"'
         blocks.append(f'<memory {label} date="{when}" relevance="{hit.score:.2f}">\n{_quote(hit.text)}\n</memory>')
     return {"role": "system", "content": MEMORY_PREAMBLE + "\n\n" + "\n\n".join(blocks)}
 

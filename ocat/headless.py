@@ -11,7 +11,6 @@ import json
 import sys
 import time
 from dataclasses import asdict
-from datetime import datetime
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Callable
 
@@ -164,13 +163,8 @@ def format_hits(hits: list[SearchHit]) -> str:
         return "No memories found."
     lines = []
     for rank, hit in enumerate(hits, start=1):
-        when = datetime.fromtimestamp(hit.timestamp).strftime("%Y-%m-%d") if hit.timestamp else "-"
         mark = "*" if hit.admitted else " "
-        if hit.kind == "exchange":
-            origin = f"thread {str(hit.metadata.get('thread_id', ''))[:8]}"
-        else:
-            origin = Path(str(hit.metadata.get("source_file") or "")).name or str(hit.metadata.get("source", "note"))
-        lines.append(f"{rank:>2}. {hit.score:.3f}{mark} {hit.kind:<8} {when}  {origin}")
+        lines.append(f"{rank:>2}. {hit.score:.3f}{mark} {hit.kind:<8} {hit.when()}  {hit.origin}")
         lines.append(f"    {hit.excerpt(100)}")
     lines.append("(* = above the relevance threshold: given to the model in a chat)")
     return "\n".join(lines)

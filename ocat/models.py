@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import time
 import uuid
+from datetime import datetime
+from pathlib import Path
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -133,6 +135,18 @@ class SearchHit:
         """When the memory was made (exchange time or the date a document was added)."""
         value = self.metadata.get("timestamp", self.metadata.get("date_added"))
         return float(value) if isinstance(value, (int, float)) else None
+
+    def when(self, fmt: str = "%Y-%m-%d", missing: str = "-") -> str:
+        """The memory's date in local time, or `missing` when it has none."""
+        stamp = self.timestamp
+        return datetime.fromtimestamp(stamp).strftime(fmt) if stamp else missing
+
+    @property
+    def origin(self) -> str:
+        """Where a memory came from, for people: its thread (short id), or its file or source."""
+        if self.kind == "exchange":
+            return f"thread {str(self.metadata.get('thread_id', ''))[:8]}"
+        return Path(str(self.metadata.get("source_file") or "")).name or str(self.metadata.get("source", "note"))
 
     def excerpt(self, width: int = 160) -> str:
         """The text on one line, cut to width characters."""

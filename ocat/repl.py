@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from datetime import datetime
 from typing import IO, Callable
 
 from ocat.commands import CommandResult, is_command, run_command
@@ -38,8 +37,7 @@ def memory_summary(memories: list[SearchHit], mode: str) -> list[str]:
     lines = [f"· Using context from {len(memories)} {noun}"]
     if mode == "on":
         for hit in memories:
-            when = datetime.fromtimestamp(hit.timestamp).strftime("%Y-%m-%d") if hit.timestamp else "-"
-            lines.append(f"  {hit.score:.2f}  {hit.kind:<8} {when}  {hit.excerpt(80)}")
+            lines.append(f"  {hit.score:.2f}  {hit.kind:<8} {hit.when()}  {hit.excerpt(80)}")
     return lines
 
 

@@ -7,7 +7,6 @@ the app runs them in a thread.
 
 from __future__ import annotations
 
-import shlex
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable
 

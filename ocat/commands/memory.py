@@ -39,12 +39,10 @@ def _vquery(session: ChatSession, rest: str) -> CommandResult:
     hits = retrieve(require_store(session), query, limits, limit=count)
     rows = []
     for rank, hit in enumerate(hits, start=1):
-        when = _day(hit.timestamp)
-        origin = str(hit.metadata.get("thread_id", ""))[:8] if hit.kind == "exchange" else hit.kind
         mark = "*" if hit.admitted else ""
-        rows.append((str(rank), f"{hit.score:.2f}{mark}", origin, when, hit.excerpt(70)))
+        rows.append((str(rank), f"{hit.score:.2f}{mark}", hit.origin, hit.when(), hit.excerpt(70)))
     text = f"{len(hits)} result(s) for {query!r} (* = given to the model in a chat)" if hits else "No memories found."
-    return CommandResult(text=text, columns=("#", "score", "thread/kind", "date", "excerpt"), rows=rows)
+    return CommandResult(text=text, columns=("#", "score", "from", "date", "excerpt"), rows=rows)
 
 
 @command("vadd", "store text as a memory", arguments="TEXT")

@@ -6,7 +6,6 @@ never as Rich markup, so a stored "[bold]" or "[link=...]" stays literal.
 
 from __future__ import annotations
 
-from datetime import datetime
 
 from rich.text import Text
 from textual.binding import Binding
@@ -104,9 +103,7 @@ def memory_indicator(memories: list[SearchHit], mode: str) -> Static | Collapsib
         return Static(Text(title), classes="memory")
     lines = []
     for hit in memories:
-        when = datetime.fromtimestamp(hit.timestamp).strftime("%Y-%m-%d") if hit.timestamp else "-"
-        origin = f"thread {str(hit.metadata.get('thread_id', ''))[:8]}" if hit.kind == "exchange" else hit.kind
-        lines.append(f"{hit.score:.2f}  {origin}  {when}\n{hit.excerpt(200)}")
+        lines.append(f"{hit.score:.2f}  {hit.origin}  {hit.when()}\n{hit.excerpt(200)}")
     return Collapsible(Static(Text("\n\n".join(lines))), title=title, collapsed=False, classes="memory")
 
 
