@@ -20,6 +20,7 @@ from ocat.settings import (  # noqa: F401 - the schema, re-exported for callers
     ChunkingSettings,
     DisplaySettings,
     EmbeddingSettings,
+    KeysSettings,
     LLMSettings,
     Settings,
     VectorStoreSettings,

@@ -17,10 +17,11 @@ from ocat.models import SearchHit
 from ocat.session import ChatSession
 
 
-
 def render_result(result: CommandResult) -> str:
     """A command result as plain text: the message, then the rows in aligned columns."""
     lines = [result.text] if result.text else []
+    if result.confirm:
+        lines.append(f"To confirm: {result.confirm}")
     if result.rows:
         table = [result.columns, *result.rows] if result.columns else result.rows
         widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]

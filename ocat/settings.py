@@ -45,6 +45,7 @@ class VectorStoreSettings:
     memory_threshold: float = _field("Calibrated relevance (0-1) a document or /vadd memory needs.", lo=0, hi=1)
     memory_results: int = _field("Document chunks and /vadd memories retrieved per prompt.", lo=1)
     memory_token_budget: int = _field("Most tokens of memory given to the model per turn.", lo=0)
+    docs_folder: str | None = _field("Folder that `/vdoc docs:NAME` reads from; null: none.", path=True)
 
 
 @dataclass(frozen=True)
@@ -90,6 +91,24 @@ class DisplaySettings:
                                choices=("off", "on", "summary"))
 
 
+_KEYS = (
+    re.compile(r"[A-Za-z0-9_+-]+(,[A-Za-z0-9_+-]+)*"),
+    "key names joined by '+' for modifiers and ',' between alternatives, e.g. ctrl+j,shift+enter",
+)
+
+
+@dataclass(frozen=True)
+class KeysSettings:
+    """Key bindings of the full-screen chat (Textual key names)."""
+
+    send: str = _field("Send the prompt.", pattern=_KEYS)
+    newline: str = _field("Insert a line break in the prompt.", pattern=_KEYS)
+    cancel: str = _field("Stop the answer being written.", pattern=_KEYS)
+    quit: str = _field("Leave ocat.", pattern=_KEYS)
+    copy_answer: str = _field("Copy the last answer.", pattern=_KEYS)
+    copy_code: str = _field("Copy the last code block of the last answer.", pattern=_KEYS)
+
+
 @dataclass(frozen=True)
 class Settings:
     """Everything ocat is configured with, validated and with paths resolved."""
@@ -99,6 +118,7 @@ class Settings:
     embedding: EmbeddingSettings
     llm: LLMSettings
     display: DisplaySettings
+    keys: KeysSettings
     config_path: str | None = None  # the user file that was read, or None
 
     @property
@@ -115,5 +135,6 @@ _SECTION_CLASSES: dict[str, type] = {
     "embedding": EmbeddingSettings,
     "llm": LLMSettings,
     "display": DisplaySettings,
+    "keys": KeysSettings,
 }
 SECTIONS: tuple[str, ...] = tuple(_SECTION_CLASSES)

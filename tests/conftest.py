@@ -57,6 +57,9 @@ def isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
         if name.startswith("OCAT_"):
             monkeypatch.delenv(name)
     monkeypatch.setenv("OCAT_EMBEDDING_MODEL_PATH", str(MODEL_DIR))
+    # Dates on screen are local time: pin the zone so pictures match on every machine.
+    monkeypatch.setenv("TZ", "UTC")
+    time.tzset()
     return home
 
 

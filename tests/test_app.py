@@ -7,48 +7,11 @@ from typing import Any
 import pytest
 from textual.widgets import Collapsible, DataTable
 
-from ocat.config import load_settings
-from ocat.session import ChatSession
-from ocat.ui.app import OcatApp
 from ocat.ui.widgets import AssistantMessage, NoticeMessage, PromptInput, UserMessage
 from tests.conftest import FakeLLMServer
+from tests.pilot import conversation, make_app, memory_ready, send
 
 pytestmark = [pytest.mark.slow, pytest.mark.anyio]
-
-
-def make_app(server: FakeLLMServer | None = None, *, dummy: bool = False, **overrides: Any) -> OcatApp:
-    extra: dict[str, Any] = {}
-    if server is not None:
-        extra = {"llm.model": "openai/fake-model", "llm.api_base": server.api_base, "llm.api_key": "sk-test"}
-    settings = load_settings(overrides={**extra, **overrides})
-    return OcatApp(ChatSession(settings, dummy=dummy), serve=False)
-
-
-async def memory_ready(app: OcatApp, pilot: Any) -> None:
-    # A blinking cursor would make screenshots depend on the moment they are taken.
-    app.query_one(PromptInput).cursor_blink = False
-    for _ in range(300):
-        if app.memory_state != "memory loading…":
-            return
-        await pilot.pause(0.05)
-    raise AssertionError("memory never became ready")
-
-
-async def send(app: OcatApp, pilot: Any, text: str) -> None:
-    prompt = app.query_one(PromptInput)
-    prompt.text = text
-    await pilot.press("enter")
-    await pilot.pause()
-    if app.turn is not None:
-        try:
-            await app.turn.wait()
-        except Exception:
-            pass
-    await pilot.pause()
-
-
-def conversation(app: OcatApp) -> list[Any]:
-    return list(app.query("#conversation > *"))
 
 
 async def test_a_turn_streams_the_answer_and_remembers_it(llm_server: FakeLLMServer) -> None:

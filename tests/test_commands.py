@@ -64,7 +64,7 @@ def test_vadd_vquery_vget_and_vdelete_with_confirmation(session: ChatSession, st
     shown = run_command(session, f"/vget {chunk_id[:12]}")
     assert ("text", "the spare key is under the blue flowerpot") in shown.rows
     ask = run_command(session, f"/vdelete {chunk_id[:12]}")
-    assert "--yes" in ask.text and store.count("document") == 1
+    assert ask.confirm.endswith("--yes") and "This deletes" in ask.text and store.count("document") == 1
     done = run_command(session, f"/vdelete {chunk_id[:12]} --yes")
     assert done.text.startswith("Deleted") and store.count("document") == 0
     assert run_command(session, "/vget nothing-like-this").error
@@ -78,6 +78,24 @@ def test_vdoc_adds_a_file_and_vget_session_lists_exchanges(session: ChatSession,
     assert run_command(session, f"/vdoc {tmp_path / 'missing.md'}").error
     session.record("hi", "hello", [])
     assert len(run_command(session, "/vget session").rows) == 1
+
+
+def test_vdoc_docs_name_reads_inside_the_docs_folder_only(store: MemoryStore, tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    (docs / "guides").mkdir(parents=True)
+    (docs / "guides" / "setup.md").write_text("Install with pipx.")
+    (tmp_path / "secret.md").write_text("outside the docs folder")
+    (docs / "link.md").symlink_to(tmp_path / "secret.md")
+    without = ChatSession(load_settings(env={}), store=store)
+    assert "vector_store.docs_folder" in run_command(without, "/vdoc docs:guides/setup.md").text
+    session = ChatSession(load_settings(env={}, overrides={"vector_store.docs_folder": str(docs)}), store=store)
+    assert "Added 1 chunk(s)" in run_command(session, "/vdoc docs:guides/setup.md").text
+    assert "Added 1 chunk(s)" not in run_command(session, "/vdoc docs:guides").text  # already stored
+    for escape in ("docs:../secret.md", "docs:link.md", f"docs:{tmp_path / 'secret.md'}"):
+        result = run_command(session, f"/vdoc {escape}")
+        assert result.error and "outside the docs folder" in result.text, escape
+    assert run_command(session, "/vdoc docs:").error
+    assert store.count("document") == 1
 
 
 def test_conversation_commands(session: ChatSession) -> None:

@@ -19,7 +19,7 @@ DOCUMENTED_DEFAULTS = {
     "vector_store": {
         "enabled": True, "path": None, "host": None, "port": 8000, "collection": "default",
         "similarity_threshold": 0.65, "chat_window": 3, "context_results": 5,
-        "search_context_window": 3, "memory_threshold": 0.7, "memory_results": 3, "memory_token_budget": 1500,
+        "search_context_window": 3, "memory_threshold": 0.7, "memory_results": 3, "memory_token_budget": 1500, "docs_folder": None,
     },
     "chunking": {
         "strategy": "semantic", "chunk_size": 1000, "chunk_overlap": 100,
@@ -31,6 +31,8 @@ DOCUMENTED_DEFAULTS = {
         "api_base": None, "api_key": None, "system_prompt": "", "system_prompt_files": [],
     },
     "display": {"theme": "textual-dark", "context_mode": "summary"},
+    "keys": {"send": "enter", "newline": "ctrl+j,shift+enter", "cancel": "escape", "quit": "ctrl+q",
+             "copy_answer": "ctrl+o", "copy_code": "ctrl+b"},
 }
 
 
@@ -365,3 +367,12 @@ def test_parse_override_errors(text: str, expected: str) -> None:
 def test_parsed_override_round_trips_through_load_settings() -> None:
     key, value = parse_override("llm.temperature=0.2")
     assert load_settings(env={}, overrides={key: value}).llm.temperature == 0.2
+
+
+def test_a_key_binding_is_remapped_and_a_bad_key_name_is_refused(tmp_path: Path) -> None:
+    settings = load_settings(env={"OCAT_KEYS_COPY_CODE": "f5,ctrl+shift+c"})
+    assert settings.keys.copy_code == "f5,ctrl+shift+c"
+    config = tmp_path / "config.yaml"
+    config.write_text("keys:\n  send: 'ctrl enter'\n")
+    with pytest.raises(ConfigError, match=r"config.yaml:2: keys.send must be key names"):
+        load_settings(str(config))

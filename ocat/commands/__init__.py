@@ -29,6 +29,13 @@ class CommandResult:
     redraw: bool = False
     # A theme for the full-screen chat to switch to ("" asks it to list its themes).
     theme: str | None = None
+    # A choice to offer (value, label): the full-screen chat shows a picker and runs
+    # `choose VALUE` with the pick; line mode shows the rows instead.
+    choices: list[tuple[str, str]] = field(default_factory=list)
+    choose: str = ""
+    # A command that carries out what `text` describes once the user says yes
+    # (the full-screen chat asks in a dialog; line mode tells the user to type it).
+    confirm: str = ""
 
 
 Handler = Callable[["ChatSession", str], CommandResult]

@@ -19,6 +19,11 @@ def _when(timestamp: float) -> str:
     return datetime.fromtimestamp(timestamp).strftime("%Y-%m-%d %H:%M")
 
 
+def first_line(text: str) -> str:
+    """The first non-blank line of a prompt, for one-line listings."""
+    return next((line.strip() for line in text.splitlines() if line.strip()), "")
+
+
 @command("threads", "list recent threads: id, last active, exchanges, first prompt", arguments="[N]")
 def _threads(session: ChatSession, rest: str) -> CommandResult:
     store = require_store(session)
@@ -29,18 +34,27 @@ def _threads(session: ChatSession, rest: str) -> CommandResult:
         got = store.fetch("exchange", [head for *_, head in summaries if head], vectors=False)
         heads = {i: m.get("user_prompt", "") for i, m in zip(got["ids"], got["metadatas"])}
     rows = [
-        (thread_id[:8], _when(last), str(count), str(heads.get(head, ""))[:60])
+        (thread_id[:8], _when(last), str(count), first_line(str(heads.get(head, "")))[:60])
+        for thread_id, count, _first, last, head in summaries
+    ]
+    choices = [
+        (thread_id, f"{_when(last)}  {count:>3} exchange(s)  {first_line(str(heads.get(head, '')))[:60]}")
         for thread_id, count, _first, last, head in summaries
     ]
     text = f"{len(rows)} recent thread(s); /continue ID resumes one" if rows else "No threads yet."
-    return CommandResult(text=text, columns=("thread", "last active", "exchanges", "first prompt"), rows=rows)
+    # /threads shows the table; /continue without an id also offers the threads as a pick.
+    return CommandResult(text=text, columns=("thread", "last active", "exchanges", "first prompt"), rows=rows,
+                         choices=choices)
 
 
-@command("continue", "resume a thread (a unique id prefix will do); without one, list recent threads",
+@command("continue", "resume a thread by id or prefix; without one, pick from a list",
          arguments="[THREAD_ID]", aliases=("resume",))
 def _continue(session: ChatSession, rest: str) -> CommandResult:
     if not rest:
-        return _threads(session, "")
+        listing = _threads(session, "")
+        if not listing.choices:
+            return listing
+        return dataclasses.replace(listing, text="Pick a thread to continue, or /continue ID", choose="/continue")
     store = require_store(session)
     found = store.lexical.resolve_prefix("exchange", rest.strip(), threads=True)
     if not found:

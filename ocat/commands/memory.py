@@ -21,7 +21,7 @@ def _day(timestamp: float | None) -> str:
     return datetime.fromtimestamp(timestamp).strftime("%Y-%m-%d %H:%M") if timestamp else "-"
 
 
-@command("vquery", "search memory: rank, score, kind, date, excerpt", arguments='"QUERY" [K]')
+@command("vquery", "search memory: rank, score, where from, date, excerpt", arguments='"QUERY" [K]')
 def _vquery(session: ChatSession, rest: str) -> CommandResult:
     from ocat.memory import RetrievalLimits, retrieve
 
@@ -68,17 +68,42 @@ def _vstats(session: ChatSession, rest: str) -> CommandResult:
     return CommandResult(text="Memory", columns=("key", "value"), rows=[(k, str(v)) for k, v in stats.items()])
 
 
-@command("vdoc", "add a file, or a folder's .md/.txt files, to memory", arguments="PATH")
+DOCS_PREFIX = "docs:"
+
+
+def document_path(text: str, docs_folder: str | None) -> Path:
+    """The file or folder `/vdoc` was given: a path, or `docs:NAME` inside `vector_store.docs_folder`.
+
+    `docs:NAME` may name sub-folders but never leave the docs folder (no `..`, no absolute
+    path, no symlink out of it).
+    """
+    text = text.strip().strip("\"'")
+    if not text.startswith(DOCS_PREFIX):
+        return Path(text).expanduser()
+    name = text[len(DOCS_PREFIX):].strip()
+    if docs_folder is None:
+        raise UsageError("docs:NAME needs vector_store.docs_folder set in your config")
+    if not name:
+        raise UsageError("docs: needs a name: /vdoc docs:guide.md")
+    root = Path(docs_folder).resolve()
+    path = (root / name).resolve()
+    if not path.is_relative_to(root):
+        raise UsageError(f"docs:{name} is outside the docs folder {display_path(str(root))}")
+    return path
+
+
+@command("vdoc", "add a file or folder to memory (docs:NAME: from the docs folder)",
+         arguments="PATH|docs:NAME")
 def _vdoc(session: ChatSession, rest: str) -> CommandResult:
     from ocat.chunking import options_from
     from ocat.memory import add_path
 
     if not rest:
         raise UsageError("/vdoc needs a file or folder: /vdoc notes.md")
-    path = Path(rest.strip().strip("\"'")).expanduser()
+    path = document_path(rest, session.settings.vector_store.docs_folder)
     options = options_from(session.settings.chunking)
     outcome = add_path(require_store(session), path, options, source="vdoc_command")
-    text = f"Added {outcome.added_chunks} chunk(s) from {path}"
+    text = f"Added {outcome.added_chunks} chunk(s) from {display_path(str(path))}"
     if outcome.total_chunks > outcome.added_chunks:
         text += f"; {outcome.total_chunks - outcome.added_chunks} already stored"
     return CommandResult(text=text + ".")
@@ -98,7 +123,7 @@ def _exchange_rows(exchanges: list[Exchange]) -> list[tuple[str, ...]]:
     return [(e.exchange_id[:8], _day(e.timestamp), e.user_prompt, e.assistant_response) for e in exchanges]
 
 
-@command("vget", "show a memory by id (a unique prefix will do), or this session's or thread's exchanges",
+@command("vget", "show a memory by id, or this session's or thread's exchanges",
          arguments="ID|session|thread")
 def _vget(session: ChatSession, rest: str) -> CommandResult:
     store = require_store(session)
@@ -119,7 +144,7 @@ def _vget(session: ChatSession, rest: str) -> CommandResult:
     return CommandResult(text=f"Document chunk {record.id}", columns=("field", "value"), rows=rows)
 
 
-@command("vdelete", "delete a memory by id; asks first (repeat with --yes to confirm)", arguments="ID [--yes]")
+@command("vdelete", "delete a memory by id; asks first (--yes skips asking)", arguments="ID [--yes]")
 def _vdelete(session: ChatSession, rest: str) -> CommandResult:
     parts = rest.split()
     if not parts:
@@ -134,6 +159,6 @@ def _vdelete(session: ChatSession, rest: str) -> CommandResult:
         else f"the document chunk {record_id}"
     )
     if not confirmed:
-        return CommandResult(text=f"This deletes {what}. To confirm: /vdelete {record_id} --yes")
+        return CommandResult(text=f"This deletes {what}.", confirm=f"/vdelete {record_id} --yes")
     store.delete([record_id])
     return CommandResult(text=f"Deleted {what}. The conversation on screen is unchanged.")

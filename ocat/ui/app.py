@@ -24,7 +24,33 @@ from ocat.llm import Usage
 from ocat.locations import display_path
 from ocat.session import ChatSession
 from ocat.themes import load_themes
-from ocat.ui.widgets import AssistantMessage, NoticeMessage, PromptInput, UserMessage, command_view, memory_indicator
+from ocat.settings import KeysSettings
+from ocat.ui.screens import ChoicePicker, ConfirmDialog
+from ocat.ui.widgets import (
+    AssistantMessage,
+    CommandSuggestions,
+    NoticeMessage,
+    PromptInput,
+    UserMessage,
+    command_view,
+    last_code_block,
+    memory_indicator,
+)
+
+# Which binding each `keys.*` setting remaps.
+_BINDING_IDS = {
+    "send": "prompt.submit",
+    "newline": "prompt.newline",
+    "cancel": "app.cancel",
+    "quit": "app.quit",
+    "copy_answer": "app.copy_last",
+    "copy_code": "app.copy_code",
+}
+
+
+def keymap(keys: KeysSettings) -> dict[str, str]:
+    """The Textual keymap (binding id -> keys) that the `keys` settings ask for."""
+    return {binding: getattr(keys, name) for name, binding in _BINDING_IDS.items()}
 
 
 def usage_line(usage: Usage | None, seconds: float) -> str:
@@ -42,9 +68,10 @@ class OcatApp(App[int]):
     TITLE = "ocat"
     BINDINGS = [
         Binding("escape", "cancel", "Cancel answer", id="app.cancel"),
-        Binding("ctrl+c", "cancel_or_quit", "Cancel/Quit", priority=True, id="app.cancel_or_quit"),
+        Binding("ctrl+c", "cancel_or_quit", "Cancel/Copy/Quit", show=False, priority=True, id="app.cancel_or_quit"),
         Binding("ctrl+q", "quit", "Quit", id="app.quit"),
-        Binding("ctrl+y", "copy_last", "Copy answer", id="app.copy_last"),
+        Binding("ctrl+o", "copy_last", "Copy answer", id="app.copy_last"),
+        Binding("ctrl+b", "copy_code", "Copy code", id="app.copy_code"),
     ]
 
     class MemoryReady(Message):
@@ -61,11 +88,13 @@ class OcatApp(App[int]):
         self.memory_state = "memory loading…" if session.settings.vector_store.enabled else "memory off"
         self.turn: Worker[None] | None = None
         self.last_answer = ""
+        self.set_keymap(keymap(session.settings.keys))
 
     def compose(self) -> ComposeResult:
         yield Static(self._header_text(), id="header")
         yield VerticalScroll(id="conversation")
         yield Static("", id="status")
+        yield CommandSuggestions(id="suggestions")
         yield PromptInput(id="prompt")
         yield Footer()
 
@@ -139,6 +168,18 @@ class OcatApp(App[int]):
     def _refresh_header(self) -> None:
         self.query_one("#header", Static).update(self._header_text())
 
+    async def _refresh_count(self) -> None:
+        """Show the store's exchange count, read off the UI thread (it may be a server round trip)."""
+        store = self.session.store
+        if store is None:
+            return
+        try:
+            count = await asyncio.to_thread(store.count, "exchange")
+        except OcatError:
+            return  # the header keeps its last count; the failing command says what went wrong
+        self.memory_state = f"{count} exchanges"
+        self._refresh_header()
+
     # -- input -------------------------------------------------------------------
 
     def on_prompt_input_submitted(self, message: PromptInput.Submitted) -> None:
@@ -160,6 +201,12 @@ class OcatApp(App[int]):
         if result.quit:
             self.exit(0)
             return
+        if result.choose:
+            self.push_screen(ChoicePicker(result.text, result.choices), self._run_choice(result.choose))
+            return
+        if result.confirm:
+            self.push_screen(ConfirmDialog(result.text), self._run_confirmed(result.confirm))
+            return
         if result.theme is not None:
             try:
                 result = CommandResult(text=self._switch_theme(result.theme))
@@ -168,6 +215,23 @@ class OcatApp(App[int]):
         if result.redraw:
             await self._redraw_conversation()
         await self._append(command_view(result))
+        await self._refresh_count()  # commands add and delete memories
+
+    def _run_choice(self, command: str):  # noqa: ANN202 - a screen callback
+        def picked(value: str | None) -> None:
+            if value is not None:
+                self.run_slash_command(f"{command} {value}")
+
+        return picked
+
+    def _run_confirmed(self, command: str):  # noqa: ANN202 - a screen callback
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.run_slash_command(command)
+            else:
+                self._notice("Nothing was deleted.")
+
+        return answered
 
     async def _redraw_conversation(self) -> None:
         """Show the session's conversation afresh (after /continue or /clear)."""
@@ -225,9 +289,7 @@ class OcatApp(App[int]):
         text = "".join(pieces)
         self.last_answer = text
         await asyncio.to_thread(self.session.record, prompt, text, memories)
-        if self.session.store is not None:
-            self.memory_state = f"{self.session.store.count('exchange')} exchanges"
-            self._refresh_header()
+        await self._refresh_count()
 
     async def _append(self, widget: object) -> None:
         conversation = self.query_one("#conversation", VerticalScroll)
@@ -247,9 +309,12 @@ class OcatApp(App[int]):
             self.turn.cancel()
 
     def action_cancel_or_quit(self) -> None:
-        """Ctrl+C cancels an answer in progress, or quits when there is none."""
+        """Ctrl+C cancels an answer in progress, else copies selected text, else quits."""
         if self.turn is not None and self.turn.state == WorkerState.RUNNING:
             self.turn.cancel()
+        elif self.screen.get_selected_text():
+            self.screen.action_copy_text()
+            self.screen.clear_selection()
         else:
             self.exit(0)
 
@@ -258,6 +323,19 @@ class OcatApp(App[int]):
         if self.last_answer:
             self.copy_to_clipboard(self.last_answer)
             self.notify("Copied the last answer.")
+
+    def action_copy_code(self) -> None:
+        """Copy the last code block of the last answer."""
+        code = last_code_block(self.last_answer)
+        if code is None:
+            self.notify("The last answer has no code block.", severity="warning")
+            return
+        self.copy_to_clipboard(code)
+        self.notify(f"Copied a code block ({len(code.splitlines())} line(s)).")
+
+    def on_assistant_message_code_clicked(self, message: AssistantMessage.CodeClicked) -> None:
+        self.copy_to_clipboard(message.code)
+        self.notify(f"Copied a code block ({len(message.code.splitlines())} line(s)).")
 
     def on_unmount(self) -> None:
         if self.session.store is not None:

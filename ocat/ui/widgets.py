@@ -8,22 +8,65 @@ from __future__ import annotations
 
 
 from rich.text import Text
+from textual import events
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.message import Message
-from textual.widgets import Collapsible, DataTable, Markdown, Static, TextArea
+from textual.widgets import Collapsible, DataTable, Markdown, OptionList, Static, TextArea
+from textual.widgets.markdown import MarkdownFence
+from textual.widgets.option_list import Option
 
-from ocat.commands import CommandResult
+from ocat.commands import REGISTRY, CommandResult, commands
 from ocat.history import append_history, load_history
 from ocat.models import SearchHit
 
 
+class CommandSuggestions(OptionList):
+    """The slash commands that match what is being typed, each with what it does."""
+
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        self.display = False
+        self.can_focus = False  # the prompt keeps the focus; it steers this list
+
+    def show_for(self, text: str) -> None:
+        """Offer the commands whose name starts with the typed `/word`; hide otherwise."""
+        typed = partial_command(text)
+        matches = [] if typed is None else [c for c in commands() if any(
+            n.startswith(typed) for n in (c.name, *c.aliases))]
+        self.clear_options()
+        if not matches:
+            self.display = False
+            return
+        width = max(len(c.usage) for c in matches)
+        self.add_options(Option(Text(f"{c.usage:<{width}}  {c.help}", no_wrap=True, overflow="ellipsis"), id=c.name) for c in matches)
+        self.highlighted = 0
+        self.display = True
+
+    def chosen(self) -> str | None:
+        """The highlighted command's name."""
+        if not self.display or self.highlighted is None:
+            return None
+        return self.get_option_at_index(self.highlighted).id
+
+
+def partial_command(text: str) -> str | None:
+    """The command name being typed (`/vq` gives `vq`), or None once it is more than a name."""
+    if not text.startswith("/") or text.startswith("//") or any(ch.isspace() for ch in text):
+        return None
+    return text[1:].lower()
+
+
 class PromptInput(TextArea):
-    """Multi-line input: Enter sends, Ctrl+J inserts a newline, Up/Down at the edges walk history."""
+    """Multi-line input: Enter sends, Ctrl+J inserts a newline, Up/Down at the edges walk history.
+
+    While a command name is being typed, the matching commands are listed above the box:
+    Up/Down choose, Tab (or Enter on a partial name) completes, Esc hides the list.
+    """
 
     BINDINGS = [
         Binding("enter", "submit", "Send", show=True, priority=True, id="prompt.submit"),
-        Binding("ctrl+j", "newline", "Newline", show=True, id="prompt.newline"),
+        Binding("ctrl+j,shift+enter", "newline", "Newline", show=True, id="prompt.newline"),
     ]
 
     class Submitted(Message):
@@ -38,9 +81,31 @@ class PromptInput(TextArea):
         self.prompt_history = history if history is not None else load_history()
         self._history_index: int | None = None
 
+    def _suggestions(self) -> CommandSuggestions | None:
+        found = self.screen.query(CommandSuggestions)
+        return found.first() if found else None
+
+    def on_text_area_changed(self, event: TextArea.Changed) -> None:
+        suggestions = self._suggestions()
+        if suggestions is not None:
+            suggestions.show_for(self.text)
+
+    def _complete(self, suggestions: CommandSuggestions) -> bool:
+        """Replace the typed name with the chosen command; False when there is nothing to complete."""
+        name = suggestions.chosen()
+        if name is None:
+            return False
+        self.text = f"/{name} " if REGISTRY[name].arguments else f"/{name}"
+        self.move_cursor(self.document.end)
+        return True
+
     def action_submit(self) -> None:
-        """Send the text, unless it is blank."""
+        """Send the text, unless it is blank; on a partial command name, complete it first."""
         text = self.text
+        suggestions = self._suggestions()
+        typed = partial_command(text.strip())
+        if suggestions is not None and typed is not None and typed not in REGISTRY and self._complete(suggestions):
+            return
         if text.strip():
             if not self.prompt_history or self.prompt_history[-1] != text:
                 self.prompt_history.append(text)
@@ -55,7 +120,20 @@ class PromptInput(TextArea):
     def _on_key(self, event: object) -> None:
         key = getattr(event, "key", "")
         row, _ = self.cursor_location
-        if key == "up" and row == 0 and self.prompt_history:
+        suggestions = self._suggestions()
+        if key == "ctrl+d" and not self.text:
+            self.app.exit(0)  # as in a shell: Ctrl+D on an empty line leaves
+            event.prevent_default()  # type: ignore[attr-defined]
+        elif suggestions is not None and suggestions.display and key in ("up", "down", "tab", "escape"):
+            if key == "tab":
+                self._complete(suggestions)
+            elif key == "escape":
+                suggestions.display = False
+            else:
+                suggestions.action_cursor_up() if key == "up" else suggestions.action_cursor_down()
+            event.prevent_default()  # type: ignore[attr-defined]
+            event.stop()  # type: ignore[attr-defined]
+        elif key == "up" and row == 0 and self.prompt_history:
             self._walk_history(-1)
             event.prevent_default()  # type: ignore[attr-defined]
         elif key == "down" and row == self.document.line_count - 1 and self._history_index is not None:
@@ -78,10 +156,33 @@ class UserMessage(Static):
 
 
 class AssistantMessage(Markdown):
-    """The model's answer, rendered as Markdown as it streams in."""
+    """The model's answer, rendered as Markdown as it streams in; a click on a code block copies it."""
+
+    class CodeClicked(Message):
+        """The user clicked a code block of an answer."""
+
+        def __init__(self, code: str) -> None:
+            self.code = code
+            super().__init__()
 
     def __init__(self) -> None:
         super().__init__("", classes="message assistant")
+
+    def on_click(self, event: events.Click) -> None:
+        widget = event.widget
+        while widget is not None and widget is not self:
+            if isinstance(widget, MarkdownFence):
+                self.post_message(self.CodeClicked(widget.code))
+                return
+            widget = widget.parent  # type: ignore[assignment]
+
+
+def last_code_block(markdown: str) -> str | None:
+    """The text of the last fenced or indented code block in some Markdown, if any."""
+    from markdown_it import MarkdownIt
+
+    blocks = [t.content for t in MarkdownIt("commonmark").parse(markdown) if t.type in ("fence", "code_block")]
+    return blocks[-1].rstrip("\n") if blocks else None
 
 
 class NoticeMessage(Static):

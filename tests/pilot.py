@@ -1,0 +1,48 @@
+"""Helpers for driving the chat app with Textual's Pilot: build it, wait for memory, send a line."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ocat.config import load_settings
+from ocat.session import ChatSession
+from ocat.ui.app import OcatApp
+from ocat.ui.widgets import PromptInput
+from tests.conftest import FakeLLMServer
+
+
+def make_app(server: FakeLLMServer | None = None, *, dummy: bool = False, **overrides: Any) -> OcatApp:
+    extra: dict[str, Any] = {}
+    if server is not None:
+        extra = {"llm.model": "openai/fake-model", "llm.api_base": server.api_base, "llm.api_key": "sk-test"}
+    settings = load_settings(overrides={**extra, **overrides})
+    return OcatApp(ChatSession(settings, dummy=dummy), serve=False)
+
+
+async def memory_ready(app: OcatApp, pilot: Any) -> None:
+    # A blinking cursor would make screenshots depend on the moment they are taken.
+    app.query_one(PromptInput).cursor_blink = False
+    for _ in range(300):
+        if app.memory_state != "memory loading…":
+            return
+        await pilot.pause(0.05)
+    raise AssertionError("memory never became ready")
+
+
+async def send(app: OcatApp, pilot: Any, text: str) -> None:
+    prompt = app.query_one(PromptInput)
+    prompt.text = text
+    await pilot.press("enter")
+    await pilot.pause()
+    if app.turn is not None:
+        try:
+            await app.turn.wait()
+        except Exception:
+            pass
+    await pilot.pause()
+
+
+def conversation(app: OcatApp) -> list[Any]:
+    return list(app.query("#conversation > *"))
+
+

@@ -1,0 +1,235 @@
+"""The chat app's dialogs and keys: the thread picker, delete confirmation, command completion,
+remapped bindings and copying answers and code blocks."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from textual.widgets import OptionList
+
+from ocat.ui.screens import ChoicePicker, ConfirmDialog
+from ocat.ui.widgets import AssistantMessage, CommandSuggestions, NoticeMessage, PromptInput, UserMessage, last_code_block
+from tests.pilot import make_app, memory_ready, send
+
+pytestmark = [pytest.mark.slow, pytest.mark.anyio]
+
+
+def remember(app: Any, thread: str, *pairs: tuple[str, str]) -> None:
+    """Store exchanges in `thread` as an earlier session would have."""
+    from ocat.models import Exchange
+
+    for seq, (prompt, answer) in enumerate(pairs):
+        app.session.store.add_exchange(Exchange(
+            user_prompt=prompt, assistant_response=answer, thread_id=thread, session_id="old-session",
+            exchange_id=f"{thread}-{seq}", timestamp=1700000000.0 + seq * 60 + len(thread)))
+
+
+async def wait_for(pilot: Any, condition: Any, what: str) -> None:
+    for _ in range(100):
+        if condition():
+            return
+        await pilot.pause(0.05)
+    raise AssertionError(f"never happened: {what}")
+
+
+async def test_continue_without_an_id_picks_a_thread_from_a_list() -> None:
+    app = make_app(dummy=True)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await memory_ready(app, pilot)
+        remember(app, "garden-thread", ("plan the garden", "tomatoes first"), ("and then?", "beans"))
+        remember(app, "taxes-thread-x", ("file the taxes\nbefore April", "done by Friday"))
+        await send(app, pilot, "/continue")
+        await wait_for(pilot, lambda: isinstance(app.screen, ChoicePicker), "the picker opens")
+        options = app.screen.query_one(OptionList)
+        labels = [str(options.get_option_at_index(i).prompt) for i in range(options.option_count)]
+        assert len(labels) == 2
+        assert any("2 exchange(s)" in label and "plan the garden" in label for label in labels)
+        # A multi-line first prompt is shown by its first line only.
+        assert any("file the taxes" in label and "April" not in label for label in labels)
+        garden = next(i for i, label in enumerate(labels) if "garden" in label)
+        options.highlighted = garden
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: app.session.thread_id == "garden-thread", "the thread is resumed")
+        await wait_for(pilot, lambda: len(app.query(UserMessage)) == 2, "the thread is shown")
+        assert [str(w.render()) for w in app.query(UserMessage)] == ["plan the garden", "and then?"]
+        assert app.session.continuation_seq == 1  # both stored exchanges were continuation 0
+
+
+async def test_escape_closes_the_picker_and_changes_nothing() -> None:
+    app = make_app(dummy=True)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await memory_ready(app, pilot)
+        remember(app, "garden-thread", ("plan the garden", "tomatoes first"))
+        thread = app.session.thread_id
+        await send(app, pilot, "/continue")
+        await wait_for(pilot, lambda: isinstance(app.screen, ChoicePicker), "the picker opens")
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: not isinstance(app.screen, ChoicePicker), "the picker closes")
+        assert app.session.thread_id == thread
+
+
+async def test_delete_asks_first_and_no_keeps_the_memory() -> None:
+    app = make_app(dummy=True)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await memory_ready(app, pilot)
+        remember(app, "garden-thread", ("plan the garden", "tomatoes first"))
+        store = app.session.store
+        await send(app, pilot, "/vdelete garden-thread-0")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmDialog), "the dialog opens")
+        assert "plan the garden" in app.screen.question
+        await pilot.press("enter")  # No has the focus: Enter alone never deletes
+        await wait_for(pilot, lambda: not isinstance(app.screen, ConfirmDialog), "the dialog closes")
+        await pilot.pause(0.2)
+        assert store.count("exchange") == 1
+        assert "Nothing was deleted" in str(list(app.query(NoticeMessage))[-1].render())
+        await send(app, pilot, "/vdelete garden-thread-0")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmDialog), "the dialog opens again")
+        await pilot.press("y")
+        await wait_for(pilot, lambda: store.count("exchange") == 0, "the memory is deleted")
+        await wait_for(pilot, lambda: "Deleted the exchange" in str(list(app.query(NoticeMessage))[-1].render()),
+                       "the deletion is reported")
+
+
+async def test_typing_a_command_lists_matches_and_tab_completes() -> None:
+    app = make_app(dummy=True)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await memory_ready(app, pilot)
+        suggestions = app.query_one(CommandSuggestions)
+        prompt = app.query_one(PromptInput)
+        assert not suggestions.display
+        await pilot.press("/", "v")
+        assert suggestions.display
+        names = [suggestions.get_option_at_index(i).id for i in range(suggestions.option_count)]
+        assert names == ["vadd", "vdelete", "vdoc", "vget", "vquery", "vstats"]
+        assert "search memory" in str(suggestions.get_option_at_index(4).prompt)
+        await pilot.press("q")
+        assert [suggestions.get_option_at_index(i).id for i in range(suggestions.option_count)] == ["vquery"]
+        await pilot.press("tab")
+        assert prompt.text == "/vquery " and not suggestions.display
+        # Up/Down choose among the matches; Enter on a partial name completes instead of sending.
+        prompt.text = ""
+        await pilot.press("/", "t", "h")
+        await pilot.press("down")
+        await pilot.press("enter")
+        assert prompt.text == "/threads "
+
+
+async def test_enter_on_a_whole_command_name_runs_it_and_escape_hides_the_list() -> None:
+    app = make_app(dummy=True)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await memory_ready(app, pilot)
+        suggestions = app.query_one(CommandSuggestions)
+        await pilot.press("/", "h", "e")
+        assert suggestions.display
+        await pilot.press("escape")
+        assert not suggestions.display
+        await pilot.press("l", "p")
+        await pilot.press("enter")
+        await pilot.pause(0.3)
+        assert app.query_one(PromptInput).text == ""
+        assert "Commands" in str(list(app.query(NoticeMessage))[-1].render())
+
+
+async def test_copy_the_last_code_block_with_a_remapped_key_and_by_clicking_it(llm_server: Any) -> None:
+    llm_server.reply = "Try this:\n\n```python\nprint('one')\n```\n\nor this:\n\n```sh\necho two\n```\n"
+    app = make_app(llm_server, **{"keys.copy_code": "f5"})
+    async with app.run_test(size=(100, 40)) as pilot:
+        await memory_ready(app, pilot)
+        await send(app, pilot, "show me code")
+        await pilot.press("ctrl+b")  # remapped away: does nothing now
+        assert app.clipboard == ""
+        await pilot.press("f5")
+        assert app.clipboard == "echo two"
+        from textual.widgets.markdown import MarkdownFence
+
+        first_fence = app.query_one(AssistantMessage).query(MarkdownFence).first()
+        await pilot.click(first_fence)
+        await pilot.pause()
+        assert app.clipboard == "print('one')"
+        await pilot.press("ctrl+o")
+        assert app.clipboard == llm_server.reply
+
+
+def test_last_code_block_finds_fenced_and_indented_code() -> None:
+    assert last_code_block("no code here") is None
+    assert last_code_block("```\na\n```\ntext\n\n    b = 1\n") == "b = 1"
+    assert last_code_block("~~~js\nlet x\n~~~") == "let x"
+
+
+async def test_ctrl_d_deletes_in_a_prompt_and_quits_on_an_empty_one() -> None:
+    app = make_app(dummy=True)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await memory_ready(app, pilot)
+        prompt = app.query_one(PromptInput)
+        prompt.text = "ab"
+        prompt.move_cursor((0, 0))
+        await pilot.press("ctrl+d")
+        assert prompt.text == "b" and app.is_running
+        prompt.text = ""
+        await pilot.press("ctrl+d")
+        await pilot.pause()
+    assert app.return_code == 0
+
+
+# ---- how they look ------------------------------------------------------------------
+
+def test_snapshot_thread_picker(snap_compare: Any) -> None:
+    async def settle(pilot: Any) -> None:
+        app = pilot.app
+        await memory_ready(app, pilot)
+        remember(app, "garden-thread", ("plan the garden", "tomatoes first"), ("and then?", "beans"))
+        remember(app, "taxes-thread-x", ("file the taxes\nbefore April", "done by Friday"))
+        await send(app, pilot, "/continue")
+        await wait_for(pilot, lambda: isinstance(app.screen, ChoicePicker), "the picker opens")
+        await pilot.pause(0.2)
+
+    assert snap_compare(make_app(dummy=True), terminal_size=(100, 24), run_before=settle)
+
+
+def test_snapshot_command_completion(snap_compare: Any) -> None:
+    async def settle(pilot: Any) -> None:
+        await memory_ready(pilot.app, pilot)
+        await pilot.press("/", "v")
+        await pilot.pause(0.2)
+
+    assert snap_compare(make_app(dummy=True), terminal_size=(100, 24), run_before=settle)
+
+
+def test_snapshot_delete_confirmation(snap_compare: Any) -> None:
+    async def settle(pilot: Any) -> None:
+        app = pilot.app
+        await memory_ready(app, pilot)
+        remember(app, "garden-thread", ("plan the garden", "tomatoes first"))
+        await send(app, pilot, "/vdelete garden-thread-0")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmDialog), "the dialog opens")
+        await pilot.pause(0.2)
+
+    assert snap_compare(make_app(dummy=True), terminal_size=(100, 24), run_before=settle)
+
+
+@pytest.mark.parametrize("command", ['/vquery "garden plans"', "/vstats"], ids=["vquery", "vstats"])
+def test_snapshot_memory_commands(snap_compare: Any, command: str) -> None:
+    async def settle(pilot: Any) -> None:
+        app = pilot.app
+        await memory_ready(app, pilot)
+        remember(app, "garden-thread", ("plan the garden", "tomatoes first"), ("and then?", "beans"))
+        await send(app, pilot, command)
+        await wait_for(pilot, lambda: app.query(".command-result"), "the result is shown")
+        await pilot.pause(0.3)
+
+    assert snap_compare(make_app(dummy=True), terminal_size=(110, 30), run_before=settle)
+
+
+def test_snapshot_provider_error(snap_compare: Any, llm_server: Any) -> None:
+    llm_server.status = 401
+
+    async def settle(pilot: Any) -> None:
+        app = pilot.app
+        app.query_one(PromptInput).cursor_blink = False
+        await memory_ready(app, pilot)
+        await send(app, pilot, "hello?")
+        await pilot.pause(0.2)
+
+    assert snap_compare(make_app(llm_server, **{"vector_store.enabled": False}), terminal_size=(100, 24),
+                        run_before=settle)
