@@ -85,18 +85,43 @@ class TurnRequest:
     memories: list[SearchHit]
 
 
+def fit_history(history: Sequence[Exchange], budget: int) -> list[Exchange]:
+    """The newest exchanges whose text fits in `budget` tokens; the oldest are dropped first."""
+    from ocat.tokens import count_tokens
+
+    kept: list[Exchange] = []
+    for exchange in reversed(history):
+        # A few tokens per message for the role and separators, as chat formats add them.
+        cost = count_tokens(exchange.user_prompt) + count_tokens(exchange.assistant_response) + 8
+        if cost > budget:
+            break
+        budget -= cost
+        kept.append(exchange)
+    return kept[::-1]
+
+
 def build_turn(
     prompt: str,
     *,
     system: str,
     history: Sequence[Exchange] = (),
     memories: Sequence[SearchHit] = (),
+    token_limit: int | None = None,
 ) -> TurnRequest:
-    """System prompt, then memory, then this conversation's history, then the prompt."""
+    """System prompt, then memory, then this conversation's history, then the prompt.
+
+    With a `token_limit` (the model's input window), history is trimmed, oldest first,
+    so that everything fits; the prompt, system prompt and memory are always sent.
+    """
+    from ocat.tokens import count_tokens
+
     messages = [{"role": "system", "content": system}]
     quoted = memory_message(memories)
     if quoted:
         messages.append(quoted)
+    if token_limit is not None:
+        fixed = sum(count_tokens(m["content"]) + 4 for m in messages) + count_tokens(prompt) + 4
+        history = fit_history(history, token_limit - fixed)
     for exchange in history:
         messages.append({"role": "user", "content": exchange.user_prompt})
         messages.append({"role": "assistant", "content": exchange.assistant_response})

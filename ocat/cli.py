@@ -129,16 +129,17 @@ def _run_app(args: argparse.Namespace) -> int:
         from ocat.session import ChatSession
 
         settings = load_settings(args.config, overrides=overrides_from(args))
-        problem = None if args.dummy_mode else llm.credentials_problem(settings.llm)
-        if problem:
-            # The chat still opens: the person may fix the key, or only browse memory.
-            print(f"ocat: {problem}", file=sys.stderr)
         if args.plain or not (sys.stdin.isatty() and sys.stdout.isatty()):
+            problem = None if args.dummy_mode else llm.credentials_problem(settings.llm)
+            if problem:
+                # The chat still opens: the person may fix the key, or only browse memory.
+                print(f"ocat: {problem}", file=sys.stderr)
             # Line mode by request, or when piped: the same chat, scriptable.
             return run_repl(ChatSession.open(settings, dummy=args.dummy_mode))
         from ocat.ui.app import OcatApp
 
-        # The window paints first; the store (chromadb, the model) opens in a worker.
+        # The window paints first; litellm, chromadb and the embedding model load in
+        # workers after it, and the app reports missing credentials in the chat.
         return OcatApp(ChatSession(settings, dummy=args.dummy_mode)).run() or 0
     except OcatError as exc:
         print(f"ocat: {exc}", file=sys.stderr)

@@ -96,6 +96,25 @@ def missing_credentials(settings: LLMSettings) -> list[str]:
     return list(report.get("missing_keys") or [])
 
 
+# When litellm does not know a model's context window (local and self-hosted models),
+# assume a small one: trimming too much history is better than a failed request.
+FALLBACK_CONTEXT_TOKENS = 8192
+# Room kept for the answer when llm.max_tokens leaves its length to the provider.
+ANSWER_RESERVE_TOKENS = 1024
+
+
+def input_token_limit(settings: LLMSettings) -> int:
+    """Tokens the model accepts as input, less room for the answer."""
+    window = FALLBACK_CONTEXT_TOKENS
+    try:
+        info = _litellm().get_model_info(settings.model)
+        window = int(info.get("max_input_tokens") or info.get("max_tokens") or window)
+    except Exception:
+        pass  # unknown to litellm's price list: keep the fallback
+    reserve = settings.max_tokens or ANSWER_RESERVE_TOKENS
+    return max(window - reserve, 0)
+
+
 def credentials_problem(settings: LLMSettings) -> str | None:
     """What to set when the model's provider has no credentials here, else None."""
     missing = missing_credentials(settings)

@@ -92,12 +92,17 @@ class ChatSession:
             return []
 
     def request(self, prompt: str, memories: list[SearchHit]) -> TurnRequest:
-        """The messages for this turn: system prompt, memory, recent history, the prompt."""
+        """The messages for this turn: system prompt, memory, recent history, the prompt.
+
+        History is trimmed (oldest first) to the model's input window; this may import
+        litellm, so the app calls it off the UI thread.
+        """
         return build_turn(
             prompt,
             system=system_prompt(self.settings.llm, self.started),
             history=self.recent_history(),
             memories=memories,
+            token_limit=None if self.dummy else llm.input_token_limit(self.settings.llm),
         )
 
     def recent_history(self) -> list[Exchange]:

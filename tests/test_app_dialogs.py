@@ -233,3 +233,14 @@ def test_snapshot_provider_error(snap_compare: Any, llm_server: Any) -> None:
 
     assert snap_compare(make_app(llm_server, **{"vector_store.enabled": False}), terminal_size=(100, 24),
                         run_before=settle)
+
+
+async def test_missing_credentials_are_reported_in_the_chat_which_stays_open(monkeypatch: Any) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    app = make_app(**{"llm.model": "gpt-4o-mini", "vector_store.enabled": False})
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_for(pilot, lambda: app.query(NoticeMessage), "the notice")
+        notice = str(app.query_one(NoticeMessage).render())
+        assert "OPENAI_API_KEY" in notice and "--dummy-mode" in notice
+        await send(app, pilot, "/help")
+        assert app.is_running

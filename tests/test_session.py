@@ -86,3 +86,29 @@ def test_retrieval_queries_keep_the_new_prompt_on_its_own() -> None:
     assert retrieval_queries("new", [], 3) == ["new"]
     assert retrieval_queries("new", history, 0) == ["new"]
     assert retrieval_queries("new", history, 2) == ["new", "p2\np3\nnew"]
+
+
+def test_history_is_trimmed_to_the_model_window_oldest_first(store: MemoryStore) -> None:
+    # A model litellm does not know gets the fallback window (8192 tokens, less 1024 for the answer).
+    session = session_on(store, **{"vector_store.chat_window": 50, "llm.model": "openai/unknown-local-model"})
+    for index in range(20):
+        session.record(f"question {index} " + "word " * 500, f"answer {index}", [])
+    messages = session.request("the newest prompt", []).messages
+    sent = [m["content"].split()[1] for m in messages if m["role"] == "user"][:-1]
+    assert sent and sent[-1] == "19" and "0" not in sent  # the newest kept, the oldest dropped
+    assert 10 <= len(sent) < 20
+    from ocat.tokens import count_tokens
+
+    assert sum(count_tokens(m["content"]) for m in messages) <= 8192 - 1024
+    assert messages[-1] == {"role": "user", "content": "the newest prompt"}
+
+
+def test_a_larger_answer_reserve_leaves_less_history(store: MemoryStore) -> None:
+    def sent_with(max_tokens: int | None) -> int:
+        session = session_on(store, **{"vector_store.chat_window": 50, "llm.model": "openai/unknown-local-model",
+                                       "llm.max_tokens": max_tokens})
+        for index in range(20):
+            session.record(f"question {index} " + "word " * 500, "ok", [])
+        return sum(1 for m in session.request("next", []).messages if m["role"] == "user")
+
+    assert sent_with(6000) < sent_with(None)

@@ -81,6 +81,13 @@ class OcatApp(App[int]):
             self.error = error
             super().__init__()
 
+    class ModelChecked(Message):
+        """litellm is loaded; `problem` says what to set when the model has no credentials."""
+
+        def __init__(self, problem: str | None) -> None:
+            self.problem = problem
+            super().__init__()
+
     def __init__(self, session: ChatSession, *, serve: bool = True) -> None:
         super().__init__()
         self.session = session
@@ -105,6 +112,8 @@ class OcatApp(App[int]):
         self.query_one("#conversation", VerticalScroll).anchor()
         if self.session.settings.vector_store.enabled:
             self.load_memory()
+        if not self.session.dummy:
+            self.check_model()
 
     def _load_themes(self) -> None:
         """Register shipped and user themes, then apply display.theme (a bad one is reported)."""
@@ -144,6 +153,18 @@ class OcatApp(App[int]):
         except OcatError as exc:
             self.session.memory_error = str(exc)
             self.post_message(self.MemoryReady(str(exc)))
+
+    @work(thread=True, group="model")
+    def check_model(self) -> None:
+        """Load litellm after the first paint (so the first turn does not wait for it) and check credentials."""
+        from ocat import llm
+
+        self.post_message(self.ModelChecked(llm.credentials_problem(self.session.settings.llm)))
+
+    def on_ocat_app_model_checked(self, message: ModelChecked) -> None:
+        if message.problem:
+            # The chat stays open: the user may fix the key, or only use memory commands.
+            self._notice(f"{message.problem}. Memory commands work meanwhile.", error=True)
 
     def on_ocat_app_memory_ready(self, message: MemoryReady) -> None:
         if message.error:
@@ -264,7 +285,8 @@ class OcatApp(App[int]):
                 await self._append(indicator)
             await self._append(answer)
             stream = Markdown.get_stream(answer)
-            answer_stream = self.session.stream(self.session.request(prompt, memories))
+            request = await asyncio.to_thread(self.session.request, prompt, memories)
+            answer_stream = self.session.stream(request)
             try:
                 async for piece in answer_stream:
                     pieces.append(piece)
