@@ -61,6 +61,15 @@ def usage_line(usage: Usage | None, seconds: float) -> str:
     return f"last answer {seconds:.1f}s · {usage.prompt_tokens} tokens in, {usage.completion_tokens} out{cost}"
 
 
+SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+
+
+def answering_line(seconds: float) -> str:
+    """The status while an answer is on its way: a spinner frame and the time so far."""
+    frame = SPINNER[int(seconds * 10) % len(SPINNER)]
+    return f"{frame} answering… {seconds:.1f}s  (Esc cancels)"
+
+
 class OcatApp(App[int]):
     """ocat's chat window."""
 
@@ -272,7 +281,7 @@ class OcatApp(App[int]):
         await self._append(UserMessage(prompt))
         status = self.query_one("#status", Static)
         started = time.monotonic()
-        ticker = self.set_interval(0.1, lambda: status.update(f"⠿ answering… {time.monotonic() - started:.1f}s  (Esc cancels)"))
+        ticker = self.set_interval(0.1, lambda: status.update(answering_line(time.monotonic() - started)))
         answer = AssistantMessage()
         pieces: list[str] = []
         try:
