@@ -244,3 +244,40 @@ async def test_missing_credentials_are_reported_in_the_chat_which_stays_open(mon
         assert "OPENAI_API_KEY" in notice and "--dummy-mode" in notice
         await send(app, pilot, "/help")
         assert app.is_running
+
+
+async def test_a_store_that_fails_mid_chat_turns_memory_off_and_the_chat_goes_on(monkeypatch: Any) -> None:
+    from ocat.errors import StoreError
+
+    app = make_app(dummy=True)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await memory_ready(app, pilot)
+        remember(app, "garden-thread", ("are you still there?", "yes"))  # an empty store is never searched
+
+        def broken(*args: Any, **kwargs: Any) -> Any:
+            raise StoreError("cannot read the memory store: disk I/O error")
+
+        monkeypatch.setattr(app.session.store, "search", broken)
+        await send(app, pilot, "still there?")
+        notices = [str(w.render()) for w in app.query(NoticeMessage)]
+        assert any("Memory is off" in n and "disk I/O error" in n for n in notices)
+        assert "You said: still there?" in app.query(AssistantMessage).last().source
+        await send(app, pilot, "and now?")
+        assert "You said: and now?" in app.query(AssistantMessage).last().source
+        await send(app, pilot, "/vstats")
+        await pilot.pause(0.3)
+        assert "memory is off" in str(list(app.query(NoticeMessage))[-1].render())
+
+
+async def test_a_corrupt_store_is_reported_and_the_chat_works_without_memory(tmp_path: Any) -> None:
+    store_dir = tmp_path / "store"
+    store_dir.mkdir()
+    (store_dir / "chroma.sqlite3").write_bytes(b"this is not a database" * 100)
+    app = make_app(dummy=True, **{"vector_store.path": str(store_dir)})
+    async with app.run_test(size=(100, 30)) as pilot:
+        await memory_ready(app, pilot)
+        assert app.memory_state == "memory off"
+        assert any("Memory is off" in str(w.render()) for w in app.query(NoticeMessage))
+        await send(app, pilot, "hello")
+        assert "You said: hello" in app.query(AssistantMessage).last().source
+    assert (store_dir / "chroma.sqlite3").read_bytes() == b"this is not a database" * 100  # left as it was
