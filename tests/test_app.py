@@ -24,8 +24,8 @@ async def test_a_turn_streams_the_answer_and_remembers_it(llm_server: FakeLLMSer
         kinds = [type(w) for w in conversation(app)]
         assert kinds == [UserMessage, AssistantMessage]
         assert app.last_answer == "# Title\n\nSome **bold** text."
-        assert app.memory_state == "1 exchanges"
-        assert "1 exchanges" in str(app.query_one("#header").render())
+        assert app.memory_state == "1 exchange"
+        assert str(app.query_one("#header").render()).endswith("· 1 exchange")
         assert app.query_one(PromptInput).text == ""
         assert "11 tokens in, 7 out" in str(app.query_one("#status").render())
     assert llm_server.requests[-1]["stream"] is True
@@ -154,7 +154,7 @@ async def test_prompts_are_kept_across_runs_and_walked_with_up() -> None:
         assert second.query_one(PromptInput).text == "first line\nsecond line"
 
 
-@pytest.mark.parametrize("mode", ["on", "summary"])
+@pytest.mark.parametrize("mode", ["on", "summary", "off"])
 def test_snapshot_memory_indicator(snap_compare: Any, mode: str) -> None:
     async def settle(pilot: Any) -> None:
         app = pilot.app

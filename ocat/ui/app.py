@@ -61,6 +61,11 @@ def usage_line(usage: Usage | None, seconds: float) -> str:
     return f"last answer {seconds:.1f}s · {usage.prompt_tokens} tokens in, {usage.completion_tokens} out{cost}"
 
 
+def exchange_count(count: int) -> str:
+    """"1 exchange", "2 exchanges": the header's memory state once the store is open."""
+    return f"{count} exchange" if count == 1 else f"{count} exchanges"
+
+
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 
 
@@ -182,7 +187,7 @@ class OcatApp(App[int]):
         else:
             store = self.session.store
             assert store is not None
-            self.memory_state = f"{store.count('exchange')} exchanges"
+            self.memory_state = exchange_count(store.count("exchange"))
         self._refresh_header()
 
     def _header_text(self) -> str:
@@ -207,7 +212,7 @@ class OcatApp(App[int]):
             count = await asyncio.to_thread(store.count, "exchange")
         except OcatError:
             return  # the header keeps its last count; the failing command says what went wrong
-        self.memory_state = f"{count} exchanges"
+        self.memory_state = exchange_count(count)
         self._refresh_header()
 
     # -- input -------------------------------------------------------------------
