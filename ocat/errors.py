@@ -35,3 +35,9 @@ class InputFileError(OcatError):
 
 class ProviderError(OcatError):
     """The LLM provider failed: auth, rate limit, timeout, connection, unknown model (exit 1)."""
+
+
+class Cancelled(OcatError):
+    """The user stopped a long command; what it stored stays, and running it again completes it (exit 130)."""
+
+    exit_code = 130

@@ -7,12 +7,13 @@ memory, and the UI says so.
 from __future__ import annotations
 
 import sys
+import threading
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from ocat import llm
 from ocat.chat import TurnRequest, build_turn, retrieval_queries, system_prompt
-from ocat.errors import OcatError
+from ocat.errors import Cancelled, OcatError
 from ocat.models import Exchange, SearchHit, new_id
 
 if TYPE_CHECKING:
@@ -46,6 +47,16 @@ class ChatSession:
         self.history: list[Exchange] = list(history or [])
         self.started = datetime.now()
         self.memory_error: str | None = None
+        # Long commands (/vdoc) report here, and stop at their next step once `cancel` is set.
+        self.on_progress: Callable[[str, int, int], None] | None = None
+        self.cancel = threading.Event()
+
+    def progress(self, label: str, done: int, total: int) -> None:
+        """Report a long command's progress to the front end; raises Cancelled if the user asked to stop."""
+        if self.cancel.is_set():
+            raise Cancelled(f"cancelled at {done}/{total}: what was stored is kept, and the same command completes it")
+        if self.on_progress is not None:
+            self.on_progress(label, done, total)
 
     @classmethod
     def open(cls, settings: Settings, *, dummy: bool = False, serve: bool = True) -> ChatSession:

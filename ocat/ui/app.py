@@ -31,6 +31,7 @@ from ocat.ui.widgets import (
     CommandSuggestions,
     NoticeMessage,
     PromptInput,
+    TaskProgress,
     UserMessage,
     command_view,
     last_code_block,
@@ -108,6 +109,7 @@ class OcatApp(App[int]):
         self.serve = serve
         self.memory_state = "memory loading…" if session.settings.vector_store.enabled else "memory off"
         self.turn: Worker[None] | None = None
+        self.command: Worker[None] | None = None
         self.last_answer = ""
         self.set_keymap(keymap(session.settings.keys))
 
@@ -223,16 +225,38 @@ class OcatApp(App[int]):
         if self.turn is not None and self.turn.state in (WorkerState.PENDING, WorkerState.RUNNING):
             self.notify("Still answering: Esc cancels.", severity="warning")
             return
+        if self.command is not None and self.command.state in (WorkerState.PENDING, WorkerState.RUNNING):
+            self.notify("A command is still running: Esc stops it.", severity="warning")
+            return
         prompt_box.text = ""
         if is_command(text):
-            self.run_slash_command(text)
+            self.command = self.run_slash_command(text)
         else:
             self.turn = self.chat_turn(text)
 
     @work(exclusive=True, group="command")
     async def run_slash_command(self, text: str) -> None:
-        """Run a command in a thread (it may touch the store) and show its result."""
-        result = await asyncio.to_thread(run_command, self.session, text)
+        """Run a command in a thread (it may touch the store) and show its result.
+
+        A long command (/vdoc) shows a progress bar while it runs; Esc stops it between
+        two stored batches.
+        """
+        progress: list[TaskProgress] = []
+
+        def show_progress(label: str, done: int, total: int) -> None:
+            if not progress:
+                progress.append(TaskProgress())
+                self.query_one("#conversation", VerticalScroll).mount(progress[0])
+            progress[0].show(label, done, total)
+
+        self.session.cancel.clear()
+        self.session.on_progress = lambda label, done, total: self.call_from_thread(show_progress, label, done, total)
+        try:
+            result = await asyncio.to_thread(run_command, self.session, text)
+        finally:
+            self.session.on_progress = None
+            if progress:
+                await progress[0].remove()
         if result.quit:
             self.exit(0)
             return
@@ -255,14 +279,14 @@ class OcatApp(App[int]):
     def _run_choice(self, command: str):  # noqa: ANN202 - a screen callback
         def picked(value: str | None) -> None:
             if value is not None:
-                self.run_slash_command(f"{command} {value}")
+                self.command = self.run_slash_command(f"{command} {value}")
 
         return picked
 
     def _run_confirmed(self, command: str):  # noqa: ANN202 - a screen callback
         def answered(yes: bool | None) -> None:
             if yes:
-                self.run_slash_command(command)
+                self.command = self.run_slash_command(command)
             else:
                 self._notice("Nothing was deleted.")
 
@@ -339,16 +363,25 @@ class OcatApp(App[int]):
 
     # -- actions -------------------------------------------------------------------
 
-    def action_cancel(self) -> None:
-        """Stop the answer being written."""
+    def _stop_running_work(self) -> bool:
+        """Cancel the answer being written, or ask a long command to stop; False if neither runs."""
         if self.turn is not None and self.turn.state == WorkerState.RUNNING:
             self.turn.cancel()
+            return True
+        if self.command is not None and self.command.state == WorkerState.RUNNING:
+            self.session.cancel.set()  # the command stops at its next step, keeping what it stored
+            return True
+        return False
+
+    def action_cancel(self) -> None:
+        """Stop the answer being written, or a long command."""
+        self._stop_running_work()
 
     def action_cancel_or_quit(self) -> None:
-        """Ctrl+C cancels an answer in progress, else copies selected text, else quits."""
-        if self.turn is not None and self.turn.state == WorkerState.RUNNING:
-            self.turn.cancel()
-        elif self.screen.get_selected_text():
+        """Ctrl+C cancels an answer or a long command, else copies selected text, else quits."""
+        if self._stop_running_work():
+            return
+        if self.screen.get_selected_text():
             self.screen.action_copy_text()
             self.screen.clear_selection()
         else:

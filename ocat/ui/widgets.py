@@ -10,9 +10,9 @@ from __future__ import annotations
 from rich.text import Text
 from textual import events
 from textual.binding import Binding
-from textual.containers import Vertical
+from textual.containers import Horizontal, Vertical
 from textual.message import Message
-from textual.widgets import Collapsible, DataTable, Markdown, OptionList, Static, TextArea
+from textual.widgets import Collapsible, DataTable, Markdown, OptionList, ProgressBar, Static, TextArea
 from textual.widgets.markdown import MarkdownFence
 from textual.widgets.option_list import Option
 
@@ -190,6 +190,22 @@ class NoticeMessage(Static):
 
     def __init__(self, text: str, *, error: bool = False) -> None:
         super().__init__(Text(text), classes="notice error" if error else "notice")
+
+
+class TaskProgress(Horizontal):
+    """A long command's progress: what it is doing, a bar, and how to stop it."""
+
+    def __init__(self) -> None:
+        super().__init__(classes="task-progress")
+
+    def compose(self):  # noqa: ANN201 - ComposeResult
+        yield Static("", classes="task-label")
+        yield ProgressBar(show_eta=False)
+
+    def show(self, label: str, done: int, total: int) -> None:
+        """Move the bar to `done` of `total`."""
+        self.query_one(".task-label", Static).update(Text(f"{label}  (Esc stops)"))
+        self.query_one(ProgressBar).update(total=max(total, 1), progress=done)
 
 
 def memory_indicator(memories: list[SearchHit], mode: str) -> Static | Collapsible | None:
