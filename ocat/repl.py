@@ -15,14 +15,18 @@ from ocat.errors import OcatError
 from ocat.history import history_file
 from ocat.models import SearchHit
 from ocat.session import ChatSession
-
+from ocat.text import printable
 
 
 def render_result(result: CommandResult) -> str:
-    """A command result as plain text: the message, then the rows in aligned columns."""
-    lines = [result.text] if result.text else []
+    """A command result as plain text: the message, then the rows in aligned columns.
+
+    Cells quote stored memories, so control characters are escaped (ocat.text.printable).
+    """
+    lines = [printable(result.text)] if result.text else []
     if result.rows:
-        table = [result.columns, *result.rows] if result.columns else result.rows
+        rows = [tuple(printable(cell) for cell in row) for row in result.rows]
+        table = [result.columns, *rows] if result.columns else rows
         widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
         for row in table:
             lines.append("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
@@ -37,7 +41,7 @@ def memory_summary(memories: list[SearchHit], mode: str) -> list[str]:
     lines = [f"· Using context from {len(memories)} {noun}"]
     if mode == "on":
         for hit in memories:
-            lines.append(f"  {hit.score:.2f}  {hit.kind:<8} {hit.when()}  {hit.excerpt(80)}")
+            lines.append(f"  {hit.score:.2f}  {hit.kind:<8} {hit.when()}  {printable(hit.excerpt(80))}")
     return lines
 
 
@@ -67,7 +71,8 @@ async def _stream_answer(session: ChatSession, prompt: str, out: IO[str]) -> tup
     pieces: list[str] = []
     async for piece in session.stream(request):
         pieces.append(piece)
-        out.write(piece)
+        # The model may repeat escape sequences it read in a memory; they are shown, not obeyed.
+        out.write(printable(piece))
         out.flush()
     return "".join(pieces), memories
 
@@ -99,7 +104,7 @@ def run_repl(session: ChatSession, *, out: IO[str] | None = None, err: IO[str] |
                 continue
             if result.redraw:
                 for exchange in session.history:
-                    out.write(f"› {exchange.user_prompt}\n{exchange.assistant_response}\n\n")
+                    out.write(printable(f"› {exchange.user_prompt}\n{exchange.assistant_response}") + "\n\n")
             (err if result.error else out).write(render_result(result) + "\n")
             continue
         had_memory = session.memory_on
@@ -110,7 +115,7 @@ def run_repl(session: ChatSession, *, out: IO[str] | None = None, err: IO[str] |
             out.write("\n[cancelled]\n")
             continue
         except OcatError as exc:
-            err.write(f"ocat: {exc}\n")
+            err.write(f"ocat: {printable(str(exc))}\n")
             continue
         out.write("\n")
         session.record(prompt, answer, memories)

@@ -119,18 +119,21 @@ def test_add_path_walks_a_folder_skipping_hidden_and_other_files(store: MemorySt
     assert files == {"a.md", "b.txt"}
 
 
-def test_unreadable_input_is_refused_before_anything_is_stored(store: MemoryStore, tmp_path: Path) -> None:
+def test_binary_and_missing_input_is_refused_and_other_encodings_decoded(store: MemoryStore, tmp_path: Path) -> None:
     binary = tmp_path / "blob.bin"
     binary.write_bytes(b"\x00\x01\x02")
     latin = tmp_path / "latin.txt"
     latin.write_bytes("café".encode("latin-1"))
     with pytest.raises(InputFileError, match="binary"):
         add_path(store, binary, OPTIONS)
-    with pytest.raises(InputFileError, match="UTF-8"):
-        add_path(store, latin, OPTIONS)
     with pytest.raises(InputFileError, match="no such file"):
         add_path(store, tmp_path / "missing.md", OPTIONS)
     assert store.count("document") == 0
+    # Text that is not UTF-8 is not dropped: it is decoded with a fallback, and the caller told.
+    notes: list[str] = []
+    add_path(store, latin, OPTIONS, notify=notes.append)
+    assert [c.text for c in store.documents_where({"source_file": str(latin.resolve())})] == ["café"]
+    assert notes == [f"{latin} is not UTF-8 (byte 3); read it as Windows-1252"]
 
 
 def test_delete_removes_exchanges_and_chunks_by_id(store: MemoryStore) -> None:
