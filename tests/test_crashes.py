@@ -289,3 +289,25 @@ def test_a_crash_between_the_chroma_and_the_lexical_write_is_repaired_on_open(cl
     assert top_hit(cli, exchanges[300].text)["id"] == exchanges[300].exchange_id
     assert cli("--import-memory", str(source), "--output", "json").json()["result"]["added"] == 88
     assert stats(cli)["exchanges"] == 600 and lexical_count(cli, "exchange") == 600
+
+
+def test_ctrl_c_mid_stream_in_the_line_mode_chat_cancels_the_turn_and_stores_nothing(
+    cli: Cli, llm_server: FakeLLMServer
+) -> None:
+    llm_server.reply = "A long answer that streams slowly. " * 10
+    llm_server.delay = 0.3
+    args = ["--plain", "--model", "openai/fake-model", "--set", f"llm.api_base={llm_server.api_base}",
+            "--set", "llm.api_key=k"]
+    running = Running(cli, *args, stdin=True)
+    running.send("tell me a long story")
+    running.wait_for("A long answer", stream="stdout")
+    running.process.send_signal(signal.SIGINT)
+    running.wait_for("[cancelled]", stream="stdout")
+    llm_server.reply, llm_server.delay = "Short.", 0.0
+    running.send("and a short one")
+    running.wait_for("Short.", stream="stdout")
+    assert running.process.stdin is not None
+    running.process.stdin.close()
+    assert running.process.wait(timeout=120) == 0
+    exported = cli("--export-memory", "-").json_lines()
+    assert [(e["user_prompt"], e["assistant_response"]) for e in exported] == [("and a short one", "Short.")]
