@@ -194,3 +194,20 @@ def test_editing_a_file_to_text_stored_elsewhere_still_drops_its_old_version(sto
     assert outcome.replaced_chunks == 1
     texts = store.documents.get(include=["documents"])["documents"]
     assert "The original notes." not in texts
+
+
+def test_a_cut_short_add_is_listed_as_partial_until_added_again(store: MemoryStore) -> None:
+    from ocat.memory import partial_documents
+
+    text = "\n\n".join(f"Paragraph {i} about the harbour lantern and the copper meadow." for i in range(40))
+    seen: list[tuple[int, int]] = []
+    first = add_text(store, text, OPTIONS, progress=lambda done, total: seen.append((done, total)))
+    assert first.total_chunks > 3 and seen[-1] == (first.total_chunks, first.total_chunks)
+    assert partial_documents(store) == []
+    chunk_ids = sorted(store.documents.get(include=[])["ids"])
+    store.delete(chunk_ids[1:3])  # as if the add had died before these were written
+    [partial] = partial_documents(store)
+    assert (partial.stored_chunks, partial.total_chunks, partial.source) == (
+        first.total_chunks - 2, first.total_chunks, "vadd_command")
+    assert add_text(store, text, OPTIONS).added_chunks == 2
+    assert partial_documents(store) == []
