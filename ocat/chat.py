@@ -6,6 +6,7 @@ way: as quoted reference material in a system message, never as new turns.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -46,9 +47,21 @@ def system_prompt(settings: LLMSettings, session_started: datetime) -> str:
     return "\n\n".join(p for p in parts if p)
 
 
+# Anything a model could read as the start or end of a memory element: `<memory`, `</memory`,
+# `< / MEMORY`, in any case and spacing.
+_MEMORY_TAG = re.compile(r"<(\s*/?\s*memory)", re.IGNORECASE)
+
+
 def _quote(text: str) -> str:
-    # Escaping the markers keeps a stored memory from closing its own element.
-    return text.replace("</memory>", "&lt;/memory&gt;").replace("<memory ", "&lt;memory ")
+    # Retrieved memory is untrusted data: escaping the tag's `<` keeps a stored text from
+    # closing its own element (or opening a fake one) and posing as instructions outside it.
+    return _MEMORY_TAG.sub(r"&lt;\1", text)
+
+
+def _attribute(value: str) -> str:
+    # Attribute values (a file name) must not end the attribute or the tag either.
+    flat = " ".join(value.split())
+    return flat.replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def memory_message(hits: Sequence[SearchHit]) -> dict[str, str] | None:
@@ -59,9 +72,9 @@ def memory_message(hits: Sequence[SearchHit]) -> dict[str, str] | None:
     for hit in hits:
         when = hit.when("%Y-%m-%d %H:%M", missing="unknown")
         if hit.kind == "exchange":
-            label = f'kind="past exchange" thread="{hit.metadata.get("thread_id", "")[:8]}"'
+            label = f'kind="past exchange" thread="{_attribute(str(hit.metadata.get("thread_id", ""))[:8])}"'
         else:
-            label = f'kind="document" source="{_quote(hit.origin)}"'
+            label = f'kind="document" source="{_attribute(hit.origin)}"'
         blocks.append(f'<memory {label} date="{when}" relevance="{hit.score:.2f}">\n{_quote(hit.text)}\n</memory>')
     return {"role": "system", "content": MEMORY_PREAMBLE + "\n\n" + "\n\n".join(blocks)}
 

@@ -16,6 +16,7 @@ from typing import IO, TYPE_CHECKING, Any, Callable
 
 from ocat.errors import InputFileError, OcatError, ProviderError, UsageError
 from ocat.models import SearchHit
+from ocat.text import printable
 
 if TYPE_CHECKING:
     from ocat.config import Settings
@@ -58,13 +59,15 @@ class Reporter:
         if self.output == "json":
             self.stdout.write(json.dumps(self.envelope(ok=True, result=result), ensure_ascii=False) + "\n")
         elif text:
+            # Results quote stored memories and model answers: never let them drive the terminal.
+            text = printable(text)
             self.stdout.write(text if text.endswith("\n") else text + "\n")
         self.stdout.flush()
         return 0
 
     def fail(self, exc: OcatError) -> int:
         """Report an expected failure on stderr (and as JSON on stdout); returns its exit code."""
-        self.stderr.write(f"ocat: {exc}\n")
+        self.stderr.write(f"ocat: {printable(str(exc))}\n")
         if self.output == "json":
             error = {"type": type(exc).__name__, "message": str(exc), "exit_code": exc.exit_code}
             self.stdout.write(json.dumps(self.envelope(ok=False, error=error), ensure_ascii=False) + "\n")
@@ -72,7 +75,7 @@ class Reporter:
 
     def note(self, message: str) -> None:
         """A message for the person at the terminal, on stderr."""
-        self.stderr.write(message + "\n")
+        self.stderr.write(printable(message) + "\n")
         self.stderr.flush()
 
 
@@ -86,7 +89,11 @@ def run_action(action: str, args: argparse.Namespace, settings: Settings, report
     except OcatError as exc:
         return reporter.fail(exc)
     except KeyboardInterrupt:
-        reporter.note("ocat: interrupted")
+        if action in ("add", "import"):
+            # Whole batches were stored; their ids are content-derived or recorded, so a rerun adds only the rest.
+            reporter.note("ocat: interrupted; what was stored is kept, and running the same command again completes it")
+        else:
+            reporter.note("ocat: interrupted")
         return 130
     except BrokenPipeError:
         # The reader went away (`ocat --export-memory - | head`): stop quietly, like cat does.
@@ -116,16 +123,32 @@ def _stats(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> 
 
 
 def _add(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> int:
+    from ocat.chunking import options_from
     from ocat.memory import add_path
+    from ocat.memory.ingest import throttled_progress
 
     path = Path(args.add_to_vector_store).expanduser()
     if not path.exists():
         raise InputFileError(f"no such file or folder: {path}")
     store = _open_store(settings)
     progress = (lambda f: reporter.note(f"adding {f}")) if path.is_dir() else None
-    from ocat.chunking import options_from
+    followed: dict[Path, Callable[[int, int], None]] = {}
 
-    outcome = add_path(store, path, options_from(settings.chunking), source="cli", progress=progress)
+    def chunks_stored(file: Path, done: int, total: int) -> None:
+        # A long document's progress on stderr, so a 50 MB file is not a silent wait.
+        if file not in followed:
+            followed[file] = throttled_progress(lambda d, t: reporter.note(f"{file.name}: {d}/{t} chunks stored"))
+        followed[file](done, total)
+
+    outcome = add_path(
+        store,
+        path,
+        options_from(settings.chunking),
+        source="cli",
+        progress=progress,
+        notify=lambda message: reporter.note(f"ocat: warning: {message}"),
+        chunks_stored=chunks_stored,
+    )
     result = {
         "source_path": str(path),
         "added_chunks": outcome.added_chunks,
@@ -252,10 +275,16 @@ def _import(args: argparse.Namespace, settings: Settings, reporter: Reporter) ->
     if not path.is_file():
         raise InputFileError(f"no such file: {path}")
     store = _open_store(settings)
-    outcome = import_memory(store, path)
+    outcome = import_memory(store, path, progress=_import_progress(reporter))
     skipped = outcome.records - outcome.added
     text = f"Imported {outcome.added} record(s) from {path}" + (f"; {skipped} already stored" if skipped else "")
     return reporter.succeed(asdict(outcome) | {"records": outcome.records}, text)
+
+
+def _import_progress(reporter: Reporter) -> Callable[[int, int], None]:
+    from ocat.memory.ingest import throttled_progress
+
+    return throttled_progress(lambda done, total: reporter.note(f"imported {done}/{total} records"))
 
 
 _HANDLERS: dict[str, Callable[[argparse.Namespace, Any, Reporter], int]] = {

@@ -180,3 +180,5 @@ class StoreStats:
     embedding_model: str
     dimensions: int
     similarity_threshold: float
+    # Documents whose add was cut short (a crash, Ctrl+C); adding them again completes them.
+    partial_documents: int = 0

@@ -15,15 +15,20 @@ from ocat.errors import OcatError
 from ocat.history import history_file
 from ocat.models import SearchHit
 from ocat.session import ChatSession
+from ocat.text import printable
 
 
 def render_result(result: CommandResult) -> str:
-    """A command result as plain text: the message, then the rows in aligned columns."""
-    lines = [result.text] if result.text else []
+    """A command result as plain text: the message, then the rows in aligned columns.
+
+    Cells quote stored memories, so control characters are escaped (ocat.text.printable).
+    """
+    lines = [printable(result.text)] if result.text else []
     if result.confirm:
         lines.append(f"To confirm: {result.confirm}")
     if result.rows:
-        table = [result.columns, *result.rows] if result.columns else result.rows
+        rows = [tuple(printable(cell) for cell in row) for row in result.rows]
+        table = [result.columns, *rows] if result.columns else rows
         widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
         for row in table:
             lines.append("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
@@ -38,7 +43,7 @@ def memory_summary(memories: list[SearchHit], mode: str) -> list[str]:
     lines = [f"· Using context from {len(memories)} {noun}"]
     if mode == "on":
         for hit in memories:
-            lines.append(f"  {hit.score:.2f}  {hit.kind:<8} {hit.when()}  {hit.excerpt(80)}")
+            lines.append(f"  {hit.score:.2f}  {hit.kind:<8} {hit.when()}  {printable(hit.excerpt(80))}")
     return lines
 
 
@@ -68,9 +73,24 @@ async def _stream_answer(session: ChatSession, prompt: str, out: IO[str]) -> tup
     pieces: list[str] = []
     async for piece in session.stream(request):
         pieces.append(piece)
-        out.write(piece)
+        # The model may repeat escape sequences it read in a memory; they are shown, not obeyed.
+        out.write(printable(piece))
         out.flush()
     return "".join(pieces), memories
+
+
+def _progress_printer(err: IO[str]) -> Callable[[str, int, int], None]:
+    """Progress of a long command on stderr, throttled like the headless commands' progress."""
+    from ocat.memory.ingest import throttled_progress
+
+    printers: dict[str, Callable[[int, int], None]] = {}
+
+    def report(label: str, done: int, total: int) -> None:
+        if label not in printers:
+            printers[label] = throttled_progress(lambda d, t: err.write(f"{printable(label)}: {d}/{t} chunks stored\n"))
+        printers[label](done, total)
+
+    return report
 
 
 def run_repl(session: ChatSession, *, out: IO[str] | None = None, err: IO[str] | None = None) -> int:
@@ -84,6 +104,7 @@ def run_repl(session: ChatSession, *, out: IO[str] | None = None, err: IO[str] |
         out.write(f"ocat · {session.settings.llm.model} · {state} · /help for commands, /quit to leave\n")
     if session.memory_error:
         err.write(f"ocat: memory is off: {session.memory_error}\n")
+    session.on_progress = _progress_printer(err)
     while True:
         try:
             prompt = read_line()
@@ -92,7 +113,12 @@ def run_repl(session: ChatSession, *, out: IO[str] | None = None, err: IO[str] |
         if not prompt.strip():
             continue
         if is_command(prompt.strip()):
-            result = run_command(session, prompt.strip())
+            try:
+                result = run_command(session, prompt.strip())
+            except KeyboardInterrupt:
+                # Ctrl+C during a long /vdoc: whole batches are stored, and the same command completes it.
+                err.write("ocat: interrupted; what was stored is kept, and the same command completes it\n")
+                continue
             if result.quit:
                 return 0
             if result.theme is not None:
@@ -100,7 +126,7 @@ def run_repl(session: ChatSession, *, out: IO[str] | None = None, err: IO[str] |
                 continue
             if result.redraw:
                 for exchange in session.history:
-                    out.write(f"› {exchange.user_prompt}\n{exchange.assistant_response}\n\n")
+                    out.write(printable(f"› {exchange.user_prompt}\n{exchange.assistant_response}") + "\n\n")
             (err if result.error else out).write(render_result(result) + "\n")
             continue
         had_memory = session.memory_on
@@ -111,7 +137,7 @@ def run_repl(session: ChatSession, *, out: IO[str] | None = None, err: IO[str] |
             out.write("\n[cancelled]\n")
             continue
         except OcatError as exc:
-            err.write(f"ocat: {exc}\n")
+            err.write(f"ocat: {printable(str(exc))}\n")
             continue
         out.write("\n")
         session.record(prompt, answer, memories)

@@ -151,6 +151,8 @@ class FakeLLMServer:
     # Seconds between streamed pieces (to test cancelling an answer mid-stream).
     delay: float = 0.0
     requests: list[dict[str, Any]] = field(default_factory=list)
+    # The headers of each request (to check which API key a client sent).
+    headers: list[dict[str, str]] = field(default_factory=list)
     port: int = 0
 
     @property
@@ -166,6 +168,7 @@ def _handler_for(server_state: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
         def do_POST(self) -> None:
             body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
             server_state.requests.append(body)
+            server_state.headers.append(dict(self.headers.items()))
             if server_state.status != 200:
                 payload = json.dumps({"error": {"message": "fake failure", "type": "error", "code": server_state.status}})
                 self._send(server_state.status, "application/json", payload.encode())
@@ -197,6 +200,8 @@ def _handler_for(server_state: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
                 else:
                     self._send(200, "text/event-stream", "".join(events).encode())
                 return
+            if server_state.delay:
+                time.sleep(server_state.delay * 10)  # a slow whole answer (to kill a client while it waits)
             payload = {
                 "id": "c1",
                 "object": "chat.completion",

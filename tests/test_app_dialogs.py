@@ -281,3 +281,32 @@ async def test_a_corrupt_store_is_reported_and_the_chat_works_without_memory(tmp
         await send(app, pilot, "hello")
         assert "You said: hello" in app.query(AssistantMessage).last().source
     assert (store_dir / "chroma.sqlite3").read_bytes() == b"this is not a database" * 100  # left as it was
+
+
+async def test_a_long_vdoc_shows_progress_and_esc_stops_it_keeping_what_was_stored(tmp_path: Any) -> None:
+    from ocat.ui.widgets import TaskProgress
+
+    big = tmp_path / "big.txt"
+    big.write_text("\n\n".join(f"Paragraph {i} is about topic number {i}." for i in range(2000)))
+    app = make_app(dummy=True, **{"chunking.strategy": "fixed_size", "chunking.chunk_size": 40,
+                                  "chunking.chunk_overlap": 0, "chunking.max_chunk_size": 40})
+    async with app.run_test(size=(100, 30)) as pilot:
+        await memory_ready(app, pilot)
+        store = app.session.store
+        await send(app, pilot, f"/vdoc {big}")
+        await wait_for(pilot, lambda: app.query(TaskProgress), "the progress bar")
+        await pilot.press("escape")
+        assert app.command is not None
+        await app.command.wait()
+        await pilot.pause()
+        assert not app.query(TaskProgress)
+        notice = str(list(app.query(NoticeMessage))[-1].render())
+        assert "cancelled at" in notice and "completes it" in notice
+        stored = store.count("document")
+        assert 256 <= stored < 2000
+        await send(app, pilot, f"/vdoc {big}")
+        await app.command.wait()
+        await pilot.pause()
+        total = store.count("document")
+        assert total > stored
+        assert f"{stored} already stored" in str(list(app.query(NoticeMessage))[-1].render())

@@ -60,3 +60,14 @@ def test_a_broken_store_turns_memory_off_but_not_the_chat(cli: Cli, llm_server: 
     assert run.returncode == 0
     assert "memory is off" in run.stderr
     assert "Hello from the fake model." in run.stdout
+
+
+def test_a_long_vdoc_reports_its_progress_on_stderr(cli: Cli, tmp_path) -> None:  # noqa: ANN001
+    big = tmp_path / "big.txt"
+    big.write_text("\n\n".join(f"Paragraph {i} is about topic number {i}." for i in range(700)))
+    small_chunks = ["--set", "chunking.strategy=fixed_size", "--set", "chunking.chunk_size=40",
+                    "--set", "chunking.chunk_overlap=0", "--set", "chunking.max_chunk_size=40"]
+    run = cli("--plain", "--dummy-mode", *small_chunks, input=f"/vdoc {big}\n")
+    assert run.returncode == 0, run.stderr
+    assert "big.txt: 256/" in run.stderr and "chunks stored" in run.stderr
+    assert "Added " in run.stdout

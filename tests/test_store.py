@@ -119,18 +119,21 @@ def test_add_path_walks_a_folder_skipping_hidden_and_other_files(store: MemorySt
     assert files == {"a.md", "b.txt"}
 
 
-def test_unreadable_input_is_refused_before_anything_is_stored(store: MemoryStore, tmp_path: Path) -> None:
+def test_binary_and_missing_input_is_refused_and_other_encodings_decoded(store: MemoryStore, tmp_path: Path) -> None:
     binary = tmp_path / "blob.bin"
     binary.write_bytes(b"\x00\x01\x02")
     latin = tmp_path / "latin.txt"
     latin.write_bytes("café".encode("latin-1"))
     with pytest.raises(InputFileError, match="binary"):
         add_path(store, binary, OPTIONS)
-    with pytest.raises(InputFileError, match="UTF-8"):
-        add_path(store, latin, OPTIONS)
     with pytest.raises(InputFileError, match="no such file"):
         add_path(store, tmp_path / "missing.md", OPTIONS)
     assert store.count("document") == 0
+    # Text that is not UTF-8 is not dropped: it is decoded with a fallback, and the caller told.
+    notes: list[str] = []
+    add_path(store, latin, OPTIONS, notify=notes.append)
+    assert [c.text for c in store.documents_where({"source_file": str(latin.resolve())})] == ["café"]
+    assert notes == [f"{latin} is not UTF-8 (byte 3); read it as Windows-1252"]
 
 
 def test_delete_removes_exchanges_and_chunks_by_id(store: MemoryStore) -> None:
@@ -191,3 +194,20 @@ def test_editing_a_file_to_text_stored_elsewhere_still_drops_its_old_version(sto
     assert outcome.replaced_chunks == 1
     texts = store.documents.get(include=["documents"])["documents"]
     assert "The original notes." not in texts
+
+
+def test_a_cut_short_add_is_listed_as_partial_until_added_again(store: MemoryStore) -> None:
+    from ocat.memory import partial_documents
+
+    text = "\n\n".join(f"Paragraph {i} about the harbour lantern and the copper meadow." for i in range(40))
+    seen: list[tuple[int, int]] = []
+    first = add_text(store, text, OPTIONS, progress=lambda done, total: seen.append((done, total)))
+    assert first.total_chunks > 3 and seen[-1] == (first.total_chunks, first.total_chunks)
+    assert partial_documents(store) == []
+    chunk_ids = sorted(store.documents.get(include=[])["ids"])
+    store.delete(chunk_ids[1:3])  # as if the add had died before these were written
+    [partial] = partial_documents(store)
+    assert (partial.stored_chunks, partial.total_chunks, partial.source) == (
+        first.total_chunks - 2, first.total_chunks, "vadd_command")
+    assert add_text(store, text, OPTIONS).added_chunks == 2
+    assert partial_documents(store) == []

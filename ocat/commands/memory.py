@@ -102,11 +102,20 @@ def _vdoc(session: ChatSession, rest: str) -> CommandResult:
         raise UsageError("/vdoc needs a file or folder: /vdoc notes.md")
     path = document_path(rest, session.settings.vector_store.docs_folder)
     options = options_from(session.settings.chunking)
-    outcome = add_path(require_store(session), path, options, source="vdoc_command")
+    notes: list[str] = []  # warnings (an empty file, one not in UTF-8) go with the result
+    outcome = add_path(
+        require_store(session),
+        path,
+        options,
+        source="vdoc_command",
+        notify=notes.append,
+        # The full-screen chat shows a bar and can stop the add between two stored batches.
+        chunks_stored=lambda file, done, total: session.progress(f"Adding {file.name}", done, total),
+    )
     text = f"Added {outcome.added_chunks} chunk(s) from {display_path(str(path))}"
     if outcome.total_chunks > outcome.added_chunks:
         text += f"; {outcome.total_chunks - outcome.added_chunks} already stored"
-    return CommandResult(text=text + ".")
+    return CommandResult(text="\n".join([text + ".", *notes]))
 
 
 def _resolve(session: ChatSession, prefix: str) -> str:

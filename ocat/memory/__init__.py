@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Callable
 from ocat.errors import StoreError
 from ocat.memory.backend import StoreLocation
 from ocat.memory.embeddings import Embedder, embedder_for
-from ocat.memory.ingest import add_path, add_text
+from ocat.memory.ingest import add_path, add_text, partial_documents
 from ocat.memory.owner import acquire
 from ocat.memory.retrieval import RetrievalLimits, admitted, retrieve
 from ocat.memory.store import MemoryStore
@@ -35,6 +35,7 @@ __all__ = [
     "admitted",
     "location_for",
     "open_store",
+    "partial_documents",
     "retrieve",
     "store_stats",
 ]
@@ -87,4 +88,5 @@ def store_stats(store: MemoryStore, settings: Settings) -> StoreStats:
         embedding_model=store.embedder.name,
         dimensions=store.embedder.dimensions,
         similarity_threshold=settings.vector_store.similarity_threshold,
+        partial_documents=len(partial_documents(store)),
     )

@@ -6,13 +6,14 @@ twice stores nothing new, and an add that was cut short is completed by adding a
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator, Literal
 
 from ocat.chunking import ChunkingOptions, chunk_text, content_hash
 from ocat.errors import InputFileError
-from ocat.memory.store import MemoryStore
+from ocat.memory.store import WRITE_BATCH, MemoryStore
 from ocat.models import AddResult, DocumentChunk, now
 
 Source = Literal["vdoc_command", "vadd_command", "cli", "import"]
@@ -34,6 +35,38 @@ def document_key(text: str, source_file: str = "") -> str:
 def chunk_id(key: str, index: int) -> str:
     """The id of chunk `index` of the document whose key is `key`."""
     return f"doc-{key[:32]}-{index}"
+
+
+@dataclass(frozen=True)
+class PartialDocument:
+    """A document whose add was cut short: fewer chunks stored than it was split into."""
+
+    document_id: str
+    source: str  # the file it came from, or its `source` ("vadd_command", ...) for a text
+    stored_chunks: int
+    total_chunks: int
+
+
+def partial_documents(store: MemoryStore) -> list[PartialDocument]:
+    """Every partially stored document (adding it again completes it).
+
+    Chunk ids carry their document's key, so the lexical index counts each document's
+    stored chunks in one query; one chunk's metadata per document says how many it should have.
+    """
+    head = len(chunk_id("0" * 32, 0)) - 1  # "doc-<32 hex>-"
+    groups = store.lexical.id_groups("document", head, "doc-*")
+    found = []
+    for start in range(0, len(groups), 500):
+        page = groups[start : start + 500]
+        got = store.fetch("document", [sample for _, _, sample in page], vectors=False)
+        metadata_of = dict(zip(got["ids"], got["metadatas"]))
+        for _, stored, sample in page:
+            metadata = metadata_of.get(sample) or {}
+            total = int(metadata.get("total_chunks") or 0)
+            if stored < total:
+                source = str(metadata.get("source_file") or metadata.get("source") or "")
+                found.append(PartialDocument(str(metadata.get("document_id", "")), source, stored, total))
+    return found
 
 
 def document_chunks(
@@ -78,8 +111,14 @@ def add_text(
     source: Source = "vadd_command",
     source_file: str = "",
     manual_entry: bool = True,
+    progress: Callable[[int, int], None] | None = None,
 ) -> AddResult:
-    """Store a text as memory, chunked by `options`; the same text twice is stored once."""
+    """Store a text as memory, chunked by `options`; the same text twice is stored once.
+
+    Chunks are embedded and written a batch at a time; `progress(done, total)` follows them.
+    Cut short (a crash, Ctrl+C), the document stays detectably partial (`partial_documents`)
+    and adding it again stores only the missing chunks.
+    """
     chunks = document_chunks(text, options, source=source, source_file=source_file, manual_entry=manual_entry)
     if not chunks:
         return AddResult(source_path=source_file or None, added_chunks=0, total_chunks=0)
@@ -97,12 +136,18 @@ def add_text(
         if not {c.id for c in present} <= {c.id for c in chunks}:
             # A partial add made with other chunking settings: start that document over.
             store.delete(sorted(c.id for c in present))
-    added = store.add_chunks(chunks)
+    report = (lambda done: progress(done, len(chunks))) if progress else None
+    added = store.add_chunks(chunks, progress=report)
     return AddResult(source_path=source_file or None, added_chunks=added, total_chunks=len(chunks), replaced_chunks=replaced)
 
 
-def read_text_file(path: Path) -> str:
-    """A file's text, or an InputFileError saying plainly why it cannot be read."""
+def read_text_file(path: Path, notify: Callable[[str], None] | None = None) -> str:
+    """A file's text, or an InputFileError saying plainly why it cannot be read.
+
+    UTF-8 (with or without a BOM) and UTF-16 with a BOM are read as such. Other bytes are
+    not dropped: the text is decoded as Windows-1252 (Latin-1 where that fails), and
+    `notify` is told.
+    """
     if not path.exists():
         raise InputFileError(f"no such file: {path}")
     if not path.is_file():
@@ -114,12 +159,29 @@ def read_text_file(path: Path) -> str:
         data = path.read_bytes()
     except OSError as exc:
         raise InputFileError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        try:
+            return data.decode("utf-16")
+        except UnicodeDecodeError as exc:
+            raise InputFileError(f"{path} starts like UTF-16 text but is not (byte {exc.start})") from exc
     if b"\x00" in data[:8192]:
         raise InputFileError(f"{path} looks like a binary file, not text")
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise InputFileError(f"{path} is not UTF-8 text (byte {exc.start})") from exc
+        first_bad = exc.start
+    for encoding in ("cp1252", "latin-1"):  # latin-1 decodes any byte, so this always returns
+        try:
+            text = data.decode(encoding)
+        except UnicodeDecodeError:
+            continue
+        if notify:
+            notify(f"{path} is not UTF-8 (byte {first_bad}); read it as {_ENCODING_NAMES[encoding]}")
+        return text
+    raise AssertionError("unreachable: latin-1 decodes every byte")
+
+
+_ENCODING_NAMES = {"cp1252": "Windows-1252", "latin-1": "Latin-1"}
 
 
 def files_to_add(path: Path) -> list[Path]:
@@ -169,19 +231,51 @@ def add_path(
     *,
     source: Source = "cli",
     progress: Callable[[Path], None] | None = None,
+    notify: Callable[[str], None] | None = None,
+    chunks_stored: Callable[[Path, int, int], None] | None = None,
 ) -> PathAddResult:
-    """Add a file, or every text file in a folder; every file is read before any is stored."""
+    """Add a file, or every text file in a folder; every file is read before any is stored.
+
+    This is the one ingest path: `--add-to-vector-store` and `/vdoc` both call it.
+    `progress` is told each file of a folder as it starts; `notify` gets warnings (a file
+    that is empty, or not UTF-8); `chunks_stored(file, done, total)` follows each write batch.
+    """
     if not path.exists():
         raise InputFileError(f"no such file or folder: {path}")
     files = files_to_add(path)
     if path.is_dir() and not files:
         raise InputFileError(f"{path} holds no .md or .txt files")
-    texts = [(f, read_text_file(f)) for f in files]
+    texts = [(f, read_text_file(f, notify)) for f in files]
     results = []
     for file, text in texts:
         if progress:
             progress(file)
+        if not text.strip() and notify:
+            notify(f"{file} is empty; nothing to add from it")
         results.append(
-            add_text(store, text, options, source=source, source_file=str(file.resolve()), manual_entry=False)
+            add_text(
+                store,
+                text,
+                options,
+                source=source,
+                source_file=str(file.resolve()),
+                manual_entry=False,
+                progress=(lambda done, total, file=file: chunks_stored(file, done, total)) if chunks_stored else None,
+            )
         )
     return PathAddResult(source_path=str(path), files=results)
+
+
+def throttled_progress(say: Callable[[int, int], None], every: float = 1.0) -> Callable[[int, int], None]:
+    """A progress callback for long writes: passes on the first batch, then at most one call
+    per `every` seconds, and the last; silent for a write of one batch."""
+    last = [0.0]
+
+    def report(done: int, total: int) -> None:
+        moment = time.monotonic()
+        if total <= WRITE_BATCH or (last[0] and done < total and moment - last[0] < every):
+            return
+        last[0] = moment
+        say(done, total)
+
+    return report

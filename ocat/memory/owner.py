@@ -22,6 +22,7 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -164,15 +165,33 @@ def _start_server(path: Path) -> tuple[subprocess.Popen[bytes], int]:
         [sys.executable, "-c", _SERVER_CODE, str(path), str(port), str(os.getpid())],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        # Kept to explain a failed start (a damaged store), then drained so the server never blocks on it.
+        stderr=subprocess.PIPE,
     )
     deadline = time.monotonic() + SERVER_START_SECONDS
     while time.monotonic() < deadline:
         if server.poll() is not None:
-            raise StoreError(f"the memory server for {path} exited at start (code {server.returncode})")
+            assert server.stderr is not None
+            reason = _last_line(server.stderr.read().decode("utf-8", "replace"))
+            raise StoreError(
+                f"cannot open the memory store at {path}: its server exited at start (code {server.returncode})"
+                + (f": {reason}" if reason else "")
+            )
         with socket.socket() as probe:
             if probe.connect_ex(("127.0.0.1", port)) == 0:
+                threading.Thread(target=_drain, args=(server.stderr,), daemon=True).start()
                 return server, port
         time.sleep(0.1)
     server.kill()
     raise StoreError(f"the memory server for {path} did not start within {SERVER_START_SECONDS:.0f} s")
+
+
+def _last_line(output: str) -> str:
+    """The last non-empty line of a failed server's output (its error, after any traceback)."""
+    lines = [line.strip() for line in output.splitlines() if line.strip()]
+    return lines[-1][:500] if lines else ""
+
+
+def _drain(stream: Any) -> None:
+    while stream.read(65536):
+        pass

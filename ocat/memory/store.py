@@ -8,7 +8,7 @@ records, and enforces, which embedding model built it.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from ocat.errors import StoreError
 from ocat.locations import cache_dir
@@ -23,6 +23,8 @@ WRITE_BATCH = 256
 READ_PAGE = 1000
 # (id, embedded text, metadata): one record on its way into a collection.
 Row = tuple[str, str, dict[str, Any]]
+# Told how many records of a write have been handled (stored or found stored) so far.
+Progress = Callable[[int], None]
 
 
 class MemoryStore:
@@ -99,23 +101,30 @@ class MemoryStore:
         """Store one exchange; False if an exchange with its id was already stored."""
         return self.add_exchanges([exchange]) == 1
 
-    def add_exchanges(self, exchanges: Iterable[Exchange]) -> int:
-        """Store exchanges in batches, skipping ids already stored; returns how many were added."""
-        return self._add(self.exchanges, ((e.exchange_id, e.text, e.to_metadata()) for e in exchanges))
+    def add_exchanges(self, exchanges: Iterable[Exchange], *, progress: Progress | None = None) -> int:
+        """Store exchanges in batches, skipping ids already stored; returns how many were added.
 
-    def add_chunks(self, chunks: Iterable[DocumentChunk]) -> int:
+        `progress` is called after each batch with how many records have been handled so far.
+        """
+        return self._add(self.exchanges, ((e.exchange_id, e.text, e.to_metadata()) for e in exchanges), progress)
+
+    def add_chunks(self, chunks: Iterable[DocumentChunk], *, progress: Progress | None = None) -> int:
         """Store document chunks, skipping ids already stored; returns how many were added."""
-        return self._add(self.documents, ((c.id, c.text, c.metadata) for c in chunks))
+        return self._add(self.documents, ((c.id, c.text, c.metadata) for c in chunks), progress)
 
-    def _add(self, collection: Any, rows: Iterable[Row]) -> int:
+    def _add(self, collection: Any, rows: Iterable[Row], progress: Progress | None = None) -> int:
         # Rows stream through in batches: an import of any size holds one batch at a time,
-        # and only records whose ids are not stored yet are embedded.
-        added = 0
+        # and only records whose ids are not stored yet are embedded. Each batch is one
+        # Chroma write, so a crash or Ctrl+C keeps whole batches and a rerun adds the rest.
+        added = handled = 0
         for batch in _batches(rows, WRITE_BATCH):
             fresh = self._missing(collection, _unique_by_id(batch))
             if fresh:
                 self._write(collection, fresh)
                 added += len(fresh)
+            handled += len(batch)
+            if progress:
+                progress(handled)
         return added
 
     def _missing(self, collection: Any, rows: list[Row]) -> list[Row]:

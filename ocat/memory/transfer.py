@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, Iterator
+from typing import IO, Any, Callable, Iterator
 
 from ocat.errors import InputFileError
 from ocat.memory.store import MemoryStore
@@ -52,19 +52,23 @@ def _to_line(record: Exchange | DocumentChunk) -> dict[str, Any]:
     return {"kind": "document", "id": record.id, "text": record.text, "metadata": dict(sorted(record.metadata.items()))}
 
 
-def import_memory(store: MemoryStore, path: Path) -> TransferResult:
+def import_memory(
+    store: MemoryStore, path: Path, *, progress: Callable[[int, int], None] | None = None
+) -> TransferResult:
     """Import a JSONL file: check every line first, then write, so a bad file writes nothing.
 
     Records already in the store (same id) are skipped, so an interrupted import can
-    simply be run again.
+    simply be run again. `progress(done, total)` follows the records as they are written.
     """
     counts = {"exchange": 0, "document": 0}
     for _, record in _records(path):
         counts["exchange" if isinstance(record, Exchange) else "document"] += 1
+    total = counts["exchange"] + counts["document"]
     exchanges = (r for _, r in _records(path) if isinstance(r, Exchange))
-    added = store.add_exchanges(exchanges)
+    added = store.add_exchanges(exchanges, progress=(lambda done: progress(done, total)) if progress else None)
     documents = (r for _, r in _records(path) if isinstance(r, DocumentChunk))
-    added += store.add_chunks(documents)
+    offset = counts["exchange"]
+    added += store.add_chunks(documents, progress=(lambda done: progress(offset + done, total)) if progress else None)
     return TransferResult(path=str(path), exchanges=counts["exchange"], documents=counts["document"], added=added)
 
 

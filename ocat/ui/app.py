@@ -243,10 +243,10 @@ class OcatApp(App[int]):
         """
         progress: list[TaskProgress] = []
 
-        def show_progress(label: str, done: int, total: int) -> None:
+        async def show_progress(label: str, done: int, total: int) -> None:
             if not progress:
                 progress.append(TaskProgress())
-                self.query_one("#conversation", VerticalScroll).mount(progress[0])
+                await self._append(progress[0])
             progress[0].show(label, done, total)
 
         self.session.cancel.clear()

@@ -1,0 +1,31 @@
+"""Making untrusted text safe to print on a terminal.
+
+Stored memories, documents and model answers can hold anything, including escape
+sequences that recolour the terminal, move the cursor, set the window title or hide text.
+`printable` shows such characters visibly instead of letting the terminal act on them.
+"""
+
+from __future__ import annotations
+
+import re
+
+# C0 controls except tab and newline, DEL, C1 controls (0x9b is a one-byte CSI), and the
+# Unicode bidirectional overrides and isolates that can make text read differently from
+# what it is ("Trojan Source").
+_UNPRINTABLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
+
+
+def printable(text: str) -> str:
+    """`text` with control characters shown as escapes (ESC as `\\x1b`); newlines and tabs kept,
+    and Windows line ends (CR LF) printed as plain newlines.
+
+    Use it on anything from memory, a document or a model before it goes to a terminal as
+    text. JSON output needs nothing more: JSON escapes control characters itself.
+    """
+    # A lone carriage return can overwrite a line on screen; a Windows line end is just a line end.
+    return _UNPRINTABLE.sub(_escape, text.replace("\r\n", "\n"))

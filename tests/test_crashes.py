@@ -1,0 +1,313 @@
+"""Crashes: `kill -9` (and Ctrl+C) in the middle of an import, a document add or a chat turn.
+
+Each test starts the real CLI, waits until it has written something (its progress lines on
+stderr, or the fake provider receiving the request), kills it, then checks from fresh
+processes that the store opens, that running the same command again ends with exactly the
+right counts, and that what was written is found again.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import random
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import IO, Any
+
+import pytest
+
+from ocat.models import Exchange
+from tests.conftest import Cli, FakeLLMServer
+
+pytestmark = pytest.mark.slow
+
+# Short chunks embed quickly, so a document of many write batches stays cheap to test.
+SMALL_CHUNKS = ("--set", "chunking.chunk_size=200", "--set", "chunking.max_chunk_size=300")
+WORDS = (
+    "harbour lantern copper meadow violin glacier orchard saddle tunnel walnut quarry ribbon "
+    "falcon pepper marble anchor blanket cactus dolphin ember feather garnet hammock igloo"
+).split()
+
+
+class Running:
+    """A CLI process started in the background, with its output read line by line."""
+
+    def __init__(self, cli: Cli, *args: str, stdin: bool = False, env: dict[str, str] | None = None) -> None:
+        full_env = {**os.environ, "OCAT_VECTOR_STORE_PATH": str(cli.store_path), **cli.env, **(env or {})}
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "ocat", *args],
+            stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=full_env,
+            cwd=cli.home,
+        )
+        self.lines: dict[str, queue.Queue[str]] = {"stdout": queue.Queue(), "stderr": queue.Queue()}
+        self.seen: dict[str, list[str]] = {"stdout": [], "stderr": []}
+        for name, stream in (("stdout", self.process.stdout), ("stderr", self.process.stderr)):
+            threading.Thread(target=self._pump, args=(stream, self.lines[name]), daemon=True).start()
+
+    @staticmethod
+    def _pump(stream: IO[str] | None, into: queue.Queue[str]) -> None:
+        assert stream is not None
+        # Read by character: a streamed answer has no newline until it is finished.
+        while piece := stream.read(1):
+            into.put(piece)
+
+    def wait_for(self, text: str, *, stream: str = "stderr", timeout: float = 240) -> str:
+        """Wait until `text` has appeared on the stream; return everything read so far."""
+        deadline = time.monotonic() + timeout
+        while text not in "".join(self.seen[stream]):
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{text!r} never appeared on {stream}: {''.join(self.seen[stream])!r}")
+            try:
+                self.seen[stream].append(self.lines[stream].get(timeout=0.5))
+            except queue.Empty:
+                if self.process.poll() is not None and self.lines[stream].empty():
+                    raise AssertionError(
+                        f"exited ({self.process.returncode}) before {text!r}: {''.join(self.seen[stream])!r}"
+                    ) from None
+        return "".join(self.seen[stream])
+
+    def send(self, line: str) -> None:
+        """Type a line into the process's stdin."""
+        assert self.process.stdin is not None
+        self.process.stdin.write(line + "\n")
+        self.process.stdin.flush()
+
+    def kill(self, sig: int = signal.SIGKILL) -> int:
+        """Send a signal and wait for the process to end; returns its exit code."""
+        self.process.send_signal(sig)
+        return self.process.wait(timeout=120)
+
+
+def stats(cli: Cli) -> dict[str, Any]:
+    run = cli("--vector-store-stats", "--output", "json")
+    assert run.returncode == 0, run.stderr
+    return run.json()["result"]
+
+
+def lexical_count(cli: Cli, kind: str) -> int:
+    """Records in the lexical index, read from outside ocat."""
+    with sqlite3.connect(cli.store_path / "ocat-lexical-default.sqlite3") as db:
+        return int(db.execute(f"SELECT count(*) FROM ids_{kind}").fetchone()[0])
+
+
+def top_hit(cli: Cli, query: str) -> dict[str, Any]:
+    run = cli("--query-vector-store", query, "--results", "1", "--output", "json")
+    assert run.returncode == 0, run.stderr
+    return run.json()["result"]["results"][0]
+
+
+def write_exchanges(path: Path, count: int) -> list[Exchange]:
+    rng = random.Random(7)
+    exchanges = []
+    with path.open("w", encoding="utf-8") as handle:
+        for i in range(count):
+            words = " ".join(rng.sample(WORDS, 4))
+            exchange = Exchange(
+                user_prompt=f"note {i}: {words}",
+                assistant_response=f"recorded {words} as item {i}",
+                thread_id=f"thread-{i // 20}",
+                session_id="session-1",
+                exchange_id=f"exchange-{i:05d}",
+                timestamp=1_700_000_000 + i,
+            )
+            exchanges.append(exchange)
+            handle.write(json.dumps({"kind": "exchange", **exchange.to_record()}) + "\n")
+    return exchanges
+
+
+def write_document(path: Path, paragraphs: int) -> list[str]:
+    rng = random.Random(11)
+    texts = [f"Paragraph {i} tells of the " + " ".join(rng.choice(WORDS) for _ in range(22)) + "." for i in range(paragraphs)]
+    path.write_text("\n\n".join(texts), encoding="utf-8")
+    return texts
+
+
+def test_kill_9_during_an_import_then_the_same_import_completes_it(cli: Cli, tmp_path: Path) -> None:
+    source = tmp_path / "memory.jsonl"
+    exchanges = write_exchanges(source, 1500)
+    running = Running(cli, "--import-memory", str(source))
+    running.wait_for("imported 256/1500 records")
+    running.kill()
+
+    partial = stats(cli)["exchanges"]
+    assert 256 <= partial < 1500
+    again = cli("--import-memory", str(source), "--output", "json")
+    assert again.returncode == 0, again.stderr
+    assert again.json()["result"]["added"] == 1500 - partial
+    assert stats(cli)["exchanges"] == 1500
+    assert lexical_count(cli, "exchange") == 1500  # the lexical index caught up with Chroma
+    # A fresh process finds records written before the crash and after it.
+    for exchange in (exchanges[3], exchanges[partial + 5], exchanges[-1]):
+        hit = top_hit(cli, exchange.text)
+        assert hit["id"] == exchange.exchange_id
+    # And importing once more adds nothing.
+    assert cli("--import-memory", str(source), "--output", "json").json()["result"]["added"] == 0
+
+
+def test_kill_9_during_a_document_add_leaves_it_detectably_partial_and_re_adding_completes_it(
+    cli: Cli, tmp_path: Path
+) -> None:
+    document = tmp_path / "big.txt"
+    paragraphs = write_document(document, 1200)
+    running = Running(cli, "--add-to-vector-store", str(document), *SMALL_CHUNKS)
+    running.wait_for("big.txt: 256/")
+    running.kill()
+
+    before = stats(cli)
+    assert before["partial_documents"] == 1
+    assert 256 <= before["documents"]
+    again = cli("--add-to-vector-store", str(document), *SMALL_CHUNKS, "--output", "json")
+    assert again.returncode == 0, again.stderr
+    result = again.json()["result"]
+    total = result["total_chunks"]
+    assert before["documents"] < total
+    assert result["added_chunks"] == total - before["documents"]
+    after = stats(cli)
+    assert after["documents"] == total and after["partial_documents"] == 0
+    assert lexical_count(cli, "document") == total
+    for paragraph in (paragraphs[2], paragraphs[-3]):
+        assert paragraph in top_hit(cli, paragraph)["text"]
+    # Adding it a third time stores nothing.
+    assert cli("--add-to-vector-store", str(document), *SMALL_CHUNKS, "--output", "json").json()["result"]["added_chunks"] == 0
+
+
+def test_ctrl_c_during_a_document_add_stops_cleanly_and_re_adding_completes_it(cli: Cli, tmp_path: Path) -> None:
+    document = tmp_path / "long.md"
+    write_document(document, 900)
+    running = Running(cli, "--add-to-vector-store", str(document), *SMALL_CHUNKS)
+    running.wait_for("long.md: 256/")
+    assert running.kill(signal.SIGINT) == 130
+    message = running.wait_for("running the same command again completes it\n")
+    assert "ocat: interrupted" in message and "Traceback" not in message
+    assert stats(cli)["partial_documents"] == 1
+    again = cli("--add-to-vector-store", str(document), *SMALL_CHUNKS, "--output", "json")
+    assert again.returncode == 0, again.stderr
+    after = stats(cli)
+    assert after["partial_documents"] == 0 and after["documents"] == again.json()["result"]["total_chunks"]
+
+
+def test_vdoc_and_the_cli_add_use_the_same_ingest_function(
+    monkeypatch: pytest.MonkeyPatch, store: Any, tmp_path: Path
+) -> None:
+    import ocat.headless
+    import ocat.memory
+    from ocat.cli import main
+    from ocat.commands import run_command
+    from ocat.config import load_settings
+    from ocat.session import ChatSession
+
+    real = ocat.memory.add_path
+    callers: list[str] = []
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        callers.append(kwargs["source"])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(ocat.memory, "add_path", spy)
+    monkeypatch.setattr(ocat.headless, "_open_store", lambda settings: store)
+    note = tmp_path / "note.md"
+    note.write_text("the ferry leaves at noon")
+    assert main(["--add-to-vector-store", str(note)]) == 0
+    note.write_text("the ferry leaves at one")
+    result = run_command(ChatSession(load_settings(env={}), store=store), f"/vdoc {note}")
+    assert not result.error, result.text
+    assert callers == ["cli", "vdoc_command"]
+    # So everything proven above for --add-to-vector-store holds for /vdoc.
+
+
+def test_kill_9_while_ask_waits_for_the_answer_stores_nothing(cli: Cli, llm_server: FakeLLMServer) -> None:
+    llm_server.delay = 3.0  # the whole answer comes after 30 s
+    args = ["--model", "openai/fake-model", "--set", f"llm.api_base={llm_server.api_base}", "--set", "llm.api_key=k"]
+    running = Running(cli, "--ask", "what is the ferry time?", *args)
+    deadline = time.monotonic() + 120
+    while not llm_server.requests:
+        assert time.monotonic() < deadline and running.process.poll() is None, "the request never arrived"
+        time.sleep(0.1)
+    running.kill()
+    assert stats(cli)["exchanges"] == 0
+
+
+def test_kill_9_mid_stream_keeps_finished_exchanges_and_stores_no_half_answer(
+    cli: Cli, llm_server: FakeLLMServer
+) -> None:
+    llm_server.reply = "First answer."
+    args = ["--plain", "--model", "openai/fake-model", "--set", f"llm.api_base={llm_server.api_base}",
+            "--set", "llm.api_key=k"]
+    running = Running(cli, *args, stdin=True)
+    running.send("first question")
+    running.wait_for("First answer.", stream="stdout")
+    llm_server.reply = "A long second answer that streams slowly. " * 10
+    llm_server.delay = 0.3
+    running.send("second question")
+    running.wait_for("A long second", stream="stdout")
+    running.kill()
+    after = stats(cli)
+    assert after["exchanges"] == 1
+    exported = cli("--export-memory", "-").json_lines()
+    assert [(e["user_prompt"], e["assistant_response"]) for e in exported] == [("first question", "First answer.")]
+
+
+# Dies by SIGKILL the moment the second batch reaches the lexical index: Chroma has the
+# batch, the lexical index never gets it.
+KILL_BETWEEN_WRITES = r"""
+import os, signal, sys
+from ocat.memory.lexical import LexicalIndex
+real_add, calls = LexicalIndex.add, []
+def add(self, kind, rows):
+    calls.append(kind)
+    if len(calls) == 2:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return real_add(self, kind, rows)
+LexicalIndex.add = add
+from ocat.cli import main
+sys.exit(main(["--import-memory", sys.argv[1]]))
+"""
+
+
+def test_a_crash_between_the_chroma_and_the_lexical_write_is_repaired_on_open(cli: Cli, tmp_path: Path) -> None:
+    source = tmp_path / "memory.jsonl"
+    exchanges = write_exchanges(source, 600)
+    env = {**os.environ, "OCAT_VECTOR_STORE_PATH": str(cli.store_path)}
+    died = subprocess.run([sys.executable, "-c", KILL_BETWEEN_WRITES, str(source)], env=env, cwd=cli.home,
+                          capture_output=True, text=True, timeout=300)
+    assert died.returncode == -signal.SIGKILL, died.stderr
+    assert lexical_count(cli, "exchange") == 256  # the first batch only
+    assert stats(cli)["exchanges"] == 512  # Chroma has two batches; opening it rebuilt the index
+    assert lexical_count(cli, "exchange") == 512
+    # A record of the batch the lexical index missed is found by a fresh process's search.
+    assert top_hit(cli, exchanges[300].text)["id"] == exchanges[300].exchange_id
+    assert cli("--import-memory", str(source), "--output", "json").json()["result"]["added"] == 88
+    assert stats(cli)["exchanges"] == 600 and lexical_count(cli, "exchange") == 600
+
+
+def test_ctrl_c_mid_stream_in_the_line_mode_chat_cancels_the_turn_and_stores_nothing(
+    cli: Cli, llm_server: FakeLLMServer
+) -> None:
+    llm_server.reply = "A long answer that streams slowly. " * 10
+    llm_server.delay = 0.3
+    args = ["--plain", "--model", "openai/fake-model", "--set", f"llm.api_base={llm_server.api_base}",
+            "--set", "llm.api_key=k"]
+    running = Running(cli, *args, stdin=True)
+    running.send("tell me a long story")
+    running.wait_for("A long answer", stream="stdout")
+    running.process.send_signal(signal.SIGINT)
+    running.wait_for("[cancelled]", stream="stdout")
+    llm_server.reply, llm_server.delay = "Short.", 0.0
+    running.send("and a short one")
+    running.wait_for("Short.", stream="stdout")
+    assert running.process.stdin is not None
+    running.process.stdin.close()
+    assert running.process.wait(timeout=120) == 0
+    exported = cli("--export-memory", "-").json_lines()
+    assert [(e["user_prompt"], e["assistant_response"]) for e in exported] == [("and a short one", "Short.")]
