@@ -310,3 +310,42 @@ async def test_a_long_vdoc_shows_progress_and_esc_stops_it_keeping_what_was_stor
         total = store.count("document")
         assert total > stored
         assert f"{stored} already stored" in str(list(app.query(NoticeMessage))[-1].render())
+
+
+HOSTILE = "\x1b[31mred\x1b[0m \x1b]0;pwned\x07 [link=https://evil.example]click[/link] [bold]b[/bold]"
+
+
+def no_raw_controls(text: str) -> bool:
+    return not any(ch in text for ch in "\x1b\x07\x9b")
+
+
+async def test_hostile_text_is_shown_literally_everywhere(llm_server: Any) -> None:
+    llm_server.reply = "answer " + HOSTILE
+    app = make_app(llm_server, **{"display.context_mode": "on"})
+    async with app.run_test(size=(120, 40)) as pilot:
+        await memory_ready(app, pilot)
+        remember(app, "evil-thread", (f"remember {HOSTILE}", f"stored {HOSTILE}"))
+        await send(app, pilot, f"remember {HOSTILE}")
+        shown = {
+            "prompt": str(app.query(UserMessage).last().render()),
+            "answer": app.query(AssistantMessage).last().source,
+            "memory": " ".join(str(w.render()) for w in app.query(".memory Static")),
+        }
+        await send(app, pilot, "/vquery remember red click")
+        await wait_for(pilot, lambda: app.query(".result-table"), "the table")
+        from textual.widgets import DataTable
+
+        table = app.query(DataTable).last()
+        shown["table"] = " ".join(str(table.get_cell_at((r, 4))) for r in range(table.row_count))
+        await send(app, pilot, "/continue")
+        await wait_for(pilot, lambda: isinstance(app.screen, ChoicePicker), "the picker")
+        options = app.screen.query_one(OptionList)
+        shown["picker"] = " ".join(str(options.get_option_at_index(i).prompt) for i in range(options.option_count))
+        for where, text in shown.items():
+            assert no_raw_controls(text), where
+            assert "\\x1b[31m" in text, where
+        assert "[link=https://evil.example]" in shown["prompt"] and "[bold]" in shown["prompt"]
+        screen = app.export_screenshot()
+        assert "pwned" in screen and no_raw_controls(screen)
+    stored = app.session.history[-1]
+    assert stored.assistant_response == llm_server.reply  # kept as it came; only the display escapes it

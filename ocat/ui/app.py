@@ -23,6 +23,7 @@ from ocat.errors import OcatError
 from ocat.llm import Usage
 from ocat.locations import display_path
 from ocat.session import ChatSession
+from ocat.text import printable
 from ocat.themes import load_themes
 from ocat.settings import KeysSettings
 from ocat.ui.screens import ChoicePicker, ConfirmDialog
@@ -299,7 +300,7 @@ class OcatApp(App[int]):
         for exchange in self.session.history:
             answer = AssistantMessage()
             await conversation.mount_all([UserMessage(exchange.user_prompt), answer])
-            await answer.update(exchange.assistant_response)
+            await answer.update(printable(exchange.assistant_response))
         conversation.scroll_end(animate=False)
 
     # -- a chat turn ---------------------------------------------------------------
@@ -328,7 +329,7 @@ class OcatApp(App[int]):
             try:
                 async for piece in answer_stream:
                     pieces.append(piece)
-                    await stream.write(piece)
+                    await stream.write(printable(piece))  # the stored answer stays as it came
             finally:
                 await stream.stop()
         except asyncio.CancelledError:

@@ -6,13 +6,14 @@ Labels come from stored prompts, so they are shown as plain Text, never as marku
 
 from __future__ import annotations
 
-from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, OptionList, Static
 from textual.widgets.option_list import Option
+
+from ocat.ui.widgets import plain
 
 
 class ChoicePicker(ModalScreen[str | None]):
@@ -50,8 +51,8 @@ class ChoicePicker(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Static(Text(self.title_text), classes="title")
-            yield OptionList(*(Option(Text(label), id=value) for value, label in self.choices))
+            yield Static(plain(self.title_text), classes="title")
+            yield OptionList(*(Option(plain(label), id=value) for value, label in self.choices))
 
     def on_mount(self) -> None:
         self.query_one(OptionList).focus()
@@ -100,7 +101,7 @@ class ConfirmDialog(ModalScreen[bool]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Static(Text(self.question))
+            yield Static(plain(self.question))
             with Horizontal():
                 yield Button(f"{self.yes} (y)", id="yes", variant="error")
                 yield Button("Keep it (n)", id="no", variant="primary")

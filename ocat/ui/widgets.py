@@ -19,6 +19,12 @@ from textual.widgets.option_list import Option
 from ocat.commands import REGISTRY, CommandResult, commands
 from ocat.history import append_history, load_history
 from ocat.models import SearchHit
+from ocat.text import printable
+
+
+def plain(text: str, **style: object) -> Text:
+    """Untrusted text (prompts, answers, memories) for the screen: never markup, never a terminal control."""
+    return Text(printable(text), **style)  # type: ignore[arg-type]
 
 
 class CommandSuggestions(OptionList):
@@ -39,7 +45,10 @@ class CommandSuggestions(OptionList):
             self.display = False
             return
         width = max(len(c.usage) for c in matches)
-        self.add_options(Option(Text(f"{c.usage:<{width}}  {c.help}", no_wrap=True, overflow="ellipsis"), id=c.name) for c in matches)
+        self.add_options(
+            Option(Text(f"{c.usage:<{width}}  {c.help}", no_wrap=True, overflow="ellipsis"), id=c.name)
+            for c in matches
+        )
         self.highlighted = 0
         self.display = True
 
@@ -152,7 +161,7 @@ class UserMessage(Static):
     """What the user sent, as literal text."""
 
     def __init__(self, text: str) -> None:
-        super().__init__(Text(text), classes="message user")
+        super().__init__(plain(text), classes="message user")
 
 
 class AssistantMessage(Markdown):
@@ -189,7 +198,7 @@ class NoticeMessage(Static):
     """A line from ocat itself: errors, cancellations, memory state."""
 
     def __init__(self, text: str, *, error: bool = False) -> None:
-        super().__init__(Text(text), classes="notice error" if error else "notice")
+        super().__init__(plain(text), classes="notice error" if error else "notice")
 
 
 class TaskProgress(Horizontal):
@@ -204,7 +213,7 @@ class TaskProgress(Horizontal):
 
     def show(self, label: str, done: int, total: int) -> None:
         """Move the bar to `done` of `total`."""
-        self.query_one(".task-label", Static).update(Text(f"{label}  (Esc stops)"))
+        self.query_one(".task-label", Static).update(plain(f"{label}  (Esc stops)"))
         self.query_one(ProgressBar).update(total=max(total, 1), progress=done)
 
 
@@ -217,11 +226,11 @@ def memory_indicator(memories: list[SearchHit], mode: str) -> Static | Collapsib
     if any(m.kind == "document" for m in memories):
         title = f"Using context from {len(memories)} memories"
     if mode == "summary":
-        return Static(Text(title), classes="memory")
+        return Static(plain(title), classes="memory")
     lines = []
     for hit in memories:
         lines.append(f"{hit.score:.2f}  {hit.origin}  {hit.when()}\n{hit.excerpt(200)}")
-    return Collapsible(Static(Text("\n\n".join(lines))), title=title, collapsed=False, classes="memory")
+    return Collapsible(Static(plain("\n\n".join(lines))), title=title, collapsed=False, classes="memory")
 
 
 def command_view(result: CommandResult) -> Vertical:
@@ -232,6 +241,6 @@ def command_view(result: CommandResult) -> Vertical:
     if result.rows:
         table: DataTable[str] = DataTable(show_cursor=False, zebra_stripes=True, classes="result-table")
         table.add_columns(*result.columns)
-        table.add_rows([tuple(Text(cell) for cell in row) for row in result.rows])  # type: ignore[misc]
+        table.add_rows([tuple(plain(cell) for cell in row) for row in result.rows])  # type: ignore[misc]
         parts.append(table)
     return Vertical(*parts, classes="command-result")
