@@ -1,6 +1,7 @@
 """Command-line entry point: parse arguments, load settings, run a headless action or the app.
 
-Exit codes: 0 ok, 1 runtime failure, 2 usage error, 3 configuration error. Only argparse
+`ocat mcp [OPTIONS]` (the word first) serves the memory over MCP instead; everything else
+is flags. Exit codes: 0 ok, 1 runtime failure, 2 usage error, 3 configuration error. Only argparse
 and ocat's own light modules are imported up front, so `--version` and `--help` are quick.
 """
 
@@ -44,6 +45,9 @@ def build_parser() -> argparse.ArgumentParser:
     options = parser.add_argument_group("options")
     options.add_argument("--config", metavar="PATH", help="config file (default: $XDG_CONFIG_HOME/ocat/config.yaml)")
     options.add_argument("--model", help="LLM model, any name litellm knows (llm.model)")
+    options.add_argument(
+        "--store", metavar="NAME", help="the named store to use (vector_store.collection); queries and stats may read several: a,b"
+    )
     options.add_argument("--results", type=_positive_int, metavar="N", help="results per query (default: context_results)")
     options.add_argument("--output", choices=("text", "json"), default="text", help="output format (default: text)")
     options.add_argument("--no-vector-store", action="store_true", help="run without memory: nothing read or stored")
@@ -96,12 +100,34 @@ def overrides_from(args: argparse.Namespace) -> dict[str, object]:
         overrides["llm.model"] = args.model
     if args.no_vector_store:
         overrides["vector_store.enabled"] = False
+    if getattr(args, "store", None):
+        from ocat.memory.named import parse_store_names
+
+        # The first store is the configured one; any others are read alongside it.
+        overrides["vector_store.collection"] = parse_store_names(args.store)[0]
     return overrides
+
+
+def build_mcp_parser() -> argparse.ArgumentParser:
+    """The parser of `ocat mcp`: serve the memory to MCP clients over stdio."""
+    parser = argparse.ArgumentParser(
+        prog="ocat mcp",
+        description="Serve ocat's memory over MCP (stdio): memory_search, memory_save, memory_forget, memory_stats.",
+        epilog="Exit codes: 0 ok, 1 runtime failure, 2 usage error, 3 configuration error.",
+    )
+    parser.add_argument("--config", metavar="PATH", help="config file (default: $XDG_CONFIG_HOME/ocat/config.yaml)")
+    parser.add_argument("--store", metavar="NAME", help="the named store to serve; several (a,b) are served read-only")
+    parser.add_argument("--set", action="append", default=[], type=_key_value, metavar="KEY=VALUE",
+                        help="override a config key, e.g. vector_store.memory_threshold=0.6")
+    return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ocat; returns the process exit code."""
-    args = build_parser().parse_args(argv)
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    if arguments[:1] == ["mcp"]:
+        return _run_mcp(arguments[1:])
+    args = build_parser().parse_args(arguments)
     action = chosen_action(args)
     if action is None:
         return _run_app(args)
@@ -115,6 +141,31 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OcatError as exc:
         return reporter.fail(exc)
     return run_action(action, args, settings, reporter)
+
+
+def _run_mcp(argv: list[str]) -> int:
+    """`ocat mcp`: errors before serving go to stderr (stdout belongs to the protocol)."""
+    args = build_mcp_parser().parse_args(argv)
+    try:
+        from ocat.config import load_settings
+        from ocat.memory.named import parse_store_names
+
+        names = parse_store_names(args.store) if args.store else None
+        overrides: dict[str, object] = {}
+        if names:
+            overrides["vector_store.collection"] = names[0]
+        from ocat.config import parse_override
+
+        overrides = dict(parse_override(item) for item in args.set) | overrides
+        settings = load_settings(args.config, overrides=overrides)
+        if not settings.vector_store.enabled:
+            raise UsageError("memory is disabled (vector_store.enabled is false): there is nothing to serve")
+        from ocat.mcp_server import serve
+
+        return serve(settings, names or [settings.vector_store.collection])
+    except OcatError as exc:
+        print(f"ocat mcp: {exc}", file=sys.stderr)
+        return exc.exit_code
 
 
 def _run_app(args: argparse.Namespace) -> int:

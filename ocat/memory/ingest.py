@@ -8,14 +8,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator, Literal
+from typing import Any, Callable, Iterator, Literal, Mapping
 
 from ocat.chunking import ChunkingOptions, chunk_text, content_hash
 from ocat.errors import InputFileError
 from ocat.memory.store import MemoryStore
 from ocat.models import AddResult, DocumentChunk, now
 
-Source = Literal["vdoc_command", "vadd_command", "cli", "import"]
+# How a document arrived; an MCP `memory_save` may name its own source label instead.
+Source = Literal["vdoc_command", "vadd_command", "cli", "import", "mcp"] | str
 # The file types a folder add picks up; a single named file may be any UTF-8 text.
 FOLDER_SUFFIXES = (".md", ".markdown", ".txt")
 # A file larger than this is refused rather than read into memory whole.
@@ -44,8 +45,10 @@ def document_chunks(
     source_file: str = "",
     manual_entry: bool = False,
     date_added: float | None = None,
+    extra: Mapping[str, Any] | None = None,
 ) -> list[DocumentChunk]:
-    """Chunk a text and attach the metadata every stored chunk carries."""
+    """Chunk a text and attach the metadata every stored chunk carries (plus `extra`, which
+    never overrides those fields)."""
     digest = content_hash(text)
     key = document_key(text, source_file)
     filename = Path(source_file).name if source_file else None
@@ -54,6 +57,7 @@ def document_chunks(
     chunks = []
     for piece in pieces:
         metadata: dict[str, Any] = {
+            **(extra or {}),
             "kind": "document",
             "source": source,
             "source_file": source_file,
@@ -78,9 +82,15 @@ def add_text(
     source: Source = "vadd_command",
     source_file: str = "",
     manual_entry: bool = True,
+    extra: Mapping[str, Any] | None = None,
 ) -> AddResult:
-    """Store a text as memory, chunked by `options`; the same text twice is stored once."""
-    chunks = document_chunks(text, options, source=source, source_file=source_file, manual_entry=manual_entry)
+    """Store a text as memory, chunked by `options`; the same text twice is stored once.
+
+    `extra` is metadata added to every chunk (it cannot replace the fields ocat sets).
+    """
+    chunks = document_chunks(
+        text, options, source=source, source_file=source_file, manual_entry=manual_entry, extra=extra
+    )
     if not chunks:
         return AddResult(source_path=source_file or None, added_chunks=0, total_chunks=0)
     key = chunks[0].metadata["document_id"]
@@ -93,12 +103,19 @@ def add_text(
         declared = {int(c.metadata.get("total_chunks", -1)) for c in present}
         if declared == {len(present)}:
             # Complete already (perhaps chunked differently once): never store it twice.
-            return AddResult(source_path=source_file or None, added_chunks=0, total_chunks=len(present))
+            ids = tuple(c.id for c in sorted(present, key=lambda c: int(c.metadata.get("chunk_index", 0))))
+            return AddResult(source_path=source_file or None, added_chunks=0, total_chunks=len(present), ids=ids)
         if not {c.id for c in present} <= {c.id for c in chunks}:
             # A partial add made with other chunking settings: start that document over.
             store.delete(sorted(c.id for c in present))
     added = store.add_chunks(chunks)
-    return AddResult(source_path=source_file or None, added_chunks=added, total_chunks=len(chunks), replaced_chunks=replaced)
+    return AddResult(
+        source_path=source_file or None,
+        added_chunks=added,
+        total_chunks=len(chunks),
+        replaced_chunks=replaced,
+        ids=tuple(c.id for c in chunks),
+    )
 
 
 def read_text_file(path: Path) -> str:
