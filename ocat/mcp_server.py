@@ -184,21 +184,24 @@ class StrictArguments:
             return None
         lines = []
         for error in errors[:5]:
-            where = ".".join(str(p) for p in error.path)
-            if error.validator == "additionalProperties":
+            if error.validator == "additionalProperties" and not error.absolute_path:
                 allowed = ", ".join(sorted(tool.parameters.get("properties", {})))
                 lines.append(f"{error.message} (the arguments are: {allowed})")
             else:
-                lines.append(f"{where or 'arguments'}: {_short(error)}")
+                leaf = _leaf(error)
+                where = ".".join(str(p) for p in leaf.absolute_path)
+                lines.append(f"{where or 'arguments'}: {leaf.message}")
         return f"invalid arguments for {name}: " + "; ".join(lines)
 
 
-def _short(error: Any) -> str:
-    # anyOf errors ("... is not valid under any of the given schemas") hide the useful part.
+def _leaf(error: Any) -> Any:
+    """The error worth showing: anyOf errors ("not valid under any of the given schemas", from
+    optional arguments) hide it in their context; "is not of type 'null'" never is."""
     if error.validator == "anyOf" and error.context:
         useful = [e for e in error.context if not (e.validator == "type" and e.validator_value == "null")]
-        return _short(min(useful or error.context, key=lambda e: len(e.message)))
-    return str(error.message)
+        # The deepest complaint is about the value actually wrong (where.a, not where).
+        return _leaf(max(useful or error.context, key=lambda e: (len(e.absolute_path), -len(e.message))))
+    return error
 
 
 def _open_quietly(tools: "MemoryTools") -> None:
