@@ -49,6 +49,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--store", metavar="NAME", help="the named store to use (vector_store.collection); queries and stats may read several: a,b"
     )
     options.add_argument("--results", type=_positive_int, metavar="N", help="results per query (default: context_results)")
+    options.add_argument(
+        "--where",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="queries: only memories whose metadata matches (repeatable; also KEY>=VALUE, KEY<=VALUE, KEY!=VALUE)",
+    )
     options.add_argument("--output", choices=("text", "json"), default="text", help="output format (default: text)")
     options.add_argument("--no-vector-store", action="store_true", help="run without memory: nothing read or stored")
     options.add_argument("--dummy-mode", action="store_true", help="answer with a deterministic fake model; store nothing")
@@ -135,12 +142,33 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     reporter = Reporter(action=action, output=args.output)
     try:
+        check_store_use(action, args)
         from ocat.config import load_settings
 
         settings = load_settings(args.config, overrides=overrides_from(args))
     except OcatError as exc:
         return reporter.fail(exc)
     return run_action(action, args, settings, reporter)
+
+
+# Actions that only read memory: they may read several stores at once (`--store a,b`).
+READ_ONLY_ACTIONS = ("query", "stats")
+
+
+def check_store_use(action: str | None, args: argparse.Namespace) -> None:
+    """UsageError for `--where` outside a query, or several stores for anything that writes."""
+    if args.where and action != "query":
+        raise UsageError("--where applies to --query-vector-store only")
+    if args.store and action not in READ_ONLY_ACTIONS:
+        from ocat.memory.named import parse_store_names
+
+        names = parse_store_names(args.store)
+        if len(names) > 1:
+            flags = {name: "--" + dest.replace("_", "-") for dest, name in ACTIONS.items()}
+            what = flags[action] if action else "the chat"
+            raise UsageError(
+                f"several stores ({', '.join(names)}) can only be read (queries and stats); {what} needs one --store"
+            )
 
 
 def _run_mcp(argv: list[str]) -> int:
@@ -174,6 +202,7 @@ def _run_app(args: argparse.Namespace) -> int:
         print("ocat: --results and --output apply to headless actions only", file=sys.stderr)
         return UsageError.exit_code
     try:
+        check_store_use(None, args)
         from ocat import llm
         from ocat.config import load_settings
         from ocat.repl import run_repl

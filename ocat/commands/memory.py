@@ -81,6 +81,8 @@ def _vdoc(session: ChatSession, rest: str) -> CommandResult:
     text = f"Added {outcome.added_chunks} chunk(s) from {path}"
     if outcome.total_chunks > outcome.added_chunks:
         text += f"; {outcome.total_chunks - outcome.added_chunks} already stored"
+    if outcome.removed_chunks:
+        text += f"; {outcome.removed_chunks} from files no longer in the folder removed"
     return CommandResult(text=text + ".")
 
 

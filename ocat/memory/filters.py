@@ -169,7 +169,8 @@ def typed_value(key: str, raw: Scalar, op: str = "$eq") -> Scalar:
         return str(raw).lower() == "true"
     if key in DOCUMENT_KEYS or key in EXCHANGE_FIELDS:
         text = str(raw)
-        return text.lower() if key == "section" else text  # sections are stored lower-case
+        # Stored normalised (see ocat.memory.folders): sections lower-case, prefixes upper-case.
+        return text.lower() if key == "section" else text.upper() if key == "prefix" else text
     return raw
 
 

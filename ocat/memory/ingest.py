@@ -46,12 +46,18 @@ def document_chunks(
     manual_entry: bool = False,
     date_added: float | None = None,
     extra: Mapping[str, Any] | None = None,
+    identity: str | None = None,
+    title: str | None = None,
 ) -> list[DocumentChunk]:
     """Chunk a text and attach the metadata every stored chunk carries (plus `extra`, which
-    never overrides those fields)."""
+    never overrides those fields).
+
+    `identity` is what, besides the text, makes the document (default `source_file`);
+    `title` heads each markdown chunk (default the file's name).
+    """
     digest = content_hash(text)
-    key = document_key(text, source_file)
-    filename = Path(source_file).name if source_file else None
+    key = document_key(text, source_file if identity is None else identity)
+    filename = title if title is not None else (Path(source_file).name if source_file else None)
     pieces = chunk_text(text, options, filename=filename)
     added_at = now() if date_added is None else date_added
     chunks = []
@@ -69,7 +75,8 @@ def document_chunks(
             "date_added": added_at,
         }
         if piece.section:
-            metadata["section"] = piece.section
+            # Lower-case: it is matched by filters (`--where section=...`), not read.
+            metadata["section"] = piece.section.lower()
         chunks.append(DocumentChunk(id=chunk_id(key, piece.index), text=piece.text, metadata=metadata))
     return chunks
 
@@ -91,26 +98,36 @@ def add_text(
     chunks = document_chunks(
         text, options, source=source, source_file=source_file, manual_entry=manual_entry, extra=extra
     )
+    previous = {"$or": [{"source_file": source_file}, {"source_path": source_file}]} if source_file else None
+    return store_document(store, chunks, previous=previous, source_path=source_file or None)
+
+
+def store_document(
+    store: MemoryStore, chunks: list[DocumentChunk], *, previous: dict[str, Any] | None, source_path: str | None
+) -> AddResult:
+    """Store one document's chunks, idempotently; `previous` matches the chunks of the same
+    file's earlier versions, which are deleted first (an edited file replaces its old self)."""
     if not chunks:
-        return AddResult(source_path=source_file or None, added_chunks=0, total_chunks=0)
+        # An emptied file: what it held before is gone too.
+        replaced = store.delete_documents_where(previous) if previous else 0
+        return AddResult(source_path=source_path, added_chunks=0, total_chunks=0, replaced_chunks=replaced)
     key = chunks[0].metadata["document_id"]
     replaced = 0
-    if source_file:
-        # The same file with other content is an edit: its old chunks go.
-        replaced = store.delete_documents_where({"$and": [{"source_file": source_file}, {"document_id": {"$ne": key}}]})
+    if previous:
+        replaced = store.delete_documents_where({"$and": [previous, {"document_id": {"$ne": key}}]})
     present = store.documents_where({"document_id": key})
     if present:
         declared = {int(c.metadata.get("total_chunks", -1)) for c in present}
         if declared == {len(present)}:
             # Complete already (perhaps chunked differently once): never store it twice.
             ids = tuple(c.id for c in sorted(present, key=lambda c: int(c.metadata.get("chunk_index", 0))))
-            return AddResult(source_path=source_file or None, added_chunks=0, total_chunks=len(present), ids=ids)
+            return AddResult(source_path=source_path, added_chunks=0, total_chunks=len(present), ids=ids)
         if not {c.id for c in present} <= {c.id for c in chunks}:
             # A partial add made with other chunking settings: start that document over.
             store.delete(sorted(c.id for c in present))
     added = store.add_chunks(chunks)
     return AddResult(
-        source_path=source_file or None,
+        source_path=source_path,
         added_chunks=added,
         total_chunks=len(chunks),
         replaced_chunks=replaced,
@@ -162,6 +179,8 @@ class PathAddResult:
 
     source_path: str
     files: list[AddResult]
+    # Chunks of files that were added from this folder before and are gone from it now.
+    removed_chunks: int = 0
 
     @property
     def added_chunks(self) -> int:
@@ -187,18 +206,23 @@ def add_path(
     source: Source = "cli",
     progress: Callable[[Path], None] | None = None,
 ) -> PathAddResult:
-    """Add a file, or every text file in a folder; every file is read before any is stored."""
+    """Add a file, or every text file in a folder; every file is read before any is stored.
+
+    A folder is a knowledge folder (see `ocat.memory.folders`): markdown split at `## `
+    headings, metadata from each file's path, and files gone from it removed from memory.
+    """
     if not path.exists():
         raise InputFileError(f"no such file or folder: {path}")
     files = files_to_add(path)
     if path.is_dir() and not files:
         raise InputFileError(f"{path} holds no .md or .txt files")
     texts = [(f, read_text_file(f)) for f in files]
-    results = []
-    for file, text in texts:
-        if progress:
-            progress(file)
-        results.append(
-            add_text(store, text, options, source=source, source_file=str(file.resolve()), manual_entry=False)
-        )
-    return PathAddResult(source_path=str(path), files=results)
+    if path.is_dir():
+        from ocat.memory.folders import add_folder
+
+        return add_folder(store, path, texts, options, source=source, progress=progress)
+    file, text = texts[0]
+    absolute = str(file.resolve())
+    extra = {"source_path": absolute, "filename": file.name}
+    result = add_text(store, text, options, source=source, source_file=absolute, manual_entry=False, extra=extra)
+    return PathAddResult(source_path=str(path), files=[result])
