@@ -61,6 +61,7 @@ def test_add_query_and_stats_on_a_fresh_machine(cli: Cli, notes: Path) -> None:
         "embedding_model": "all-MiniLM-L6-v2",
         "dimensions": 384,
         "similarity_threshold": 0.65,
+        "stores": ["default"],
     }
 
 

@@ -198,3 +198,20 @@ def test_mcp_command_line_errors(cli: Cli) -> None:
     assert bad_config.returncode == 3 and bad_config.stdout == ""
     # The word only counts first; elsewhere it is an ordinary (rejected) argument.
     assert cli("--vector-store-stats", "mcp").returncode == 2
+
+
+async def test_several_stores_are_searched_together_and_never_written(cli: Cli) -> None:
+    async with mcp_session(cli, "--store", "work") as session:
+        await call(session, "memory_save", {"content": BILLING})
+    async with mcp_session(cli, "--store", "personal") as session:
+        await call(session, "memory_save", {"content": CAT})
+    async with mcp_session(cli, "--store", "work,personal") as session:
+        found = await call(session, "memory_search", {"query": "billing database or the cat's name", "k": 5})
+        assert {(hit["store"], hit["text"]) for hit in found["results"]} == {("work", BILLING), ("personal", CAT)}
+        assert found["stores"] == ["work", "personal"]
+        refused = await error_of(session, "memory_save", {"content": "a new note"})
+        assert "writes to one only" in refused
+        assert "writes to one only" in await error_of(session, "memory_forget", {"query": "cat"})
+        stats = await call(session, "memory_stats", {})
+    assert stats["writable"] is False and [s["name"] for s in stats["stores"]] == ["work", "personal"]
+    assert [s["documents"] for s in stats["stores"]] == [1, 1]

@@ -93,6 +93,8 @@ def _clause(condition: Condition, kind: RecordKind) -> dict[str, Any] | None | _
         # Every exchange comes from the chat: `source=chat` keeps them all, anything else none.
         matches = {"$eq": value == CHAT_SOURCE, "$ne": value != CHAT_SOURCE}.get(op)
         return _NEVER if not matches else None
+    elif key == "source" and op == "$eq" and value == CHAT_SOURCE:
+        return _NEVER  # documents never come from the chat (memory_save refuses the label)
     elif key == "kind":
         matches = {"$eq": value == kind, "$ne": value != kind}.get(op)
         return _NEVER if not matches else None
