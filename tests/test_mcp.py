@@ -215,3 +215,13 @@ async def test_several_stores_are_searched_together_and_never_written(cli: Cli) 
         stats = await call(session, "memory_stats", {})
     assert stats["writable"] is False and [s["name"] for s in stats["stores"]] == ["work", "personal"]
     assert [s["documents"] for s in stats["stores"]] == [1, 1]
+
+
+async def test_a_store_that_cannot_be_opened_is_an_error_result(cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OCAT_EMBEDDING_MODEL_PATH", str(cli.home / "no-model-here"))
+    errlog = cli.home / "stderr.log"
+    async with mcp_session(cli, errlog=errlog) as session:
+        for _ in range(2):  # each call tries again, and says why it cannot
+            assert "embedding model" in await error_of(session, "memory_search", {"query": "anything"})
+        assert "embedding model" in await error_of(session, "memory_stats", {})
+    assert "Traceback" not in errlog.read_text()
