@@ -175,16 +175,13 @@ def _run_mcp(argv: list[str]) -> int:
     """`ocat mcp`: errors before serving go to stderr (stdout belongs to the protocol)."""
     args = build_mcp_parser().parse_args(argv)
     try:
-        from ocat.config import load_settings
+        from ocat.config import load_settings, parse_override
         from ocat.memory.named import parse_store_names
 
-        names = parse_store_names(args.store) if args.store else None
-        overrides: dict[str, object] = {}
+        names = parse_store_names(args.store) if args.store else []
+        overrides: dict[str, object] = dict(parse_override(item) for item in args.set)
         if names:
-            overrides["vector_store.collection"] = names[0]
-        from ocat.config import parse_override
-
-        overrides = dict(parse_override(item) for item in args.set) | overrides
+            overrides["vector_store.collection"] = names[0]  # --store wins over --set, as flags do
         settings = load_settings(args.config, overrides=overrides)
         if not settings.vector_store.enabled:
             raise UsageError("memory is disabled (vector_store.enabled is false): there is nothing to serve")

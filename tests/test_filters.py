@@ -38,6 +38,7 @@ def test_dates_apply_to_each_kinds_own_field() -> None:
     assert filters.where_for("exchange") == {"$and": [{"timestamp": {"$gte": start}}, {"timestamp": {"$lte": end}}]}
     assert filters.where_for("document") == {"$and": [{"date_added": {"$gte": start}}, {"date_added": {"$lte": end}}]}
     assert filters.kinds() == ["exchange", "document"]
+    assert parse_where(["timestamp>=1795316680.5"]).where_for("exchange") == {"timestamp": {"$gte": 1795316680.5}}
 
 
 def test_kind_thread_and_source_pick_the_kind() -> None:

@@ -189,7 +189,7 @@ def _number(raw: Scalar) -> float | None:
 
 
 def parse_time(raw: Scalar, *, end: bool = False) -> float:
-    """Unix time from a number, an ISO date (`2026-11-22`) or date-time (`2026-11-22T14:00`).
+    """Unix time from a number (or its text), an ISO date (`2026-11-22`) or date-time (`2026-11-22T14:00`).
 
     A bare date is local midnight; with `end` (an upper bound), the end of that day, so
     `date<=2026-11-22` includes the whole day.
@@ -197,6 +197,8 @@ def parse_time(raw: Scalar, *, end: bool = False) -> float:
     if isinstance(raw, (int, float)) and not isinstance(raw, bool):
         return float(raw)
     text = str(raw).strip()
+    if re.fullmatch(r"\d+(\.\d*)?", text) and len(text.split(".")[0]) > 8:
+        return float(text)  # a Unix time (a bare 8-digit number would be a date: 20261122)
     try:
         moment = datetime.fromisoformat(text)
     except ValueError:
