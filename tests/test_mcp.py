@@ -225,3 +225,24 @@ async def test_a_store_that_cannot_be_opened_is_an_error_result(cli: Cli, monkey
             assert "embedding model" in await error_of(session, "memory_search", {"query": "anything"})
         assert "embedding model" in await error_of(session, "memory_stats", {})
     assert "Traceback" not in errlog.read_text()
+
+
+async def test_when_the_chat_that_owned_the_store_exits_the_server_takes_over(cli: Cli) -> None:
+    from tests.test_ownership import start_window
+
+    window = start_window(cli)  # a stand-in for a chat window: it owns and serves the store
+    try:
+        async with mcp_session(cli) as session:
+            await call(session, "memory_save", {"content": BILLING})  # through the window's server
+            assert window.stdin is not None
+            window.stdin.write("quit\n")
+            window.stdin.flush()
+            assert window.wait(timeout=60) == 0
+            # The next call finds the server gone, opens the store again (now as its owner), and works.
+            await call(session, "memory_save", {"content": CAT})
+            found = await call(session, "memory_search", {"query": "what does the cat eat?", "k": 2})
+            assert {hit["text"] for hit in found["results"]} == {CAT, BILLING}
+        assert "the store's owner went away" in (cli.home / "mcp-stderr.log").read_text()
+    finally:
+        window.kill()
+        window.wait()

@@ -7,19 +7,22 @@ into an error result. One store is read and written; several (`--store a,b`) are
 
 from __future__ import annotations
 
+import logging
 import re
 import threading
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping, TypeVar
 
-from ocat.errors import UsageError
+from ocat.errors import StoreError, UsageError
 from ocat.memory.filters import DOCUMENT_KEYS, FilterSpec
-from ocat.models import EXCHANGE_FIELDS, Exchange, SearchHit
+from ocat.models import EXCHANGE_FIELDS, AddResult, Exchange, SearchHit
 
 if TYPE_CHECKING:
     from ocat.config import Settings
     from ocat.memory.store import MemoryStore
 
+log = logging.getLogger("ocat.mcp")
+T = TypeVar("T")
 MAX_RESULTS = 50
 MAX_CONTENT_CHARS = 1_000_000
 MAX_METADATA_KEYS = 32
@@ -59,8 +62,26 @@ class MemoryTools:
                 store.close()
             self._stores = None
 
-    def _writable(self) -> MemoryStore:
-        stores = self.stores()
+    def _using(self, operation: Callable[[list[MemoryStore]], T]) -> T:
+        """Run an operation on the stores, one at a time.
+
+        A store reached through another process's server (a chat window that owned it) fails
+        once that process exits; then the stores are opened again (this server may become the
+        owner) and the operation is retried once. Every write is idempotent, so a retry is safe.
+        """
+        with self._lock:
+            stores = self.stores()
+            try:
+                return operation(stores)
+            except StoreError:
+                if not any(getattr(s.lease, "role", None) == "client" for s in stores):
+                    raise
+                log.warning("the store's owner went away; opening the store again")
+                self.close()
+                return operation(self.stores())
+
+    @staticmethod
+    def _writable(stores: list[MemoryStore]) -> MemoryStore:
         if len(stores) > 1:
             names = ", ".join(s.name for s in stores)
             raise UsageError(f"this server reads several stores ({names}); it writes to one only: start it with one --store")
@@ -78,14 +99,11 @@ class MemoryTools:
             raise UsageError(f"k must be between 1 and {MAX_RESULTS}, got {k}")
         filters = (spec or FilterSpec()).to_filters()
         limits = RetrievalLimits.from_settings(self.settings.vector_store, results=k)
-        with self._lock:
-            stores = self.stores()
-            found = search_stores(stores, query, limits, filters, limit=k)
-        return {
-            "query": query,
-            "stores": [s.name for s in stores],
-            "results": [_hit(h.hit, store=h.store) for h in found],
-        }
+        def search(stores: list[MemoryStore]) -> tuple[list[str], list[Any]]:
+            return [s.name for s in stores], search_stores(stores, query, limits, filters, limit=k)
+
+        names, found = self._using(search)
+        return {"query": query, "stores": names, "results": [_hit(h.hit, store=h.store) for h in found]}
 
     def save(self, content: str, source: str | None = None, metadata: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """Remember a text, chunked like `/vadd`; the same text saved twice is stored once."""
@@ -102,11 +120,14 @@ class MemoryTools:
             raise UsageError('source "chat" is reserved for chat exchanges')
         extra = _checked_metadata(metadata or {})
         options = options_from(self.settings.chunking)
-        with self._lock:
-            store = self._writable()
-            outcome = add_text(store, content, options, source=label, manual_entry=True, extra=extra)
+
+        def save(stores: list[MemoryStore]) -> tuple[str, AddResult]:
+            store = self._writable(stores)
+            return store.name, add_text(store, content, options, source=label, manual_entry=True, extra=extra)
+
+        name, outcome = self._using(save)
         return {
-            "store": store.name,
+            "store": name,
             "ids": list(outcome.ids),
             "added_chunks": outcome.added_chunks,
             "total_chunks": outcome.total_chunks,
@@ -126,21 +147,22 @@ class MemoryTools:
             raise UsageError(f'confirm must be exactly "{CONFIRM}" to delete; leave it out to preview')
         if not 1 <= k <= MAX_RESULTS:
             raise UsageError(f"k must be between 1 and {MAX_RESULTS}, got {k}")
-        with self._lock:
-            store = self._writable()
+
+        def forget(stores: list[MemoryStore]) -> tuple[list[dict[str, Any]], int]:
+            store = self._writable(stores)
             if id is not None:
                 targets = [_record_item(store, _resolve(store, _required_text("id", id)))]
             else:
                 targets = self._matches(store, _required_text("query", query or ""), k)
-            if confirm != CONFIRM:
-                return {
-                    "deleted": False,
-                    "would_delete": targets,
-                    "message": f'nothing deleted; call again with confirm: "{CONFIRM}" to delete these'
-                    if targets
-                    else "nothing matches; nothing to delete",
-                }
-            removed = store.delete([t["id"] for t in targets]) if targets else 0
+            if confirm != CONFIRM or not targets:
+                return targets, 0
+            return targets, store.delete([t["id"] for t in targets])
+
+        targets, removed = self._using(forget)
+        if confirm != CONFIRM:
+            message = f'nothing deleted; call again with confirm: "{CONFIRM}" to delete these'
+            return {"deleted": False, "would_delete": targets,
+                    "message": message if targets else "nothing matches; nothing to delete"}
         return {"deleted": True, "deleted_ids": [t["id"] for t in targets], "count": removed}
 
     def _matches(self, store: MemoryStore, query: str, k: int) -> list[dict[str, Any]]:
@@ -155,8 +177,8 @@ class MemoryTools:
         """Each open store's location and counts, and the names of the stores that exist."""
         from ocat.memory.named import store_names
 
-        with self._lock:
-            stores = self.stores()
+
+        def describe(stores: list[MemoryStore]) -> tuple[list[dict[str, Any]], list[str]]:
             described = [
                 {
                     "name": s.name,
@@ -168,11 +190,13 @@ class MemoryTools:
                 }
                 for s in stores
             ]
-            available = store_names(self.settings, stores[0])
+            return described, store_names(self.settings, stores[0])
+
+        described, available = self._using(describe)
         vector_store = self.settings.vector_store
         return {
             "stores": described,
-            "writable": len(stores) == 1,
+            "writable": len(described) == 1,
             "available_stores": available,
             "similarity_threshold": vector_store.similarity_threshold,
             "memory_threshold": vector_store.memory_threshold,
