@@ -1,7 +1,8 @@
 """Latency of the chat's own retrieval (query embedding + hybrid search + gate) on a large store.
 
 Builds a store of N exchanges from the dev conversations (repeated under new thread ids
-until N is reached), then times `retrieve` with the chat's limits over the dev questions.
+until N is reached), then times `retrieve` with the chat's limits over the dev questions,
+and the same searches with an explicit filter (a Chroma `where`, as `--where` runs them).
 
     python bench/latency.py --exchanges 10000
 """
@@ -26,6 +27,8 @@ def main(argv: list[str] | None = None) -> int:
     from ocat.config import load_settings
     from ocat.memory import MemoryStore, RetrievalLimits, StoreLocation, retrieve
     from ocat.memory.embeddings import OnnxMiniLMEmbedder
+    from ocat.memory.filters import parse_where
+    from ocat.memory.search import search_store
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--exchanges", type=int, default=10_000)
@@ -61,12 +64,31 @@ def main(argv: list[str] | None = None) -> int:
             t0 = time.perf_counter()
             retrieve(store, question, limits)
             times.append((time.perf_counter() - t0) * 1000)
-    times.sort()
+        # Explicit filtered searches (--where, MCP filters) use a Chroma `where`: one selective
+        # filter (a single thread) and one broad one (the later half of the store by date).
+        stamps = sorted(e.timestamp for e in base)
+        thread = base[len(base) // 2].thread_id + "-0"
+        filtered = {
+            f"thread_id={thread}": parse_where([f"thread_id={thread}"]),
+            "date>=median": parse_where([f"timestamp>={stamps[len(stamps) // 2]}"]),
+        }
+        filtered_times = {}
+        for name, filters in filtered.items():
+            search_store(store, questions[0], limits, filters)
+            runs = []
+            for question in questions:
+                t0 = time.perf_counter()
+                search_store(store, question, limits, filters)
+                runs.append((time.perf_counter() - t0) * 1000)
+            filtered_times[name] = sorted(runs)
     print(f"store: {args.exchanges} exchanges, built in {build:.1f} s")
-    print(
-        f"retrieve over {len(times)} queries: p50 {times[len(times) // 2]:.2f} ms, "
-        f"p95 {times[int(0.95 * (len(times) - 1))]:.2f} ms, mean {statistics.fmean(times):.2f} ms"
-    )
+    for name, runs in [("retrieve (the chat's, no filter)", sorted(times))] + [
+        (f"filtered search {name}", runs) for name, runs in filtered_times.items()
+    ]:
+        print(
+            f"{name} over {len(runs)} queries: p50 {runs[len(runs) // 2]:.2f} ms, "
+            f"p95 {runs[int(0.95 * (len(runs) - 1))]:.2f} ms, mean {statistics.fmean(runs):.2f} ms"
+        )
     return 0
 
 

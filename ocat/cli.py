@@ -1,6 +1,7 @@
 """Command-line entry point: parse arguments, load settings, run a headless action or the app.
 
-Exit codes: 0 ok, 1 runtime failure, 2 usage error, 3 configuration error. Only argparse
+`ocat mcp [OPTIONS]` (the word first) serves the memory over MCP instead; everything else
+is flags. Exit codes: 0 ok, 1 runtime failure, 2 usage error, 3 configuration error. Only argparse
 and ocat's own light modules are imported up front, so `--version` and `--help` are quick.
 """
 
@@ -44,7 +45,17 @@ def build_parser() -> argparse.ArgumentParser:
     options = parser.add_argument_group("options")
     options.add_argument("--config", metavar="PATH", help="config file (default: $XDG_CONFIG_HOME/ocat/config.yaml)")
     options.add_argument("--model", help="LLM model, any name litellm knows (llm.model)")
+    options.add_argument(
+        "--store", metavar="NAME", help="the named store to use (vector_store.collection); queries and stats may read several: a,b"
+    )
     options.add_argument("--results", type=_positive_int, metavar="N", help="results per query (default: context_results)")
+    options.add_argument(
+        "--where",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="queries: only memories whose metadata matches (repeatable; also KEY>=VALUE, KEY<=VALUE, KEY!=VALUE)",
+    )
     options.add_argument("--output", choices=("text", "json"), default="text", help="output format (default: text)")
     options.add_argument("--no-vector-store", action="store_true", help="run without memory: nothing read or stored")
     options.add_argument("--dummy-mode", action="store_true", help="answer with a deterministic fake model; store nothing")
@@ -96,12 +107,34 @@ def overrides_from(args: argparse.Namespace) -> dict[str, object]:
         overrides["llm.model"] = args.model
     if args.no_vector_store:
         overrides["vector_store.enabled"] = False
+    if getattr(args, "store", None):
+        from ocat.memory.named import parse_store_names
+
+        # The first store is the configured one; any others are read alongside it.
+        overrides["vector_store.collection"] = parse_store_names(args.store)[0]
     return overrides
+
+
+def build_mcp_parser() -> argparse.ArgumentParser:
+    """The parser of `ocat mcp`: serve the memory to MCP clients over stdio."""
+    parser = argparse.ArgumentParser(
+        prog="ocat mcp",
+        description="Serve ocat's memory over MCP (stdio): memory_search, memory_save, memory_forget, memory_stats.",
+        epilog="Exit codes: 0 ok, 1 runtime failure, 2 usage error, 3 configuration error.",
+    )
+    parser.add_argument("--config", metavar="PATH", help="config file (default: $XDG_CONFIG_HOME/ocat/config.yaml)")
+    parser.add_argument("--store", metavar="NAME", help="the named store to serve; several (a,b) are served read-only")
+    parser.add_argument("--set", action="append", default=[], type=_key_value, metavar="KEY=VALUE",
+                        help="override a config key, e.g. vector_store.memory_threshold=0.6")
+    return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ocat; returns the process exit code."""
-    args = build_parser().parse_args(argv)
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    if arguments[:1] == ["mcp"]:
+        return _run_mcp(arguments[1:])
+    args = build_parser().parse_args(arguments)
     action = chosen_action(args)
     if action is None:
         return _run_app(args)
@@ -109,6 +142,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     reporter = Reporter(action=action, output=args.output)
     try:
+        check_store_use(action, args)
         from ocat.config import load_settings
 
         settings = load_settings(args.config, overrides=overrides_from(args))
@@ -117,12 +151,55 @@ def main(argv: Sequence[str] | None = None) -> int:
     return run_action(action, args, settings, reporter)
 
 
+# Actions that only read memory: they may read several stores at once (`--store a,b`).
+READ_ONLY_ACTIONS = ("query", "stats")
+
+
+def check_store_use(action: str | None, args: argparse.Namespace) -> None:
+    """UsageError for `--where` outside a query, or several stores for anything that writes."""
+    if args.where and action != "query":
+        raise UsageError("--where applies to --query-vector-store only")
+    if args.store and action not in READ_ONLY_ACTIONS:
+        from ocat.memory.named import parse_store_names
+
+        names = parse_store_names(args.store)
+        if len(names) > 1:
+            flags = {name: "--" + dest.replace("_", "-") for dest, name in ACTIONS.items()}
+            what = flags[action] if action else "the chat"
+            raise UsageError(
+                f"several stores ({', '.join(names)}) can only be read (queries and stats); {what} needs one --store"
+            )
+
+
+def _run_mcp(argv: list[str]) -> int:
+    """`ocat mcp`: errors before serving go to stderr (stdout belongs to the protocol)."""
+    args = build_mcp_parser().parse_args(argv)
+    try:
+        from ocat.config import load_settings, parse_override
+        from ocat.memory.named import parse_store_names
+
+        names = parse_store_names(args.store) if args.store else []
+        overrides: dict[str, object] = dict(parse_override(item) for item in args.set)
+        if names:
+            overrides["vector_store.collection"] = names[0]  # --store wins over --set, as flags do
+        settings = load_settings(args.config, overrides=overrides)
+        if not settings.vector_store.enabled:
+            raise UsageError("memory is disabled (vector_store.enabled is false): there is nothing to serve")
+        from ocat.mcp_server import serve
+
+        return serve(settings, names or [settings.vector_store.collection])
+    except OcatError as exc:
+        print(f"ocat mcp: {exc}", file=sys.stderr)
+        return exc.exit_code
+
+
 def _run_app(args: argparse.Namespace) -> int:
     """The interactive chat: full screen on a terminal, line mode with --plain or when piped."""
     if args.results is not None or args.output != "text":
         print("ocat: --results and --output apply to headless actions only", file=sys.stderr)
         return UsageError.exit_code
     try:
+        check_store_use(None, args)
         from ocat import llm
         from ocat.config import load_settings
         from ocat.repl import run_repl

@@ -114,12 +114,30 @@ def _open_store(settings: Settings) -> MemoryStore:
     return open_store(settings, notify=lambda message: print(f"ocat: {message}", file=sys.stderr))
 
 
+def _open_stores(settings: Settings, args: argparse.Namespace) -> list[MemoryStore]:
+    """The stores `--store` names (a,b: several, for reading), else the configured one."""
+    from ocat.memory.named import open_stores, parse_store_names
+
+    names = parse_store_names(args.store) if getattr(args, "store", None) else []
+    if len(names) <= 1:
+        return [_open_store(settings)]
+    return open_stores(settings, names, notify=lambda message: print(f"ocat: {message}", file=sys.stderr))
+
+
 def _stats(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> int:
     from ocat.memory import store_stats
+    from ocat.memory.named import store_names
 
-    stats = store_stats(_open_store(settings), settings)
-    text = "\n".join(f"{key}: {value}" for key, value in asdict(stats).items())
-    return reporter.succeed(asdict(stats), text)
+    stores = _open_stores(settings, args)
+    available = store_names(settings, stores[0])
+    selected = [asdict(store_stats(store, settings)) for store in stores]
+    if len(selected) == 1:
+        result: dict[str, Any] = selected[0] | {"stores": available}
+        text = "\n".join(f"{key}: {value}" for key, value in selected[0].items())
+    else:
+        result = {"stores": available, "selected": selected}
+        text = "\n\n".join("\n".join(f"{key}: {value}" for key, value in one.items()) for one in selected)
+    return reporter.succeed(result, text + f"\nstores: {', '.join(available)}")
 
 
 def _add(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> int:
@@ -154,6 +172,7 @@ def _add(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> in
         "added_chunks": outcome.added_chunks,
         "total_chunks": outcome.total_chunks,
         "replaced_chunks": outcome.replaced_chunks,
+        "removed_chunks": outcome.removed_chunks,
         "files": len(outcome.files),
     }
     present = outcome.total_chunks - outcome.added_chunks
@@ -164,6 +183,8 @@ def _add(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> in
         text += f"; {present} already stored"
     if outcome.replaced_chunks:
         text += f"; {outcome.replaced_chunks} chunk(s) of an earlier version removed"
+    if outcome.removed_chunks:
+        text += f"; {outcome.removed_chunks} chunk(s) of files no longer in the folder removed"
     return reporter.succeed(result, text)
 
 
@@ -180,33 +201,38 @@ def hit_to_json(hit: SearchHit) -> dict[str, Any]:
     }
 
 
-def format_hits(hits: list[SearchHit]) -> str:
-    """Hits as a ranked, aligned plain-text list."""
+def format_hits(hits: list[SearchHit], stores: list[str] | None = None) -> str:
+    """Hits as a ranked, aligned plain-text list; `stores` (one per hit) when several were searched."""
     if not hits:
         return "No memories found."
     lines = []
     for rank, hit in enumerate(hits, start=1):
         mark = "*" if hit.admitted else " "
-        lines.append(f"{rank:>2}. {hit.score:.3f}{mark} {hit.kind:<8} {hit.when()}  {hit.origin}")
+        store = f"  [{stores[rank - 1]}]" if stores else ""
+        lines.append(f"{rank:>2}. {hit.score:.3f}{mark} {hit.kind:<8} {hit.when()}  {hit.origin}{store}")
         lines.append(f"    {hit.excerpt(100)}")
     lines.append("(* = above the relevance threshold: given to the model in a chat)")
     return "\n".join(lines)
 
 
 def _query(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> int:
-    from ocat.memory import RetrievalLimits, retrieve
+    from ocat.memory import RetrievalLimits
+    from ocat.memory.filters import parse_where
+    from ocat.memory.search import search_stores
 
     limits = RetrievalLimits.from_settings(settings.vector_store, results=args.results)
     count = args.results or settings.vector_store.context_results
+    filters = parse_where(getattr(args, "where", None) or [])
     queries = _stdin_lines() if args.query_vector_store == "-" else [args.query_vector_store]
     if args.query_vector_store != "-" and not queries[0].strip():
         raise UsageError("the query is empty")
-    store = _open_store(settings)
+    stores = _open_stores(settings, args)
     for index, query in enumerate(queries):
         reporter.restart_clock()
-        hits = retrieve(store, query, limits, limit=count)
-        result = {"query": query, "results": [hit_to_json(h) for h in hits]}
-        text = format_hits(hits)
+        found = search_stores(stores, query, limits, filters, limit=count)
+        hits = [h.hit for h in found]
+        result = {"query": query, "results": [hit_to_json(h.hit) | {"store": h.store} for h in found]}
+        text = format_hits(hits, stores=[h.store for h in found] if len(stores) > 1 else None)
         if len(queries) > 1 or args.query_vector_store == "-":
             text = ("\n" if index else "") + f"# {query}\n{text}"
         reporter.succeed(result, text)

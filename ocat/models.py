@@ -162,6 +162,8 @@ class AddResult:
     added_chunks: int
     total_chunks: int
     replaced_chunks: int = 0
+    # The ids of the document's chunks as stored (added now or before).
+    ids: tuple[str, ...] = ()
 
     @property
     def already_present(self) -> int:

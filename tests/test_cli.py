@@ -62,6 +62,7 @@ def test_add_query_and_stats_on_a_fresh_machine(cli: Cli, notes: Path) -> None:
         "dimensions": 384,
         "similarity_threshold": 0.65,
         "partial_documents": 0,
+        "stores": ["default"],
     }
 
 
@@ -257,6 +258,12 @@ def test_version_and_help_and_python_dash_m(cli: Cli) -> None:
         ("import ocat.cli", ("textual", "litellm", "chromadb")),
         ("import ocat.cli, ocat.config, ocat.memory, ocat.chat, ocat.headless", ("textual", "litellm", "chromadb")),
         ("import ocat.session, ocat.commands, ocat.repl", ("textual", "litellm", "chromadb")),
+        (
+            "import ocat.memory.tools, ocat.memory.search, ocat.memory.folders, ocat.memory.named",
+            ("textual", "litellm", "chromadb", "mcp"),
+        ),
+        # `ocat mcp` loads the SDK when it builds the server, never at import.
+        ("import ocat.mcp_server", ("textual", "litellm", "chromadb", "mcp")),
         # The app itself may import Textual, but the heavy libraries load after the first frame.
         ("import ocat.ui.app", ("litellm", "chromadb", "onnxruntime")),
     ],

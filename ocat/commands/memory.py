@@ -115,6 +115,8 @@ def _vdoc(session: ChatSession, rest: str) -> CommandResult:
     text = f"Added {outcome.added_chunks} chunk(s) from {display_path(str(path))}"
     if outcome.total_chunks > outcome.added_chunks:
         text += f"; {outcome.total_chunks - outcome.added_chunks} already stored"
+    if outcome.removed_chunks:
+        text += f"; {outcome.removed_chunks} from files no longer in the folder removed"
     return CommandResult(text="\n".join([text + ".", *notes]))
 
 

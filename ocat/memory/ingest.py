@@ -9,14 +9,15 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator, Literal
+from typing import Any, Callable, Iterator, Literal, Mapping
 
 from ocat.chunking import ChunkingOptions, chunk_text, content_hash
 from ocat.errors import InputFileError
 from ocat.memory.store import WRITE_BATCH, MemoryStore
 from ocat.models import AddResult, DocumentChunk, now
 
-Source = Literal["vdoc_command", "vadd_command", "cli", "import"]
+# How a document arrived; an MCP `memory_save` may name its own source label instead.
+Source = Literal["vdoc_command", "vadd_command", "cli", "import", "mcp"] | str
 # The file types a folder add picks up; a single named file may be any UTF-8 text.
 FOLDER_SUFFIXES = (".md", ".markdown", ".txt")
 # A file larger than this is refused rather than read into memory whole.
@@ -77,16 +78,25 @@ def document_chunks(
     source_file: str = "",
     manual_entry: bool = False,
     date_added: float | None = None,
+    extra: Mapping[str, Any] | None = None,
+    identity: str | None = None,
+    title: str | None = None,
 ) -> list[DocumentChunk]:
-    """Chunk a text and attach the metadata every stored chunk carries."""
+    """Chunk a text and attach the metadata every stored chunk carries (plus `extra`, which
+    never overrides those fields).
+
+    `identity` is what, besides the text, makes the document (default `source_file`);
+    `title` heads each markdown chunk (default the file's name).
+    """
     digest = content_hash(text)
-    key = document_key(text, source_file)
-    filename = Path(source_file).name if source_file else None
+    key = document_key(text, source_file if identity is None else identity)
+    filename = title if title is not None else (Path(source_file).name if source_file else None)
     pieces = chunk_text(text, options, filename=filename)
     added_at = now() if date_added is None else date_added
     chunks = []
     for piece in pieces:
         metadata: dict[str, Any] = {
+            **(extra or {}),
             "kind": "document",
             "source": source,
             "source_file": source_file,
@@ -98,7 +108,8 @@ def document_chunks(
             "date_added": added_at,
         }
         if piece.section:
-            metadata["section"] = piece.section
+            # Lower-case: it is matched by filters (`--where section=...`), not read.
+            metadata["section"] = piece.section.lower()
         chunks.append(DocumentChunk(id=chunk_id(key, piece.index), text=piece.text, metadata=metadata))
     return chunks
 
@@ -112,33 +123,59 @@ def add_text(
     source_file: str = "",
     manual_entry: bool = True,
     progress: Callable[[int, int], None] | None = None,
+    extra: Mapping[str, Any] | None = None,
 ) -> AddResult:
     """Store a text as memory, chunked by `options`; the same text twice is stored once.
 
+    `extra` is metadata added to every chunk (it cannot replace the fields ocat sets).
     Chunks are embedded and written a batch at a time; `progress(done, total)` follows them.
     Cut short (a crash, Ctrl+C), the document stays detectably partial (`partial_documents`)
     and adding it again stores only the missing chunks.
     """
-    chunks = document_chunks(text, options, source=source, source_file=source_file, manual_entry=manual_entry)
+    chunks = document_chunks(
+        text, options, source=source, source_file=source_file, manual_entry=manual_entry, extra=extra
+    )
+    previous = {"$or": [{"source_file": source_file}, {"source_path": source_file}]} if source_file else None
+    return store_document(store, chunks, previous=previous, source_path=source_file or None, progress=progress)
+
+
+def store_document(
+    store: MemoryStore,
+    chunks: list[DocumentChunk],
+    *,
+    previous: dict[str, Any] | None,
+    source_path: str | None,
+    progress: Callable[[int, int], None] | None = None,
+) -> AddResult:
+    """Store one document's chunks, idempotently; `previous` matches the chunks of the same
+    file's earlier versions, which are deleted first (an edited file replaces its old self)."""
     if not chunks:
-        return AddResult(source_path=source_file or None, added_chunks=0, total_chunks=0)
+        # An emptied file: what it held before is gone too.
+        replaced = store.delete_documents_where(previous) if previous else 0
+        return AddResult(source_path=source_path, added_chunks=0, total_chunks=0, replaced_chunks=replaced)
     key = chunks[0].metadata["document_id"]
     replaced = 0
-    if source_file:
-        # The same file with other content is an edit: its old chunks go.
-        replaced = store.delete_documents_where({"$and": [{"source_file": source_file}, {"document_id": {"$ne": key}}]})
+    if previous:
+        replaced = store.delete_documents_where({"$and": [previous, {"document_id": {"$ne": key}}]})
     present = store.documents_where({"document_id": key})
     if present:
         declared = {int(c.metadata.get("total_chunks", -1)) for c in present}
         if declared == {len(present)}:
             # Complete already (perhaps chunked differently once): never store it twice.
-            return AddResult(source_path=source_file or None, added_chunks=0, total_chunks=len(present))
+            ids = tuple(c.id for c in sorted(present, key=lambda c: int(c.metadata.get("chunk_index", 0))))
+            return AddResult(source_path=source_path, added_chunks=0, total_chunks=len(present), ids=ids)
         if not {c.id for c in present} <= {c.id for c in chunks}:
             # A partial add made with other chunking settings: start that document over.
             store.delete(sorted(c.id for c in present))
     report = (lambda done: progress(done, len(chunks))) if progress else None
     added = store.add_chunks(chunks, progress=report)
-    return AddResult(source_path=source_file or None, added_chunks=added, total_chunks=len(chunks), replaced_chunks=replaced)
+    return AddResult(
+        source_path=source_path,
+        added_chunks=added,
+        total_chunks=len(chunks),
+        replaced_chunks=replaced,
+        ids=tuple(c.id for c in chunks),
+    )
 
 
 def read_text_file(path: Path, notify: Callable[[str], None] | None = None) -> str:
@@ -207,6 +244,8 @@ class PathAddResult:
 
     source_path: str
     files: list[AddResult]
+    # Chunks of files that were added from this folder before and are gone from it now.
+    removed_chunks: int = 0
 
     @property
     def added_chunks(self) -> int:
@@ -237,6 +276,8 @@ def add_path(
     """Add a file, or every text file in a folder; every file is read before any is stored.
 
     This is the one ingest path: `--add-to-vector-store` and `/vdoc` both call it.
+    A folder is a knowledge folder (see `ocat.memory.folders`): markdown split at `## `
+    headings, metadata from each file's path, and files gone from it removed from memory.
     `progress` is told each file of a folder as it starts; `notify` gets warnings (a file
     that is empty, or not UTF-8); `chunks_stored(file, done, total)` follows each write batch.
     """
@@ -246,24 +287,27 @@ def add_path(
     if path.is_dir() and not files:
         raise InputFileError(f"{path} holds no .md or .txt files")
     texts = [(f, read_text_file(f, notify)) for f in files]
-    results = []
     for file, text in texts:
-        if progress:
-            progress(file)
         if not text.strip() and notify:
             notify(f"{file} is empty; nothing to add from it")
-        results.append(
-            add_text(
-                store,
-                text,
-                options,
-                source=source,
-                source_file=str(file.resolve()),
-                manual_entry=False,
-                progress=(lambda done, total, file=file: chunks_stored(file, done, total)) if chunks_stored else None,
-            )
-        )
-    return PathAddResult(source_path=str(path), files=results)
+    if path.is_dir():
+        from ocat.memory.folders import add_folder
+
+        return add_folder(store, path, texts, options, source=source, progress=progress, chunks_stored=chunks_stored)
+    file, text = texts[0]
+    absolute = str(file.resolve())
+    extra = {"source_path": absolute, "filename": file.name}
+    result = add_text(
+        store,
+        text,
+        options,
+        source=source,
+        source_file=absolute,
+        manual_entry=False,
+        extra=extra,
+        progress=(lambda done, total: chunks_stored(file, done, total)) if chunks_stored else None,
+    )
+    return PathAddResult(source_path=str(path), files=[result])
 
 
 def throttled_progress(say: Callable[[int, int], None], every: float = 1.0) -> Callable[[int, int], None]:

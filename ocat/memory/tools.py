@@ -1,0 +1,270 @@
+"""The memory operations `ocat mcp` offers as tools: search, save, forget, stats.
+
+Protocol-free: each takes plain values, returns a JSON-ready dict and raises UsageError
+for bad input (or another OcatError when the store fails), which the MCP layer turns
+into an error result. One store is read and written; several (`--store a,b`) are only read.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Callable, Mapping, TypeVar
+
+from ocat.errors import StoreError, UsageError
+from ocat.memory.filters import DOCUMENT_KEYS, FilterSpec
+from ocat.models import EXCHANGE_FIELDS, AddResult, Exchange, SearchHit
+
+if TYPE_CHECKING:
+    from ocat.config import Settings
+    from ocat.memory.store import MemoryStore
+
+log = logging.getLogger("ocat.mcp")
+T = TypeVar("T")
+MAX_RESULTS = 50
+MAX_CONTENT_CHARS = 1_000_000
+MAX_METADATA_KEYS = 32
+MAX_METADATA_VALUE_CHARS = 2000
+CONFIRM = "CONFIRM"
+DEFAULT_SOURCE = "mcp"
+_LABEL = re.compile(r"[\w .:/@+-]{1,100}")
+_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,63}")
+# Fields ocat sets itself; a caller's metadata may not reuse them (nor "date", a filter alias).
+RESERVED_KEYS = DOCUMENT_KEYS | set(EXCHANGE_FIELDS) | {"date"}
+# Left out of results: an exchange's text already holds its prompt and answer, `kind` is said
+# once per hit, and the hashes mean nothing to a reader; repeating them costs the caller tokens.
+_REPEATED = {"user_prompt", "assistant_response", "kind", "content_hash", "document_id"}
+
+
+class MemoryTools:
+    """The four operations over the stores `open_stores` gives (opened once, on first use)."""
+
+    def __init__(self, settings: Settings, open_stores: Callable[[], list[MemoryStore]]) -> None:
+        self.settings = settings
+        self._open_stores = open_stores
+        self._stores: list[MemoryStore] | None = None
+        # One operation at a time: the store's clients and the ONNX session are shared.
+        self._lock = threading.RLock()
+
+    def stores(self) -> list[MemoryStore]:
+        """The open stores, opening them if this is the first use (a failed open is retried next time)."""
+        with self._lock:
+            if self._stores is None:
+                self._stores = self._open_stores()
+            return self._stores
+
+    def close(self) -> None:
+        """Give the stores up (their owner lock and server, if held)."""
+        with self._lock:
+            for store in self._stores or []:
+                store.close()
+            self._stores = None
+
+    def _using(self, operation: Callable[[list[MemoryStore]], T]) -> T:
+        """Run an operation on the stores, one at a time.
+
+        A store reached through another process's server (a chat window that owned it) fails
+        once that process exits; then the stores are opened again (this server may become the
+        owner) and the operation is retried once. Every write is idempotent, so a retry is safe.
+        """
+        with self._lock:
+            stores = self.stores()
+            try:
+                return operation(stores)
+            except StoreError:
+                if not any(getattr(s.lease, "role", None) == "client" for s in stores):
+                    raise
+                log.warning("the store's owner went away; opening the store again")
+                self.close()
+                return operation(self.stores())
+
+    @staticmethod
+    def _writable(stores: list[MemoryStore]) -> MemoryStore:
+        if len(stores) > 1:
+            names = ", ".join(s.name for s in stores)
+            raise UsageError(f"this server reads several stores ({names}); it writes to one only: start it with one --store")
+        return stores[0]
+
+    # -- the tools -----------------------------------------------------------------------------
+
+    def search(self, query: str, k: int = 5, spec: FilterSpec | None = None) -> dict[str, Any]:
+        """The k most relevant memories for `query`, optionally filtered, with score and metadata."""
+        from ocat.memory.retrieval import RetrievalLimits
+        from ocat.memory.search import search_stores
+
+        query = _required_text("query", query)
+        if not 1 <= k <= MAX_RESULTS:
+            raise UsageError(f"k must be between 1 and {MAX_RESULTS}, got {k}")
+        filters = (spec or FilterSpec()).to_filters()
+        limits = RetrievalLimits.from_settings(self.settings.vector_store, results=k)
+        def search(stores: list[MemoryStore]) -> tuple[list[str], list[Any]]:
+            return [s.name for s in stores], search_stores(stores, query, limits, filters, limit=k)
+
+        names, found = self._using(search)
+        return {"query": query, "stores": names, "results": [_hit(h.hit, store=h.store) for h in found]}
+
+    def save(self, content: str, source: str | None = None, metadata: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """Remember a text, chunked like `/vadd`; the same text saved twice is stored once."""
+        from ocat.chunking import options_from
+        from ocat.memory.ingest import add_text
+
+        content = _required_text("content", content)
+        if len(content) > MAX_CONTENT_CHARS:
+            raise UsageError(f"content is {len(content)} characters; the limit is {MAX_CONTENT_CHARS}")
+        label = DEFAULT_SOURCE if source is None else source.strip()
+        if not _LABEL.fullmatch(label):
+            raise UsageError("source must be 1-100 letters, digits, spaces or . : / @ + - _")
+        if label == "chat":
+            raise UsageError('source "chat" is reserved for chat exchanges')
+        extra = _checked_metadata(metadata or {})
+        options = options_from(self.settings.chunking)
+
+        def save(stores: list[MemoryStore]) -> tuple[str, AddResult]:
+            store = self._writable(stores)
+            return store.name, add_text(store, content, options, source=label, manual_entry=True, extra=extra)
+
+        name, outcome = self._using(save)
+        return {
+            "store": name,
+            "ids": list(outcome.ids),
+            "added_chunks": outcome.added_chunks,
+            "total_chunks": outcome.total_chunks,
+            "already_stored": outcome.added_chunks == 0,
+        }
+
+    def forget(
+        self, query: str | None = None, id: str | None = None, confirm: str | None = None, k: int = 3
+    ) -> dict[str, Any]:
+        """Delete memories by id (a unique prefix will do) or the admitted hits of a query.
+
+        Without `confirm="CONFIRM"` nothing is deleted: the result lists what would be.
+        """
+        if (query is None) == (id is None):
+            raise UsageError("give either query or id (not both)")
+        if confirm is not None and confirm != CONFIRM:
+            raise UsageError(f'confirm must be exactly "{CONFIRM}" to delete; leave it out to preview')
+        if not 1 <= k <= MAX_RESULTS:
+            raise UsageError(f"k must be between 1 and {MAX_RESULTS}, got {k}")
+
+        def forget(stores: list[MemoryStore]) -> tuple[list[dict[str, Any]], int]:
+            store = self._writable(stores)
+            if id is not None:
+                targets = [_record_item(store, _resolve(store, _required_text("id", id)))]
+            else:
+                targets = self._matches(store, _required_text("query", query or ""), k)
+            if confirm != CONFIRM or not targets:
+                return targets, 0
+            return targets, store.delete([t["id"] for t in targets])
+
+        targets, removed = self._using(forget)
+        if confirm != CONFIRM:
+            message = f'nothing deleted; call again with confirm: "{CONFIRM}" to delete these'
+            return {"deleted": False, "would_delete": targets,
+                    "message": message if targets else "nothing matches; nothing to delete"}
+        return {"deleted": True, "deleted_ids": [t["id"] for t in targets], "count": removed}
+
+    def _matches(self, store: MemoryStore, query: str, k: int) -> list[dict[str, Any]]:
+        """The hits of a query relevant enough to be given to a model: only those may be forgotten."""
+        from ocat.memory.retrieval import RetrievalLimits
+        from ocat.memory.search import search_store
+
+        limits = RetrievalLimits.from_settings(self.settings.vector_store, results=k)
+        return [_hit(h, brief=True) for h in search_store(store, query, limits, limit=k) if h.admitted]
+
+    def stats(self) -> dict[str, Any]:
+        """Each open store's location and counts, and the names of the stores that exist."""
+        from ocat.memory.named import store_names
+
+
+        def describe(stores: list[MemoryStore]) -> tuple[list[dict[str, Any]], list[str]]:
+            described = [
+                {
+                    "name": s.name,
+                    "path": s.location.describe() if s.location.path is None else str(s.location.path),
+                    "exchanges": s.count("exchange"),
+                    "documents": s.count("document"),
+                    "embedding_model": s.embedder.name,
+                    "dimensions": s.embedder.dimensions,
+                }
+                for s in stores
+            ]
+            return described, store_names(self.settings, stores[0])
+
+        described, available = self._using(describe)
+        vector_store = self.settings.vector_store
+        return {
+            "stores": described,
+            "writable": len(described) == 1,
+            "available_stores": available,
+            "similarity_threshold": vector_store.similarity_threshold,
+            "memory_threshold": vector_store.memory_threshold,
+        }
+
+
+def _required_text(name: str, value: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise UsageError(f"{name} must be a non-empty string")
+    return value.strip()
+
+
+def _checked_metadata(metadata: Mapping[str, Any]) -> dict[str, Any]:
+    if len(metadata) > MAX_METADATA_KEYS:
+        raise UsageError(f"metadata has {len(metadata)} keys; the limit is {MAX_METADATA_KEYS}")
+    checked: dict[str, Any] = {}
+    for key, value in metadata.items():
+        if not isinstance(key, str) or not _KEY.fullmatch(key):
+            raise UsageError(f"metadata key {key!r}: use letters, digits, '_', '.' or '-', starting with a letter or '_'")
+        if key in RESERVED_KEYS:
+            raise UsageError(f"metadata key {key!r} is set by ocat itself; pick another name")
+        if not isinstance(value, (str, int, float, bool)):
+            raise UsageError(f"metadata {key!r}: values must be strings, numbers or booleans")
+        if isinstance(value, str) and len(value) > MAX_METADATA_VALUE_CHARS:
+            raise UsageError(f"metadata {key!r} is longer than {MAX_METADATA_VALUE_CHARS} characters")
+        checked[key] = value
+    return checked
+
+
+def _resolve(store: MemoryStore, prefix: str) -> str:
+    """A full id from an id or a unique prefix of one."""
+    if store.get(prefix) is not None:
+        return prefix
+    found = store.lexical.resolve_prefix("exchange", prefix) + store.lexical.resolve_prefix("document", prefix)
+    if not found:
+        raise UsageError(f"no memory with an id starting {prefix!r}")
+    if len(found) > 1:
+        raise UsageError(f"{prefix!r} matches more than one memory; give more of the id")
+    return found[0]
+
+
+def _hit(hit: SearchHit, *, store: str | None = None, brief: bool = False) -> dict[str, Any]:
+    item: dict[str, Any] = {"id": hit.id}
+    if store is not None:
+        item["store"] = store
+    item |= {
+        "kind": hit.kind,
+        "score": round(hit.score, 4),
+        "admitted": hit.admitted,
+        "date": _iso(hit.timestamp),
+        "text": hit.excerpt(300) if brief else hit.text,
+        "metadata": {k: v for k, v in hit.metadata.items() if k not in _REPEATED},
+    }
+    return item
+
+
+def _record_item(store: MemoryStore, record_id: str) -> dict[str, Any]:
+    record = store.get(record_id)
+    if record is None:
+        raise UsageError(f"no memory with the id {record_id!r}")
+    if isinstance(record, Exchange):
+        hit = SearchHit(id=record_id, kind="exchange", score=1.0, text=record.text, metadata=record.to_metadata())
+    else:
+        hit = SearchHit(id=record_id, kind="document", score=1.0, text=record.text, metadata=record.metadata)
+    item = _hit(hit, brief=True)
+    del item["score"], item["admitted"]
+    return item
+
+
+def _iso(timestamp: float | None) -> str | None:
+    return datetime.fromtimestamp(timestamp).astimezone().isoformat(timespec="seconds") if timestamp else None
