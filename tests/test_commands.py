@@ -90,7 +90,8 @@ def test_vdoc_docs_name_reads_inside_the_docs_folder_only(store: MemoryStore, tm
     assert "vector_store.docs_folder" in run_command(without, "/vdoc docs:guides/setup.md").text
     session = ChatSession(load_settings(env={}, overrides={"vector_store.docs_folder": str(docs)}), store=store)
     assert "Added 1 chunk(s)" in run_command(session, "/vdoc docs:guides/setup.md").text
-    assert "Added 1 chunk(s)" not in run_command(session, "/vdoc docs:guides").text  # already stored
+    assert not run_command(session, "/vdoc docs:guides").error  # the folder: its file replaces its old self
+    assert store.count("document") == 1
     for escape in ("docs:../secret.md", "docs:link.md", f"docs:{tmp_path / 'secret.md'}"):
         result = run_command(session, f"/vdoc {escape}")
         assert result.error and "outside the docs folder" in result.text, escape
