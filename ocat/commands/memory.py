@@ -120,16 +120,6 @@ def _vdoc(session: ChatSession, rest: str) -> CommandResult:
     return CommandResult(text="\n".join([text + ".", *notes]))
 
 
-def _resolve(session: ChatSession, prefix: str) -> str:
-    store = require_store(session)
-    found = store.lexical.resolve_prefix("exchange", prefix) + store.lexical.resolve_prefix("document", prefix)
-    if not found:
-        raise UsageError(f"no memory with an id starting {prefix!r}")
-    if len(found) > 1:
-        raise UsageError(f"{prefix!r} matches more than one memory; give more of the id")
-    return found[0]
-
-
 def _exchange_rows(exchanges: list[Exchange]) -> list[tuple[str, ...]]:
     return [(e.exchange_id[:8], _day(e.timestamp), e.user_prompt, e.assistant_response) for e in exchanges]
 
@@ -145,7 +135,7 @@ def _vget(session: ChatSession, rest: str) -> CommandResult:
                              rows=_exchange_rows(exchanges))
     if not rest:
         raise UsageError("/vget needs an id, 'session' or 'thread'")
-    record = store.get(_resolve(session, rest))
+    record = store.get(store.resolve_id(rest))
     if isinstance(record, Exchange):
         fields = record.to_record()
         return CommandResult(text=f"Exchange {record.exchange_id}", columns=("field", "value"),
@@ -161,8 +151,8 @@ def _vdelete(session: ChatSession, rest: str) -> CommandResult:
     if not parts:
         raise UsageError("/vdelete needs an id")
     confirmed = "--yes" in parts
-    record_id = _resolve(session, next(p for p in parts if p != "--yes"))
     store = require_store(session)
+    record_id = store.resolve_id(next(p for p in parts if p != "--yes"))
     record = store.get(record_id)
     what = (
         f"the exchange {record_id[:8]} ({record.user_prompt[:60]!r})"

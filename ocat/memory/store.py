@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
-from ocat.errors import StoreError
+from ocat.errors import StoreError, UsageError
 from ocat.locations import cache_dir
 from ocat.memory.backend import StoreLocation, collection_names, open_client, open_collection
 from ocat.memory.embeddings import Embedder
@@ -206,6 +206,17 @@ class MemoryStore:
             score = min(1.0, max(0.0, 1.0 - float(distance)))
             hits.append(SearchHit(id=record_id, kind=kind, score=score, text=text or "", metadata=dict(metadata or {})))
         return hits
+
+    def resolve_id(self, prefix: str) -> str:
+        """A full record id from an id or a unique prefix of one (UsageError if none or several)."""
+        if self.get(prefix) is not None:
+            return prefix  # an exact id wins even when it is also the start of another
+        found = self.lexical.resolve_prefix("exchange", prefix) + self.lexical.resolve_prefix("document", prefix)
+        if not found:
+            raise UsageError(f"no memory with an id starting {prefix!r}")
+        if len(found) > 1:
+            raise UsageError(f"{prefix!r} matches more than one memory; give more of the id")
+        return found[0]
 
     def get(self, record_id: str) -> Exchange | DocumentChunk | None:
         """An exchange or a chunk by its id, or None."""

@@ -151,7 +151,7 @@ class MemoryTools:
         def forget(stores: list[MemoryStore]) -> tuple[list[dict[str, Any]], int]:
             store = self._writable(stores)
             if id is not None:
-                targets = [_record_item(store, _resolve(store, _required_text("id", id)))]
+                targets = [_record_item(store, store.resolve_id(_required_text("id", id)))]
             else:
                 targets = self._matches(store, _required_text("query", query or ""), k)
             if confirm != CONFIRM or not targets:
@@ -224,18 +224,6 @@ def _checked_metadata(metadata: Mapping[str, Any]) -> dict[str, Any]:
             raise UsageError(f"metadata {key!r} is longer than {MAX_METADATA_VALUE_CHARS} characters")
         checked[key] = value
     return checked
-
-
-def _resolve(store: MemoryStore, prefix: str) -> str:
-    """A full id from an id or a unique prefix of one."""
-    if store.get(prefix) is not None:
-        return prefix
-    found = store.lexical.resolve_prefix("exchange", prefix) + store.lexical.resolve_prefix("document", prefix)
-    if not found:
-        raise UsageError(f"no memory with an id starting {prefix!r}")
-    if len(found) > 1:
-        raise UsageError(f"{prefix!r} matches more than one memory; give more of the id")
-    return found[0]
 
 
 def _hit(hit: SearchHit, *, store: str | None = None, brief: bool = False) -> dict[str, Any]:
