@@ -46,17 +46,23 @@ from bench.recall import DEFAULT_DATA, DEFAULT_MODEL, load_conversations  # noqa
 STRIDE = 7
 
 
-class TableEmbedder:
-    """The real model's name and size, but vectors looked up from a table (store building only)."""
+class HalvesEmbedder:
+    """The real model's name and size, but each stored text's vector is the normalised sum of
+    the real vectors of its two halves (store building only; queries use the real model)."""
 
-    def __init__(self, table: dict[str, list[float]], name: str, dimensions: int) -> None:
-        self.table = table
+    def __init__(self, halves: Any, rows: dict[str, tuple[int, int]], name: str, dimensions: int) -> None:
+        self.halves = halves
+        self.rows = rows
         self.name = name
         self.dimensions = dimensions
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        """The precomputed vector of each text (a KeyError means the bench built it wrong)."""
-        return [self.table[t] for t in texts]
+        """The synthetic vector of each text (a KeyError means the bench built it wrong)."""
+        import numpy as np
+
+        pairs = np.asarray([self.rows[t] for t in texts])
+        sums = self.halves[pairs[:, 0]] + self.halves[pairs[:, 1]]
+        return (sums / np.linalg.norm(sums, axis=1, keepdims=True)).tolist()
 
 
 def percentile(values: Sequence[float], share: float) -> float:
@@ -94,8 +100,8 @@ def synthetic_exchanges(base: list[Any], count: int) -> Iterator[Any]:
         n += 1
 
 
-def synthetic_table(base: list[Any], count: int, embedder: Any, cache: Path | None) -> dict[str, list[float]]:
-    """Vectors for the synthetic exchanges from the real vectors of every dev prompt and response."""
+def synthetic_embedder(base: list[Any], count: int, embedder: Any, cache: Path | None) -> HalvesEmbedder:
+    """An embedder for the synthetic exchanges, from the real vectors of every dev prompt and response."""
     import numpy as np
 
     halves = sorted({e.user_prompt for e in base} | {e.assistant_response for e in base})
@@ -109,11 +115,8 @@ def synthetic_table(base: list[Any], count: int, embedder: Any, cache: Path | No
         if cache is not None:
             cache.write_text(json.dumps({"texts": halves, "vectors": vectors.tolist()}))
     row = {text: i for i, text in enumerate(halves)}
-    table = {}
-    for e in synthetic_exchanges(base, count):
-        v = vectors[row[e.user_prompt]] + vectors[row[e.assistant_response]]
-        table[e.text] = (v / max(float(np.linalg.norm(v)), 1e-12)).tolist()
-    return table
+    rows = {e.text: (row[e.user_prompt], row[e.assistant_response]) for e in synthetic_exchanges(base, count)}
+    return HalvesEmbedder(vectors, rows, embedder.name, embedder.dimensions)
 
 
 def build_store(folder: Path, size: int, vectors: str, base: list[Any], embedder: Any) -> float:
@@ -122,8 +125,7 @@ def build_store(folder: Path, size: int, vectors: str, base: list[Any], embedder
 
     started = time.perf_counter()
     if vectors == "synthetic":
-        table = synthetic_table(base, size, embedder, folder.parent / "dev-halves.json")
-        builder = TableEmbedder(table, embedder.name, embedder.dimensions)
+        builder: Any = synthetic_embedder(base, size, embedder, folder.parent / "dev-halves.json")
         exchanges = synthetic_exchanges(base, size)
     else:
         builder = embedder

@@ -74,6 +74,10 @@ class OcatApp(App[int]):
         self.query_one(PromptInput).focus()
         # Stay scrolled to the newest message while answers and tables grow.
         self.query_one("#conversation", VerticalScroll).anchor()
+
+    def on_ready(self) -> None:
+        # Ready comes once the first frame is on screen: only then start chromadb and the
+        # model, whose imports would otherwise compete with the first paint for the GIL.
         if self.session.settings.vector_store.enabled:
             self.load_memory()
 
