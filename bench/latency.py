@@ -148,12 +148,15 @@ def build_store(folder: Path, size: int, vectors: str, base: list[Any], embedder
 class Breakdown:
     """Wraps the store's parts with timers, to say where a retrieval's time goes."""
 
+    # Parts of more than one version of ocat, so one bench measures before and after a change.
     PARTS = (
         ("embed query", "embedder", "embed"),
         ("dense search (chroma query)", None, "search"),
+        ("dense search, ids only (chroma query)", None, "nearest"),
         ("read by id (chroma get)", None, "fetch"),
         ("lexical search (fts5)", "lexical", "search"),
-        ("doc freqs (fts5vocab)", "lexical", "doc_freqs"),
+        ("doc freqs", "lexical", "doc_freqs"),
+        ("term sets (sqlite)", "lexical", "term_sets"),
         ("neighbours (sqlite)", "lexical", "neighbours"),
         ("lexical count", "lexical", "count"),
     )
@@ -163,7 +166,8 @@ class Breakdown:
         self._undo: list[Callable[[], None]] = []
         for label, attr, method in self.PARTS:
             owner = getattr(store, attr) if attr else store
-            self._wrap(owner, method, label)
+            if hasattr(owner, method):
+                self._wrap(owner, method, label)
 
     def _wrap(self, owner: Any, method: str, label: str) -> None:
         original = getattr(owner, method)
