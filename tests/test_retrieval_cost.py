@@ -1,0 +1,77 @@
+"""What a retrieval costs in calls: a chat turn's queries share the work, and texts are read only for kept hits."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from ocat.memory import MemoryStore, RetrievalLimits, retrieve
+from ocat.memory.retrieval import retrieve_any
+from ocat.models import Exchange
+from tests.conftest import FakeEmbedder
+
+LIMITS = RetrievalLimits(exchange_results=3, document_results=2, exchange_threshold=0.5, document_threshold=0.5)
+TOPICS = ["sourdough bread starter", "python web framework", "garden tomato plants", "billing database choice"]
+
+
+def _fill(store: MemoryStore) -> None:
+    store.add_exchanges(
+        Exchange(
+            user_prompt=f"{TOPICS[i % 4]} question {i}",
+            assistant_response=f"an answer about {TOPICS[i % 4]} number {i}",
+            thread_id=f"t{i % 5}",
+            session_id="s",
+            timestamp=float(i),
+        )
+        for i in range(40)
+    )
+
+
+class CountingCollection:
+    """Wraps a Chroma collection to record which calls retrieval makes."""
+
+    def __init__(self, inner: Any, log: list[tuple[str, Any]]) -> None:
+        self._inner, self._log = inner, log
+
+    def query(self, **kwargs: Any) -> Any:
+        self._log.append(("query", (len(kwargs["query_embeddings"]), tuple(kwargs["include"]))))
+        return self._inner.query(**kwargs)
+
+    def get(self, **kwargs: Any) -> Any:
+        self._log.append(("get", (len(kwargs.get("ids") or []), tuple(kwargs["include"]))))
+        return self._inner.get(**kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+def test_a_chat_turns_queries_share_one_embedding_call_and_one_chroma_query(
+    store: MemoryStore, fake_embedder: FakeEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _fill(store)
+    log: list[tuple[str, Any]] = []
+    monkeypatch.setattr(store, "exchanges", CountingCollection(store.exchanges, log))
+    fake_embedder.calls.clear()
+    hits = retrieve_any(store, ["tomato plants", "bread starter\ntomato plants"], LIMITS)
+    assert fake_embedder.calls == [2]
+    queries = [detail for call, detail in log if call == "query"]
+    assert queries == [(2, ("distances",))]  # ids and distances only, both vectors at once
+    # Texts and metadata are read once, for at most twice the hits wanted.
+    reads = [detail for call, detail in log if call == "get" and "documents" in detail[1]]
+    assert len(reads) == 1 and reads[0][0] <= 2 * LIMITS.exchange_results
+    assert hits and all(h.text and h.metadata for h in hits)
+
+
+def test_retrieve_any_keeps_each_memorys_best_score_over_the_queries(store: MemoryStore) -> None:
+    _fill(store)
+    queries = ["tomato plants", "python framework"]
+    together = retrieve_any(store, queries, LIMITS)
+    alone = [h for q in queries for h in retrieve(store, q, LIMITS)]
+    best: dict[str, float] = {}
+    for hit in alone:
+        best[hit.id] = max(best.get(hit.id, 0.0), hit.score)
+    expected = sorted(best.values(), reverse=True)[: LIMITS.exchange_results]
+    # The same best scores (ties may swap ids of equal score), each the memory's best.
+    assert [round(h.score, 9) for h in together] == [round(s, 9) for s in expected]
+    assert all(round(h.score, 9) == round(best[h.id], 9) for h in together)
