@@ -7,6 +7,7 @@ own cost and the machine's load fall on both; the ratio is the figure to read.
 
     python bench/startup.py                       # first frame, --version, --help, --vector-store-stats
     python bench/startup.py --store /tmp/ocat-bench/synthetic-100000 --idle-rss --collection bench
+    python bench/startup.py --checkout /tmp/ocat-before   # the same, for another checkout (git archive)
 
 `--store` points ocat at an existing store (a fresh empty one by default); `--idle-rss`
 also opens the chat on it, waits until memory is loaded, and reports the peak RSS of the
@@ -49,11 +50,15 @@ def first_frame(command: list[str], env: dict[str, str], marker: str, *, timeout
     name = f"run{time.monotonic_ns()}"
     line = "exec env " + " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items()) + " " + shlex.join(command)
     started = time.perf_counter()
-    tmux("new-session", "-d", "-s", name, "-x", str(WIDTH), "-y", str(HEIGHT), line)
+    # remain-on-exit keeps a crashed command's last screen for the error message.
+    tmux("new-session", "-d", "-s", name, "-x", str(WIDTH), "-y", str(HEIGHT), line, ";", "set", "remain-on-exit", "on")
     try:
         while time.perf_counter() - started < timeout:
-            if marker in tmux("capture-pane", "-p", "-t", name):
+            screen = tmux("capture-pane", "-p", "-t", name)
+            if marker in screen:
                 return time.perf_counter() - started
+            if tmux("display", "-p", "-t", name, "#{pane_dead}").strip() == "1":
+                break
             time.sleep(0.005)
         raise SystemExit(f"startup: {marker!r} never appeared; the screen was:\n{tmux('capture-pane', '-p', '-t', name)}")
     finally:
@@ -155,6 +160,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", type=Path, default=DEFAULT_MODEL)
     parser.add_argument("--idle-rss", action="store_true", help="also report the app's peak RSS, idle on the store")
     parser.add_argument("--settle", type=float, default=5.0, help="seconds idle after memory loads, before reading RSS")
+    parser.add_argument("--checkout", type=Path, help="run ocat from this source tree (e.g. an older commit, for before/after)")
     parser.add_argument("--json", action="store_true", help="print one JSON document")
     args = parser.parse_args(argv)
 
@@ -174,8 +180,15 @@ def main(argv: list[str] | None = None) -> int:
             "TERM": "xterm-256color",
             "LANG": "C.UTF-8",
         }
+        if args.checkout:
+            env["PYTHONPATH"] = str(args.checkout.resolve())
         full_env = {**os.environ, **env}
-        report: dict[str, Any] = {"runs": args.runs, "store": str(args.store or "fresh, empty"), "loadavg_start": _load()}
+        report: dict[str, Any] = {
+            "runs": args.runs,
+            "store": str(args.store or "fresh, empty"),
+            "checkout": str(args.checkout or REPO),
+            "loadavg_start": _load(),
+        }
         try:
             bare, app = [], []
             for _ in range(args.runs):
@@ -215,7 +228,8 @@ def _load() -> str:
 
 def _print(report: dict[str, Any]) -> None:
     frame = report["first_frame"]
-    print(f"store: {report['store']}; load average {report['loadavg_start']} -> {report['loadavg_end']}")
+    print(f"ocat from {report['checkout']}, store: {report['store']}")
+    print(f"load average {report['loadavg_start']} -> {report['loadavg_end']}")
     print(f"first frame, median of {report['runs']} (min-max):")
     for label, key in (("bare Textual app", "bare_textual_ms"), ("ocat", "ocat_ms")):
         stats = frame[key]

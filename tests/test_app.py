@@ -10,7 +10,8 @@ from textual.widgets import Collapsible, DataTable
 from ocat.config import load_settings
 from ocat.session import ChatSession
 from ocat.ui.app import OcatApp
-from ocat.ui.widgets import AssistantMessage, NoticeMessage, PromptInput, UserMessage
+from ocat.ui.answer import AssistantMessage
+from ocat.ui.widgets import NoticeMessage, PromptInput, UserMessage
 from tests.conftest import FakeLLMServer
 
 pytestmark = [pytest.mark.slow, pytest.mark.anyio]

@@ -15,7 +15,7 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.message import Message
-from textual.widgets import Footer, Markdown, Static
+from textual.widgets import Footer, Static
 from textual.worker import Worker, WorkerState
 
 from ocat.commands import CommandResult, is_command, run_command
@@ -24,7 +24,7 @@ from ocat.llm import Usage
 from ocat.locations import display_path
 from ocat.session import ChatSession
 from ocat.themes import load_themes
-from ocat.ui.widgets import AssistantMessage, NoticeMessage, PromptInput, UserMessage, command_view, memory_indicator
+from ocat.ui.widgets import NoticeMessage, PromptInput, UserMessage, command_view, memory_indicator
 
 
 def usage_line(usage: Usage | None, seconds: float) -> str:
@@ -175,6 +175,8 @@ class OcatApp(App[int]):
 
     async def _redraw_conversation(self) -> None:
         """Show the session's conversation afresh (after /continue or /clear)."""
+        from ocat.ui.answer import AssistantMessage
+
         conversation = self.query_one("#conversation", VerticalScroll)
         await conversation.remove_children()
         for exchange in self.session.history:
@@ -188,6 +190,9 @@ class OcatApp(App[int]):
     @work(exclusive=True, group="turn")
     async def chat_turn(self, prompt: str) -> None:
         """Recall, stream the answer, then store the exchange; Esc cancels, errors restore the prompt."""
+        # Imported here: Markdown loads with the first answer, not before the first frame.
+        from ocat.ui.answer import AssistantMessage
+
         await self._append(UserMessage(prompt))
         status = self.query_one("#status", Static)
         started = time.monotonic()
@@ -203,7 +208,7 @@ class OcatApp(App[int]):
             if indicator is not None:
                 await self._append(indicator)
             await self._append(answer)
-            stream = Markdown.get_stream(answer)
+            stream = AssistantMessage.get_stream(answer)
             answer_stream = self.session.stream(self.session.request(prompt, memories))
             try:
                 async for piece in answer_stream:

@@ -7,15 +7,23 @@ never as Rich markup, so a stored "[bold]" or "[link=...]" stays literal.
 from __future__ import annotations
 
 
+from typing import TYPE_CHECKING
+
 from rich.text import Text
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.message import Message
-from textual.widgets import Collapsible, DataTable, Markdown, Static, TextArea
+from textual.widgets import Static, TextArea
 
 from ocat.commands import CommandResult
 from ocat.history import append_history, load_history
 from ocat.models import SearchHit
+
+if TYPE_CHECKING:
+    from textual.widgets import Collapsible, DataTable
+
+# Collapsible and DataTable are imported where used, and the answer widget lives in
+# answer.py: what the first frame does not show loads after it.
 
 
 class PromptInput(TextArea):
@@ -77,13 +85,6 @@ class UserMessage(Static):
         super().__init__(Text(text), classes="message user")
 
 
-class AssistantMessage(Markdown):
-    """The model's answer, rendered as Markdown as it streams in."""
-
-    def __init__(self) -> None:
-        super().__init__("", classes="message assistant")
-
-
 class NoticeMessage(Static):
     """A line from ocat itself: errors, cancellations, memory state."""
 
@@ -93,6 +94,8 @@ class NoticeMessage(Static):
 
 def memory_indicator(memories: list[SearchHit], mode: str) -> Static | Collapsible | None:
     """What the user is shown of the memories given to the model (display.context_mode)."""
+    from textual.widgets import Collapsible
+
     if mode == "off" or not memories:
         return None
     noun = "exchange" if len(memories) == 1 else "exchanges"
@@ -109,6 +112,8 @@ def memory_indicator(memories: list[SearchHit], mode: str) -> Static | Collapsib
 
 def command_view(result: CommandResult) -> Vertical:
     """A command's result: its message and, if any, a table."""
+    from textual.widgets import DataTable
+
     parts: list[Static | DataTable[str]] = []
     if result.text:
         parts.append(NoticeMessage(result.text, error=result.error))
