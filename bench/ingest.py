@@ -81,7 +81,7 @@ def write_export(path: Path, count: int, base: list[Any]) -> None:
             out.write(json.dumps({"kind": "exchange", **exchange.to_record()}, ensure_ascii=False) + "\n")
 
 
-def run_cli(args: list[str], home: Path, store: Path) -> dict[str, Any]:
+def run_cli(args: list[str], home: Path, store: Path, model: Path) -> dict[str, Any]:
     """Run ocat once on a fresh store; wall seconds, peak RSS (MiB) and its JSON result."""
     env = {
         **os.environ,
@@ -90,6 +90,7 @@ def run_cli(args: list[str], home: Path, store: Path) -> dict[str, Any]:
         "XDG_DATA_HOME": str(home / "data"),
         "XDG_CACHE_HOME": str(home / "cache"),
         "OCAT_VECTOR_STORE_PATH": str(store),
+        "OCAT_EMBEDDING_MODEL_PATH": str(model),
     }
     command = [*ocat_command(), *args, "--output", "json"]
     started = time.perf_counter()
@@ -190,7 +191,7 @@ def main(argv: list[str] | None = None) -> int:
         chunks = prose_chunks(files)
         megabytes = sum(f.stat().st_size for f in files) / 1e6
         raw = raw_embed(chunks, args.model)
-        cli = run_cli(["--add-to-vector-store", str(scratch / "prose")], scratch / "home-add", scratch / "store-add")
+        cli = run_cli(["--add-to-vector-store", str(scratch / "prose")], scratch / "home-add", scratch / "store-add", args.model)
         stored = cli["result"]["added_chunks"]
         assert stored == len(chunks), f"the CLI stored {stored} chunks, the bench made {len(chunks)}"
         report["add"] = {
@@ -209,7 +210,7 @@ def main(argv: list[str] | None = None) -> int:
             write_export(export, count, base)
             texts = [e.text for e in synthetic_exchanges(base, count)]
             raw = raw_embed(texts, args.model)
-            cli = run_cli(["--import-memory", str(export)], scratch / f"home-{count}", scratch / f"store-{count}")
+            cli = run_cli(["--import-memory", str(export)], scratch / f"home-{count}", scratch / f"store-{count}", args.model)
             report[f"import {count}"] = {
                 "exchanges": count,
                 "raw_per_s": round(count / raw, 1),

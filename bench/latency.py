@@ -20,6 +20,7 @@ measures is the search's, on a store of that size; the queries are real.
 
     python bench/latency.py --exchanges 10000
     python bench/latency.py --exchanges 1000 10000 100000 --vectors synthetic --store /tmp/ocat-bench --served
+    python bench/latency.py ... --checkout /tmp/ocat-before   # the same for another source tree (git archive)
 """
 
 from __future__ import annotations
@@ -230,8 +231,6 @@ def measure(folder: Path, embedder: Any, questions: list[str], *, served: bool, 
 
 def main(argv: list[str] | None = None) -> int:
     """Build (or reuse) a store per size, time the queries, print p50/p95/mean and the growth."""
-    from ocat.memory.embeddings import OnnxMiniLMEmbedder
-
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--exchanges", type=int, nargs="+", default=[10_000], help="store sizes (default 10000)")
     parser.add_argument("--vectors", choices=("real", "synthetic"), default="real", help="how stored exchanges get vectors")
@@ -241,14 +240,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--store", type=Path, help="keep the stores under this folder and reuse them on the next run")
     parser.add_argument("--served", action="store_true", help="also time through the owner's server, as the chat does")
     parser.add_argument("--breakdown", action="store_true", help="also say where the time goes")
+    parser.add_argument("--checkout", type=Path, help="time ocat from this source tree (e.g. an older commit, for before/after)")
     parser.add_argument("--json", action="store_true", help="print one JSON document")
     args = parser.parse_args(argv)
+    if args.checkout:
+        sys.path.insert(0, str(args.checkout.resolve()))  # before anything imports ocat
+    import ocat
+    from ocat.memory.embeddings import OnnxMiniLMEmbedder
 
     conversations = load_conversations(args.data)
     base = [e for c in conversations for e in c.exchanges]
     questions = [q["question"] for c in conversations for q in c.questions][: args.queries]
     embedder = OnnxMiniLMEmbedder(args.model)
-    report: dict[str, Any] = {"vectors": args.vectors, "queries": len(questions), "sizes": {}}
+    report: dict[str, Any] = {
+        "ocat": str(Path(ocat.__file__).parent.parent),
+        "vectors": args.vectors,
+        "queries": len(questions),
+        "loadavg_start": _load(),
+        "sizes": {},
+    }
     with tempfile.TemporaryDirectory(prefix="ocat-latency-") as scratch:
         root = args.store or Path(scratch)
         root.mkdir(parents=True, exist_ok=True)
@@ -273,9 +283,16 @@ def main(argv: list[str] | None = None) -> int:
         if not args.json:
             for name, ratio in report["growth_p50"].items():
                 print(f"p50 at {sizes[-1]} / p50 at {sizes[0]}, {name}: {ratio}x")
+    report["loadavg_end"] = _load()
     if args.json:
         print(json.dumps(report, indent=2))
+    else:
+        print(f"ocat from {report['ocat']}; load average {report['loadavg_start']} -> {report['loadavg_end']}")
     return 0
+
+
+def _load() -> str:
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
 
 def _print_size(size: int, entry: dict[str, Any], kept: Path | None) -> None:

@@ -12,7 +12,7 @@ from typing import Any, Callable, Iterator, Literal
 
 from ocat.chunking import ChunkingOptions, chunk_text, content_hash
 from ocat.errors import InputFileError
-from ocat.memory.store import MemoryStore
+from ocat.memory.store import WRITE_BATCH, MemoryStore
 from ocat.models import AddResult, DocumentChunk, now
 
 Source = Literal["vdoc_command", "vadd_command", "cli", "import"]
@@ -80,9 +80,22 @@ def add_text(
     manual_entry: bool = True,
 ) -> AddResult:
     """Store a text as memory, chunked by `options`; the same text twice is stored once."""
+    result, missing = _plan(store, text, options, source=source, source_file=source_file, manual_entry=manual_entry)
+    store.add_chunks(missing)
+    return result
+
+
+def _plan(
+    store: MemoryStore, text: str, options: ChunkingOptions, *, source: Source, source_file: str, manual_entry: bool
+) -> tuple[AddResult, list[DocumentChunk]]:
+    """What adding a text comes to: its outcome, and the chunks still to store.
+
+    Earlier versions of the file, and a partial add made with other chunking settings,
+    are deleted here; the caller stores the chunks returned.
+    """
     chunks = document_chunks(text, options, source=source, source_file=source_file, manual_entry=manual_entry)
     if not chunks:
-        return AddResult(source_path=source_file or None, added_chunks=0, total_chunks=0)
+        return AddResult(source_path=source_file or None, added_chunks=0, total_chunks=0), []
     key = chunks[0].metadata["document_id"]
     replaced = 0
     if source_file:
@@ -93,12 +106,17 @@ def add_text(
         declared = {int(c.metadata.get("total_chunks", -1)) for c in present}
         if declared == {len(present)}:
             # Complete already (perhaps chunked differently once): never store it twice.
-            return AddResult(source_path=source_file or None, added_chunks=0, total_chunks=len(present))
+            return AddResult(source_path=source_file or None, added_chunks=0, total_chunks=len(present)), []
         if not {c.id for c in present} <= {c.id for c in chunks}:
             # A partial add made with other chunking settings: start that document over.
             store.delete(sorted(c.id for c in present))
-    added = store.add_chunks(chunks)
-    return AddResult(source_path=source_file or None, added_chunks=added, total_chunks=len(chunks), replaced_chunks=replaced)
+            present = []
+    stored = {c.id for c in present}
+    missing = [c for c in chunks if c.id not in stored]
+    result = AddResult(
+        source_path=source_file or None, added_chunks=len(missing), total_chunks=len(chunks), replaced_chunks=replaced
+    )
+    return result, missing
 
 
 def read_text_file(path: Path) -> str:
@@ -178,10 +196,18 @@ def add_path(
         raise InputFileError(f"{path} holds no .md or .txt files")
     texts = [(f, read_text_file(f)) for f in files]
     results = []
+    pending: list[DocumentChunk] = []
     for file, text in texts:
         if progress:
             progress(file)
-        results.append(
-            add_text(store, text, options, source=source, source_file=str(file.resolve()), manual_entry=False)
-        )
+        result, missing = _plan(store, text, options, source=source, source_file=str(file.resolve()), manual_entry=False)
+        results.append(result)
+        pending.extend(missing)
+        # Chunks of many small files go to the store together, in full batches: each
+        # write (an embedding call and a Chroma add) has a cost of its own, whatever its size.
+        full = len(pending) - len(pending) % WRITE_BATCH
+        if full:
+            store.add_chunks(pending[:full])
+            pending = pending[full:]
+    store.add_chunks(pending)
     return PathAddResult(source_path=str(path), files=results)

@@ -1,12 +1,18 @@
-"""What a retrieval costs in calls: a chat turn's queries share the work, and texts are read only for kept hits."""
+"""What retrieval and ingest cost in calls to the model and to Chroma.
+
+A chat turn's queries share one embedding call and one Chroma query, texts are read only
+for the hits kept, and a folder of small files is embedded and written in full batches.
+"""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from ocat.memory import MemoryStore, RetrievalLimits, retrieve
+from ocat.chunking import ChunkingOptions
+from ocat.memory import MemoryStore, RetrievalLimits, add_path, retrieve
 from ocat.memory.retrieval import retrieve_any
 from ocat.models import Exchange
 from tests.conftest import FakeEmbedder
@@ -42,6 +48,10 @@ class CountingCollection:
         self._log.append(("get", (len(kwargs.get("ids") or []), tuple(kwargs["include"]))))
         return self._inner.get(**kwargs)
 
+    def add(self, **kwargs: Any) -> Any:
+        self._log.append(("add", len(kwargs["ids"])))
+        return self._inner.add(**kwargs)
+
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
 
@@ -75,3 +85,24 @@ def test_retrieve_any_keeps_each_memorys_best_score_over_the_queries(store: Memo
     # The same best scores (ties may swap ids of equal score), each the memory's best.
     assert [round(h.score, 9) for h in together] == [round(s, 9) for s in expected]
     assert all(round(h.score, 9) == round(best[h.id], 9) for h in together)
+
+
+def test_a_folder_of_small_files_is_embedded_and_written_in_full_batches(
+    store: MemoryStore, fake_embedder: FakeEmbedder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    for i in range(30):
+        (folder / f"note{i:02d}.md").write_text(f"Note {i} about {TOPICS[i % 4]}.\n\nA second paragraph, number {i}.")
+    options = ChunkingOptions(strategy="fixed_size", chunk_size=30, chunk_overlap=0, max_chunk_size=30)
+    log: list[tuple[str, Any]] = []
+    monkeypatch.setattr(store, "documents", CountingCollection(store.documents, log))
+    fake_embedder.calls.clear()
+    outcome = add_path(store, folder, options)
+    assert outcome.added_chunks == outcome.total_chunks == store.count("document") > 60
+    assert all(r.added_chunks == r.total_chunks > 1 for r in outcome.files)  # each file's own count
+    # Under one batch in all: one embedding call and one Chroma add, not one per file.
+    assert fake_embedder.calls == [outcome.total_chunks]
+    assert [n for call, n in log if call == "add"] == [outcome.total_chunks]
+    again = add_path(store, folder, options)
+    assert again.added_chunks == 0 and again.total_chunks == outcome.total_chunks
