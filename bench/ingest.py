@@ -81,7 +81,7 @@ def write_export(path: Path, count: int, base: list[Any]) -> None:
             out.write(json.dumps({"kind": "exchange", **exchange.to_record()}, ensure_ascii=False) + "\n")
 
 
-def run_cli(args: list[str], home: Path, store: Path, model: Path) -> dict[str, Any]:
+def run_cli(args: list[str], home: Path, store: Path, model: Path, checkout: Path | None) -> dict[str, Any]:
     """Run ocat once on a fresh store; wall seconds, peak RSS (MiB) and its JSON result."""
     env = {
         **os.environ,
@@ -91,6 +91,7 @@ def run_cli(args: list[str], home: Path, store: Path, model: Path) -> dict[str, 
         "XDG_CACHE_HOME": str(home / "cache"),
         "OCAT_VECTOR_STORE_PATH": str(store),
         "OCAT_EMBEDDING_MODEL_PATH": str(model),
+        **({"PYTHONPATH": str(checkout.resolve())} if checkout else {}),
     }
     command = [*ocat_command(), *args, "--output", "json"]
     started = time.perf_counter()
@@ -170,12 +171,15 @@ def main(argv: list[str] | None = None) -> int:
         child_import(Path(sys.argv[2]), Path(sys.argv[3]), int(sys.argv[4]))
         return 0
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--prose-mb", type=float, default=1.0, help="megabytes of Markdown to add (default 1)")
-    parser.add_argument("--import-exchanges", type=int, nargs="+", default=[10_000], help="exchanges to import")
+    parser.add_argument("--prose-mb", type=float, default=1.0, help="megabytes of Markdown to add (default 1; 0 skips)")
+    parser.add_argument("--import-exchanges", type=int, nargs="+", default=[10_000], help="exchanges to import (0 skips)")
     parser.add_argument("--model", type=Path, default=DEFAULT_MODEL)
     parser.add_argument("--rss-only", action="store_true", help="only the import's peak RSS, with synthetic vectors")
+    parser.add_argument("--checkout", type=Path, help="run ocat (the CLI and the raw model) from this source tree")
     parser.add_argument("--json", action="store_true", help="print one JSON document")
     args = parser.parse_args(argv)
+    if args.checkout:
+        sys.path.insert(0, str(args.checkout.resolve()))  # before anything imports ocat
 
     base = [e for c in load_conversations(DEFAULT_DATA) for e in c.exchanges]
     report: dict[str, Any] = {"loadavg_start": _load()}
@@ -187,43 +191,57 @@ def main(argv: list[str] | None = None) -> int:
             if args.json:
                 print(json.dumps(report, indent=2))
             return 0
-        files = write_prose(scratch / "prose", args.prose_mb, DEFAULT_DATA)
-        chunks = prose_chunks(files)
-        megabytes = sum(f.stat().st_size for f in files) / 1e6
-        raw = raw_embed(chunks, args.model)
-        cli = run_cli(["--add-to-vector-store", str(scratch / "prose")], scratch / "home-add", scratch / "store-add", args.model)
-        stored = cli["result"]["added_chunks"]
-        assert stored == len(chunks), f"the CLI stored {stored} chunks, the bench made {len(chunks)}"
-        report["add"] = {
-            "megabytes": round(megabytes, 2),
-            "files": len(files),
-            "chunks": len(chunks),
-            "raw_chunks_per_s": round(len(chunks) / raw, 1),
-            "cli_chunks_per_s": round(len(chunks) / cli["seconds"], 1),
-            "cli_seconds": round(cli["seconds"], 1),
-            "ratio": round(raw / cli["seconds"], 2),
-            "cli_peak_rss_mib": cli["peak_rss_mib"],
-        }
-        _show("add", report["add"], args.json)
-        for count in args.import_exchanges:
-            export = scratch / f"export-{count}.jsonl"
-            write_export(export, count, base)
-            texts = [e.text for e in synthetic_exchanges(base, count)]
-            raw = raw_embed(texts, args.model)
-            cli = run_cli(["--import-memory", str(export)], scratch / f"home-{count}", scratch / f"store-{count}", args.model)
-            report[f"import {count}"] = {
-                "exchanges": count,
-                "raw_per_s": round(count / raw, 1),
-                "cli_per_s": round(count / cli["seconds"], 1),
-                "cli_seconds": round(cli["seconds"], 1),
-                "ratio": round(raw / cli["seconds"], 2),
-                "cli_peak_rss_mib": cli["peak_rss_mib"],
-            }
+        if args.prose_mb > 0:
+            report["add"] = bench_add(args, scratch)
+            _show("add", report["add"], args.json)
+        for count in (c for c in args.import_exchanges if c > 0):
+            report[f"import {count}"] = bench_import(args, scratch, base, count)
             _show(f"import {count}", report[f"import {count}"], args.json)
     report["loadavg_end"] = _load()
     if args.json:
         print(json.dumps(report, indent=2))
     return 0
+
+
+def bench_add(args: argparse.Namespace, scratch: Path) -> dict[str, Any]:
+    """--add-to-vector-store on the prose folder against the raw model on the same chunks."""
+    files = write_prose(scratch / "prose", args.prose_mb, DEFAULT_DATA)
+    chunks = prose_chunks(files)
+    megabytes = sum(f.stat().st_size for f in files) / 1e6
+    raw = raw_embed(chunks, args.model)
+    folder = scratch / "prose"
+    cli = run_cli(["--add-to-vector-store", str(folder)], scratch / "home-add", scratch / "store-add", args.model, args.checkout)
+    stored = cli["result"]["added_chunks"]
+    assert stored == len(chunks), f"the CLI stored {stored} chunks, the bench made {len(chunks)}"
+    return {
+        "megabytes": round(megabytes, 2),
+        "files": len(files),
+        "chunks": len(chunks),
+        "raw_chunks_per_s": round(len(chunks) / raw, 1),
+        "cli_chunks_per_s": round(len(chunks) / cli["seconds"], 1),
+        "cli_seconds": round(cli["seconds"], 1),
+        "ratio": round(raw / cli["seconds"], 2),
+        "cli_peak_rss_mib": cli["peak_rss_mib"],
+    }
+
+
+def bench_import(args: argparse.Namespace, scratch: Path, base: list[Any], count: int) -> dict[str, Any]:
+    """--import-memory of `count` exchanges against the raw model on their texts."""
+    export = scratch / f"export-{count}.jsonl"
+    write_export(export, count, base)
+    texts = [e.text for e in synthetic_exchanges(base, count)]
+    raw = raw_embed(texts, args.model)
+    cli = run_cli(
+        ["--import-memory", str(export)], scratch / f"home-{count}", scratch / f"store-{count}", args.model, args.checkout
+    )
+    return {
+        "exchanges": count,
+        "raw_per_s": round(count / raw, 1),
+        "cli_per_s": round(count / cli["seconds"], 1),
+        "cli_seconds": round(cli["seconds"], 1),
+        "ratio": round(raw / cli["seconds"], 2),
+        "cli_peak_rss_mib": cli["peak_rss_mib"],
+    }
 
 
 def _show(label: str, entry: dict[str, Any], quiet: bool) -> None:

@@ -106,3 +106,30 @@ def test_a_folder_of_small_files_is_embedded_and_written_in_full_batches(
     assert [n for call, n in log if call == "add"] == [outcome.total_chunks]
     again = add_path(store, folder, options)
     assert again.added_chunks == 0 and again.total_chunks == outcome.total_chunks
+
+
+def test_the_model_runs_length_sorted_batches_within_the_token_budget(real_embedder: Any) -> None:
+    from ocat.memory import embeddings
+
+    texts = [("word " * n).strip() for n in (3, 400, 40, 1, 120, 250, 8, 60, 300, 2)] * 3
+    alone = [real_embedder.embed([t])[0] for t in texts]
+    real_embedder._load()
+    session = real_embedder._session
+    shapes: list[tuple[int, int]] = []
+
+    class Recording:
+        def run(self, names: Any, feeds: dict[str, Any]) -> Any:
+            shapes.append(feeds["input_ids"].shape)
+            return session.run(names, feeds)
+
+    real_embedder._session = Recording()
+    try:
+        together = real_embedder.embed(texts)
+    finally:
+        real_embedder._session = session
+    # Same vectors, in the input order, as one text at a time.
+    assert all(sum(a * b for a, b in zip(x, y)) > 0.9999 for x, y in zip(alone, together))
+    assert sum(rows for rows, _ in shapes) == len(texts)
+    assert all(rows == 1 or rows * width <= embeddings.BATCH_TOKENS for rows, width in shapes)
+    assert max(width for _, width in shapes) == embeddings.MAX_TOKENS  # long texts are cut at 256 tokens
+    assert max(rows for rows, _ in shapes) > 1  # short texts do share batches
