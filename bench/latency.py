@@ -203,6 +203,24 @@ def time_queries(store: Any, questions: list[str], limits: Any, *, chat: bool) -
     return times
 
 
+def profile_chat_turns(folder: Path, embedder: Any, questions: list[str]) -> str:
+    """A pyinstrument profile (text) of chat-turn retrievals on the embedded store (`pip install pyinstrument`)."""
+    from pyinstrument import Profiler
+
+    from ocat.config import load_settings
+    from ocat.memory import MemoryStore, RetrievalLimits, StoreLocation
+
+    limits = RetrievalLimits.from_settings(load_settings(env={}).vector_store)
+    store = MemoryStore.open(StoreLocation(path=folder), embedder, name="bench")
+    time_queries(store, questions[:5], limits, chat=False)
+    profiler = Profiler(interval=0.0005)
+    profiler.start()
+    time_queries(store, questions, limits, chat=True)
+    profiler.stop()
+    store.close()
+    return str(profiler.output_text(unicode=False, color=False))
+
+
 def measure(folder: Path, embedder: Any, questions: list[str], *, served: bool, breakdown: bool) -> dict[str, Any]:
     """Open the store (embedded, or through its own server) and time both kinds of retrieval."""
     from ocat.config import load_settings
@@ -240,6 +258,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--store", type=Path, help="keep the stores under this folder and reuse them on the next run")
     parser.add_argument("--served", action="store_true", help="also time through the owner's server, as the chat does")
     parser.add_argument("--breakdown", action="store_true", help="also say where the time goes")
+    parser.add_argument("--profile", action="store_true", help="also profile chat turns on the last store (needs pyinstrument)")
     parser.add_argument("--checkout", type=Path, help="time ocat from this source tree (e.g. an older commit, for before/after)")
     parser.add_argument("--json", action="store_true", help="print one JSON document")
     args = parser.parse_args(argv)
@@ -271,6 +290,8 @@ def main(argv: list[str] | None = None) -> int:
             report["sizes"][size] = entry
             if not args.json:
                 _print_size(size, entry, folder if args.store else None)
+        if args.profile:
+            report["profile"] = profile_chat_turns(root / f"{args.vectors}-{args.exchanges[-1]}", embedder, questions)
     sizes = sorted(report["sizes"])
     if len(sizes) > 1:
         first, last = report["sizes"][sizes[0]], report["sizes"][sizes[-1]]
@@ -283,6 +304,8 @@ def main(argv: list[str] | None = None) -> int:
         if not args.json:
             for name, ratio in report["growth_p50"].items():
                 print(f"p50 at {sizes[-1]} / p50 at {sizes[0]}, {name}: {ratio}x")
+    if args.profile and not args.json:
+        print(report["profile"])
     report["loadavg_end"] = _load()
     if args.json:
         print(json.dumps(report, indent=2))
