@@ -7,7 +7,8 @@ from typing import Any
 import pytest
 from textual.widgets import Collapsible, DataTable
 
-from ocat.ui.widgets import AssistantMessage, NoticeMessage, PromptInput, UserMessage
+from ocat.ui.answer import AssistantMessage
+from ocat.ui.widgets import NoticeMessage, PromptInput, UserMessage
 from tests.conftest import FakeLLMServer
 from tests.pilot import conversation, make_app, memory_ready, send
 

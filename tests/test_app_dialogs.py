@@ -9,7 +9,8 @@ import pytest
 from textual.widgets import OptionList
 
 from ocat.ui.screens import ChoicePicker, ConfirmDialog
-from ocat.ui.widgets import AssistantMessage, CommandSuggestions, NoticeMessage, PromptInput, UserMessage, last_code_block
+from ocat.ui.answer import AssistantMessage, last_code_block
+from ocat.ui.widgets import CommandSuggestions, NoticeMessage, PromptInput, UserMessage
 from tests.pilot import make_app, memory_ready, send
 
 pytestmark = [pytest.mark.slow, pytest.mark.anyio]
@@ -257,7 +258,8 @@ async def test_a_store_that_fails_mid_chat_turns_memory_off_and_the_chat_goes_on
         def broken(*args: Any, **kwargs: Any) -> Any:
             raise StoreError("cannot read the memory store: disk I/O error")
 
-        monkeypatch.setattr(app.session.store, "search", broken)
+        for method in ("search", "nearest"):  # whichever the retrieval path reads with
+            monkeypatch.setattr(app.session.store, method, broken)
         await send(app, pilot, "still there?")
         notices = [str(w.render()) for w in app.query(NoticeMessage)]
         assert any("Memory is off" in n and "disk I/O error" in n for n in notices)

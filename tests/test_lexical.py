@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
+from ocat.memory import lexical
 from ocat.memory import MemoryStore, StoreLocation
 from ocat.memory.lexical import LexicalIndex, stem, terms
 from ocat.memory.retrieval import within_budget
@@ -80,3 +83,51 @@ def test_memory_is_cut_to_the_token_budget_best_first() -> None:
     assert [h.id for h in within_budget(hits, 1000)] == ["big", "small"]
     assert [h.id for h in within_budget(hits, 100)] == ["small"]
     assert within_budget(hits, 0) == []
+
+
+def _true_doc_freqs(texts: list[str], query: list[str]) -> dict[str, int]:
+    return {t: sum(t in set(terms(text)) for text in texts) for t in query}
+
+
+def test_term_counts_stay_exact_through_adds_deletes_and_clears(tmp_path: Path) -> None:
+    index = LexicalIndex(tmp_path / "lex.sqlite3")
+    texts = {f"r{i}": f"bread {'starter ' * (i % 3)}oven number{i % 4} baking baked" for i in range(12)}
+    index.add("document", [(i, t, {}) for i, t in texts.items()])
+    index.add("document", [(i, t, {}) for i, t in texts.items()])  # re-adding counts nothing twice
+    query = terms("bread starter oven number1 bake unseen")
+    assert index.doc_freqs("document", query) == _true_doc_freqs(list(texts.values()), query)
+    index.delete("document", ["r0", "r1", "r5", "missing"])
+    left = [t for i, t in texts.items() if i not in ("r0", "r1", "r5")]
+    assert index.doc_freqs("document", query) == _true_doc_freqs(left, query)
+    assert index.doc_freqs("exchange", query) == dict.fromkeys(query, 0)  # kinds are counted apart
+    index.clear("document")
+    assert index.doc_freqs("document", query) == dict.fromkeys(query, 0)
+
+
+def test_an_index_made_before_term_counts_is_upgraded_on_open(tmp_path: Path) -> None:
+    path = tmp_path / "lex.sqlite3"
+    index = LexicalIndex(path)
+    index.add("exchange", [(f"e{i}", f"marmalade toast {i % 2 and 'jam'}", {}) for i in range(6)])
+    # What an index of the previous version looks like: no counts, schema version 0.
+    index._db.execute("DELETE FROM df_exchange")
+    index._db.execute("PRAGMA user_version = 0")
+    index.close()
+    reopened = LexicalIndex(path)
+    assert reopened.doc_freqs("exchange", ["marmalade", "jam", "toast"]) == {"marmalade": 6, "jam": 3, "toast": 6}
+    assert [i for i, _ in reopened.search("exchange", ["jam"], 10)] != []
+
+
+def test_search_leaves_out_common_terms_past_the_postings_budget(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    index = LexicalIndex(tmp_path / "lex.sqlite3")
+    rows = [(f"c{i}", f"caroline talked about her day {i}", {}) for i in range(20)]
+    rows.append(("rare", "caroline took up pottery", {}))
+    index.add("exchange", rows)
+    query = terms("caroline pottery")
+    assert len(index.search("exchange", query, 50)) == 21  # within the budget: every term is searched
+    monkeypatch.setattr(lexical, "POSTINGS_BUDGET", 5)
+    assert [i for i, _ in index.search("exchange", query, 50)] == ["rare"]  # the common term is dropped
+    # A query of common terms only still searches the rarest of them.
+    assert len(index.search("exchange", terms("caroline"), 50)) == 21
+    assert index.search("exchange", terms("zeppelin"), 50) == []

@@ -21,8 +21,13 @@ LOCAL_MODEL_NAME = "all-MiniLM-L6-v2"
 LOCAL_MODEL_DIMENSIONS = 384
 # all-MiniLM-L6-v2 was trained on sequences of at most 256 word pieces; longer input is cut.
 MAX_TOKENS = 256
-# Texts are embedded in batches of similar length so padding stays small.
+# Texts are embedded in batches of similar length (so padding stays small) of at most
+# BATCH_SIZE texts and BATCH_TOKENS tokens, padding included. Attention grows with the
+# square of the length, and on a 2-core CPU batches of 32 long texts were both slower
+# (24 against 30 chunks/s for 1,000-character chunks) and far bigger (1 GB against 0.4 GB)
+# than batches of a few (docs/PERFORMANCE.md).
 BATCH_SIZE = 32
+BATCH_TOKENS = 1024
 MODEL_PATH_ENV = "OCAT_EMBEDDING_MODEL_PATH"
 
 
@@ -84,10 +89,10 @@ class OnnxMiniLMEmbedder:
                 raise EmbeddingError(f"cannot load the local embedding model: {exc}") from exc
             try:
                 tokenizer = Tokenizer.from_file(str(self.model_dir / "tokenizer.json"))
-                # The shipped tokenizer pads every text to a fixed length; pad each batch
-                # only to its longest member instead, which is most of the speed.
+                # The shipped tokenizer pads every text to a fixed length; each batch is
+                # padded here only to its longest member instead, which is most of the speed.
                 tokenizer.enable_truncation(max_length=MAX_TOKENS)
-                tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+                tokenizer.no_padding()
                 options = onnxruntime.SessionOptions()
                 options.log_severity_level = 3
                 if self._threads:
@@ -110,19 +115,27 @@ class OnnxMiniLMEmbedder:
         self._load()
         import numpy as np
 
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        encodings = self._tokenizer.encode_batch(list(texts))
+        order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
         result: list[list[float]] = [[] for _ in texts]
-        for start in range(0, len(order), BATCH_SIZE):
-            batch_ids = order[start : start + BATCH_SIZE]
-            vectors = self._embed_batch([texts[i] for i in batch_ids], np)
-            for i, vector in zip(batch_ids, vectors):
-                result[i] = vector
+        batch: list[int] = []
+        for i in order:
+            # Sorted by length, so this text is the batch's longest: it sets the padded width.
+            if batch and (len(batch) == BATCH_SIZE or (len(batch) + 1) * len(encodings[i].ids) > BATCH_TOKENS):
+                self._embed_batch(batch, encodings, result, np)
+                batch = []
+            batch.append(i)
+        self._embed_batch(batch, encodings, result, np)
         return result
 
-    def _embed_batch(self, texts: list[str], np: Any) -> list[list[float]]:
-        encodings = self._tokenizer.encode_batch(texts)
-        input_ids = np.array([e.ids for e in encodings], dtype=np.int64)
-        attention = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+    def _embed_batch(self, batch: list[int], encodings: list[Any], result: list[list[float]], np: Any) -> None:
+        width = max(len(encodings[i].ids) for i in batch)
+        input_ids = np.zeros((len(batch), width), dtype=np.int64)  # 0 is [PAD]
+        attention = np.zeros((len(batch), width), dtype=np.int64)
+        for row, i in enumerate(batch):
+            ids = encodings[i].ids
+            input_ids[row, : len(ids)] = ids
+            attention[row, : len(ids)] = 1
         feeds = {"input_ids": input_ids, "attention_mask": attention}
         if "token_type_ids" in self._input_names:
             feeds["token_type_ids"] = np.zeros_like(input_ids)
@@ -130,7 +143,9 @@ class OnnxMiniLMEmbedder:
         mask = attention[:, :, None].astype(np.float32)
         pooled = (hidden * mask).sum(axis=1) / np.clip(mask.sum(axis=1), 1e-9, None)
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-        return (pooled / np.clip(norms, 1e-12, None)).astype(np.float32).tolist()
+        vectors = (pooled / np.clip(norms, 1e-12, None)).astype(np.float32).tolist()
+        for i, vector in zip(batch, vectors):
+            result[i] = vector
 
 
 class LiteLLMEmbedder:

@@ -24,8 +24,9 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ocat.chunking import ChunkingOptions
-from ocat.memory.ingest import PathAddResult, Source, document_chunks, store_document
+from ocat.memory.ingest import PathAddResult, Source, document_chunks, plan_document
 from ocat.memory.store import MemoryStore
+from ocat.models import DocumentChunk
 
 MARKDOWN_SUFFIXES = (".md", ".markdown")
 # ~4 characters per token: sections are split past ~1000 tokens and never exceed ~1500.
@@ -62,6 +63,7 @@ def add_folder(
 ) -> PathAddResult:
     """Store a folder's files (already read) and drop what was stored for files since deleted."""
     results = []
+    pending: list[DocumentChunk] = []
     for file, text in texts:
         if progress:
             progress(file)
@@ -81,10 +83,14 @@ def add_folder(
         )
         # Earlier versions: the same file on disk, added from this or any folder, or on its own.
         previous = {"$or": [{"source_path": extra["source_path"]}, {"source_file": extra["source_path"]}]}
-        follow = (lambda done, total, file=file: chunks_stored(file, done, total)) if chunks_stored else None
-        results.append(
-            store_document(store, chunks, previous=previous, source_path=extra["source_path"], progress=follow)
-        )
+        result, missing = plan_document(store, chunks, previous=previous, source_path=extra["source_path"])
+        results.append(result)
+        pending.extend(missing)
+    # The folder's new chunks go to the store together, in full batches: each write (an
+    # embedding call and a Chroma add) costs about the same whatever its size, so one
+    # write per small file was 13% of a folder add (docs/PERFORMANCE.md).
+    report = (lambda done: chunks_stored(folder, done, len(pending))) if chunks_stored else None
+    store.add_chunks(pending, progress=report)
     root = str(folder.resolve())
     on_disk = sorted({str(file.resolve()) for file, _ in texts})
     removed = store.delete_documents_where({"$and": [{"source_folder": root}, {"source_path": {"$nin": on_disk}}]})

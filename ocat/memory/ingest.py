@@ -149,10 +149,26 @@ def store_document(
 ) -> AddResult:
     """Store one document's chunks, idempotently; `previous` matches the chunks of the same
     file's earlier versions, which are deleted first (an edited file replaces its old self)."""
+    result, missing = plan_document(store, chunks, previous=previous, source_path=source_path)
+    already = len(chunks) - len(missing)
+    report = (lambda done: progress(already + done, len(chunks))) if progress else None
+    store.add_chunks(missing, progress=report)
+    return result
+
+
+def plan_document(
+    store: MemoryStore, chunks: list[DocumentChunk], *, previous: dict[str, Any] | None, source_path: str | None
+) -> tuple[AddResult, list[DocumentChunk]]:
+    """What storing a document comes to: its outcome, and the chunks still to write.
+
+    Earlier versions of the file, and a partial add made with other chunking settings, are
+    deleted here; the caller writes the chunks returned (a folder pools them across files,
+    since every write has a cost of its own whatever its size).
+    """
     if not chunks:
         # An emptied file: what it held before is gone too.
         replaced = store.delete_documents_where(previous) if previous else 0
-        return AddResult(source_path=source_path, added_chunks=0, total_chunks=0, replaced_chunks=replaced)
+        return AddResult(source_path=source_path, added_chunks=0, total_chunks=0, replaced_chunks=replaced), []
     key = chunks[0].metadata["document_id"]
     replaced = 0
     if previous:
@@ -163,19 +179,21 @@ def store_document(
         if declared == {len(present)}:
             # Complete already (perhaps chunked differently once): never store it twice.
             ids = tuple(c.id for c in sorted(present, key=lambda c: int(c.metadata.get("chunk_index", 0))))
-            return AddResult(source_path=source_path, added_chunks=0, total_chunks=len(present), ids=ids)
+            return AddResult(source_path=source_path, added_chunks=0, total_chunks=len(present), ids=ids), []
         if not {c.id for c in present} <= {c.id for c in chunks}:
             # A partial add made with other chunking settings: start that document over.
             store.delete(sorted(c.id for c in present))
-    report = (lambda done: progress(done, len(chunks))) if progress else None
-    added = store.add_chunks(chunks, progress=report)
-    return AddResult(
+            present = []
+    stored = {c.id for c in present}
+    missing = [c for c in chunks if c.id not in stored]
+    result = AddResult(
         source_path=source_path,
-        added_chunks=added,
+        added_chunks=len(missing),
         total_chunks=len(chunks),
         replaced_chunks=replaced,
         ids=tuple(c.id for c in chunks),
     )
+    return result, missing
 
 
 def read_text_file(path: Path, notify: Callable[[str], None] | None = None) -> str:

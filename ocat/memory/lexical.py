@@ -3,6 +3,11 @@
 Texts are reduced to normalised terms in Python (lower case, stop words dropped, a light
 stemmer) and FTS5 indexes those terms, so the same function decides what a "term" is when
 indexing, querying and scoring a candidate's coverage of the query.
+
+Each term's document count is kept in a table of its own, updated with every write, so that
+a query never walks a term's whole posting list to learn how common it is; and the BM25
+search leaves out a query's most common terms once the rarer ones already mean reading
+POSTINGS_BUDGET postings, so its cost stays flat as the store grows (docs/PERFORMANCE.md).
 """
 
 from __future__ import annotations
@@ -11,6 +16,7 @@ import math
 import re
 import sqlite3
 import threading
+from collections import Counter
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
@@ -18,6 +24,14 @@ from typing import Any, Iterable, Mapping, Sequence
 from ocat.errors import StoreError
 
 KINDS = ("exchange", "document")
+# PRAGMA user_version of an index whose per-term document counts (df_<kind>) are filled in.
+SCHEMA_VERSION = 1
+# How many postings (term occurrences in records) one BM25 search may read, roughly: FTS5
+# scores every record that matches any term, so a term found in a third of a 100k store
+# would make each search read 30k postings. Terms are taken rarest first until the next
+# would pass this; the rarest term is always searched. At 4,000, a store of up to ~4,000
+# records is searched with every term, exactly as before.
+POSTINGS_BUDGET = 4000
 _TOKEN = re.compile(r"[^\W_]+")
 # Function words carry no topic; dropping them keeps FTS5 OR-queries small and fast.
 STOP_WORDS = frozenset(
@@ -77,7 +91,10 @@ class LexicalIndex:
                     f"CREATE VIRTUAL TABLE IF NOT EXISTS fts_{kind} USING fts5(body, "
                     "tokenize='unicode61 remove_diacritics 0')"
                 )
-                self._db.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS vocab_{kind} USING fts5vocab(fts_{kind}, 'row')")
+                # How many records contain each term (IDF, and choosing which terms to search).
+                self._db.execute(
+                    f"CREATE TABLE IF NOT EXISTS df_{kind} (term TEXT PRIMARY KEY, docs INTEGER NOT NULL) WITHOUT ROWID"
+                )
             # Thread order of exchanges, so a hit's neighbours are one indexed lookup away
             # (Chroma could only find them with a slow metadata filter).
             self._db.execute(
@@ -85,36 +102,69 @@ class LexicalIndex:
                 "ts REAL NOT NULL)"
             )
             self._db.execute("CREATE INDEX IF NOT EXISTS thread_order_by_time ON thread_order(thread_id, ts)")
+            self._upgrade()
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open the lexical index {self.path}: {exc}") from exc
+
+    def _upgrade(self) -> None:
+        """Fill the term counts of an index made before they were kept (once, from the indexed texts)."""
+        if self._db.execute("PRAGMA user_version").fetchone()[0] >= SCHEMA_VERSION:
+            return
+        with self._transaction():
+            # Another process may have upgraded it while this one waited for the write lock.
+            if self._db.execute("PRAGMA user_version").fetchone()[0] >= SCHEMA_VERSION:
+                return
+            for kind in KINDS:
+                self._db.execute(f"DROP TABLE IF EXISTS vocab_{kind}")  # what counted terms before
+                self._db.execute(f"DELETE FROM df_{kind}")
+                counts: Counter[str] = Counter()
+                for (body,) in self._db.execute(f"SELECT body FROM fts_{kind}"):
+                    counts.update(set(body.split()))
+                self._bump(kind, counts, 1)
+            self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+    def _bump(self, kind: str, counts: Mapping[str, int], sign: int) -> None:
+        """Add (sign 1) or take away (sign -1) per-term document counts; drop terms no record has."""
+        self._db.executemany(
+            f"INSERT INTO df_{kind}(term, docs) VALUES (?, ?) ON CONFLICT(term) DO UPDATE SET docs = docs + excluded.docs",
+            ((term, sign * n) for term, n in counts.items()),
+        )
+        if sign < 0:
+            self._db.execute(f"DELETE FROM df_{kind} WHERE docs <= 0")
 
     def add(self, kind: str, rows: Iterable[tuple[str, str, Mapping[str, Any]]]) -> None:
         """Index (id, text, metadata) rows; ids already indexed are left as they are."""
         with self._lock, self._transaction():
             self._counts.pop(kind, None)
+            new_terms: Counter[str] = Counter()
             for record_id, text, metadata in rows:
                 cursor = self._db.execute(f"INSERT OR IGNORE INTO ids_{kind}(record_id) VALUES (?)", (record_id,))
                 if cursor.rowcount:
-                    self._db.execute(
-                        f"INSERT INTO fts_{kind}(rowid, body) VALUES (?, ?)", (cursor.lastrowid, " ".join(terms(text)))
-                    )
+                    body = terms(text)
+                    self._db.execute(f"INSERT INTO fts_{kind}(rowid, body) VALUES (?, ?)", (cursor.lastrowid, " ".join(body)))
+                    new_terms.update(set(body))
                 if kind == "exchange" and "thread_id" in metadata:
                     self._db.execute(
                         "INSERT OR IGNORE INTO thread_order VALUES (?, ?, ?)",
                         (record_id, str(metadata["thread_id"]), float(metadata.get("timestamp", 0.0))),
                     )
+            self._bump(kind, new_terms, 1)
 
     def delete(self, kind: str, record_ids: Sequence[str]) -> None:
         """Remove records from the index (unknown ids are ignored)."""
         with self._lock, self._transaction():
             self._counts.pop(kind, None)
+            gone: Counter[str] = Counter()
             for record_id in record_ids:
                 row = self._db.execute(f"SELECT rowid FROM ids_{kind} WHERE record_id = ?", (record_id,)).fetchone()
                 if row:
+                    body = self._db.execute(f"SELECT body FROM fts_{kind} WHERE rowid = ?", (row[0],)).fetchone()
+                    gone.update(set(body[0].split()) if body else ())
                     self._db.execute(f"DELETE FROM fts_{kind} WHERE rowid = ?", (row[0],))
                     self._db.execute(f"DELETE FROM ids_{kind} WHERE rowid = ?", (row[0],))
                 if kind == "exchange":
                     self._db.execute("DELETE FROM thread_order WHERE record_id = ?", (record_id,))
+            self._bump(kind, gone, -1)
 
     def clear(self, kind: str) -> None:
         """Empty one kind's index (before a rebuild)."""
@@ -122,6 +172,7 @@ class LexicalIndex:
             self._counts.pop(kind, None)
             self._db.execute(f"DELETE FROM fts_{kind}")
             self._db.execute(f"DELETE FROM ids_{kind}")
+            self._db.execute(f"DELETE FROM df_{kind}")
             if kind == "exchange":
                 self._db.execute("DELETE FROM thread_order")
 
@@ -138,18 +189,24 @@ class LexicalIndex:
             return self._counts[kind]
 
     def search(self, kind: str, query_terms: Sequence[str], k: int) -> list[tuple[str, float]]:
-        """The k best BM25 matches for any of the terms, as (id, bm25 score >= 0), best first."""
+        """The k best BM25 matches for any of the terms, as (id, bm25 score >= 0), best first.
+
+        Only the rarer terms are searched once the postings they make reach POSTINGS_BUDGET
+        (the most common terms add least to BM25 and most to its cost).
+        """
         unique = list(dict.fromkeys(query_terms))
         if not unique or k <= 0:
             return []
-        match = " OR ".join(f'"{t}"' for t in unique)
         with self._lock:
             try:
+                chosen = _within_budget(self._doc_freqs(kind, unique))
+                if not chosen:
+                    return []
                 rows = self._db.execute(
                     f"SELECT i.record_id, -bm25(fts_{kind}) AS score FROM fts_{kind} "
                     f"JOIN ids_{kind} i ON i.rowid = fts_{kind}.rowid "
                     f"WHERE fts_{kind} MATCH ? ORDER BY bm25(fts_{kind}) LIMIT ?",
-                    (match, k),
+                    (" OR ".join(f'"{t}"' for t in chosen), k),
                 ).fetchall()
             except sqlite3.Error as exc:
                 raise StoreError(f"lexical search failed: {exc}") from exc
@@ -160,11 +217,30 @@ class LexicalIndex:
         unique = list(dict.fromkeys(query_terms))
         if not unique:
             return {}
+        with self._lock:
+            return self._doc_freqs(kind, unique)
+
+    def _doc_freqs(self, kind: str, unique: list[str]) -> dict[str, int]:
+        marks = ",".join("?" * len(unique))
+        found = dict(self._db.execute(f"SELECT term, docs FROM df_{kind} WHERE term IN ({marks})", unique).fetchall())
+        return {t: int(found.get(t, 0)) for t in unique}
+
+    def term_sets(self, kind: str, record_ids: Sequence[str]) -> dict[str, frozenset[str]]:
+        """The distinct terms of indexed records (what `term_set` makes of their texts), by id.
+
+        Read from the index, so scoring a candidate never needs its text from Chroma.
+        """
+        unique = list(dict.fromkeys(record_ids))
+        if not unique:
+            return {}
         marks = ",".join("?" * len(unique))
         with self._lock:
-            rows = self._db.execute(f"SELECT term, doc FROM vocab_{kind} WHERE term IN ({marks})", unique).fetchall()
-        found = {term: int(doc) for term, doc in rows}
-        return {t: found.get(t, 0) for t in unique}
+            rows = self._db.execute(
+                f"SELECT i.record_id, f.body FROM ids_{kind} i JOIN fts_{kind} f ON f.rowid = i.rowid "
+                f"WHERE i.record_id IN ({marks})",
+                unique,
+            ).fetchall()
+        return {record_id: frozenset(body.split()) for record_id, body in rows}
 
     def neighbours(self, record_ids: Sequence[str]) -> dict[str, tuple[str | None, str | None]]:
         """Each exchange's previous and next exchange in its thread (None at either end).
@@ -231,6 +307,20 @@ class LexicalIndex:
 
     def _transaction(self) -> _Transaction:
         return _Transaction(self._db)
+
+
+def _within_budget(doc_freqs: Mapping[str, int]) -> list[str]:
+    """The terms to search: rarest first, while their postings stay within POSTINGS_BUDGET.
+
+    Unseen terms match nothing and are left out; the rarest seen term is always kept.
+    """
+    chosen, postings = [], 0
+    for term, docs in sorted(((t, d) for t, d in doc_freqs.items() if d > 0), key=lambda p: p[1]):
+        if chosen and postings + docs > POSTINGS_BUDGET:
+            break
+        chosen.append(term)
+        postings += docs
+    return chosen
 
 
 class _Transaction:

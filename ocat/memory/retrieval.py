@@ -67,10 +67,35 @@ def retrieve(
     fell short; the chat injects only admitted hits. `mode` picks the hybrid scorer or one
     side alone (the evaluation's baselines).
     """
-    if not query.strip():
+    hits = _retrieve(store, [query], limits, exclude_ids=exclude_ids, where=where, mode=mode)
+    return hits[:limit] if limit is not None else hits
+
+
+def retrieve_any(
+    store: MemoryStore, queries: Sequence[str], limits: RetrievalLimits, *, exclude_ids: Collection[str] = ()
+) -> list[SearchHit]:
+    """Retrieve for several queries and keep each memory's best score (per-kind counts still hold).
+
+    The queries share the work: one embedding call, one nearest-neighbour call per kind,
+    one read of vectors and one of texts, so a chat turn's two searches cost little more than one.
+    """
+    return _retrieve(store, queries, limits, exclude_ids=exclude_ids)
+
+
+def _retrieve(
+    store: MemoryStore,
+    queries: Sequence[str],
+    limits: RetrievalLimits,
+    *,
+    exclude_ids: Collection[str],
+    where: dict[str, Any] | None = None,
+    mode: Mode = "hybrid",
+) -> list[SearchHit]:
+    queries = [q for q in queries if q.strip()]
+    if not queries:
         return []
-    query_terms = terms(query)
-    vector = store.embedder.embed([query])[0] if mode != "lexical" else None
+    query_terms = [terms(q) for q in queries]
+    vectors = store.embedder.embed(queries) if mode != "lexical" else None
     hits: list[SearchHit] = []
     for kind, count, threshold in (
         ("exchange", limits.exchange_results, limits.exchange_threshold),
@@ -79,35 +104,18 @@ def retrieve(
         if count <= 0 or store.lexical.count(kind) == 0:
             continue
         pool = max(MIN_POOL, POOL_FACTOR * count) + len(exclude_ids)
-        ranked, records = _candidates(store, kind, query, query_terms, vector, pool, where, mode)
+        ranked = _ranked(store, kind, query_terms, vectors, pool, where, mode)
         wanted = [(i, score) for i, score in ranked if i not in exclude_ids][: 2 * count]
-        unread = [i for i, _ in wanted if i not in records]
-        if unread:
-            # Neighbours lifted into the results are read only now, and only these few.
-            got = store.fetch(kind, unread, where=where, vectors=False)
-            records.update((i, (0.0, t or "", dict(m or {}))) for i, t, m in zip(got["ids"], got["documents"], got["metadatas"]))
+        # Texts and metadata are read only now, and only for these few (neighbours included).
+        got = store.fetch(kind, [i for i, _ in wanted], where=where, vectors=False)
+        records = {i: (t or "", dict(m or {})) for i, t, m in zip(got["ids"], got["documents"], got["metadatas"])}
         kept = [(i, score) for i, score in wanted if i in records][:count]
         hits.extend(
-            SearchHit(id=i, kind=kind, score=score, text=records[i][1], metadata=records[i][2], threshold=threshold)
+            SearchHit(id=i, kind=kind, score=score, text=records[i][0], metadata=records[i][1], threshold=threshold)
             for i, score in kept
         )
     hits.sort(key=lambda h: h.score, reverse=True)
-    return hits[:limit] if limit is not None else hits
-
-
-def retrieve_any(
-    store: MemoryStore, queries: Sequence[str], limits: RetrievalLimits, *, exclude_ids: Collection[str] = ()
-) -> list[SearchHit]:
-    """Retrieve for several queries and keep each memory's best score (per-kind counts still hold)."""
-    best: dict[str, SearchHit] = {}
-    for query in queries:
-        for hit in retrieve(store, query, limits, exclude_ids=exclude_ids):
-            if hit.id not in best or hit.score > best[hit.id].score:
-                best[hit.id] = hit
-    ranked = sorted(best.values(), key=lambda h: h.score, reverse=True)
-    exchanges = [h for h in ranked if h.kind == "exchange"][: limits.exchange_results]
-    documents = [h for h in ranked if h.kind == "document"][: limits.document_results]
-    return sorted(exchanges + documents, key=lambda h: h.score, reverse=True)
+    return hits
 
 
 def admitted(hits: Sequence[SearchHit]) -> list[SearchHit]:
@@ -131,47 +139,90 @@ def within_budget(hits: Sequence[SearchHit], budget: int) -> list[SearchHit]:
     return kept
 
 
-Record = tuple[float, str, dict[str, Any]]  # cosine similarity, text, metadata
-
-
-def _candidates(
+def _ranked(
     store: MemoryStore,
     kind: RecordKind,
-    query: str,
-    query_terms: list[str],
-    vector: list[float] | None,
+    query_terms: list[list[str]],
+    vectors: list[list[float]] | None,
     pool: int,
     where: dict[str, Any] | None,
     mode: Mode,
-) -> tuple[list[tuple[str, float]], dict[str, Record]]:
-    """One kind's candidates as (id, score) best first, and the records read so far."""
-    records: dict[str, Record] = {}
-    if mode != "lexical":
-        dense = store.search(query, kind=kind, k=pool, where=where, query_vector=vector)
-        records = {h.id: (h.score, h.text, h.metadata) for h in dense}
-        if mode == "dense":
-            return [(h.id, h.score) for h in dense], records
-    lexical_ids = [record_id for record_id, _ in store.lexical.search(kind, query_terms, pool)]
-    unread = lexical_ids if mode == "lexical" else [i for i in lexical_ids if i not in records]
-    if unread:
-        fetched = store.fetch(kind, unread, where=where, vectors=vector is not None)
-        for record_id, embedding, text, metadata in zip(
-            fetched["ids"], fetched["embeddings"], fetched["documents"], fetched["metadatas"]
-        ):
-            cosine = _cosine(vector, embedding) if vector is not None else 0.0
-            records[record_id] = (cosine, text or "", dict(metadata or {}))
-    doc_freqs = store.lexical.doc_freqs(kind, query_terms)
+) -> list[tuple[str, float]]:
+    """One kind's candidates for all the queries as (id, best score over the queries), best first.
+
+    Candidates are the nearest records by embedding and the best BM25 matches; each is
+    scored from its cosine similarity and its coverage of the query's terms (read from the
+    lexical index), then strong exchanges lift their neighbours.
+    """
+    # Per query: candidate id -> cosine similarity (0.0 when there is no query vector).
+    cosines = store.nearest(kind, vectors, pool, where=where) if vectors is not None else [{} for _ in query_terms]
+    if mode == "dense":
+        return sorted(cosines[0].items(), key=lambda p: p[1], reverse=True)
+    found = [[i for i, _ in store.lexical.search(kind, q, pool)] for q in query_terms]
+    if vectors is None:
+        cosines = [dict.fromkeys(ids, 0.0) for ids in found]
+    else:
+        _add_lexical_cosines(store, kind, vectors, found, cosines, where)
+    candidates = list(dict.fromkeys(i for per_query in cosines for i in per_query))
+    record_terms = _term_sets(store, kind, candidates)
+    doc_freqs = store.lexical.doc_freqs(kind, [t for q in query_terms for t in q])
     total = max(1, store.lexical.count(kind))
-    covered = {i: coverage(query_terms, term_set(text), doc_freqs, total) for i, (_, text, _) in records.items()}
-    if mode == "lexical":
-        # The lexical baseline keeps BM25's order; its score is the coverage.
-        return [(i, covered[i]) for i in lexical_ids if i in records], records
-    calibration: Calibration = store.calibration
-    z = {i: calibration.combine(cosine, covered[i]) for i, (cosine, _, _) in records.items()}
-    if kind == "exchange":
-        z = _spread_to_neighbours(store, z)
-    ranked = sorted(((i, calibration.relevance_of(value)) for i, value in z.items()), key=lambda p: p[1], reverse=True)
-    return ranked, records
+    best: dict[str, float] = {}
+    for q_terms, per_query in zip(query_terms, cosines):
+        covered = {i: coverage(q_terms, record_terms.get(i, frozenset()), doc_freqs, total) for i in per_query}
+        if mode == "lexical":
+            # The lexical baseline keeps BM25's order; its score is the coverage.
+            return [(i, covered[i]) for i in per_query]
+        calibration: Calibration = store.calibration
+        z = {i: calibration.combine(cosine, covered[i]) for i, cosine in per_query.items()}
+        if kind == "exchange":
+            z = _spread_to_neighbours(store, z)
+        for i, value in z.items():
+            relevance = calibration.relevance_of(value)
+            if relevance > best.get(i, -1.0):
+                best[i] = relevance
+    return sorted(best.items(), key=lambda p: p[1], reverse=True)
+
+
+def _add_lexical_cosines(
+    store: MemoryStore,
+    kind: RecordKind,
+    vectors: list[list[float]],
+    found: list[list[str]],
+    cosines: list[dict[str, float]],
+    where: dict[str, Any] | None,
+) -> None:
+    """Give each query's BM25-only candidates their cosine similarity (one read of their vectors).
+
+    A candidate that `where` rules out is not returned by the read, and is dropped.
+    """
+    import numpy as np
+
+    missing = list(dict.fromkeys(i for ids, per_query in zip(found, cosines) for i in ids if i not in per_query))
+    if not missing:
+        return
+    got = store.fetch(kind, missing, where=where, vectors=True, texts=False)
+    if not got["ids"]:
+        return
+    row = {i: n for n, i in enumerate(got["ids"])}
+    matrix = np.asarray(got["embeddings"], dtype=np.float32)
+    # Both sides are unit vectors: the dot product is the cosine similarity.
+    similarities = np.clip(matrix @ np.asarray(vectors, dtype=np.float32).T, 0.0, 1.0)
+    for q, (ids, per_query) in enumerate(zip(found, cosines)):
+        for i in ids:
+            if i not in per_query and i in row:
+                per_query[i] = float(similarities[row[i], q])
+
+
+def _term_sets(store: MemoryStore, kind: RecordKind, ids: list[str]) -> dict[str, frozenset[str]]:
+    """Candidates' terms from the lexical index; from their texts in Chroma for any it lacks
+    (the index can trail Chroma for a moment when another process writes)."""
+    found = store.lexical.term_sets(kind, ids)
+    lacking = [i for i in ids if i not in found]
+    if lacking:
+        got = store.fetch(kind, lacking, vectors=False)
+        found.update((i, term_set(t or "")) for i, t in zip(got["ids"], got["documents"]))
+    return found
 
 
 def _spread_to_neighbours(store: MemoryStore, z: dict[str, float]) -> dict[str, float]:
@@ -188,10 +239,3 @@ def _spread_to_neighbours(store: MemoryStore, z: dict[str, float]) -> dict[str, 
             if neighbour:
                 spread[neighbour] = max(spread.get(neighbour, 0.0), weight * z[source])
     return spread
-
-
-def _cosine(vector: Sequence[float], embedding: Sequence[float]) -> float:
-    import numpy as np
-
-    # Both sides are unit vectors: the dot product is the cosine similarity.
-    return max(0.0, min(1.0, float(np.dot(np.asarray(vector, dtype=np.float32), np.asarray(embedding, dtype=np.float32)))))

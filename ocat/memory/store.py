@@ -218,6 +218,28 @@ class MemoryStore:
             raise UsageError(f"{prefix!r} matches more than one memory; give more of the id")
         return found[0]
 
+    def nearest(
+        self, kind: RecordKind, vectors: Sequence[Sequence[float]], k: int, *, where: dict[str, Any] | None = None
+    ) -> list[dict[str, float]]:
+        """For each query vector, the ids of the k nearest records with their cosine similarity, nearest first.
+
+        One Chroma call for all the vectors, and ids only: reading texts and metadata is
+        most of a query's cost, so retrieval reads them for the few records it keeps.
+        """
+        if k <= 0 or not vectors:
+            return [{} for _ in vectors]
+        try:
+            result = self._collection(kind).query(
+                query_embeddings=[list(v) for v in vectors], n_results=k, where=where or None, include=["distances"]
+            )
+        except Exception as exc:
+            raise StoreError(f"cannot search the memory store: {exc}") from exc
+        # Cosine distance is 1 - similarity; negative similarity means unrelated.
+        return [
+            {i: min(1.0, max(0.0, 1.0 - float(d))) for i, d in zip(ids, distances)}
+            for ids, distances in zip(result["ids"], result["distances"])
+        ]
+
     def get(self, record_id: str) -> Exchange | DocumentChunk | None:
         """An exchange or a chunk by its id, or None."""
         for kind in ("exchange", "document"):
@@ -275,10 +297,17 @@ class MemoryStore:
             raise StoreError(f"cannot read the memory store: {exc}") from exc
 
     def fetch(
-        self, kind: RecordKind, ids: Sequence[str], *, where: dict[str, Any] | None = None, vectors: bool = True
+        self,
+        kind: RecordKind,
+        ids: Sequence[str],
+        *,
+        where: dict[str, Any] | None = None,
+        vectors: bool = True,
+        texts: bool = True,
     ) -> dict[str, Any]:
-        """Texts, metadata and (unless `vectors` is False) vectors of records by id, optionally matching `where`."""
-        include = ["embeddings", "documents", "metadatas"] if vectors else ["documents", "metadatas"]
+        """Texts and metadata (unless `texts` is False) and vectors (unless `vectors` is False) of
+        records by id, optionally matching `where`."""
+        include = (["embeddings"] if vectors else []) + (["documents", "metadatas"] if texts else [])
         try:
             got = self._collection(kind).get(ids=list(ids), where=where or None, include=include) if ids else {}
         except Exception as exc:
@@ -288,8 +317,8 @@ class MemoryStore:
         return {
             "ids": found,
             "embeddings": list(embeddings) if embeddings is not None else [None] * len(found),
-            "documents": list(got.get("documents") or []),
-            "metadatas": list(got.get("metadatas") or []),
+            "documents": list(got.get("documents") or [None] * len(found)),
+            "metadatas": list(got.get("metadatas") or [None] * len(found)),
         }
 
     def _collection(self, kind: RecordKind) -> Any:

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import asyncio
 import time
+from typing import TYPE_CHECKING
 
 from textual import work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.message import Message
-from textual.widgets import Footer, Markdown, Static
+from textual.widgets import Footer, Static
 from textual.worker import Worker, WorkerState
 
 from ocat.commands import CommandResult, is_command, run_command
@@ -26,16 +27,17 @@ from ocat.session import ChatSession
 from ocat.text import printable
 from ocat.themes import load_themes
 from ocat.settings import KeysSettings
+
+if TYPE_CHECKING:
+    from ocat.ui.answer import AssistantMessage  # loaded with the first answer, after the first frame
 from ocat.ui.screens import ChoicePicker, ConfirmDialog
 from ocat.ui.widgets import (
-    AssistantMessage,
     CommandSuggestions,
     NoticeMessage,
     PromptInput,
     TaskProgress,
     UserMessage,
     command_view,
-    last_code_block,
     memory_indicator,
 )
 
@@ -127,6 +129,10 @@ class OcatApp(App[int]):
         self.query_one(PromptInput).focus()
         # Stay scrolled to the newest message while answers and tables grow.
         self.query_one("#conversation", VerticalScroll).anchor()
+
+    def on_ready(self) -> None:
+        # Ready comes once the first frame is on screen: only then start chromadb and the
+        # model, whose imports would otherwise compete with the first paint for the GIL.
         if self.session.settings.vector_store.enabled:
             self.load_memory()
         if not self.session.dummy:
@@ -295,6 +301,8 @@ class OcatApp(App[int]):
 
     async def _redraw_conversation(self) -> None:
         """Show the session's conversation afresh (after /continue or /clear)."""
+        from ocat.ui.answer import AssistantMessage
+
         conversation = self.query_one("#conversation", VerticalScroll)
         await conversation.remove_children()
         for exchange in self.session.history:
@@ -308,6 +316,9 @@ class OcatApp(App[int]):
     @work(exclusive=True, group="turn")
     async def chat_turn(self, prompt: str) -> None:
         """Recall, stream the answer, then store the exchange; Esc cancels, errors restore the prompt."""
+        # Imported here: Markdown loads with the first answer, not before the first frame.
+        from ocat.ui.answer import AssistantMessage
+
         await self._append(UserMessage(prompt))
         status = self.query_one("#status", Static)
         started = time.monotonic()
@@ -323,7 +334,7 @@ class OcatApp(App[int]):
             if indicator is not None:
                 await self._append(indicator)
             await self._append(answer)
-            stream = Markdown.get_stream(answer)
+            stream = AssistantMessage.get_stream(answer)
             request = await asyncio.to_thread(self.session.request, prompt, memories)
             answer_stream = self.session.stream(request)
             try:
@@ -396,6 +407,8 @@ class OcatApp(App[int]):
 
     def action_copy_code(self) -> None:
         """Copy the last code block of the last answer."""
+        from ocat.ui.answer import last_code_block
+
         code = last_code_block(self.last_answer)
         if code is None:
             self.notify("The last answer has no code block.", severity="warning")

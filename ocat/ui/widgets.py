@@ -7,19 +7,25 @@ never as Rich markup, so a stored "[bold]" or "[link=...]" stays literal.
 from __future__ import annotations
 
 
+from typing import TYPE_CHECKING
+
 from rich.text import Text
-from textual import events
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
-from textual.widgets import Collapsible, DataTable, Markdown, OptionList, ProgressBar, Static, TextArea
-from textual.widgets.markdown import MarkdownFence
+from textual.widgets import OptionList, Static, TextArea
 from textual.widgets.option_list import Option
 
 from ocat.commands import REGISTRY, CommandResult, commands
 from ocat.history import append_history, load_history
 from ocat.models import SearchHit
 from ocat.text import printable
+
+if TYPE_CHECKING:
+    from textual.widgets import Collapsible, DataTable
+
+# Collapsible, DataTable and ProgressBar are imported where used, and the answer widget lives
+# in answer.py: what the first frame does not show loads after it.
 
 
 def plain(text: str, **style: object) -> Text:
@@ -64,6 +70,7 @@ def partial_command(text: str) -> str | None:
     if not text.startswith("/") or text.startswith("//") or any(ch.isspace() for ch in text):
         return None
     return text[1:].lower()
+
 
 
 class PromptInput(TextArea):
@@ -164,36 +171,6 @@ class UserMessage(Static):
         super().__init__(plain(text), classes="message user")
 
 
-class AssistantMessage(Markdown):
-    """The model's answer, rendered as Markdown as it streams in; a click on a code block copies it."""
-
-    class CodeClicked(Message):
-        """The user clicked a code block of an answer."""
-
-        def __init__(self, code: str) -> None:
-            self.code = code
-            super().__init__()
-
-    def __init__(self) -> None:
-        super().__init__("", classes="message assistant")
-
-    def on_click(self, event: events.Click) -> None:
-        widget = event.widget
-        while widget is not None and widget is not self:
-            if isinstance(widget, MarkdownFence):
-                self.post_message(self.CodeClicked(widget.code))
-                return
-            widget = widget.parent  # type: ignore[assignment]
-
-
-def last_code_block(markdown: str) -> str | None:
-    """The text of the last fenced or indented code block in some Markdown, if any."""
-    from markdown_it import MarkdownIt
-
-    blocks = [t.content for t in MarkdownIt("commonmark").parse(markdown) if t.type in ("fence", "code_block")]
-    return blocks[-1].rstrip("\n") if blocks else None
-
-
 class NoticeMessage(Static):
     """A line from ocat itself: errors, cancellations, memory state."""
 
@@ -208,17 +185,23 @@ class TaskProgress(Horizontal):
         super().__init__(classes="task-progress")
 
     def compose(self):  # noqa: ANN201 - ComposeResult
+        from textual.widgets import ProgressBar
+
         yield Static("", classes="task-label")
         yield ProgressBar(show_eta=False)
 
     def show(self, label: str, done: int, total: int) -> None:
         """Move the bar to `done` of `total`."""
+        from textual.widgets import ProgressBar
+
         self.query_one(".task-label", Static).update(plain(f"{label}  (Esc stops)"))
         self.query_one(ProgressBar).update(total=max(total, 1), progress=done)
 
 
 def memory_indicator(memories: list[SearchHit], mode: str) -> Static | Collapsible | None:
     """What the user is shown of the memories given to the model (display.context_mode)."""
+    from textual.widgets import Collapsible
+
     if mode == "off" or not memories:
         return None
     noun = "exchange" if len(memories) == 1 else "exchanges"
@@ -235,6 +218,8 @@ def memory_indicator(memories: list[SearchHit], mode: str) -> Static | Collapsib
 
 def command_view(result: CommandResult) -> Vertical:
     """A command's result: its message and, if any, a table."""
+    from textual.widgets import DataTable
+
     parts: list[Static | DataTable[str]] = []
     if result.text:
         parts.append(NoticeMessage(result.text, error=result.error))
