@@ -21,16 +21,13 @@ from textual.worker import Worker, WorkerState
 
 from ocat.commands import CommandResult, is_command, run_command
 from ocat.errors import OcatError
-from ocat.llm import Usage
 from ocat.locations import display_path
 from ocat.session import ChatSession
 from ocat.text import printable
 from ocat.themes import load_themes
-from ocat.settings import KeysSettings
-
-if TYPE_CHECKING:
-    from ocat.ui.answer import AssistantMessage  # loaded with the first answer, after the first frame
+from ocat.ui.keys import keymap
 from ocat.ui.screens import ChoicePicker, ConfirmDialog
+from ocat.ui.status import answering_line, exchange_count, usage_line
 from ocat.ui.widgets import (
     CommandSuggestions,
     NoticeMessage,
@@ -41,42 +38,8 @@ from ocat.ui.widgets import (
     memory_indicator,
 )
 
-# Which binding each `keys.*` setting remaps.
-_BINDING_IDS = {
-    "send": "prompt.submit",
-    "newline": "prompt.newline",
-    "cancel": "app.cancel",
-    "quit": "app.quit",
-    "copy_answer": "app.copy_last",
-    "copy_code": "app.copy_code",
-}
-
-
-def keymap(keys: KeysSettings) -> dict[str, str]:
-    """The Textual keymap (binding id -> keys) that the `keys` settings ask for."""
-    return {binding: getattr(keys, name) for name, binding in _BINDING_IDS.items()}
-
-
-def usage_line(usage: Usage | None, seconds: float) -> str:
-    """The last turn's tokens and cost, for the status line."""
-    if usage is None or not usage.total_tokens:
-        return ""  # dummy mode, or a provider that reports no usage
-    cost = f" · ${usage.cost_usd:.4f}" if usage.cost_usd is not None else ""
-    return f"last answer {seconds:.1f}s · {usage.prompt_tokens} tokens in, {usage.completion_tokens} out{cost}"
-
-
-def exchange_count(count: int) -> str:
-    """"1 exchange", "2 exchanges": the header's memory state once the store is open."""
-    return f"{count} exchange" if count == 1 else f"{count} exchanges"
-
-
-SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
-
-
-def answering_line(seconds: float) -> str:
-    """The status while an answer is on its way: a spinner frame and the time so far."""
-    frame = SPINNER[int(seconds * 10) % len(SPINNER)]
-    return f"{frame} answering… {seconds:.1f}s  (Esc cancels)"
+if TYPE_CHECKING:
+    from ocat.ui.answer import AssistantMessage  # loaded with the first answer, after the first frame
 
 
 class OcatApp(App[int]):

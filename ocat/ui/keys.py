@@ -1,0 +1,20 @@
+"""The chat's remappable key bindings: which binding id each `keys.*` setting changes."""
+
+from __future__ import annotations
+
+from ocat.settings import KeysSettings
+
+# Which binding each `keys.*` setting remaps.
+_BINDING_IDS = {
+    "send": "prompt.submit",
+    "newline": "prompt.newline",
+    "cancel": "app.cancel",
+    "quit": "app.quit",
+    "copy_answer": "app.copy_last",
+    "copy_code": "app.copy_code",
+}
+
+
+def keymap(keys: KeysSettings) -> dict[str, str]:
+    """The Textual keymap (binding id -> keys) that the `keys` settings ask for."""
+    return {binding: getattr(keys, name) for name, binding in _BINDING_IDS.items()}
