@@ -41,7 +41,7 @@ if str(REPO) not in sys.path:
 
 from bench.latency import synthetic_embedder, synthetic_exchanges  # noqa: E402
 from bench.recall import DEFAULT_DATA, DEFAULT_MODEL, load_conversations  # noqa: E402
-from bench.startup import ocat_command  # noqa: E402
+from bench.startup import ocat_command, ocat_env  # noqa: E402
 
 
 def write_prose(folder: Path, megabytes: float, data: Path) -> list[Path]:
@@ -83,16 +83,7 @@ def write_export(path: Path, count: int, base: list[Any]) -> None:
 
 def run_cli(args: list[str], home: Path, store: Path, model: Path, checkout: Path | None) -> dict[str, Any]:
     """Run ocat once on a fresh store; wall seconds, peak RSS (MiB) and its JSON result."""
-    env = {
-        **os.environ,
-        "HOME": str(home),
-        "XDG_CONFIG_HOME": str(home / "config"),
-        "XDG_DATA_HOME": str(home / "data"),
-        "XDG_CACHE_HOME": str(home / "cache"),
-        "OCAT_VECTOR_STORE_PATH": str(store),
-        "OCAT_EMBEDDING_MODEL_PATH": str(model),
-        **({"PYTHONPATH": str(checkout.resolve())} if checkout else {}),
-    }
+    env = {**os.environ, **ocat_env(home, store, model, checkout)}
     command = [*ocat_command(), *args, "--output", "json"]
     started = time.perf_counter()
     child = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

@@ -34,6 +34,21 @@ SOCKET = f"ocat-bench-{os.getpid()}"
 WIDTH, HEIGHT = 120, 40
 
 
+def ocat_env(home: Path, store: Path, model: Path, checkout: Path | None) -> dict[str, str]:
+    """Environment for running ocat apart from the user's own files: its home, store and model."""
+    env = {
+        "HOME": str(home),
+        "XDG_CONFIG_HOME": str(home / "config"),
+        "XDG_DATA_HOME": str(home / "data"),
+        "XDG_CACHE_HOME": str(home / "cache"),
+        "OCAT_VECTOR_STORE_PATH": str(store),
+        "OCAT_EMBEDDING_MODEL_PATH": str(model),
+    }
+    if checkout:
+        env["PYTHONPATH"] = str(checkout.resolve())  # time that source tree instead of this one
+    return env
+
+
 def ocat_command() -> list[str]:
     """ocat as installed next to this Python (the console script), else `python -m ocat`."""
     script = Path(sys.executable).with_name("ocat")
@@ -169,19 +184,12 @@ def main(argv: list[str] | None = None) -> int:
         home = Path(scratch)
         store = args.store or home / "store"
         env = {
-            "HOME": str(home),
-            "XDG_CONFIG_HOME": str(home / "config"),
-            "XDG_DATA_HOME": str(home / "data"),
-            "XDG_CACHE_HOME": str(home / "cache"),
-            "OCAT_VECTOR_STORE_PATH": str(store),
+            **ocat_env(home, store, args.model, args.checkout),
             "OCAT_VECTOR_STORE_COLLECTION": args.collection,
-            "OCAT_EMBEDDING_MODEL_PATH": str(args.model),
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
             "TERM": "xterm-256color",
             "LANG": "C.UTF-8",
         }
-        if args.checkout:
-            env["PYTHONPATH"] = str(args.checkout.resolve())
         full_env = {**os.environ, **env}
         report: dict[str, Any] = {
             "runs": args.runs,

@@ -44,6 +44,8 @@ class CommandSuggestions(OptionList):
     def show_for(self, text: str) -> None:
         """Offer the commands whose name starts with the typed `/word`; hide otherwise."""
         typed = partial_command(text)
+        if typed is None and not self.display:
+            return  # ordinary typing: nothing to rebuild on every key
         matches = [] if typed is None else [c for c in commands() if any(
             n.startswith(typed) for n in (c.name, *c.aliases))]
         self.clear_options()
