@@ -22,6 +22,7 @@ ACTIONS: dict[str, str] = {
     "ask": "ask",
     "export_memory": "export",
     "import_memory": "import",
+    "fetch_model": "fetch-model",
 }
 
 
@@ -41,6 +42,11 @@ def build_parser() -> argparse.ArgumentParser:
     actions.add_argument("--ask", metavar="TEXT", help="ask the model once, with memory; '-' reads stdin")
     actions.add_argument("--export-memory", metavar="FILE", help="write all memory as JSON Lines ('-' for stdout)")
     actions.add_argument("--import-memory", metavar="FILE", help="add memory from a JSON Lines export")
+    actions.add_argument(
+        "--fetch-model",
+        action="store_true",
+        help="download the local embedding model now (ocat otherwise does on first use); prints its folder",
+    )
 
     options = parser.add_argument_group("options")
     options.add_argument("--config", metavar="PATH", help="config file (default: $XDG_CONFIG_HOME/ocat/config.yaml)")
@@ -203,7 +209,7 @@ def _run_app(args: argparse.Namespace) -> int:
         from ocat import llm
         from ocat.config import load_settings
         from ocat.repl import run_repl
-        from ocat.session import ChatSession
+        from ocat.session import ChatSession, open_chat
 
         settings = load_settings(args.config, overrides=overrides_from(args))
         if args.plain or not (sys.stdin.isatty() and sys.stdout.isatty()):
@@ -212,7 +218,7 @@ def _run_app(args: argparse.Namespace) -> int:
                 # The chat still opens: the person may fix the key, or only browse memory.
                 print(f"ocat: {problem}", file=sys.stderr)
             # Line mode by request, or when piped: the same chat, scriptable.
-            return run_repl(ChatSession.open(settings, dummy=args.dummy_mode))
+            return run_repl(open_chat(settings, dummy=args.dummy_mode, serve=True, stream=sys.stderr))
         from ocat.ui.app import OcatApp
 
         # The window paints first; litellm, chromadb and the embedding model load in
@@ -221,3 +227,8 @@ def _run_app(args: argparse.Namespace) -> int:
     except OcatError as exc:
         print(f"ocat: {exc}", file=sys.stderr)
         return exc.exit_code
+    except KeyboardInterrupt:
+        # Ctrl+C before the line-mode chat started (during the model's download, say): a
+        # download leaves nothing behind, and the next start fetches it again.
+        print("\nocat: interrupted", file=sys.stderr)
+        return 130

@@ -21,6 +21,7 @@ from ocat.text import printable
 if TYPE_CHECKING:
     from ocat.config import Settings
     from ocat.memory import MemoryStore
+    from ocat.memory.model_files import FetchResult
 
 
 class Reporter:
@@ -114,6 +115,30 @@ def _open_store(settings: Settings) -> MemoryStore:
     return open_store(settings, notify=lambda message: print(f"ocat: {message}", file=sys.stderr))
 
 
+def _prepare_model(settings: Settings, reporter: Reporter) -> FetchResult | None:
+    """Make sure the embedding model is there (downloading it on first use, with progress on
+    stderr: stdout stays the result's); a download ends with one line saying where it went."""
+    from ocat.memory.model_files import ProgressPrinter, prepare_model
+
+    printer = ProgressPrinter(reporter.stderr)
+    fetched = None
+    try:
+        fetched = prepare_model(settings.embedding, progress=printer)
+    finally:
+        printer.finish(fetched)
+    return fetched
+
+
+def _fetch_model(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> int:
+    fetched = _prepare_model(settings, reporter)
+    if fetched is None:
+        text = f"embedding.model is {settings.embedding.model}, a litellm model: there is nothing to download"
+        return reporter.succeed({"model": settings.embedding.model, "path": None, "downloaded_bytes": 0}, text)
+    result = {"model": settings.embedding.model, "path": str(fetched.path), "downloaded_bytes": fetched.downloaded_bytes}
+    # A download already said where it went, on stderr; stdout gets the folder (for scripts).
+    return reporter.succeed(result, str(fetched.path) if fetched.downloaded else fetched.describe())
+
+
 def _open_stores(settings: Settings, args: argparse.Namespace) -> list[MemoryStore]:
     """The stores `--store` names (a,b: several, for reading), else the configured one."""
     from ocat.memory.named import open_stores, parse_store_names
@@ -148,6 +173,7 @@ def _add(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> in
     path = Path(args.add_to_vector_store).expanduser()
     if not path.exists():
         raise InputFileError(f"no such file or folder: {path}")
+    _prepare_model(settings, reporter)
     store = _open_store(settings)
     progress = (lambda f: reporter.note(f"adding {f}")) if path.is_dir() else None
     followed: dict[Path, Callable[[int, int], None]] = {}
@@ -226,6 +252,7 @@ def _query(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> 
     queries = _stdin_lines() if args.query_vector_store == "-" else [args.query_vector_store]
     if args.query_vector_store != "-" and not queries[0].strip():
         raise UsageError("the query is empty")
+    _prepare_model(settings, reporter)
     stores = _open_stores(settings, args)
     for index, query in enumerate(queries):
         reporter.restart_clock()
@@ -245,7 +272,7 @@ def _stdin_lines() -> list[str]:
 
 def _ask(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> int:
     from ocat import llm
-    from ocat.session import ChatSession
+    from ocat.session import open_chat
 
     prompt = sys.stdin.read() if args.ask == "-" else args.ask
     if not prompt.strip():
@@ -253,7 +280,7 @@ def _ask(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> in
     problem = None if args.dummy_mode else llm.credentials_problem(settings.llm)
     if problem:
         raise ProviderError(problem)
-    session = ChatSession.open(settings, dummy=args.dummy_mode, serve=False)
+    session = open_chat(settings, dummy=args.dummy_mode, serve=False, stream=reporter.stderr)
     memories = session.recall(prompt)
     completion = llm.complete(session.request(prompt, memories).messages, settings.llm, dummy=args.dummy_mode)
     exchange = session.record(prompt, completion.text, memories)
@@ -300,6 +327,7 @@ def _import(args: argparse.Namespace, settings: Settings, reporter: Reporter) ->
     path = Path(args.import_memory).expanduser()
     if not path.is_file():
         raise InputFileError(f"no such file: {path}")
+    _prepare_model(settings, reporter)
     store = _open_store(settings)
     outcome = import_memory(store, path, progress=_import_progress(reporter))
     skipped = outcome.records - outcome.added
@@ -320,4 +348,5 @@ _HANDLERS: dict[str, Callable[[argparse.Namespace, Any, Reporter], int]] = {
     "ask": _ask,
     "export": _export,
     "import": _import,
+    "fetch-model": _fetch_model,
 }

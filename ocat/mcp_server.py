@@ -205,10 +205,21 @@ def _leaf(error: Any) -> Any:
 
 
 def _open_quietly(tools: "MemoryTools") -> None:
+    from ocat.memory.model_files import prepare_model, progress_words
+
     try:
         tools.stores()
-    except Exception as exc:  # reported again to the first call that needs the store
-        log.warning("cannot open the memory store yet: %s", exc)
+        # Fetch the embedding model now, on first use, rather than inside the first search.
+        fetched = prepare_model(
+            tools.settings.embedding,
+            progress=lambda done, total: done or log.warning(
+                "downloading the embedding model (first use, %s)", progress_words(total or 0, None)
+            ),
+        )
+        if fetched is not None and fetched.downloaded:
+            log.warning("%s", fetched.describe())
+    except Exception as exc:  # reported again to the first call that needs the store or the model
+        log.warning("memory is not ready yet: %s", exc)
 
 
 def serve(settings: "Settings", store_names: list[str]) -> int:

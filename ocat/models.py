@@ -184,3 +184,5 @@ class StoreStats:
     similarity_threshold: float
     # Documents whose add was cut short (a crash, Ctrl+C); adding them again completes them.
     partial_documents: int = 0
+    # The local embedding model's folder; None while it is not downloaded (or for a litellm model).
+    model_path: str | None = None

@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 import threading
 from datetime import datetime
-from typing import TYPE_CHECKING, Callable
+from typing import IO, TYPE_CHECKING, Callable
 
 from ocat import llm
 from ocat.chat import TurnRequest, build_turn, retrieval_queries, system_prompt
@@ -19,6 +19,7 @@ from ocat.models import Exchange, SearchHit, new_id
 if TYPE_CHECKING:
     from ocat.config import Settings
     from ocat.memory import MemoryStore
+    from ocat.memory.model_files import DownloadProgress, FetchResult
 
 
 def _note(message: str) -> None:
@@ -47,6 +48,17 @@ class ChatSession:
         self.history: list[Exchange] = list(history or [])
         self.started = datetime.now()
         self.memory_error: str | None = None
+        # The embedding model can run (False while it downloads, or when it cannot be had);
+        # a store handed in comes with its embedder.
+        self.model_ready = store is not None
+        # How far the model's download has come ("34% of 90.4 MB") while it runs, else None.
+        self.model_download: str | None = None
+        # What readying the model found or downloaded (set by `open`, for its caller to report).
+        self.fetched: FetchResult | None = None
+        # Exchanges of this conversation not yet in memory (made while memory loaded or the
+        # model downloaded); written as soon as memory can take them.
+        self.unsaved: list[Exchange] = []
+        self._unsaved_lock = threading.Lock()
         # Long commands (/vdoc) report here, and stop at their next step once `cancel` is set.
         self.on_progress: Callable[[str, int, int], None] | None = None
         self.cancel = threading.Event()
@@ -59,33 +71,106 @@ class ChatSession:
             self.on_progress(label, done, total)
 
     @classmethod
-    def open(cls, settings: Settings, *, dummy: bool = False, serve: bool = True) -> ChatSession:
-        """A new session on the configured store; if the store cannot open, memory is off.
+    def open(
+        cls,
+        settings: Settings,
+        *,
+        dummy: bool = False,
+        serve: bool = True,
+        progress: DownloadProgress | None = None,
+    ) -> ChatSession:
+        """A new session on the configured store, its embedding model fetched if needed
+        (`progress` hears about a download); if either fails, memory is off.
 
         `serve` (the default, for the chat) shares the store with other ocat processes
         while the session lives; one-shot callers such as `--ask` pass False.
         """
         session = cls(settings, dummy=dummy)
-        if settings.vector_store.enabled:
-            try:
-                from ocat.memory import open_store
-
-                # The chat is long-lived: it shares the store, so a CLI add meanwhile goes
-                # through it instead of racing it (ocat.memory.owner).
-                session.store = open_store(settings, serve=serve, notify=_note)
-            except OcatError as exc:
-                session.memory_error = str(exc)
+        if session.open_memory(serve=serve, notify=_note):
+            session.fetched = session.prepare_model(progress=progress)
         return session
+
+    def open_memory(self, *, serve: bool, notify: Callable[[str], None] | None = None) -> bool:
+        """Open the configured store (the model is not needed for that); False, with
+        `memory_error` set, when memory is disabled or the store cannot open."""
+        if not self.settings.vector_store.enabled:
+            return False
+        try:
+            from ocat.memory import open_store
+
+            # The chat is long-lived: it shares the store, so a CLI add meanwhile goes
+            # through it instead of racing it (ocat.memory.owner).
+            self.store = open_store(self.settings, serve=serve, notify=notify)
+            self.store.count("exchange")
+        except OcatError as exc:
+            self.memory_error = str(exc)
+            return False
+        return True
+
+    def prepare_model(self, *, progress: DownloadProgress | None = None) -> FetchResult | None:
+        """Make the embedding model ready, downloading it on first use (then `save_unsaved`
+        writes the exchanges kept meanwhile). On failure `memory_error` says what to do and
+        memory stays off."""
+        from ocat.memory.model_files import prepare_model, progress_words
+
+        def downloading(done: int, total: int | None) -> None:
+            self.model_download = progress_words(done, total)
+            if progress is not None:
+                progress(done, total)
+
+        try:
+            fetched = prepare_model(self.settings.embedding, progress=downloading)
+        except OcatError as exc:
+            self.memory_error = str(exc)
+            return None
+        finally:
+            self.model_download = None
+        self._model_is_ready()
+        return fetched
+
+    def _model_is_ready(self) -> None:
+        # Under the lock that `record` holds while it decides, so no exchange falls between
+        # "not ready: keep it" and the caller's save_unsaved.
+        with self._unsaved_lock:
+            self.model_ready = True
+            self.memory_error = None
 
     @property
     def memory_on(self) -> bool:
         """True while memory is being read and written."""
-        return self.store is not None
+        return self.store is not None and self.model_ready
+
+    def model_available(self) -> bool:
+        """True once the store is open and the model ready; picks up a model fetched meanwhile by another process
+        (`ocat --fetch-model` after a failed download) with a look at the disk, never a download."""
+        if self.store is None or self.model_ready:
+            return self.memory_on
+        from ocat.memory.model_files import find_model, uses_local_model
+
+        if uses_local_model(self.settings.embedding) and find_model(self.settings.embedding) is not None:
+            self._model_is_ready()
+            self.save_unsaved()
+        return self.model_ready
+
+    def save_unsaved(self) -> int:
+        """Write the exchanges kept while memory could not take them; returns how many were written."""
+        if self.store is None or self.dummy:
+            return 0
+        with self._unsaved_lock:
+            waiting, self.unsaved = self.unsaved, []
+            try:
+                written = self.store.add_exchanges(waiting)
+            except OcatError as exc:
+                self.unsaved = waiting + self.unsaved
+                self._memory_failed(exc)
+                return 0
+        return written
 
     def recall(self, prompt: str) -> list[SearchHit]:
         """Memories worth showing the model for this prompt, leaving out what is already in view."""
-        if self.store is None:
+        if not self.model_available():
             return []
+        assert self.store is not None
         from ocat.memory import RetrievalLimits, admitted
         from ocat.memory.retrieval import retrieve_any, within_budget
 
@@ -136,11 +221,19 @@ class ChatSession:
             thread_continuation_seq=self.continuation_seq,
         )
         self.history.append(exchange)
-        if self.store is not None and not self.dummy:
-            try:
-                self.store.add_exchange(exchange)
-            except OcatError as exc:
-                self._memory_failed(exc)
+        if self.dummy or not self.settings.vector_store.enabled:
+            return exchange
+        with self._unsaved_lock:
+            if not self.memory_on:
+                self.unsaved.append(exchange)  # written once the store and the model are ready
+                return exchange
+        assert self.store is not None
+        try:
+            self.store.add_exchange(exchange)
+        except OcatError as exc:
+            with self._unsaved_lock:
+                self.unsaved.append(exchange)
+            self._memory_failed(exc)
         return exchange
 
     def resume(self, thread_id: str) -> list[Exchange]:
@@ -168,3 +261,17 @@ class ChatSession:
     def _memory_failed(self, exc: OcatError) -> None:
         self.memory_error = str(exc)
         self.store = None
+
+
+def open_chat(settings: Settings, *, dummy: bool, serve: bool, stream: IO[str]) -> ChatSession:
+    """`ChatSession.open` for a terminal: a first-use download of the model reports its
+    progress, and where the model went, on `stream` (stderr)."""
+    from ocat.memory.model_files import ProgressPrinter
+
+    printer = ProgressPrinter(stream)
+    session = None
+    try:
+        session = ChatSession.open(settings, dummy=dummy, serve=serve, progress=printer)
+    finally:
+        printer.finish(session.fetched if session is not None else None)
+    return session

@@ -14,6 +14,8 @@ from typing import Any
 from ocat import locations
 
 _STRATEGIES = ("truncate", "fixed_size", "semantic", "hybrid", "markdown")
+_URL = (re.compile(r"(https?|file)://\S+"), "an http://, https:// or file:// URL")
+_SHA256 = (re.compile(r"[0-9A-Fa-f]{64}"), "64 hexadecimal digits")
 _COLLECTION = (
     re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{1,61}[A-Za-z0-9]"),
     "3-63 characters of letters, digits, '_' or '-', starting and ending with a letter or digit",
@@ -65,7 +67,12 @@ class EmbeddingSettings:
 
     model: str = _field("all-MiniLM-L6-v2 (local ONNX) or a litellm embedding model.")
     dimensions: int = _field("Length of the embedding vectors.", lo=1)
-    model_path: str | None = _field("Folder of model.onnx + tokenizer.json; null: the cache.", path=True)
+    model_path: str | None = _field("Folder of model.onnx + tokenizer.json; null: ChromaDB's cache.", path=True)
+    download: bool = _field("Fetch the local model on first need when no folder holds it.")
+    download_url: str | None = _field("Where the model archive is fetched from; null: ChromaDB's own.",
+                                      pattern=_URL)
+    download_sha256: str | None = _field("SHA-256 the archive must have; null: ChromaDB's archive's.",
+                                         pattern=_SHA256)
 
 
 @dataclass(frozen=True)

@@ -19,10 +19,17 @@ from typing import Any, Iterator, Sequence
 
 import pytest
 
+# The model archive and its loopback server (fixtures `model_archive`, `server`).
+pytest_plugins = ["tests.model_server"]
+
 REPO = Path(__file__).resolve().parent.parent
 MODEL_DIR = Path(
     os.environ.get("OCAT_EMBEDDING_MODEL_PATH") or REPO.parent / "shared" / "models" / "all-MiniLM-L6-v2-int8"
 )
+
+
+# Port 9 (discard) has no listener here: a connection to it is refused at once.
+CLOSED_URL = "http://127.0.0.1:9/no-downloads-in-tests/onnx.tar.gz"
 
 
 class FakeEmbedder:
@@ -57,10 +64,26 @@ def isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
         if name.startswith("OCAT_"):
             monkeypatch.delenv(name)
     monkeypatch.setenv("OCAT_EMBEDDING_MODEL_PATH", str(MODEL_DIR))
+    # Should a test ever look for the model elsewhere, its download goes to a closed port on
+    # loopback (refused at once), never to the internet.
+    monkeypatch.setenv("OCAT_EMBEDDING_DOWNLOAD_URL", CLOSED_URL)
     # Dates on screen are local time: pin the zone so pictures match on every machine.
     monkeypatch.setenv("TZ", "UTC")
     time.tzset()
     return home
+
+
+@pytest.fixture
+def model_in_chroma_cache(isolated_home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The model where a user's machine has it (ChromaDB's cache in the test's home), not named
+    by OCAT_EMBEDDING_MODEL_PATH: screens then show the same path on every machine."""
+    from ocat.memory.model_files import chroma_model_dir
+
+    folder = chroma_model_dir()
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    folder.symlink_to(MODEL_DIR, target_is_directory=True)
+    monkeypatch.delenv("OCAT_EMBEDDING_MODEL_PATH")
+    return folder
 
 
 @pytest.fixture

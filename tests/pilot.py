@@ -46,3 +46,10 @@ def conversation(app: OcatApp) -> list[Any]:
     return list(app.query("#conversation > *"))
 
 
+async def wait_for(pilot: Any, condition: Any, what: str, *, seconds: float = 5.0) -> None:
+    """Wait until `condition()` holds (a worker's effect on screen), failing after `seconds`."""
+    for _ in range(int(seconds / 0.05)):
+        if condition():
+            return
+        await pilot.pause(0.05)
+    raise AssertionError(f"never happened: {what}")

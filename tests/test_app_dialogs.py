@@ -11,7 +11,7 @@ from textual.widgets import OptionList
 from ocat.ui.screens import ChoicePicker, ConfirmDialog
 from ocat.ui.answer import AssistantMessage, last_code_block
 from ocat.ui.widgets import CommandSuggestions, NoticeMessage, PromptInput, UserMessage
-from tests.pilot import make_app, memory_ready, send
+from tests.pilot import make_app, memory_ready, send, wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.anyio]
 
@@ -24,14 +24,6 @@ def remember(app: Any, thread: str, *pairs: tuple[str, str]) -> None:
         app.session.store.add_exchange(Exchange(
             user_prompt=prompt, assistant_response=answer, thread_id=thread, session_id="old-session",
             exchange_id=f"{thread}-{seq}", timestamp=1700000000.0 + seq * 60 + len(thread)))
-
-
-async def wait_for(pilot: Any, condition: Any, what: str) -> None:
-    for _ in range(100):
-        if condition():
-            return
-        await pilot.pause(0.05)
-    raise AssertionError(f"never happened: {what}")
 
 
 async def test_continue_without_an_id_picks_a_thread_from_a_list() -> None:
@@ -210,7 +202,7 @@ def test_snapshot_delete_confirmation(snap_compare: Any) -> None:
 
 
 @pytest.mark.parametrize("command", ['/vquery "garden plans"', "/vstats"], ids=["vquery", "vstats"])
-def test_snapshot_memory_commands(snap_compare: Any, command: str) -> None:
+def test_snapshot_memory_commands(snap_compare: Any, command: str, model_in_chroma_cache: Any) -> None:
     async def settle(pilot: Any) -> None:
         app = pilot.app
         await memory_ready(app, pilot)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -62,6 +63,7 @@ def test_add_query_and_stats_on_a_fresh_machine(cli: Cli, notes: Path) -> None:
         "dimensions": 384,
         "similarity_threshold": 0.65,
         "partial_documents": 0,
+        "model_path": os.environ["OCAT_EMBEDDING_MODEL_PATH"],
         "stores": ["default"],
     }
 

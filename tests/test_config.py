@@ -25,7 +25,10 @@ DOCUMENTED_DEFAULTS = {
         "strategy": "semantic", "chunk_size": 1000, "chunk_overlap": 100,
         "max_chunk_size": 1500, "preserve_sentence_boundaries": True,
     },
-    "embedding": {"model": "all-MiniLM-L6-v2", "dimensions": 384, "model_path": None},
+    "embedding": {
+        "model": "all-MiniLM-L6-v2", "dimensions": 384, "model_path": None,
+        "download": True, "download_url": None, "download_sha256": None,
+    },
     "llm": {
         "model": "gpt-4o-mini", "temperature": 0.7, "max_tokens": None, "timeout_seconds": 120.0,
         "api_base": None, "api_key": None, "system_prompt": "", "system_prompt_files": [],
@@ -94,7 +97,7 @@ def test_default_yaml_documents_every_key_with_a_comment_above() -> None:
         if match := re.match(r"([a-z_]+):", line):
             section = match.group(1)
             found[(section, "")] = number
-        elif match := re.match(r"  ([a-z_]+):", line):
+        elif match := re.match(r"  ([a-z_0-9]+):", line):
             found[(section, match.group(1))] = number
     for section in SECTIONS:
         cls = type(getattr(load(), section))

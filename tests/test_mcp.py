@@ -217,13 +217,18 @@ async def test_several_stores_are_searched_together_and_never_written(cli: Cli) 
     assert [s["documents"] for s in stats["stores"]] == [1, 1]
 
 
-async def test_a_store_that_cannot_be_opened_is_an_error_result(cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_without_the_embedding_model_a_search_is_an_error_result_and_stats_still_work(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # No model in that folder, and its download refused (conftest points it at a closed port).
     monkeypatch.setenv("OCAT_EMBEDDING_MODEL_PATH", str(cli.home / "no-model-here"))
     errlog = cli.home / "stderr.log"
     async with mcp_session(cli, errlog=errlog) as session:
         for _ in range(2):  # each call tries again, and says why it cannot
-            assert "embedding model" in await error_of(session, "memory_search", {"query": "anything"})
-        assert "embedding model" in await error_of(session, "memory_stats", {})
+            message = await error_of(session, "memory_search", {"query": "anything"})
+            assert "embedding model" in message and "ocat --fetch-model" in message
+        stats = await call(session, "memory_stats", {})
+    assert [s["exchanges"] for s in stats["stores"]] == [0]
     assert "Traceback" not in errlog.read_text()
 
 

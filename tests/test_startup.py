@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import MODEL_DIR
+
 HEAVY = ("litellm", "chromadb", "onnxruntime", "tokenizers", "openai", "tiktoken")
 # Not heavy, but not needed for the first frame either (an answer's Markdown, a command's table).
 AFTER_FIRST_FRAME = ("markdown_it", "textual.widgets._markdown", "textual.widgets._data_table")
@@ -49,7 +51,7 @@ class Probe(OcatApp):
         print(json.dumps({{**self.at_first_paint, "error": message.error, "loaded_later": loaded()}}), flush=True)
         self.exit(0)
 
-settings = load_settings(env={{"OCAT_VECTOR_STORE_PATH": {store!r}}})
+settings = load_settings(env={{"OCAT_VECTOR_STORE_PATH": {store!r}, "OCAT_EMBEDDING_MODEL_PATH": {model!r}}})
 Probe(ChatSession(settings, dummy=True), serve=False).run(headless=True, size=(100, 30))
 """
 
@@ -61,7 +63,7 @@ def _python(code: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 
 
 def test_no_heavy_library_is_loaded_at_first_paint(tmp_path: Path) -> None:
-    run = _python(FIRST_PAINT.format(heavy=HEAVY + AFTER_FIRST_FRAME, store=str(tmp_path / "store")), tmp_path)
+    run = _python(FIRST_PAINT.format(heavy=HEAVY + AFTER_FIRST_FRAME, store=str(tmp_path / "store"), model=str(MODEL_DIR)), tmp_path)
     assert run.returncode == 0, run.stderr
     probe = json.loads(run.stdout.strip().splitlines()[-1])
     assert "ocat" in probe["header"]  # it really was the chat window that painted

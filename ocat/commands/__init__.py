@@ -122,6 +122,16 @@ def require_store(session: ChatSession):  # noqa: ANN201 - MemoryStore, imported
     return session.store
 
 
+def require_model(session: ChatSession):  # noqa: ANN201 - MemoryStore, imported lazily
+    """The session's store when the embedding model can run too (searching and adding need it)."""
+    store = require_store(session)
+    if session.model_available():
+        return store
+    if session.model_download is not None:
+        raise OcatError(f"the embedding model is still downloading ({session.model_download}); try again when it is ready")
+    raise OcatError(f"memory is off: {session.memory_error or 'the embedding model is not ready yet'}")
+
+
 # Registering the commands is importing them.
 from ocat.commands import memory as _memory  # noqa: E402,F401
 from ocat.commands import conversation as _conversation  # noqa: E402,F401

@@ -8,7 +8,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ocat.commands import CommandResult, command, require_store
+from ocat.commands import CommandResult, command, require_model, require_store
 from ocat.errors import UsageError
 from ocat.locations import display_path
 from ocat.models import DocumentChunk, Exchange
@@ -36,7 +36,7 @@ def _vquery(session: ChatSession, rest: str) -> CommandResult:
     if not query:
         raise UsageError('/vquery needs a query: /vquery "what did we decide" 5')
     limits = RetrievalLimits.from_settings(session.settings.vector_store, results=count)
-    hits = retrieve(require_store(session), query, limits, limit=count)
+    hits = retrieve(require_model(session), query, limits, limit=count)
     rows = []
     for rank, hit in enumerate(hits, start=1):
         mark = "*" if hit.admitted else ""
@@ -53,7 +53,7 @@ def _vadd(session: ChatSession, rest: str) -> CommandResult:
     if not rest:
         raise UsageError("/vadd needs the text to remember")
     options = options_from(session.settings.chunking)
-    outcome = add_text(require_store(session), rest, options, source="vadd_command", manual_entry=True)
+    outcome = add_text(require_model(session), rest, options, source="vadd_command", manual_entry=True)
     if outcome.added_chunks == 0:
         return CommandResult(text="Already remembered.")
     return CommandResult(text=f"Remembered ({outcome.added_chunks} chunk(s)).")
@@ -65,6 +65,7 @@ def _vstats(session: ChatSession, rest: str) -> CommandResult:
 
     stats = asdict(store_stats(require_store(session), session.settings))
     stats["path"] = display_path(stats["path"])
+    stats["model_path"] = display_path(stats["model_path"]) if stats["model_path"] else "not downloaded yet"
     return CommandResult(text="Memory", columns=("key", "value"), rows=[(k, str(v)) for k, v in stats.items()])
 
 
@@ -104,7 +105,7 @@ def _vdoc(session: ChatSession, rest: str) -> CommandResult:
     options = options_from(session.settings.chunking)
     notes: list[str] = []  # warnings (an empty file, one not in UTF-8) go with the result
     outcome = add_path(
-        require_store(session),
+        require_model(session),
         path,
         options,
         source="vdoc_command",

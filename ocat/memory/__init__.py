@@ -18,6 +18,7 @@ from ocat.errors import StoreError
 from ocat.memory.backend import StoreLocation
 from ocat.memory.embeddings import Embedder, embedder_for
 from ocat.memory.ingest import add_path, add_text, partial_documents
+from ocat.memory.model_files import find_model, uses_local_model
 from ocat.memory.owner import acquire
 from ocat.memory.retrieval import RetrievalLimits, admitted, retrieve
 from ocat.memory.store import MemoryStore
@@ -89,4 +90,12 @@ def store_stats(store: MemoryStore, settings: Settings) -> StoreStats:
         dimensions=store.embedder.dimensions,
         similarity_threshold=settings.vector_store.similarity_threshold,
         partial_documents=len(partial_documents(store)),
+        model_path=_local_model_path(settings),
     )
+
+
+def _local_model_path(settings: Settings) -> str | None:
+    if not uses_local_model(settings.embedding):
+        return None
+    folder = find_model(settings.embedding)
+    return str(folder) if folder is not None else None

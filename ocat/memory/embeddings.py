@@ -6,18 +6,16 @@ is first used, never at module import, so opening the CLI stays fast.
 
 from __future__ import annotations
 
-import os
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Protocol, Sequence
 
 from ocat.errors import ConfigError, EmbeddingError
-from ocat.locations import cache_dir
+from ocat.memory.model_files import LOCAL_MODEL_NAME
 
 if TYPE_CHECKING:
     from ocat.config import EmbeddingSettings
 
-LOCAL_MODEL_NAME = "all-MiniLM-L6-v2"
 LOCAL_MODEL_DIMENSIONS = 384
 # all-MiniLM-L6-v2 was trained on sequences of at most 256 word pieces; longer input is cut.
 MAX_TOKENS = 256
@@ -28,7 +26,6 @@ MAX_TOKENS = 256
 # than batches of a few (docs/PERFORMANCE.md).
 BATCH_SIZE = 32
 BATCH_TOKENS = 1024
-MODEL_PATH_ENV = "OCAT_EMBEDDING_MODEL_PATH"
 
 
 class Embedder(Protocol):
@@ -42,37 +39,15 @@ class Embedder(Protocol):
         ...
 
 
-def chroma_cache_model_dir() -> Path:
-    """Where ChromaDB's own ONNXMiniLM_L6_V2 embedding function caches the model."""
-    return cache_dir() / "chroma" / "onnx_models" / LOCAL_MODEL_NAME / "onnx"
-
-
-def resolve_model_dir(configured: str | os.PathLike[str] | None) -> Path:
-    """Find the local model folder: the configured path, the env var, then Chroma's cache."""
-    candidates: list[tuple[str, Path]] = []
-    if configured:
-        candidates.append(("embedding.model_path", Path(configured).expanduser()))
-    env_value = os.environ.get(MODEL_PATH_ENV)
-    if env_value:
-        candidates.append((MODEL_PATH_ENV, Path(env_value).expanduser()))
-    candidates.append(("ChromaDB's model cache", chroma_cache_model_dir()))
-    for _, folder in candidates:
-        if (folder / "model.onnx").is_file() and (folder / "tokenizer.json").is_file():
-            return folder
-    tried = "; ".join(f"{label}: {folder}" for label, folder in candidates)
-    raise EmbeddingError(
-        f"the local embedding model ({LOCAL_MODEL_NAME}) was not found (tried {tried}). "
-        f"Point embedding.model_path or {MODEL_PATH_ENV} at a folder holding model.onnx and tokenizer.json."
-    )
-
-
 class OnnxMiniLMEmbedder:
     """all-MiniLM-L6-v2 run with onnxruntime: mean pooling, L2 normalisation, dynamic padding."""
 
-    def __init__(self, model_dir: Path, *, threads: int | None = None) -> None:
+    def __init__(self, model_dir: Path | Callable[[], Path], *, threads: int | None = None) -> None:
+        """`model_dir` is the model's folder, or a function that finds (or fetches) it on first use,
+        so that a store opens, counts and exports without the model."""
         self.name = LOCAL_MODEL_NAME
         self.dimensions = LOCAL_MODEL_DIMENSIONS
-        self.model_dir = model_dir
+        self._locate = model_dir if callable(model_dir) else (lambda: model_dir)
         self._threads = threads
         self._lock = threading.Lock()
         self._session: Any = None
@@ -87,8 +62,9 @@ class OnnxMiniLMEmbedder:
                 from tokenizers import Tokenizer
             except ImportError as exc:  # pragma: no cover - both are hard dependencies
                 raise EmbeddingError(f"cannot load the local embedding model: {exc}") from exc
+            model_dir = self._locate()
             try:
-                tokenizer = Tokenizer.from_file(str(self.model_dir / "tokenizer.json"))
+                tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
                 # The shipped tokenizer pads every text to a fixed length; each batch is
                 # padded here only to its longest member instead, which is most of the speed.
                 tokenizer.enable_truncation(max_length=MAX_TOKENS)
@@ -98,12 +74,12 @@ class OnnxMiniLMEmbedder:
                 if self._threads:
                     options.intra_op_num_threads = self._threads
                 session = onnxruntime.InferenceSession(
-                    str(self.model_dir / "model.onnx"),
+                    str(model_dir / "model.onnx"),
                     sess_options=options,
                     providers=["CPUExecutionProvider"],
                 )
             except Exception as exc:
-                raise EmbeddingError(f"cannot load the embedding model in {self.model_dir}: {exc}") from exc
+                raise EmbeddingError(f"cannot load the embedding model in {model_dir}: {exc}") from exc
             self._input_names = {i.name for i in session.get_inputs()}
             self._tokenizer = tokenizer
             self._session = session
@@ -202,10 +178,13 @@ def embedder_for(settings: EmbeddingSettings) -> Embedder:
                 f"embedding.dimensions is {settings.dimensions}, but {LOCAL_MODEL_NAME} makes "
                 f"{LOCAL_MODEL_DIMENSIONS}-d vectors"
             )
-        model_dir = resolve_model_dir(settings.model_path)
-        key = (settings.model, str(model_dir))
+        from ocat.memory.model_files import ensure_model
+
+        # Found, or fetched, when the first text is embedded: a store opens, counts and
+        # exports without the model, and front ends fetch it earlier to show progress.
+        key = (settings.model, repr(settings))
         with _cache_lock:
             if key not in _cache:
-                _cache[key] = OnnxMiniLMEmbedder(model_dir)
+                _cache[key] = OnnxMiniLMEmbedder(lambda: ensure_model(settings).path)
             return _cache[key]
     return LiteLLMEmbedder(settings.model, settings.dimensions)

@@ -20,7 +20,7 @@ from textual.widgets import Footer, Static
 from textual.worker import Worker, WorkerState
 
 from ocat.commands import CommandResult, is_command, run_command
-from ocat.errors import OcatError
+from ocat.errors import Cancelled, OcatError
 from ocat.locations import display_path
 from ocat.session import ChatSession
 from ocat.text import printable
@@ -56,10 +56,24 @@ class OcatApp(App[int]):
     ]
 
     class MemoryReady(Message):
-        """The store opened (or failed to: `error` says why)."""
+        """The store opened and the embedding model is ready (or not: `error` says why).
 
-        def __init__(self, error: str | None) -> None:
+        `downloaded` describes a model fetched on the way; `saved` counts the exchanges
+        made meanwhile that were then written to memory.
+        """
+
+        def __init__(self, error: str | None, *, downloaded: str | None = None, saved: int = 0) -> None:
             self.error = error
+            self.downloaded = downloaded
+            self.saved = saved
+            super().__init__()
+
+    class ModelProgress(Message):
+        """The embedding model's first download has come this far (`total` None: unknown)."""
+
+        def __init__(self, done: int, total: int | None) -> None:
+            self.done = done
+            self.total = total
             super().__init__()
 
     class ModelChecked(Message):
@@ -77,6 +91,8 @@ class OcatApp(App[int]):
         self.turn: Worker[None] | None = None
         self.command: Worker[None] | None = None
         self.last_answer = ""
+        # The embedding model's download bar, while the first download runs.
+        self._download: TaskProgress | None = None
         self.set_keymap(keymap(session.settings.keys))
 
     def compose(self) -> ComposeResult:
@@ -129,16 +145,36 @@ class OcatApp(App[int]):
 
     @work(thread=True, exclusive=True, group="memory")
     def load_memory(self) -> None:
-        """Open the store off the UI thread: chromadb and the model load here, after first paint."""
-        from ocat.memory import open_store
+        """Open the store, then ready the embedding model (downloading it on first use), off the
+        UI thread: chromadb and the model load here, after first paint. The chat is usable
+        meanwhile; its exchanges are kept and written once memory is ready."""
+        session = self.session
+        if not session.open_memory(serve=self.serve):
+            self.post_message(self.MemoryReady(session.memory_error))
+            return
+        from textual.worker import get_current_worker
 
-        try:
-            self.session.store = open_store(self.session.settings, serve=self.serve)
-            self.session.store.count("exchange")
-            self.post_message(self.MemoryReady(None))
-        except OcatError as exc:
-            self.session.memory_error = str(exc)
-            self.post_message(self.MemoryReady(str(exc)))
+        worker = get_current_worker()
+        shown = [-1]
+
+        def progress(done: int, total: int | None) -> None:
+            if worker.is_cancelled:
+                # The app is closing: stop the download now (it leaves nothing behind) rather
+                # than keep the process alive until it ends.
+                raise Cancelled("the chat closed before the embedding model was downloaded")
+            # One message per percent (or per megabyte): the UI needs no more.
+            step = done * 100 // total if total else done // 1_000_000
+            if step != shown[0]:
+                shown[0] = step
+                self.post_message(self.ModelProgress(done, total))
+
+        fetched = session.prepare_model(progress=progress)
+        if not session.model_ready:
+            self.post_message(self.MemoryReady(session.memory_error))
+            return
+        saved = session.save_unsaved()
+        downloaded = fetched.describe() if fetched is not None and fetched.downloaded else None
+        self.post_message(self.MemoryReady(session.memory_error, downloaded=downloaded, saved=saved))
 
     @work(thread=True, group="model")
     def check_model(self) -> None:
@@ -149,17 +185,38 @@ class OcatApp(App[int]):
 
     def on_ocat_app_model_checked(self, message: ModelChecked) -> None:
         if message.problem:
-            # The chat stays open: the user may fix the key, or only use memory commands.
-            self._notice(f"{message.problem}. Memory commands work meanwhile.", error=True)
+            # The chat stays open: the user may fix the key, or only use the commands.
+            self._notice(f"{message.problem}. Answers fail until then; the commands work.", error=True)
 
-    def on_ocat_app_memory_ready(self, message: MemoryReady) -> None:
+    async def on_ocat_app_model_progress(self, message: ModelProgress) -> None:
+        from ocat.memory.model_files import progress_words
+
+        if self._download is None:
+            self._download = TaskProgress(hint="the chat works meanwhile")
+            await self._append(self._download)
+        label = "Downloading the embedding model, first use"
+        self._download.show(label, message.done, message.total or 0)
+        percent = f"{message.done * 100 // message.total}%" if message.total else progress_words(message.done, None)
+        self.memory_state = f"downloading model {percent}"
+        self._refresh_header()
+
+    async def on_ocat_app_memory_ready(self, message: MemoryReady) -> None:
+        if self._download is not None:
+            await self._download.remove()
+            self._download = None
+        store = self.session.store
         if message.error:
             self.memory_state = "memory off"
-            self._notice(f"Memory is off: {message.error}. The chat works without it.", error=True)
+            # The store is open when only the model is missing: what is said now is kept for it.
+            still = " What you say is kept, and remembered once the model is there." if store is not None else ""
+            self._notice(f"Memory is off: {message.error}. The chat works without it.{still}", error=True)
         else:
-            store = self.session.store
             assert store is not None
             self.memory_state = exchange_count(store.count("exchange"))
+        if message.downloaded:
+            verb = "is" if message.saved == 1 else "are"
+            saved = f"; the {exchange_count(message.saved)} made meanwhile {verb} remembered too" if message.saved else ""
+            self._notice(f"{message.downloaded} Memory is on{saved}.")
         self._refresh_header()
 
     def _header_text(self) -> str:
@@ -170,7 +227,8 @@ class OcatApp(App[int]):
         else:
             where = display_path(str(settings.store_path))
         model = "dummy" if self.session.dummy else settings.llm.model
-        return f"ocat · {config} · {model} · {where} · {self.memory_state}"
+        # Model and memory state first: they are what a narrow window must still show.
+        return f"ocat · {model} · {self.memory_state} · {where} · {config}"
 
     def _refresh_header(self) -> None:
         self.query_one("#header", Static).update(self._header_text())
@@ -178,7 +236,7 @@ class OcatApp(App[int]):
     async def _refresh_count(self) -> None:
         """Show the store's exchange count, read off the UI thread (it may be a server round trip)."""
         store = self.session.store
-        if store is None:
+        if store is None or not self.session.memory_on:
             return
         try:
             count = await asyncio.to_thread(store.count, "exchange")

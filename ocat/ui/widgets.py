@@ -183,8 +183,9 @@ class NoticeMessage(Static):
 class TaskProgress(Horizontal):
     """A long command's progress: what it is doing, a bar, and how to stop it."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, hint: str = "Esc stops") -> None:
         super().__init__(classes="task-progress")
+        self.hint = hint
 
     def compose(self):  # noqa: ANN201 - ComposeResult
         from textual.widgets import ProgressBar
@@ -196,7 +197,7 @@ class TaskProgress(Horizontal):
         """Move the bar to `done` of `total`."""
         from textual.widgets import ProgressBar
 
-        self.query_one(".task-label", Static).update(plain(f"{label}  (Esc stops)"))
+        self.query_one(".task-label", Static).update(plain(f"{label}  ({self.hint})"))
         self.query_one(ProgressBar).update(total=max(total, 1), progress=done)
 
 
