@@ -6,15 +6,36 @@ same on either. chromadb is imported here, lazily, and nowhere else.
 
 from __future__ import annotations
 
+import threading
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from ocat.errors import StoreError
 
 SCHEMA_VERSION = 1
 EXCHANGES_SUFFIX = "exchanges"
 DOCUMENTS_SUFFIX = "documents"
+
+# Every request to a Chroma server has a time limit: chromadb 1.5's HttpClient sets none, so a
+# server that accepts connections but never answers (a stopped process: Ctrl+Z stops an MCP
+# host's whole process group) would hang its clients forever. Connecting on loopback takes
+# well under a millisecond. The slowest calls ocat makes are one batch write and one delete:
+# on 2 cores kept busy by two other processes (chromadb 1.5.9, 384-d vectors, ~1.5 KB texts),
+# adding 256 records took 0.7 s (median) and 2.2 s (worst) with up to 51,200 stored, and
+# deleting 30,720 ids in one call took 11 s (Chroma refuses 32,767 ids or more in one call).
+# The limit is for a call that gets no answer, so it leaves a wide margin over those.
+REQUEST_SECONDS = 120.0
+CONNECT_SECONDS = 5.0
+# A live server answers its heartbeat in milliseconds: 0.2 s at worst while it deleted 20,480 ids.
+HEARTBEAT_SECONDS = 3.0
+HEARTBEAT_PATH = "/api/v2/heartbeat"
+
+
+class ServerNotAnswering(StoreError):
+    """A Chroma server did not answer a request in time, or refused the connection."""
 
 
 @dataclass(frozen=True)
@@ -35,8 +56,12 @@ class StoreLocation:
         return str(self.path)
 
 
-def open_client(location: StoreLocation) -> Any:
-    """A ChromaDB client for the location, with telemetry off (this machine has no network)."""
+def open_client(location: StoreLocation, *, timeout: float = REQUEST_SECONDS) -> Any:
+    """A ChromaDB client for the location, with telemetry off (this machine has no network).
+
+    Each request to a server gets `timeout` seconds (connecting: at most CONNECT_SECONDS);
+    one that gets no answer in time raises ServerNotAnswering (a StoreError) naming the server.
+    """
     try:
         import chromadb
         from chromadb.config import Settings as ChromaSettings
@@ -45,12 +70,102 @@ def open_client(location: StoreLocation) -> Any:
     chroma_settings = ChromaSettings(anonymized_telemetry=False)
     try:
         if location.host:
-            return chromadb.HttpClient(host=location.host, port=location.port, settings=chroma_settings)
+            _limit_http_requests()
+            token = _request_seconds.set(timeout)
+            try:
+                return chromadb.HttpClient(host=location.host, port=location.port, settings=chroma_settings)
+            finally:
+                _request_seconds.reset(token)
         assert location.path is not None
         location.path.mkdir(parents=True, exist_ok=True)
         return chromadb.PersistentClient(path=str(location.path), settings=chroma_settings)
     except Exception as exc:
+        # chromadb's constructor turns errors of its first requests into ValueErrors, some
+        # with a message of their own; a timeout or a refused connection says more.
+        cause = _unanswered(exc)
+        if cause is not None:
+            raise ServerNotAnswering(f"cannot open the memory store at {location.describe()}: {cause}") from exc
         raise StoreError(f"cannot open the memory store at {location.describe()}: {exc}") from exc
+
+
+def server_answers(host: str, port: int, timeout: float = HEARTBEAT_SECONDS) -> bool:
+    """True if a Chroma server at host:port answers its heartbeat within `timeout` seconds.
+
+    A stopped server's socket still accepts connections (the kernel completes them), so
+    only an answer tells a live server from a stopped one.
+    """
+    import http.client
+
+    connection = http.client.HTTPConnection(host, port, timeout=timeout)
+    try:
+        connection.request("GET", HEARTBEAT_PATH)
+        return connection.getresponse().status == 200
+    except (OSError, http.client.HTTPException):
+        return False
+    finally:
+        connection.close()
+
+
+# The limit for the HTTP clients being made in this context (see open_client).
+_request_seconds: ContextVar[float] = ContextVar("ocat_chroma_request_seconds", default=REQUEST_SECONDS)
+_limiting = threading.Lock()
+
+
+def _limit_http_requests() -> None:
+    """Give chromadb's HTTP client a time limit on every request, and name the server when it runs out.
+
+    chromadb 1.5.9 builds its httpx client with `timeout=None`, has no setting for it, and
+    sends its first requests from inside the HttpClient constructor; so the limit is set
+    where that httpx client is made, once per process, for every HTTP client after it.
+    """
+    import httpx
+    from chromadb.api.fastapi import FastAPI
+
+    with _limiting:
+        if getattr(FastAPI, "_ocat_limited", False):
+            return
+        make, send = FastAPI.__init__, FastAPI._make_request
+
+        def __init__(self: Any, system: Any) -> None:
+            make(self, system)
+            seconds = _request_seconds.get()
+            self._session.timeout = httpx.Timeout(seconds, connect=min(CONNECT_SECONDS, seconds))
+
+        def _make_request(self: Any, method: str, path: str, **kwargs: Any) -> Any:
+            try:
+                return send(self, method, path, **kwargs)
+            except httpx.TimeoutException as exc:
+                limit = self._session.timeout
+                seconds = limit.connect if isinstance(exc, httpx.ConnectTimeout) else limit.read
+                raise ServerNotAnswering(
+                    f"the memory server at {_server_url(self._api_url)} did not answer within {seconds:g} s; "
+                    "its process may be stopped (Ctrl+Z: resume it with fg) or stuck"
+                ) from exc
+            except httpx.ConnectError as exc:
+                raise ServerNotAnswering(
+                    f"the memory server at {_server_url(self._api_url)} is not running ({exc})"
+                ) from exc
+
+        FastAPI.__init__ = __init__  # type: ignore[method-assign]
+        FastAPI._make_request = _make_request  # type: ignore[method-assign]
+        FastAPI._ocat_limited = True  # type: ignore[attr-defined]
+
+
+def _server_url(api_url: str) -> str:
+    parts = urlsplit(api_url)
+    return f"{parts.scheme}://{parts.netloc}"
+
+
+def _unanswered(exc: BaseException) -> ServerNotAnswering | None:
+    """The ServerNotAnswering behind an exception, if any (chromadb re-raises some as ValueError)."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, ServerNotAnswering):
+            return current
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return None
 
 
 def collection_names(store: str) -> tuple[str, str]:

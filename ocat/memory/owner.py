@@ -4,14 +4,19 @@ ChromaDB's embedded mode is not safe for several processes on one folder: a long
 process keeps the vector index in memory and later writes it back over what another
 process added. So exactly one process opens a folder with the embedded client:
 
-- the process holding `<store>/.ocat-owner.lock` is the owner;
+- the process holding `<store>/.ocat-owner.lock` is the owner, and says who it is in
+  `<store>/.ocat-owner.json` (its pid, its command, whether it shares the store);
 - a long-lived owner (the chat) serves the folder with ChromaDB's own server on loopback,
-  records the address in `<store>/.ocat-server.json`, and uses it itself through HTTP;
-- any other process that finds the lock taken uses that server if there is one, or waits
-  for the lock (a one-shot owner, such as `--add-to-vector-store`, serves nobody).
+  records the address in `<store>/.ocat-server.json`, uses it itself through HTTP, and
+  starts a new server if that one exits;
+- any other process that finds the lock taken uses that server if it answers, or waits
+  for the lock, saying whom it waits for (a one-shot owner, such as `--add-to-vector-store`,
+  serves nobody; a stopped owner's server does not answer).
 
 The lock is an OS file lock (filelock): a crashed owner's lock goes with its process, and
-the server child is killed with its parent, so a crash never wedges the store.
+the server child is killed with its parent, so a crash never wedges the store. The two
+files are believed only while the lock is held (the address only once a server answers
+there), so what a crash leaves behind misleads nobody.
 """
 
 from __future__ import annotations
@@ -19,9 +24,7 @@ from __future__ import annotations
 import atexit
 import json
 import os
-import socket
 import subprocess
-import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -29,28 +32,31 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ocat.errors import StoreError
-from ocat.memory.backend import StoreLocation
+from ocat.memory.backend import HEARTBEAT_SECONDS, StoreLocation, server_answers
+from ocat.memory.holders import (  # noqa: F401 - LOCK_FILE and OWNER_FILE are this module's files too
+    LOCK_FILE,
+    OWNER_FILE,
+    duration_words,
+    is_stopped,
+    lock_is_held,
+    own_command,
+    process_exists,
+    process_state,
+    read_holder,
+)
+from ocat.memory.server_child import start_server, stop_server
 
-LOCK_FILE = ".ocat-owner.lock"
 SERVER_FILE = ".ocat-server.json"
-SERVER_START_SECONDS = 60.0
+# How often a process waiting for the store says again what it waits for, and for how long.
+NOTIFY_EVERY_SECONDS = 30.0
+# `recover` restarts a server child that does not answer for this long (a busy one answers
+# its heartbeat within 0.2 s: see ocat.memory.backend).
+UNANSWERED_SECONDS = 10.0
+# A server child that exits more often than this within RESTART_WINDOW_SECONDS is not
+# started again: the owner gives the store up instead, so other processes are not kept waiting.
+MAX_RESTARTS = 3
+RESTART_WINDOW_SECONDS = 60.0
 
-# The server process: ChromaDB's own `chroma run`, plus a watchdog that ends it as soon as
-# the owner is gone (even after kill -9), so an orphan never keeps the folder open while a
-# new owner starts another server on it. (PR_SET_PDEATHSIG would follow the starting
-# *thread*, and the chat starts the server from a worker thread.)
-_SERVER_CODE = """
-import os, sys, threading, time
-path, port, owner = sys.argv[1], sys.argv[2], int(sys.argv[3])
-def watch():
-    while os.getppid() == owner:
-        time.sleep(0.5)
-    os._exit(0)
-threading.Thread(target=watch, daemon=True).start()
-from chromadb.cli.cli import app
-sys.argv = ["chroma", "run", "--path", path, "--host", "127.0.0.1", "--port", port]
-app()
-"""
 
 
 @dataclass
@@ -62,31 +68,159 @@ class StoreLease:
     _lock: Any = None
     _server: subprocess.Popen[bytes] | None = None
     _released: bool = field(default=False)
+    # Why this serving owner gave the store up (its server could not be kept running), if it did.
+    problem: str | None = None
+    _keep_serving: bool = True
+    # Held while the server child is replaced or the lease released (from any thread).
+    _guard: threading.RLock = field(default_factory=threading.RLock, repr=False)
+    _exits: list[float] = field(default_factory=list, repr=False)
+
+    @property
+    def _path(self) -> Path:
+        assert self.location.path is not None, "a lease is always on a store folder"
+        return self.location.path
+
+    def server_alive(self, timeout: float = HEARTBEAT_SECONDS) -> bool:
+        """Whether this lease still reaches the store: for an embedded owner, until released;
+        for a serving owner or a client, whether the server answers a heartbeat within
+        `timeout` seconds (and, for a serving owner, its server child is still running)."""
+        if self._released or self.problem is not None:
+            return False
+        location, server = self.location, self._server
+        if location.host is None:
+            return True
+        if server is not None and server.poll() is not None:
+            return False
+        return server_answers(location.host, location.port, timeout)
+
+    def restart_server(self) -> StoreLocation:
+        """A serving owner's new server child on the same folder; returns its location.
+
+        What is left of the old child (exited, stopped or stuck) is killed first, so two
+        servers never have the folder open; then `location` and `.ocat-server.json` name the
+        new server. If it cannot start, this process gives the store up (see `problem`):
+        it releases the lock so that another process can take over, and raises StoreError.
+        """
+        with self._guard:
+            self._check_serving()
+            path = self._path
+            # Meanwhile other processes wait for the new address instead of adopting a dead one.
+            (path / SERVER_FILE).unlink(missing_ok=True)
+            stop_server(self._server, kill=True)
+            try:
+                server, port = start_server(path, stop=lambda: self._released)
+            except StoreError as exc:
+                self._give_up(str(exc))
+                raise
+            self._server = server
+            self.location = StoreLocation(path=path, host="127.0.0.1", port=port)
+            _write_server(path, port, server.pid)
+            self._watch(server)
+            return self.location
+
+    def recover(self, timeout: float = UNANSWERED_SECONDS) -> StoreLocation:
+        """Where the store can be reached now, after a call through this lease failed.
+
+        An embedded owner: its folder, unchanged. A serving owner: its server, restarted
+        first if its child has exited or does not answer within `timeout` seconds. A client:
+        the owner's server as `.ocat-server.json` names it now (the owner may have restarted
+        it on another port), if it answers. Compare the result with the location the store
+        was opened at: if it differs, open the store there again.
+
+        Raises StoreError when this lease cannot reach the store any more (a client whose
+        owner has finished or does not answer, a serving owner that gave the store up, a
+        released lease): then close the store and open it again with `open_store`.
+        """
+        path = self._path
+        if self._released:
+            raise StoreError(f"the store at {path} was closed; open it again")
+        if self.role == "owner":
+            return self.location
+        if self.role == "serving owner":
+            with self._guard:
+                if not self.server_alive(timeout):
+                    self.restart_server()
+                return self.location
+        if not lock_is_held(path):
+            raise StoreError(f"the process that shared the store at {path} has finished with it; open it again")
+        served = _read_server(path)
+        if served is None:
+            raise StoreError(f"the process that owns the store at {path} no longer serves it: {_why_busy(path)}")
+        self.location = StoreLocation(path=path, host=served[0], port=served[1])
+        return self.location
 
     def release(self) -> None:
-        """Stop serving and give the store up (idempotent)."""
+        """Stop serving and give the store up (idempotent, from any thread)."""
+        self._released = True  # first: a server start under way sees it and stops
+        with self._guard:
+            self._let_go()
+
+    def _check_serving(self) -> None:
+        path = self._path
+        if self._released:
+            raise StoreError(f"the store at {path} was closed; open it again")
+        if self.problem is not None:
+            raise StoreError(f"this process gave up the store at {path} ({self.problem}); open it again")
+        if self.role != "serving owner":
+            raise StoreError(f"this process does not serve the store at {path}")
+
+    def _watch(self, server: subprocess.Popen[bytes]) -> None:
+        if self._keep_serving:
+            threading.Thread(
+                target=self._restart_when_exited, args=(server,), name="ocat-store-server", daemon=True
+            ).start()
+
+    def _restart_when_exited(self, server: subprocess.Popen[bytes]) -> None:
+        # Without this, a killed or crashed server would leave the lock held by an owner that
+        # serves nobody, and every other process would wait for it until it quits.
+        code = server.wait()
+        with self._guard:
+            if self._released or self.problem is not None or self._server is not server:
+                return  # released, given up, or replaced by restart_server meanwhile
+            now = time.monotonic()
+            self._exits = [t for t in self._exits if now - t < RESTART_WINDOW_SECONDS] + [now]
+            if len(self._exits) > MAX_RESTARTS:
+                self._give_up(f"its memory server exited {len(self._exits)} times within a minute (last code {code})")
+                return
+            try:
+                self.restart_server()
+            except StoreError:
+                pass  # restart_server gave the store up and recorded why in `problem`
+
+    def _give_up(self, problem: str) -> None:
         if self._released:
             return
-        self._released = True
-        if self._server is not None:
-            server_file = Path(str(self.location.path)) / SERVER_FILE
-            server_file.unlink(missing_ok=True)
-            self._server.terminate()
-            try:
-                self._server.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self._server.kill()
-        if self._lock is not None:
-            self._lock.release()
+        self.problem = problem
+        self._let_go()
+
+    def _let_go(self) -> None:
+        # Each step once: the address goes before the server, the owner record before the lock.
+        server, self._server = self._server, None
+        lock, self._lock = self._lock, None
+        path = self._path
+        if server is not None:
+            (path / SERVER_FILE).unlink(missing_ok=True)
+            stop_server(server)
+        if lock is not None:
+            (path / OWNER_FILE).unlink(missing_ok=True)
+            lock.release()
 
 
 def acquire(
-    path: Path, *, serve: bool, wait_seconds: float = 600.0, notify: Callable[[str], None] | None = None
+    path: Path,
+    *,
+    serve: bool,
+    wait_seconds: float = 600.0,
+    notify: Callable[[str], None] | None = None,
+    keep_serving: bool = True,
 ) -> StoreLease:
     """Take the store folder as its owner, or reach it through its owner's server.
 
-    `serve` makes an owner share the store (for long-lived processes). A process that
-    finds a non-serving owner waits up to `wait_seconds` for it to finish.
+    `serve` makes an owner share the store (for long-lived processes); with `keep_serving`
+    it starts a new server whenever its server exits. A process that finds the store held
+    and no server answering for it waits up to `wait_seconds` for the lock, telling `notify`
+    what it waits for (which process, and why), again whenever that changes, and every
+    NOTIFY_EVERY_SECONDS with how long it has waited.
     """
     from filelock import FileLock, Timeout
 
@@ -96,8 +230,9 @@ def acquire(
         raise StoreError(f"cannot use {path} as a memory store: {exc.strerror or exc}") from exc
     # Not thread-local: the chat opens the store in a worker thread and releases it from the main one.
     lock = FileLock(str(path / LOCK_FILE), thread_local=False)
-    deadline = time.monotonic() + wait_seconds
-    told = False
+    started = time.monotonic()
+    told: str | None = None
+    told_at = 0.0
     while True:
         try:
             lock.acquire(timeout=0)
@@ -106,92 +241,107 @@ def acquire(
             if served is not None:
                 host, port = served
                 return StoreLease(StoreLocation(path=path, host=host, port=port), "client")
-            if time.monotonic() >= deadline:
+            why = _why_busy(path)
+            waited = time.monotonic() - started
+            # Told before the deadline is checked: probing a stopped server can take longer than a short wait.
+            if notify and wait_seconds > 0 and (why != told or time.monotonic() - told_at >= NOTIFY_EVERY_SECONDS):
+                if told is None:
+                    notify(
+                        f"waiting for the store at {path}: {why}. ocat waits up to {duration_words(wait_seconds)} "
+                        "(Ctrl+C or quit to give up)…"
+                    )
+                else:
+                    notify(
+                        f"still waiting for the store at {path} after {duration_words(waited)} "
+                        f"(up to {duration_words(wait_seconds)}; Ctrl+C or quit to give up): {why}…"
+                    )
+                told, told_at = why, time.monotonic()
+            if waited >= wait_seconds:
                 raise StoreError(
-                    f"the store at {path} is busy: another ocat process is using it and does not share it; "
-                    "try again when it finishes"
+                    f"the store at {path} is busy: {why}. Waited {duration_words(wait_seconds)}; "
+                    "try again when it is free"
                 ) from None
-            if notify and not told:
-                notify(f"waiting for another ocat process to finish with the store at {path}…")
-                told = True
             time.sleep(0.2)
             continue
         except OSError as exc:
             raise StoreError(f"cannot lock the memory store at {path}: {exc.strerror or exc}") from exc
-        (path / SERVER_FILE).unlink(missing_ok=True)  # left by an owner that crashed
-        lease = StoreLease(StoreLocation(path=path), "owner", _lock=lock)
-        if serve:
-            try:
-                lease._server, port = _start_server(path)
-            except Exception:
-                lock.release()
-                raise
-            lease.location = StoreLocation(path=path, host="127.0.0.1", port=port)
-            lease.role = "serving owner"
-            _write_server(path, port)
+        lease = StoreLease(StoreLocation(path=path), "owner", _lock=lock, _keep_serving=keep_serving)
+        try:
+            _write_owner(path, serves=serve)
+            (path / SERVER_FILE).unlink(missing_ok=True)  # left by an owner that crashed
+            if serve:
+                lease.role = "serving owner"
+                server, port = start_server(path)
+                lease._server = server
+                lease.location = StoreLocation(path=path, host="127.0.0.1", port=port)
+                _write_server(path, port, server.pid)
+                lease._watch(server)
+        except BaseException:
+            lease.release()
+            raise
         atexit.register(lease.release)
         return lease
 
 
 def _read_server(path: Path) -> tuple[str, int] | None:
+    """The address in `.ocat-server.json`, if a Chroma server answers there.
+
+    A heartbeat, not a connect: a stopped server's socket still accepts connections.
+    """
+    info = _server_info(path)
+    if info is None:
+        return None
+    host, port, _ = info
+    return (host, port) if server_answers(host, port, HEARTBEAT_SECONDS) else None
+
+
+def _server_info(path: Path) -> tuple[str, int, int | None] | None:
     try:
         info = json.loads((path / SERVER_FILE).read_text(encoding="utf-8"))
-        host, port = str(info["host"]), int(info["port"])
-    except (OSError, ValueError, KeyError, TypeError):
+        server_pid = info.get("server_pid")
+        return str(info["host"]), int(info["port"]), int(server_pid) if server_pid is not None else None
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
-    with socket.socket() as probe:
-        probe.settimeout(1.0)
-        if probe.connect_ex((host, port)) != 0:
-            return None
-    return host, port
 
 
-def _write_server(path: Path, port: int) -> None:
-    target = path / SERVER_FILE
+def _write_server(path: Path, port: int, server_pid: int) -> None:
+    _write_json(path / SERVER_FILE, {"host": "127.0.0.1", "port": port, "pid": os.getpid(), "server_pid": server_pid})
+
+
+def _write_owner(path: Path, *, serves: bool) -> None:
+    # Only for other processes' waiting messages: a folder where it cannot be written still works.
+    try:
+        _write_json(path / OWNER_FILE, {"pid": os.getpid(), "command": own_command(), "serves": serves})
+    except OSError:
+        (path / OWNER_FILE).unlink(missing_ok=True)
+
+
+def _write_json(target: Path, data: dict[str, Any]) -> None:
     partial = target.with_suffix(".partial")
-    partial.write_text(json.dumps({"host": "127.0.0.1", "port": port, "pid": os.getpid()}), encoding="utf-8")
+    partial.write_text(json.dumps(data), encoding="utf-8")
     partial.replace(target)  # readers never see half a file
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+def _why_busy(path: Path) -> str:
+    """What a process that cannot take the store waits for, in words."""
+    holder = read_holder(path)
+    who = holder.describe() if holder else "another ocat process"
+    info = _server_info(path)
+    if info is not None:
+        host, port, server_pid = info
+        url = f"http://{host}:{port}"
+        if server_pid is not None and (process_state(server_pid) in ("Z", "X") or not process_exists(server_pid)):
+            return f"{who} holds it, and its memory server at {url} has exited"
+        if any(is_stopped(pid) for pid in (server_pid, holder.pid if holder else None) if pid):
+            return f"{who} holds it, and its memory server at {url} is stopped, by Ctrl+Z perhaps ({_RESUME})"
+        return f"{who} holds it, and its memory server at {url} does not answer (is it stopped, by Ctrl+Z?)"
+    if holder is not None and is_stopped(holder.pid):
+        return f"{who} holds it and is stopped, by Ctrl+Z perhaps ({_RESUME})"
+    if holder is not None and holder.serves:
+        return f"{who} holds it and is starting its memory server"
+    return f"{who} holds it and does not share it (a one-shot command, such as --add-to-vector-store)"
 
 
-def _start_server(path: Path) -> tuple[subprocess.Popen[bytes], int]:
-    port = _free_port()
-    server = subprocess.Popen(
-        [sys.executable, "-c", _SERVER_CODE, str(path), str(port), str(os.getpid())],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        # Kept to explain a failed start (a damaged store), then drained so the server never blocks on it.
-        stderr=subprocess.PIPE,
-    )
-    deadline = time.monotonic() + SERVER_START_SECONDS
-    while time.monotonic() < deadline:
-        if server.poll() is not None:
-            assert server.stderr is not None
-            reason = _last_line(server.stderr.read().decode("utf-8", "replace"))
-            raise StoreError(
-                f"cannot open the memory store at {path}: its server exited at start (code {server.returncode})"
-                + (f": {reason}" if reason else "")
-            )
-        with socket.socket() as probe:
-            if probe.connect_ex(("127.0.0.1", port)) == 0:
-                threading.Thread(target=_drain, args=(server.stderr,), daemon=True).start()
-                return server, port
-        time.sleep(0.1)
-    server.kill()
-    raise StoreError(f"the memory server for {path} did not start within {SERVER_START_SECONDS:.0f} s")
+_RESUME = "`fg` in its terminal resumes it"
 
 
-def _last_line(output: str) -> str:
-    """The last non-empty line of a failed server's output (its error, after any traceback)."""
-    lines = [line.strip() for line in output.splitlines() if line.strip()]
-    return lines[-1][:500] if lines else ""
-
-
-def _drain(stream: Any) -> None:
-    while stream.read(65536):
-        pass
