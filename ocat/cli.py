@@ -8,8 +8,10 @@ and ocat's own light modules are imported up front, so `--version` and `--help` 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
-from typing import Sequence
+import threading
+from typing import NoReturn, Sequence
 
 from ocat import __version__
 from ocat.errors import OcatError, UsageError
@@ -223,7 +225,8 @@ def _run_app(args: argparse.Namespace) -> int:
 
         # The window paints first; litellm, chromadb and the embedding model load in
         # workers after it, and the app reports missing credentials in the chat.
-        return OcatApp(ChatSession(settings, dummy=args.dummy_mode)).run() or 0
+        app = OcatApp(ChatSession(settings, dummy=args.dummy_mode), quick_exit=True)
+        _leave_now(app.run() or 0, app.closing)
     except OcatError as exc:
         print(f"ocat: {exc}", file=sys.stderr)
         return exc.exit_code
@@ -232,3 +235,26 @@ def _run_app(args: argparse.Namespace) -> int:
         # download leaves nothing behind, and the next start fetches it again.
         print("\nocat: interrupted", file=sys.stderr)
         return 130
+
+
+# How long the process waits, once the window has closed, for the store to be given up.
+CLOSE_WAIT_SECONDS = 0.2
+
+
+def _leave_now(code: int, closing: threading.Thread | None) -> NoReturn:
+    """Leave at once when the chat window closes, whatever is still shutting down.
+
+    Python would otherwise wait for every worker thread (litellm still importing, memory
+    still opening) and for the store's server to stop. The store is given up if that takes
+    less than CLOSE_WAIT_SECONDS; past that the process ends as a crashed owner does, which
+    the store is made for: the OS releases the owner lock and the server's watchdog stops it
+    (ocat.memory.owner). Every exchange was written when its turn ended.
+    """
+    if closing is not None:
+        closing.join(timeout=CLOSE_WAIT_SECONDS)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code)

@@ -100,6 +100,10 @@ def run_action(action: str, args: argparse.Namespace, settings: Settings, report
         # The reader went away (`ocat --export-memory - | head`): stop quietly, like cat does.
         _silence_stdout()
         return 0
+    except Exception as exc:  # a bug: one line and the log's name, not a traceback
+        from ocat.logs import log_failure
+
+        return reporter.fail(OcatError(log_failure(f"the {action} action", exc)))
 
 
 def _silence_stdout() -> None:

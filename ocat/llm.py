@@ -85,6 +85,38 @@ def _call_args(messages: list[Message], settings: LLMSettings) -> dict[str, Any]
     return args
 
 
+def warm_up(settings: LLMSettings) -> None:
+    """Do now, in the background, the slow first-use work of an answer: import litellm, look
+    the model up in its price list, and load the token counter, so the first answer starts
+    as fast as the later ones."""
+    if settings.model == DUMMY_MODEL:
+        return
+    from ocat.tokens import count_tokens
+
+    litellm = _litellm()
+    input_token_limit(settings)
+    count_tokens("warm")
+    # A first streamed call imports some 500 more modules (litellm's dispatch and logging,
+    # the OpenAI SDK's resources): about a second on a 2-core machine. A mocked call (no
+    # request leaves the machine) and an unused client pay for them now.
+    import asyncio
+
+    import openai
+
+    openai.AsyncOpenAI(api_key="warm-up", base_url="http://127.0.0.1:9/v1").chat.completions  # noqa: B018
+
+    async def mocked() -> None:
+        args = _call_args([{"role": "user", "content": "warm up"}], settings)
+        response = await litellm.acompletion(**args, stream=True, mock_response="ok")
+        async for _ in response:
+            pass
+
+    try:
+        asyncio.run(mocked())
+    except Exception:
+        pass  # an unknown provider or model is reported by the first answer itself
+
+
 def missing_credentials(settings: LLMSettings) -> list[str]:
     """Environment variables the model's provider needs that are not set (empty if unknown)."""
     if settings.model == DUMMY_MODEL or settings.api_key or settings.api_base:

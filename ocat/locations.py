@@ -1,4 +1,4 @@
-"""Where ocat keeps things: XDG config, data and cache folders, and its shipped files."""
+"""Where ocat keeps things: XDG config, data, state and cache folders, and its shipped files."""
 
 from __future__ import annotations
 
@@ -29,6 +29,11 @@ def data_dir() -> Path:
 def cache_dir() -> Path:
     """The user's cache folder (`$XDG_CACHE_HOME`), not ocat's own sub-folder."""
     return _xdg("XDG_CACHE_HOME", ".cache")
+
+
+def state_dir() -> Path:
+    """The user's ocat state folder (`$XDG_STATE_HOME/ocat`): the log lives here."""
+    return _xdg("XDG_STATE_HOME", ".local/state") / APP_NAME
 
 
 def user_config_file() -> Path:

@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from datetime import datetime
 from pathlib import Path
 from dataclasses import dataclass, field
 from typing import Any, Literal
+
+from ocat.text import local_time
 
 RecordKind = Literal["exchange", "document"]
 
@@ -138,8 +139,7 @@ class SearchHit:
 
     def when(self, fmt: str = "%Y-%m-%d", missing: str = "-") -> str:
         """The memory's date in local time, or `missing` when it has none."""
-        stamp = self.timestamp
-        return datetime.fromtimestamp(stamp).strftime(fmt) if stamp else missing
+        return local_time(self.timestamp, fmt, missing)
 
     @property
     def origin(self) -> str:

@@ -65,10 +65,13 @@ def _line_reader(interactive: bool) -> Callable[[], str]:
     return lambda: prompt_session.prompt("› ")
 
 
-async def _stream_answer(session: ChatSession, prompt: str, out: IO[str]) -> tuple[str, list[SearchHit]]:
+async def _stream_answer(session: ChatSession, prompt: str, out: IO[str], err: IO[str]) -> tuple[str, list[SearchHit]]:
     memories = session.recall(prompt)
+    # Which memories were used is a status, not the answer: stderr, so `echo ... | ocat` gives
+    # the answer alone on stdout.
     for line in memory_summary(memories, session.settings.display.context_mode):
-        out.write(line + "\n")
+        err.write(line + "\n")
+    err.flush()
     request = session.request(prompt, memories)
     pieces: list[str] = []
     async for piece in session.stream(request):
@@ -131,13 +134,18 @@ def run_repl(session: ChatSession, *, out: IO[str] | None = None, err: IO[str] |
             continue
         had_memory = session.memory_on
         try:
-            answer, memories = asyncio.run(_stream_answer(session, prompt, out))
+            answer, memories = asyncio.run(_stream_answer(session, prompt, out, err))
         except KeyboardInterrupt:
             # A cancelled turn keeps what was shown but is not remembered.
             out.write("\n[cancelled]\n")
             continue
         except OcatError as exc:
             err.write(f"ocat: {printable(str(exc))}\n")
+            continue
+        except Exception as exc:  # a bug must not end the chat: say it, log it, go on
+            from ocat.logs import log_failure
+
+            err.write(f"ocat: {printable(log_failure('the answer', exc))}\n")
             continue
         out.write("\n")
         session.record(prompt, answer, memories)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sys
 import threading
+import time
 from datetime import datetime
 from typing import IO, TYPE_CHECKING, Callable
 
@@ -20,6 +21,13 @@ if TYPE_CHECKING:
     from ocat.config import Settings
     from ocat.memory import MemoryStore
     from ocat.memory.model_files import DownloadProgress, FetchResult
+
+
+# After a store failure the store is given up at once (so another ocat process can take it
+# over), opened again right away once, and after that at most every REVIVE_SECONDS, on the
+# next turn or command; a reopening waits at most REOPEN_WAIT_SECONDS for the store's lock.
+REVIVE_SECONDS = 30.0
+REOPEN_WAIT_SECONDS = 5.0
 
 
 def _note(message: str) -> None:
@@ -59,6 +67,14 @@ class ChatSession:
         # model downloaded); written as soon as memory can take them.
         self.unsaved: list[Exchange] = []
         self._unsaved_lock = threading.Lock()
+        # Held while an exchange is written, so closing the store waits for that write.
+        self._writing = threading.RLock()
+        self._closed = False
+        self._opens_its_store = False  # True once open_memory ran: a store handed in is never reopened
+        # How the store was opened (to open it again after a failure), and when to try that.
+        self._serve = False
+        self._notify: Callable[[str], None] | None = None
+        self._revive_at: float | None = None
         # Long commands (/vdoc) report here, and stop at their next step once `cancel` is set.
         self.on_progress: Callable[[str, int, int], None] | None = None
         self.cancel = threading.Event()
@@ -90,9 +106,13 @@ class ChatSession:
             session.fetched = session.prepare_model(progress=progress)
         return session
 
-    def open_memory(self, *, serve: bool, notify: Callable[[str], None] | None = None) -> bool:
+    def open_memory(
+        self, *, serve: bool, notify: Callable[[str], None] | None = None, wait_seconds: float = 600.0
+    ) -> bool:
         """Open the configured store (the model is not needed for that); False, with
         `memory_error` set, when memory is disabled or the store cannot open."""
+        self._serve, self._notify = serve, notify
+        self._opens_its_store = True
         if not self.settings.vector_store.enabled:
             return False
         try:
@@ -100,12 +120,39 @@ class ChatSession:
 
             # The chat is long-lived: it shares the store, so a CLI add meanwhile goes
             # through it instead of racing it (ocat.memory.owner).
-            self.store = open_store(self.settings, serve=serve, notify=notify)
-            self.store.count("exchange")
+            store = open_store(self.settings, serve=serve, notify=notify, wait_seconds=wait_seconds)
+            try:
+                store.count("exchange")
+            except BaseException:
+                store.close()
+                raise
         except OcatError as exc:
             self.memory_error = str(exc)
             return False
+        self.store = store
         return True
+
+    def revive(self) -> bool:
+        """True when memory is on; after a store failure, opens the store again (at most every
+        REVIVE_SECONDS) and writes what was kept meanwhile."""
+        if self.store is not None or self._revive_at is None:
+            return self.memory_on
+        if time.monotonic() < self._revive_at:
+            return False
+        return self._reopen()
+
+    def _reopen(self) -> bool:
+        # A client whose owner went away finds the next owner or becomes it; an owner whose
+        # server child died serves the store again.
+        self._revive_at = time.monotonic() + REVIVE_SECONDS
+        if self._closed or not self._opens_its_store:
+            return False  # closing, or a store handed in by the caller, which is not ours to reopen
+        if not self.open_memory(serve=self._serve, notify=self._notify, wait_seconds=REOPEN_WAIT_SECONDS):
+            return False
+        self._revive_at = None
+        self.memory_error = None
+        self.save_unsaved()
+        return self.memory_on
 
     def prepare_model(self, *, progress: DownloadProgress | None = None) -> FetchResult | None:
         """Make the embedding model ready, downloading it on first use (then `save_unsaved`
@@ -143,7 +190,9 @@ class ChatSession:
     def model_available(self) -> bool:
         """True once the store is open and the model ready; picks up a model fetched meanwhile by another process
         (`ocat --fetch-model` after a failed download) with a look at the disk, never a download."""
-        if self.store is None or self.model_ready:
+        if self.store is None:
+            return self.revive()
+        if self.model_ready:
             return self.memory_on
         from ocat.memory.model_files import find_model, uses_local_model
 
@@ -154,9 +203,9 @@ class ChatSession:
 
     def save_unsaved(self) -> int:
         """Write the exchanges kept while memory could not take them; returns how many were written."""
-        if self.store is None or self.dummy:
-            return 0
-        with self._unsaved_lock:
+        with self._writing, self._unsaved_lock:
+            if self.store is None or self.dummy:
+                return 0
             waiting, self.unsaved = self.unsaved, []
             try:
                 written = self.store.add_exchanges(waiting)
@@ -179,13 +228,17 @@ class ChatSession:
         # Only what the model is sent as history is skipped; older turns of a long
         # conversation can still come back as memory.
         in_view = {e.exchange_id for e in self.recent_history()}
-        try:
-            limits = RetrievalLimits.from_settings(self.settings.vector_store)
-            found = admitted(retrieve_any(self.store, queries, limits, exclude_ids=in_view))
-            return within_budget(found, self.settings.vector_store.memory_token_budget)
-        except OcatError as exc:
-            self._memory_failed(exc)
-            return []
+        limits = RetrievalLimits.from_settings(self.settings.vector_store)
+        for attempt in (1, 2):
+            try:
+                found = admitted(retrieve_any(self.store, queries, limits, exclude_ids=in_view))
+                return within_budget(found, self.settings.vector_store.memory_token_budget)
+            except OcatError as exc:
+                self._memory_failed(exc)
+                # Once: the owner this process reached the store through may just have closed.
+                if attempt == 2 or not self._reopen():
+                    return []
+        return []
 
     def request(self, prompt: str, memories: list[SearchHit]) -> TurnRequest:
         """The messages for this turn: system prompt, memory, recent history, the prompt.
@@ -227,13 +280,16 @@ class ChatSession:
             if not self.memory_on:
                 self.unsaved.append(exchange)  # written once the store and the model are ready
                 return exchange
-        assert self.store is not None
         try:
-            self.store.add_exchange(exchange)
+            with self._writing:
+                if self.store is None:
+                    raise OcatError("memory was closed")  # the chat is closing: keep it, as for any failure
+                self.store.add_exchange(exchange)
         except OcatError as exc:
             with self._unsaved_lock:
                 self.unsaved.append(exchange)
             self._memory_failed(exc)
+            self._reopen()  # once, at once: writes the kept exchange if the store comes back
         return exchange
 
     def resume(self, thread_id: str) -> list[Exchange]:
@@ -252,15 +308,42 @@ class ChatSession:
         self.history = exchanges
         return exchanges
 
+    def forget(self, exchange_id: str) -> bool:
+        """Drop an exchange from this conversation (it was deleted from memory), so the model is
+        not sent it again; False when the conversation did not hold it."""
+        kept = [e for e in self.history if e.exchange_id != exchange_id]
+        dropped = len(kept) != len(self.history)
+        self.history = kept
+        with self._unsaved_lock:
+            self.unsaved = [e for e in self.unsaved if e.exchange_id != exchange_id]
+        return dropped
+
     def new_thread(self) -> None:
         """Start over: a fresh thread with no history (memory stays)."""
         self.thread_id = new_id()
         self.continuation_seq = 0
         self.history = []
 
+    def close(self) -> None:
+        """Give the store up (its lock, and its server if this process serves it), once any
+        write under way has finished."""
+        with self._writing:
+            self._closed = True
+            store, self.store = self.store, None
+            if store is not None:
+                store.close()
+
     def _memory_failed(self, exc: OcatError) -> None:
+        """Memory is off: say why, and give the store up at once (its lock and server with it), so
+        another ocat process is not left waiting for a store this one cannot use."""
         self.memory_error = str(exc)
-        self.store = None
+        store, self.store = self.store, None
+        self._revive_at = time.monotonic() + REVIVE_SECONDS
+        if store is not None:
+            try:
+                store.close()
+            except Exception:  # giving up a broken store must not fail in turn
+                pass
 
 
 def open_chat(settings: Settings, *, dummy: bool, serve: bool, stream: IO[str]) -> ChatSession:

@@ -1,4 +1,4 @@
-"""Making untrusted text safe to print on a terminal.
+"""Making untrusted text safe to print on a terminal, or to copy; dates that cannot crash.
 
 Stored memories, documents and model answers can hold anything, including escape
 sequences that recolour the terminal, move the cursor, set the window title or hide text.
@@ -7,7 +7,9 @@ sequences that recolour the terminal, move the cursor, set the window title or h
 
 from __future__ import annotations
 
+import math
 import re
+from datetime import datetime
 
 # C0 controls except tab and newline, DEL, C1 controls (0x9b is a one-byte CSI), and the
 # Unicode bidirectional overrides and isolates that can make text read differently from
@@ -29,3 +31,26 @@ def printable(text: str) -> str:
     """
     # A lone carriage return can overwrite a line on screen; a Windows line end is just a line end.
     return _UNPRINTABLE.sub(_escape, text.replace("\r\n", "\n"))
+
+
+def without_controls(text: str) -> str:
+    """`text` with the terminal control characters removed (newlines and tabs kept), for the
+    clipboard: a pasted `ESC[201~` would otherwise end a shell's bracketed paste early and run
+    what follows it."""
+    return _UNPRINTABLE.sub("", text.replace("\r\n", "\n"))
+
+
+def local_time(timestamp: object, fmt: str = "%Y-%m-%d %H:%M", missing: str = "-") -> str:
+    """A Unix time as a local date, or `missing` when there is none or it is no date at all.
+
+    Stored metadata can hold anything (an import, another client): NaN, 1e300 or a string
+    must show as `missing`, never raise (OverflowError, OSError, ValueError) while a screen draws.
+    """
+    if isinstance(timestamp, bool) or not isinstance(timestamp, (int, float)) or not timestamp:
+        return missing
+    if not math.isfinite(timestamp):
+        return missing
+    try:
+        return datetime.fromtimestamp(timestamp).strftime(fmt)
+    except (OverflowError, OSError, ValueError):
+        return missing

@@ -1,8 +1,11 @@
-"""Helpers for driving the chat app with Textual's Pilot: build it, wait for memory, send a line."""
+"""Helpers for driving the chat app with Textual's Pilot: build it, wait for memory, send a line,
+wait for a command."""
 
 from __future__ import annotations
 
 from typing import Any
+
+from textual.worker import WorkerCancelled, WorkerFailed
 
 from ocat.config import load_settings
 from ocat.session import ChatSession
@@ -23,7 +26,7 @@ async def memory_ready(app: OcatApp, pilot: Any) -> None:
     # A blinking cursor would make screenshots depend on the moment they are taken.
     app.query_one(PromptInput).cursor_blink = False
     for _ in range(300):
-        if app.memory_state != "memory loading…":
+        if not app._memory_pending():
             return
         await pilot.pause(0.05)
     raise AssertionError("memory never became ready")
@@ -39,6 +42,17 @@ async def send(app: OcatApp, pilot: Any, text: str) -> None:
             await app.turn.wait()
         except Exception:
             pass
+    await pilot.pause()
+
+
+async def wait_for_command(app: OcatApp, pilot: Any) -> None:
+    """Wait until the slash command just sent has finished and shown its result."""
+    await wait_for(pilot, lambda: app.command is not None, "the command")
+    assert app.command is not None
+    try:
+        await app.command.wait()
+    except (WorkerCancelled, WorkerFailed):
+        pass  # a command shows its own failure; the test reads what it showed
     await pilot.pause()
 
 

@@ -2,15 +2,24 @@
 
 from __future__ import annotations
 
+from contextlib import suppress
 from typing import Any
 
 import pytest
 from textual.widgets import Collapsible, DataTable
+from textual.worker import WorkerCancelled
 
 from ocat.ui.answer import AssistantMessage
 from ocat.ui.widgets import NoticeMessage, PromptInput, UserMessage
 from tests.conftest import FakeLLMServer
-from tests.pilot import conversation, make_app, memory_ready, send
+from tests.pilot import (
+    conversation,
+    make_app,
+    memory_ready,
+    send,
+    wait_for,
+    wait_for_command,
+)
 
 pytestmark = [pytest.mark.slow, pytest.mark.anyio]
 
@@ -53,17 +62,16 @@ async def test_escape_cancels_keeps_the_partial_answer_and_stores_nothing(llm_se
         await memory_ready(app, pilot)
         app.query_one(PromptInput).text = "tell me slowly"
         await pilot.press("enter")
-        for _ in range(100):
-            await pilot.pause(0.05)
+
+        def answering() -> bool:
             answer = app.query(AssistantMessage)
-            if answer and answer.first().source:
-                break
+            return bool(answer and answer.first().source)
+
+        await wait_for(pilot, answering, "the answer starts", seconds=30)
         await pilot.press("escape")
         assert app.turn is not None
-        for _ in range(100):
-            if app.turn.is_finished:
-                break
-            await pilot.pause(0.05)
+        with suppress(WorkerCancelled):  # cancelled is what Esc should do; the checks below say so
+            await app.turn.wait()
         await pilot.pause()
         partial = app.query_one(AssistantMessage).source
         assert partial and partial != llm_server.reply
@@ -94,15 +102,16 @@ async def test_commands_render_tables_and_errors() -> None:
     async with app.run_test(size=(100, 30)) as pilot:
         await memory_ready(app, pilot)
         await send(app, pilot, "/vadd the spare key is under the blue flowerpot")
+        await wait_for_command(app, pilot)
         await send(app, pilot, '/vquery "where is the spare key" 3')
-        await pilot.pause(0.3)
+        await wait_for_command(app, pilot)
         tables = list(app.query(DataTable))
         assert tables and tables[-1].row_count >= 1
         await send(app, pilot, "/nope")
-        await pilot.pause(0.3)
+        await wait_for_command(app, pilot)
         assert "unknown command /nope" in str(list(app.query(NoticeMessage))[-1].render())
         await send(app, pilot, "/help")
-        await pilot.pause(0.3)
+        await wait_for_command(app, pilot)
         assert list(app.query(DataTable))[-1].row_count >= 5
 
 
@@ -134,7 +143,7 @@ async def test_continue_redraws_the_thread_and_new_turns_join_it() -> None:
     async with second.run_test(size=(100, 30)) as pilot:
         await memory_ready(second, pilot)
         await send(second, pilot, f"/continue {thread[:8]}")
-        await pilot.pause(0.3)
+        await wait_for_command(second, pilot)
         users = [str(w.render()) for w in second.query(UserMessage)]
         assert users == ["plan the garden"]
         assert second.session.thread_id == thread and second.session.continuation_seq == 1
@@ -177,7 +186,7 @@ def test_snapshot_command_results(snap_compare: Any, command: str) -> None:
     async def settle(pilot: Any) -> None:
         await memory_ready(pilot.app, pilot)
         await send(pilot.app, pilot, command)
-        await pilot.pause(0.3)
+        await wait_for_command(pilot.app, pilot)
 
     assert snap_compare(make_app(dummy=True), terminal_size=(100, 30), run_before=settle)
 
@@ -196,10 +205,10 @@ async def test_themes_shipped_and_user_ones_and_a_broken_one() -> None:
         assert {"ocat-night", "ocat-paper", "mine"} <= set(app.available_themes)
         assert "broken" not in app.available_themes
         await send(app, pilot, "/theme mine")
-        await pilot.pause(0.2)
+        await wait_for_command(app, pilot)
         assert app.theme == "mine"
         await send(app, pilot, "/theme nosuch")
-        await pilot.pause(0.2)
+        await wait_for_command(app, pilot)
         assert "no theme 'nosuch'" in str(list(app.query(NoticeMessage))[-1].render())
 
 

@@ -11,7 +11,7 @@ from textual.widgets import OptionList
 from ocat.ui.screens import ChoicePicker, ConfirmDialog
 from ocat.ui.answer import AssistantMessage, last_code_block
 from ocat.ui.widgets import CommandSuggestions, NoticeMessage, PromptInput, UserMessage
-from tests.pilot import make_app, memory_ready, send, wait_for
+from tests.pilot import make_app, memory_ready, send, wait_for, wait_for_command
 
 pytestmark = [pytest.mark.slow, pytest.mark.anyio]
 
@@ -71,9 +71,11 @@ async def test_delete_asks_first_and_no_keeps_the_memory() -> None:
         await send(app, pilot, "/vdelete garden-thread-0")
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmDialog), "the dialog opens")
         assert "plan the garden" in app.screen.question
+        shown = len(app.query(NoticeMessage))
         await pilot.press("enter")  # No has the focus: Enter alone never deletes
         await wait_for(pilot, lambda: not isinstance(app.screen, ConfirmDialog), "the dialog closes")
-        await pilot.pause(0.2)
+        await wait_for(pilot, lambda: len(app.query(NoticeMessage)) > shown, "the answer is acknowledged")
+        await pilot.pause()
         assert store.count("exchange") == 1
         assert "Nothing was deleted" in str(list(app.query(NoticeMessage))[-1].render())
         await send(app, pilot, "/vdelete garden-thread-0")
@@ -119,7 +121,7 @@ async def test_enter_on_a_whole_command_name_runs_it_and_escape_hides_the_list()
         assert not suggestions.display
         await pilot.press("l", "p")
         await pilot.press("enter")
-        await pilot.pause(0.3)
+        await wait_for_command(app, pilot)
         assert app.query_one(PromptInput).text == ""
         assert "Commands" in str(list(app.query(NoticeMessage))[-1].render())
 
@@ -175,7 +177,7 @@ def test_snapshot_thread_picker(snap_compare: Any) -> None:
         remember(app, "taxes-thread-x", ("file the taxes\nbefore April", "done by Friday"))
         await send(app, pilot, "/continue")
         await wait_for(pilot, lambda: isinstance(app.screen, ChoicePicker), "the picker opens")
-        await pilot.pause(0.2)
+        await pilot.pause()
 
     assert snap_compare(make_app(dummy=True), terminal_size=(100, 24), run_before=settle)
 
@@ -184,7 +186,9 @@ def test_snapshot_command_completion(snap_compare: Any) -> None:
     async def settle(pilot: Any) -> None:
         await memory_ready(pilot.app, pilot)
         await pilot.press("/", "v")
-        await pilot.pause(0.2)
+        suggestions = pilot.app.query_one(CommandSuggestions)
+        await wait_for(pilot, lambda: suggestions.display, "the matches are listed")
+        await pilot.pause()
 
     assert snap_compare(make_app(dummy=True), terminal_size=(100, 24), run_before=settle)
 
@@ -196,7 +200,7 @@ def test_snapshot_delete_confirmation(snap_compare: Any) -> None:
         remember(app, "garden-thread", ("plan the garden", "tomatoes first"))
         await send(app, pilot, "/vdelete garden-thread-0")
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmDialog), "the dialog opens")
-        await pilot.pause(0.2)
+        await pilot.pause()
 
     assert snap_compare(make_app(dummy=True), terminal_size=(100, 24), run_before=settle)
 
@@ -209,7 +213,7 @@ def test_snapshot_memory_commands(snap_compare: Any, command: str, model_in_chro
         remember(app, "garden-thread", ("plan the garden", "tomatoes first"), ("and then?", "beans"))
         await send(app, pilot, command)
         await wait_for(pilot, lambda: app.query(".command-result"), "the result is shown")
-        await pilot.pause(0.3)
+        await wait_for_command(app, pilot)
 
     assert snap_compare(make_app(dummy=True), terminal_size=(110, 30), run_before=settle)
 
@@ -222,7 +226,8 @@ def test_snapshot_provider_error(snap_compare: Any, llm_server: Any) -> None:
         app.query_one(PromptInput).cursor_blink = False
         await memory_ready(app, pilot)
         await send(app, pilot, "hello?")
-        await pilot.pause(0.2)
+        await wait_for(pilot, lambda: app.query(NoticeMessage), "the error is shown")
+        await pilot.pause()
 
     assert snap_compare(make_app(llm_server, **{"vector_store.enabled": False}), terminal_size=(100, 24),
                         run_before=settle)
@@ -250,8 +255,12 @@ async def test_a_store_that_fails_mid_chat_turns_memory_off_and_the_chat_goes_on
         def broken(*args: Any, **kwargs: Any) -> Any:
             raise StoreError("cannot read the memory store: disk I/O error")
 
+        # On the class: the chat gives a failing store up and opens it again at once, and the
+        # store it opens again must fail the same way.
+        from ocat.memory import MemoryStore
+
         for method in ("search", "nearest"):  # whichever the retrieval path reads with
-            monkeypatch.setattr(app.session.store, method, broken)
+            monkeypatch.setattr(MemoryStore, method, broken)
         await send(app, pilot, "still there?")
         notices = [str(w.render()) for w in app.query(NoticeMessage)]
         assert any("Memory is off" in n and "disk I/O error" in n for n in notices)
@@ -259,7 +268,7 @@ async def test_a_store_that_fails_mid_chat_turns_memory_off_and_the_chat_goes_on
         await send(app, pilot, "and now?")
         assert "You said: and now?" in app.query(AssistantMessage).last().source
         await send(app, pilot, "/vstats")
-        await pilot.pause(0.3)
+        await wait_for_command(app, pilot)
         assert "memory is off" in str(list(app.query(NoticeMessage))[-1].render())
 
 

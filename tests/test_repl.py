@@ -30,7 +30,9 @@ def test_a_conversation_is_remembered_in_the_next_session(cli: Cli, llm_server: 
     llm_server.reply = "It is teal."
     later = cli(*chat_args(llm_server), input="what is my favourite colour?\n")
     assert later.returncode == 0, later.stderr
-    assert "Using context from" in later.stdout and "favourite colour is teal" in later.stdout
+    # Which memories were used is status, on stderr; stdout is the answer alone (piped mode).
+    assert "Using context from" in later.stderr and "favourite colour is teal" in later.stderr
+    assert later.stdout == "It is teal.\n"
     memory = [m for m in llm_server.requests[-1]["messages"] if m["role"] == "system" and "<memory" in m["content"]]
     assert memory and "my favourite colour is teal" in memory[0]["content"]
     stats = cli("--vector-store-stats", "--output", "json").json()["result"]

@@ -46,8 +46,8 @@ class Probe(OcatApp):
         }}
         getattr(super(), "on_ready", lambda: None)()
 
-    def on_ocat_app_memory_ready(self, message) -> None:
-        super().on_ocat_app_memory_ready(message)
+    def on_memory_view_memory_ready(self, message) -> None:
+        super().on_memory_view_memory_ready(message)
         print(json.dumps({{**self.at_first_paint, "error": message.error, "loaded_later": loaded()}}), flush=True)
         self.exit(0)
 

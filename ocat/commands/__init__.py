@@ -96,6 +96,10 @@ def run_command(session: ChatSession, text: str) -> CommandResult:
         return entry.handler(session, rest.strip())
     except OcatError as exc:
         return CommandResult(text=str(exc), error=True)
+    except Exception as exc:  # a bug must not end the chat or leave it waiting: say it, log it
+        from ocat.logs import log_failure
+
+        return CommandResult(text=log_failure(f"/{entry.name}", exc), error=True)
 
 
 @command("help", "list the commands, or explain one", arguments="[COMMAND]", aliases=("h", "?"))
@@ -117,6 +121,8 @@ def _quit(session: ChatSession, rest: str) -> CommandResult:
 
 def require_store(session: ChatSession):  # noqa: ANN201 - MemoryStore, imported lazily
     """The session's store, or an error saying why memory cannot be used."""
+    if session.store is None:
+        session.revive()  # after a failure: try the store again (at most every half minute)
     if session.store is None:
         raise OcatError(f"memory is off: {session.memory_error or 'not ready yet'}")
     return session.store

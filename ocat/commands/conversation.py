@@ -3,20 +3,16 @@
 from __future__ import annotations
 
 import dataclasses
-from datetime import datetime
 from typing import TYPE_CHECKING
 
 from ocat.commands import CommandResult, command, require_store
 from ocat.errors import UsageError
+from ocat.text import local_time
 
 if TYPE_CHECKING:
     from ocat.session import ChatSession
 
 CONTEXT_MODES = ("off", "on", "summary")
-
-
-def _when(timestamp: float) -> str:
-    return datetime.fromtimestamp(timestamp).strftime("%Y-%m-%d %H:%M")
 
 
 def first_line(text: str) -> str:
@@ -34,11 +30,11 @@ def _threads(session: ChatSession, rest: str) -> CommandResult:
         got = store.fetch("exchange", [head for *_, head in summaries if head], vectors=False)
         heads = {i: m.get("user_prompt", "") for i, m in zip(got["ids"], got["metadatas"])}
     rows = [
-        (thread_id[:8], _when(last), str(count), first_line(str(heads.get(head, "")))[:60])
+        (thread_id[:8], local_time(last), str(count), first_line(str(heads.get(head, "")))[:60])
         for thread_id, count, _first, last, head in summaries
     ]
     choices = [
-        (thread_id, f"{_when(last)}  {count:>3} exchange(s)  {first_line(str(heads.get(head, '')))[:60]}")
+        (thread_id, f"{local_time(last)}  {count:>3} exchange(s)  {first_line(str(heads.get(head, '')))[:60]}")
         for thread_id, count, _first, last, head in summaries
     ]
     text = f"{len(rows)} recent thread(s); /continue ID resumes one" if rows else "No threads yet."
@@ -77,7 +73,7 @@ def _clear(session: ChatSession, rest: str) -> CommandResult:
 @command("history", "show this conversation's last prompts", arguments="[N]")
 def _history(session: ChatSession, rest: str) -> CommandResult:
     count = int(rest) if rest.isdigit() else 10
-    rows = [(_when(e.timestamp), e.user_prompt) for e in session.history[-count:]]
+    rows = [(local_time(e.timestamp), e.user_prompt) for e in session.history[-count:]]
     return CommandResult(text=f"{len(rows)} prompt(s)", columns=("when", "prompt"), rows=rows)
 
 

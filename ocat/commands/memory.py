@@ -4,21 +4,17 @@ from __future__ import annotations
 
 import shlex
 from dataclasses import asdict
-from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ocat.commands import CommandResult, command, require_model, require_store
 from ocat.errors import UsageError
 from ocat.locations import display_path
+from ocat.text import local_time
 from ocat.models import DocumentChunk, Exchange
 
 if TYPE_CHECKING:
     from ocat.session import ChatSession
-
-
-def _day(timestamp: float | None) -> str:
-    return datetime.fromtimestamp(timestamp).strftime("%Y-%m-%d %H:%M") if timestamp else "-"
 
 
 @command("vquery", "search memory: rank, score, where from, date, excerpt", arguments='"QUERY" [K]')
@@ -122,7 +118,7 @@ def _vdoc(session: ChatSession, rest: str) -> CommandResult:
 
 
 def _exchange_rows(exchanges: list[Exchange]) -> list[tuple[str, ...]]:
-    return [(e.exchange_id[:8], _day(e.timestamp), e.user_prompt, e.assistant_response) for e in exchanges]
+    return [(e.exchange_id[:8], local_time(e.timestamp), e.user_prompt, e.assistant_response) for e in exchanges]
 
 
 @command("vget", "show a memory by id, or this session's or thread's exchanges",
@@ -149,11 +145,12 @@ def _vget(session: ChatSession, rest: str) -> CommandResult:
 @command("vdelete", "delete a memory by id; asks first (--yes skips asking)", arguments="ID [--yes]")
 def _vdelete(session: ChatSession, rest: str) -> CommandResult:
     parts = rest.split()
-    if not parts:
-        raise UsageError("/vdelete needs an id")
+    ids = [p for p in parts if p != "--yes"]
+    if len(ids) != 1:
+        raise UsageError("/vdelete needs one id: /vdelete ID [--yes]")
     confirmed = "--yes" in parts
     store = require_store(session)
-    record_id = store.resolve_id(next(p for p in parts if p != "--yes"))
+    record_id = store.resolve_id(ids[0])
     record = store.get(record_id)
     what = (
         f"the exchange {record_id[:8]} ({record.user_prompt[:60]!r})"
@@ -163,4 +160,8 @@ def _vdelete(session: ChatSession, rest: str) -> CommandResult:
     if not confirmed:
         return CommandResult(text=f"This deletes {what}.", confirm=f"/vdelete {record_id} --yes")
     store.delete([record_id])
+    if session.forget(record_id):
+        # Deleting is forgetting: the model is not sent it again either, though the screen keeps it.
+        return CommandResult(text=f"Deleted {what}. It was part of this conversation: it stays on screen, "
+                                  "but is no longer sent to the model.")
     return CommandResult(text=f"Deleted {what}. The conversation on screen is unchanged.")

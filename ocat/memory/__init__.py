@@ -56,11 +56,13 @@ def open_store(
     embedder: Embedder | None = None,
     serve: bool = False,
     notify: Callable[[str], None] | None = None,
+    wait_seconds: float = 600.0,
 ) -> MemoryStore:
     """Open the configured store (creating it if new); raises StoreError if memory is disabled.
 
     A local store is opened as its one owner, or through its owner's server (see
     `ocat.memory.owner`); `serve=True` (long-lived processes) shares it with the others.
+    An owner that does not share it is waited for up to `wait_seconds`.
     """
     if not settings.vector_store.enabled:
         raise StoreError("memory is disabled (vector_store.enabled is false, or --no-vector-store)")
@@ -69,7 +71,7 @@ def open_store(
     if location.host:
         return MemoryStore.open(location, chosen, name=settings.vector_store.collection)
     assert location.path is not None
-    lease = acquire(location.path, serve=serve, notify=notify)
+    lease = acquire(location.path, serve=serve, notify=notify, wait_seconds=wait_seconds)
     try:
         store = MemoryStore.open(lease.location, chosen, name=settings.vector_store.collection)
     except BaseException:

@@ -255,4 +255,7 @@ def _record_item(store: MemoryStore, record_id: str) -> dict[str, Any]:
 
 
 def _iso(timestamp: float | None) -> str | None:
-    return datetime.fromtimestamp(timestamp).astimezone().isoformat(timespec="seconds") if timestamp else None
+    try:
+        return datetime.fromtimestamp(timestamp).astimezone().isoformat(timespec="seconds") if timestamp else None
+    except (OverflowError, OSError, ValueError):  # a stored time no date can hold (NaN, 1e300)
+        return None

@@ -1,13 +1,15 @@
 """The full-screen chat: paint first, load memory in a worker, stream answers as Markdown.
 
-Workers never touch widgets directly for long: memory loading runs in a thread and reports
-with a message; a chat turn is an async worker that can be cancelled (Esc), keeps what
-arrived, and stores nothing for a cancelled or failed turn.
+Workers never touch widgets directly for long: memory loading (ocat.ui.memory_view) runs in
+a thread and reports with messages; a chat turn is an async worker that can be cancelled
+(Esc), keeps what arrived, and stores nothing for a cancelled or failed turn. Every worker
+and command ends in one place that shows what failed and logs the traceback.
 """
 
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from typing import TYPE_CHECKING
 
@@ -20,14 +22,14 @@ from textual.widgets import Footer, Static
 from textual.worker import Worker, WorkerState
 
 from ocat.commands import CommandResult, is_command, run_command
-from ocat.errors import Cancelled, OcatError
-from ocat.locations import display_path
+from ocat.errors import OcatError
 from ocat.session import ChatSession
-from ocat.text import printable
+from ocat.text import printable, without_controls
 from ocat.themes import load_themes
 from ocat.ui.keys import keymap
+from ocat.ui.memory_view import MemoryView
 from ocat.ui.screens import ChoicePicker, ConfirmDialog
-from ocat.ui.status import answering_line, exchange_count, usage_line
+from ocat.ui.status import answering_line, usage_line
 from ocat.ui.widgets import (
     CommandSuggestions,
     NoticeMessage,
@@ -36,13 +38,14 @@ from ocat.ui.widgets import (
     UserMessage,
     command_view,
     memory_indicator,
+    plain,
 )
 
 if TYPE_CHECKING:
     from ocat.ui.answer import AssistantMessage  # loaded with the first answer, after the first frame
 
 
-class OcatApp(App[int]):
+class OcatApp(MemoryView, App[int]):
     """ocat's chat window."""
 
     CSS_PATH = "ocat.tcss"
@@ -55,27 +58,6 @@ class OcatApp(App[int]):
         Binding("ctrl+b", "copy_code", "Copy code", id="app.copy_code"),
     ]
 
-    class MemoryReady(Message):
-        """The store opened and the embedding model is ready (or not: `error` says why).
-
-        `downloaded` describes a model fetched on the way; `saved` counts the exchanges
-        made meanwhile that were then written to memory.
-        """
-
-        def __init__(self, error: str | None, *, downloaded: str | None = None, saved: int = 0) -> None:
-            self.error = error
-            self.downloaded = downloaded
-            self.saved = saved
-            super().__init__()
-
-    class ModelProgress(Message):
-        """The embedding model's first download has come this far (`total` None: unknown)."""
-
-        def __init__(self, done: int, total: int | None) -> None:
-            self.done = done
-            self.total = total
-            super().__init__()
-
     class ModelChecked(Message):
         """litellm is loaded; `problem` says what to set when the model has no credentials."""
 
@@ -83,25 +65,40 @@ class OcatApp(App[int]):
             self.problem = problem
             super().__init__()
 
-    def __init__(self, session: ChatSession, *, serve: bool = True) -> None:
+    def __init__(self, session: ChatSession, *, serve: bool = True, quick_exit: bool = False) -> None:
+        """`quick_exit` (the real chat, not tests): closing never waits for workers (ocat.ui.quick_exit)."""
         super().__init__()
         self.session = session
         self.serve = serve
+        self.quick_exit = quick_exit
         self.memory_state = "memory loading…" if session.settings.vector_store.enabled else "memory off"
         self.turn: Worker[None] | None = None
         self.command: Worker[None] | None = None
+        # Sends the prompts held in the box while an answer or a command ran (see on_prompt_input_submitted).
+        self._held_sender: Worker[None] | None = None
         self.last_answer = ""
         # The embedding model's download bar, while the first download runs.
         self._download: TaskProgress | None = None
+        # What memory is waiting for (another process's store), while it waits.
+        self._memory_note: NoticeMessage | None = None
+        # Giving the store up, once the window has closed (see on_unmount).
+        self.closing: threading.Thread | None = None
         self.set_keymap(keymap(session.settings.keys))
 
     def compose(self) -> ComposeResult:
-        yield Static(self._header_text(), id="header")
+        # Paths and model names are text, never markup: a store called "[b]" must not break the header.
+        yield Static(plain(self._header_text()), id="header")
         yield VerticalScroll(id="conversation")
         yield Static("", id="status")
         yield CommandSuggestions(id="suggestions")
         yield PromptInput(id="prompt")
         yield Footer()
+
+    def on_load(self) -> None:
+        if self.quick_exit:
+            from ocat.ui import quick_exit
+
+            quick_exit.install()
 
     def on_mount(self) -> None:
         self._load_themes()
@@ -141,134 +138,105 @@ class OcatApp(App[int]):
         self.theme = name
         return f"Theme: {name}"
 
-    # -- memory ------------------------------------------------------------------
-
-    @work(thread=True, exclusive=True, group="memory")
-    def load_memory(self) -> None:
-        """Open the store, then ready the embedding model (downloading it on first use), off the
-        UI thread: chromadb and the model load here, after first paint. The chat is usable
-        meanwhile; its exchanges are kept and written once memory is ready."""
-        session = self.session
-        if not session.open_memory(serve=self.serve):
-            self.post_message(self.MemoryReady(session.memory_error))
-            return
-        from textual.worker import get_current_worker
-
-        worker = get_current_worker()
-        shown = [-1]
-
-        def progress(done: int, total: int | None) -> None:
-            if worker.is_cancelled:
-                # The app is closing: stop the download now (it leaves nothing behind) rather
-                # than keep the process alive until it ends.
-                raise Cancelled("the chat closed before the embedding model was downloaded")
-            # One message per percent (or per megabyte): the UI needs no more.
-            step = done * 100 // total if total else done // 1_000_000
-            if step != shown[0]:
-                shown[0] = step
-                self.post_message(self.ModelProgress(done, total))
-
-        fetched = session.prepare_model(progress=progress)
-        if not session.model_ready:
-            self.post_message(self.MemoryReady(session.memory_error))
-            return
-        saved = session.save_unsaved()
-        downloaded = fetched.describe() if fetched is not None and fetched.downloaded else None
-        self.post_message(self.MemoryReady(session.memory_error, downloaded=downloaded, saved=saved))
-
     @work(thread=True, group="model")
     def check_model(self) -> None:
         """Load litellm after the first paint (so the first turn does not wait for it) and check credentials."""
         from ocat import llm
 
-        self.post_message(self.ModelChecked(llm.credentials_problem(self.session.settings.llm)))
+        settings = self.session.settings.llm
+        try:
+            llm.warm_up(settings)
+            problem = llm.credentials_problem(settings)
+        except Exception as exc:  # the first answer will say what is wrong; the chat must not end here
+            from ocat.logs import log_failure
+
+            log_failure("loading the model's library", exc)
+            return
+        self.post_message(self.ModelChecked(problem))
 
     def on_ocat_app_model_checked(self, message: ModelChecked) -> None:
         if message.problem:
             # The chat stays open: the user may fix the key, or only use the commands.
             self._notice(f"{message.problem}. Answers fail until then; the commands work.", error=True)
 
-    async def on_ocat_app_model_progress(self, message: ModelProgress) -> None:
-        from ocat.memory.model_files import progress_words
-
-        if self._download is None:
-            self._download = TaskProgress(hint="the chat works meanwhile")
-            await self._append(self._download)
-        label = "Downloading the embedding model, first use"
-        self._download.show(label, message.done, message.total or 0)
-        percent = f"{message.done * 100 // message.total}%" if message.total else progress_words(message.done, None)
-        self.memory_state = f"downloading model {percent}"
-        self._refresh_header()
-
-    async def on_ocat_app_memory_ready(self, message: MemoryReady) -> None:
-        if self._download is not None:
-            await self._download.remove()
-            self._download = None
-        store = self.session.store
-        if message.error:
-            self.memory_state = "memory off"
-            # The store is open when only the model is missing: what is said now is kept for it.
-            still = " What you say is kept, and remembered once the model is there." if store is not None else ""
-            self._notice(f"Memory is off: {message.error}. The chat works without it.{still}", error=True)
-        else:
-            assert store is not None
-            self.memory_state = exchange_count(store.count("exchange"))
-        if message.downloaded:
-            verb = "is" if message.saved == 1 else "are"
-            saved = f"; the {exchange_count(message.saved)} made meanwhile {verb} remembered too" if message.saved else ""
-            self._notice(f"{message.downloaded} Memory is on{saved}.")
-        self._refresh_header()
-
-    def _header_text(self) -> str:
-        settings = self.session.settings
-        config = display_path(settings.config_path) if settings.config_path else "default config"
-        if settings.vector_store.host:
-            where = f"http://{settings.vector_store.host}:{settings.vector_store.port}"
-        else:
-            where = display_path(str(settings.store_path))
-        model = "dummy" if self.session.dummy else settings.llm.model
-        # Model and memory state first: they are what a narrow window must still show.
-        return f"ocat · {model} · {self.memory_state} · {where} · {config}"
-
-    def _refresh_header(self) -> None:
-        self.query_one("#header", Static).update(self._header_text())
-
-    async def _refresh_count(self) -> None:
-        """Show the store's exchange count, read off the UI thread (it may be a server round trip)."""
-        store = self.session.store
-        if store is None or not self.session.memory_on:
-            return
-        try:
-            count = await asyncio.to_thread(store.count, "exchange")
-        except OcatError:
-            return  # the header keeps its last count; the failing command says what went wrong
-        self.memory_state = exchange_count(count)
-        self._refresh_header()
-
     # -- input -------------------------------------------------------------------
 
-    def on_prompt_input_submitted(self, message: PromptInput.Submitted) -> None:
+    async def on_prompt_input_submitted(self, message: PromptInput.Submitted) -> None:
+        """Send a prompt or run a command; while one runs, hold the prompt and send it after.
+
+        The text has already left the box: PromptInput empties it in typing order, so keys
+        typed after Enter are never wiped here.
+        """
         prompt_box = self.query_one(PromptInput)
         text = message.text.strip()
-        if self.turn is not None and self.turn.state in (WorkerState.PENDING, WorkerState.RUNNING):
-            self.notify("Still answering: Esc cancels.", severity="warning")
+        busy = self._work_under_way()
+        if not busy and not prompt_box.held:
+            self._begin(text)
             return
-        if self.command is not None and self.command.state in (WorkerState.PENDING, WorkerState.RUNNING):
-            self.notify("A command is still running: Esc stops it.", severity="warning")
-            return
-        prompt_box.text = ""
+        # Sent while an answer or a command runs (or behind prompts already held): held, in
+        # order, instead of dropped. Each Enter is its own prompt; none is merged or replaced.
+        prompt_box.hold(text)
+        if busy and busy[0] is self.turn:
+            until = "when the answer ends (Esc cancels the answer)"
+        elif busy:
+            until = "when the command ends (Esc stops it)"
+        else:
+            until = "after the prompts queued before it"
+        first_line = text.splitlines()[0]
+        preview = first_line[:40] + ("…" if len(first_line) > 40 or "\n" in text else "")
+        if self._held_sender is None:
+            self._held_sender = self.run_worker(self._send_held(), group="held")
+        # Let a turn started by the Enter just before this one (one burst of keys) show its
+        # prompt first: its worker's first step mounts it, and runs before this resumes.
+        await asyncio.sleep(0)
+        self._notice(f"Queued «{preview}»: it sends {until}.")
+
+    def _begin(self, text: str) -> None:
         if is_command(text):
             self.command = self.run_slash_command(text)
         else:
             self.turn = self.chat_turn(text)
+
+    def _work_under_way(self) -> list[Worker[None]]:
+        """The answer and the command under way, if any."""
+        return [w for w in (self.turn, self.command) if w is not None and not w.is_finished]
+
+    async def _send_held(self) -> None:
+        """Send the held prompts in order, each once the work before it has ended."""
+        from textual.worker import WorkerCancelled, WorkerFailed
+
+        prompt_box = self.query_one(PromptInput)
+        while True:
+            busy = self._work_under_way()
+            if busy:
+                try:
+                    await busy[0].wait()
+                except (WorkerCancelled, WorkerFailed):
+                    pass
+                continue  # a command's dialog may have started another meanwhile
+            # A held prompt goes whether the answer before it finished or was cancelled:
+            # Esc is the way to say "stop this answer, go on with my next" (the notice
+            # says so). A failed answer took the held prompts back into the box with its
+            # own (PromptInput.put_back), so nothing is sent after a failure on its own.
+            held = prompt_box.next_held()
+            if held is None:
+                self._held_sender = None
+                return
+            self._begin(held)
 
     @work(exclusive=True, group="command")
     async def run_slash_command(self, text: str) -> None:
         """Run a command in a thread (it may touch the store) and show its result.
 
         A long command (/vdoc) shows a progress bar while it runs; Esc stops it between
-        two stored batches.
+        two stored batches. Whatever fails is shown and logged: the chat never stays stuck.
         """
+        try:
+            await self._run_and_show(text)
+        except Exception as exc:
+            self._notice(self._failure_text(text.split(maxsplit=1)[0], exc), error=True)
+
+    async def _run_and_show(self, text: str) -> None:
         progress: list[TaskProgress] = []
 
         async def show_progress(label: str, done: int, total: int) -> None:
@@ -351,6 +319,8 @@ class OcatApp(App[int]):
             memories = await asyncio.to_thread(self.session.recall, prompt)
             if had_memory and not self.session.memory_on:
                 self._notice(f"Memory is off: {self.session.memory_error}", error=True)
+                self.memory_state = "memory off"
+                self._refresh_header()
             indicator = memory_indicator(memories, self.session.settings.display.context_mode)
             if indicator is not None:
                 await self._append(indicator)
@@ -367,13 +337,12 @@ class OcatApp(App[int]):
         except asyncio.CancelledError:
             self._notice("Cancelled: the partial answer stays on screen and is not remembered.")
             raise
-        except OcatError as exc:
+        except Exception as exc:  # every failure of a turn is shown, and the prompt comes back
             if not pieces:
                 await answer.remove()
-            self._notice(str(exc), error=True)
-            prompt_box = self.query_one(PromptInput)
-            if not prompt_box.text:
-                prompt_box.text = prompt  # the prompt comes back, ready to retry
+            self._notice(self._failure_text("the answer", exc), error=True)
+            # The prompt comes back, ready to retry, cursor at its end (before anything typed since).
+            self.query_one(PromptInput).put_back(prompt)
             return
         finally:
             ticker.stop()
@@ -381,8 +350,17 @@ class OcatApp(App[int]):
         status.update(usage_line(answer_stream.usage, time.monotonic() - started))
         text = "".join(pieces)
         self.last_answer = text
-        await asyncio.to_thread(self.session.record, prompt, text, memories)
+        exchange = await asyncio.to_thread(self.session.record, prompt, text, memories)
+        self._say_what_was_remembered(exchange, had_memory)
         await self._refresh_count()
+
+    def _failure_text(self, what: str, exc: BaseException) -> str:
+        """An expected failure's own message; anything else, logged, with where the log is."""
+        if isinstance(exc, OcatError):
+            return str(exc)
+        from ocat.logs import log_failure
+
+        return log_failure(what, exc)
 
     async def _append(self, widget: object) -> None:
         conversation = self.query_one("#conversation", VerticalScroll)
@@ -420,6 +398,11 @@ class OcatApp(App[int]):
         else:
             self.exit(0)
 
+    def copy_to_clipboard(self, text: str) -> None:
+        """Every copy (an answer, a code block, a mouse selection) leaves terminal controls out:
+        pasted into a shell, an answer's `ESC[201~` would end bracketed paste and run the rest."""
+        super().copy_to_clipboard(without_controls(text))
+
     def action_copy_last(self) -> None:
         """Copy the last answer as plain Markdown text."""
         if self.last_answer:
@@ -440,7 +423,3 @@ class OcatApp(App[int]):
     def on_assistant_message_code_clicked(self, message: AssistantMessage.CodeClicked) -> None:
         self.copy_to_clipboard(message.code)
         self.notify(f"Copied a code block ({len(message.code.splitlines())} line(s)).")
-
-    def on_unmount(self) -> None:
-        if self.session.store is not None:
-            self.session.store.close()

@@ -6,10 +6,10 @@ never as Rich markup, so a stored "[bold]" or "[link=...]" stays literal.
 
 from __future__ import annotations
 
-
 from typing import TYPE_CHECKING
 
 from rich.text import Text
+from textual import events
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
@@ -40,10 +40,20 @@ class CommandSuggestions(OptionList):
         super().__init__(**kwargs)  # type: ignore[arg-type]
         self.display = False
         self.can_focus = False  # the prompt keeps the focus; it steers this list
+        # The name the list was built for: a list already built for the text is left alone,
+        # so the highlight the user chose survives (see show_for).
+        self._built_for: str | None = None
 
     def show_for(self, text: str) -> None:
-        """Offer the commands whose name starts with the typed `/word`; hide otherwise."""
+        """Offer the commands whose name starts with the typed `/word`; hide otherwise.
+
+        Calling it again for the same name changes nothing: the prompt box calls it before it
+        acts on a key, since keys typed in a burst act before the list hears of the text.
+        """
         typed = partial_command(text)
+        if typed == self._built_for:
+            return  # up to date (or hidden with Esc, until the name changes)
+        self._built_for = typed
         if typed is None and not self.display:
             return  # ordinary typing: nothing to rebuild on every key
         matches = [] if typed is None else [c for c in commands() if any(
@@ -74,21 +84,27 @@ def partial_command(text: str) -> str | None:
     return text[1:].lower()
 
 
-
 class PromptInput(TextArea):
     """Multi-line input: Enter sends, Ctrl+J inserts a newline, Up/Down at the edges walk history.
 
     While a command name is being typed, the matching commands are listed above the box:
     Up/Down choose, Tab (or Enter on a partial name) completes, Esc hides the list.
+
+    Every key acts in the order it was typed, however fast the keys come (see `_on_key`).
+    Prompts sent while the app is busy wait in `held` until the app sends them.
     """
 
+    # Not priority bindings: a priority binding runs in the App's queue the moment the key is
+    # read, before the characters typed ahead of it (already forwarded to this box's queue) are
+    # inserted. `_on_key` runs them here instead, in typing order, and before TextArea turns
+    # Enter into a line break. They stay Bindings for the footer and for `keys.*` remapping.
     BINDINGS = [
-        Binding("enter", "submit", "Send", show=True, priority=True, id="prompt.submit"),
+        Binding("enter", "submit", "Send", show=True, id="prompt.submit"),
         Binding("ctrl+j,shift+enter", "newline", "Newline", show=True, id="prompt.newline"),
     ]
 
     class Submitted(Message):
-        """The user sent the text in the box."""
+        """The user sent the text in the box (it has already left the box)."""
 
         def __init__(self, text: str) -> None:
             self.text = text
@@ -97,7 +113,13 @@ class PromptInput(TextArea):
     def __init__(self, *, history: list[str] | None = None, **kwargs: object) -> None:
         super().__init__(soft_wrap=True, show_line_numbers=False, **kwargs)  # type: ignore[arg-type]
         self.prompt_history = history if history is not None else load_history()
+        # Where Up/Down stand in history: None is the draft, below the newest entry.
         self._history_index: int | None = None
+        # What the box held at each place walked away from (the draft at len(history), edits
+        # to recalled entries at theirs): walking back shows it again instead of losing it.
+        self._walked_away: dict[int, str] = {}
+        # Prompts sent while an answer or a command runs, oldest first; the app sends them.
+        self.held: list[str] = []
 
     def _suggestions(self) -> CommandSuggestions | None:
         found = self.screen.query(CommandSuggestions)
@@ -129,40 +151,102 @@ class PromptInput(TextArea):
                 self.prompt_history.append(text)
                 append_history(text)
             self._history_index = None
+            self._walked_away.clear()
+            # Emptied here, in typing order, not by whoever handles Submitted: keys typed after
+            # this Enter may already wait in this box's queue, and belong to the next prompt.
+            self.text = ""
             self.post_message(self.Submitted(text))
 
     def action_newline(self) -> None:
         """Insert a line break where the cursor is."""
         self.insert("\n")
 
-    def _on_key(self, event: object) -> None:
-        key = getattr(event, "key", "")
-        row, _ = self.cursor_location
+    def put_back(self, text: str) -> None:
+        """Put back a prompt that got no answer, ready to retry, the cursor at its end.
+
+        Held prompts come back with it, after it, and are not sent: the next prompt usually
+        builds on the answer that failed, and a failing model would fail it too. Whatever the
+        box holds stays too, last; nothing typed is dropped.
+        """
+        parts = [part for part in (text, *self.held, self.text) if part.strip()]
+        self.held.clear()
+        self.border_subtitle = ""
+        self._history_index = None
+        self._walked_away.clear()
+        self.text = "\n\n".join(parts)
+        self.move_cursor(self.document.end)
+
+    def hold(self, text: str) -> None:
+        """Keep a prompt sent while the app is busy, after any already waiting."""
+        self.held.append(text)
+        self.border_subtitle = f"{len(self.held)} queued"
+
+    def next_held(self) -> str | None:
+        """Take the oldest held prompt out of the queue, or None when none waits."""
+        text = self.held.pop(0) if self.held else None
+        self.border_subtitle = f"{len(self.held)} queued" if self.held else ""
+        return text
+
+    def _own_action(self, key: str) -> str | None:
+        """The action this box's bindings (TextArea's included) give `key`, as remapped by `keys.*`."""
+        # active_bindings is the footer's own view: keymap applied, the focused widget first.
+        active = self.screen.active_bindings.get(key)
+        if active is None or active.node is not self or not active.enabled:
+            return None
+        return active.binding.action
+
+    async def _on_key(self, event: events.Key) -> None:
+        # This runs in the box's own queue, where Key events arrive in the order they were
+        # typed: each key acts on exactly the text typed before it, even when a whole burst was
+        # read at once (typing ahead, `tmux send-keys`, a laggy SSH link).
+        key = event.key
         suggestions = self._suggestions()
+        if suggestions is not None:
+            # The list follows the text through TextArea.Changed, which is queued behind the
+            # rest of a burst: bring it up to date before Enter, Tab or an arrow reads it.
+            suggestions.show_for(self.text)
         if key == "ctrl+d" and not self.text:
+            self._handled(event)
             self.app.exit(0)  # as in a shell: Ctrl+D on an empty line leaves
-            event.prevent_default()  # type: ignore[attr-defined]
         elif suggestions is not None and suggestions.display and key in ("up", "down", "tab", "escape"):
+            self._handled(event)
             if key == "tab":
                 self._complete(suggestions)
             elif key == "escape":
                 suggestions.display = False
             else:
                 suggestions.action_cursor_up() if key == "up" else suggestions.action_cursor_down()
-            event.prevent_default()  # type: ignore[attr-defined]
-            event.stop()  # type: ignore[attr-defined]
-        elif key == "up" and row == 0 and self.prompt_history:
+        elif key == "up" and self.prompt_history and self.navigator.is_first_wrapped_line(self.cursor_location):
+            self._handled(event)
             self._walk_history(-1)
-            event.prevent_default()  # type: ignore[attr-defined]
-        elif key == "down" and row == self.document.line_count - 1 and self._history_index is not None:
+        elif key == "down" and self._history_index is not None and self.navigator.is_last_wrapped_line(
+                self.cursor_location):
+            self._handled(event)
             self._walk_history(1)
-            event.prevent_default()  # type: ignore[attr-defined]
+        elif not event.is_printable and (action := self._own_action(key)) is not None:
+            # Send, newline, and TextArea's own keys (arrows, Backspace...) run here too, in
+            # order; left to bubble, a binding runs at the App, after keys typed later.
+            self._handled(event)
+            await self.run_action(action)
+
+    @staticmethod
+    def _handled(event: events.Key) -> None:
+        """Nothing else acts on this key: not TextArea (Enter would insert a line break), and not
+        the App, where it would bubble to and run a binding a second time, out of order."""
+        event.prevent_default()
+        event.stop()
 
     def _walk_history(self, step: int) -> None:
-        index = len(self.prompt_history) if self._history_index is None else self._history_index
-        index = max(0, min(len(self.prompt_history), index + step))
-        self._history_index = None if index == len(self.prompt_history) else index
-        self.text = "" if self._history_index is None else self.prompt_history[index]
+        """Show the history entry `step` away (past the newest: the draft), cursor at its end."""
+        newest = len(self.prompt_history)
+        here = newest if self._history_index is None else self._history_index
+        there = max(0, min(newest, here + step))
+        if there == here:
+            return
+        self._walked_away[here] = self.text
+        self._history_index = None if there == newest else there
+        original = "" if there == newest else self.prompt_history[there]
+        self.text = self._walked_away.pop(there, original)
         self.move_cursor(self.document.end)
 
 

@@ -1,0 +1,220 @@
+"""The chat's memory, as the window shows it: loading it after the first frame, the model's
+first download, the header's memory state, and giving the store up when the window closes.
+
+A mixin of `OcatApp` (ocat.ui.app): it uses the app's session, `_notice` and `_append`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from typing import TYPE_CHECKING
+
+from textual import work
+from textual.containers import VerticalScroll
+from textual.message import Message
+from textual.widgets import Static
+
+from ocat.errors import Cancelled, OcatError
+from ocat.locations import display_path
+from ocat.models import Exchange
+from ocat.ui.status import exchange_count
+from ocat.ui.widgets import NoticeMessage, TaskProgress, plain
+
+if TYPE_CHECKING:
+    from ocat.session import ChatSession
+
+
+class MemoryView:
+    """Memory's life in the window: opening, downloading, failing, coming back, closing."""
+
+    session: ChatSession
+    serve: bool
+    memory_state: str
+    _download: TaskProgress | None
+    _memory_note: NoticeMessage | None
+    closing: threading.Thread | None
+
+    class MemoryReady(Message):
+        """The store opened and the embedding model is ready (or not: `error` says why).
+
+        `downloaded` describes a model fetched on the way; `saved` counts the exchanges
+        made meanwhile that were then written to memory.
+        """
+
+        def __init__(self, error: str | None, *, downloaded: str | None = None, saved: int = 0) -> None:
+            self.error = error
+            self.downloaded = downloaded
+            self.saved = saved
+            super().__init__()
+
+    class MemoryNote(Message):
+        """Something memory is waiting for (another process holding the store), to show meanwhile."""
+
+        def __init__(self, text: str) -> None:
+            self.text = text
+            super().__init__()
+
+    class ModelProgress(Message):
+        """The embedding model's first download has come this far (`total` None: unknown)."""
+
+        def __init__(self, done: int, total: int | None) -> None:
+            self.done = done
+            self.total = total
+            super().__init__()
+
+    @work(thread=True, exclusive=True, group="memory")
+    def load_memory(self) -> None:
+        """Open the store, then ready the embedding model (downloading it on first use), off the
+        UI thread: chromadb and the model load here, after first paint. The chat is usable
+        meanwhile; its exchanges are kept and written once memory is ready."""
+        try:
+            self._load_memory()
+        except Exception as exc:  # a bug in opening memory turns memory off, never the chat
+            from ocat.logs import log_failure
+
+            self.session.memory_error = log_failure("opening memory", exc)
+            self.post_message(self.MemoryReady(self.session.memory_error))
+
+    def _load_memory(self) -> None:
+        session = self.session
+        # Waiting for another process's store is said on screen, not only "memory loading…".
+        if not session.open_memory(serve=self.serve, notify=lambda text: self.post_message(self.MemoryNote(text))):
+            self.post_message(self.MemoryReady(session.memory_error))
+            return
+        from textual.worker import get_current_worker
+
+        worker = get_current_worker()
+        shown = [-1]
+
+        def progress(done: int, total: int | None) -> None:
+            if worker.is_cancelled:
+                # The app is closing: stop the download now (it leaves nothing behind) rather
+                # than keep the process alive until it ends.
+                raise Cancelled("the chat closed before the embedding model was downloaded")
+            # One message per percent (or per megabyte): the UI needs no more.
+            step = done * 100 // total if total else done // 1_000_000
+            if step != shown[0]:
+                shown[0] = step
+                self.post_message(self.ModelProgress(done, total))
+
+        fetched = session.prepare_model(progress=progress)
+        if not session.model_ready:
+            self.post_message(self.MemoryReady(session.memory_error))
+            return
+        saved = session.save_unsaved()
+        downloaded = fetched.describe() if fetched is not None and fetched.downloaded else None
+        self.post_message(self.MemoryReady(session.memory_error, downloaded=downloaded, saved=saved))
+        if fetched is not None and session.store is not None:
+            # Load the local model's ONNX session now, not in the first turn's search.
+            session.store.embedder.embed(["warm up"])
+
+    async def on_memory_view_model_progress(self, message: ModelProgress) -> None:
+        from ocat.memory.model_files import progress_words
+
+        if self._download is None:
+            self._download = TaskProgress(hint="the chat works meanwhile")
+            await self._append(self._download)
+        label = "Downloading the embedding model, first use"
+        self._download.show(label, message.done, message.total or 0)
+        percent = f"{message.done * 100 // message.total}%" if message.total else progress_words(message.done, None)
+        self.memory_state = f"downloading model {percent}"
+        self._refresh_header()
+
+    def on_memory_view_memory_note(self, message: MemoryNote) -> None:
+        # One notice, updated in place as the wait goes on.
+        if self._memory_note is None:
+            self._memory_note = NoticeMessage(message.text)
+            self.query_one("#conversation", VerticalScroll).mount(self._memory_note)
+        else:
+            self._memory_note.update(plain(message.text))
+        if self.memory_state == "memory loading…":
+            self.memory_state = "memory waiting…"
+            self._refresh_header()
+
+    async def on_memory_view_memory_ready(self, message: MemoryReady) -> None:
+        if self._download is not None:
+            await self._download.remove()
+            self._download = None
+        store = self.session.store
+        self._memory_note = None
+        if message.error:
+            self.memory_state = "memory off"
+            kept = len(self.session.unsaved)
+            # What is said meanwhile is kept, and written if memory comes back (the model
+            # arrives, or the store opens again on a later turn).
+            said = f"The {exchange_count(kept)} said so far, and what you say next," if kept else "What you say"
+            still = f" {said} stays in this chat and is remembered if memory comes back."
+            self._notice(f"Memory is off: {message.error}. The chat works without it.{still}", error=True)
+        else:
+            assert store is not None
+            self.memory_state = exchange_count(store.count("exchange"))
+        verb = "is" if message.saved == 1 else "are"
+        saved = f"; the {exchange_count(message.saved)} made meanwhile {verb} remembered too" if message.saved else ""
+        if message.downloaded:
+            self._notice(f"{message.downloaded} Memory is on{saved}.")
+        elif message.saved:
+            self._notice(f"Memory is ready{saved}.")
+        self._refresh_header()
+
+    def _header_text(self) -> str:
+        settings = self.session.settings
+        config = display_path(settings.config_path) if settings.config_path else "default config"
+        if settings.vector_store.host:
+            where = f"http://{settings.vector_store.host}:{settings.vector_store.port}"
+        else:
+            where = display_path(str(settings.store_path))
+        model = "dummy" if self.session.dummy else settings.llm.model
+        # Model and memory state first: they are what a narrow window must still show.
+        return f"ocat · {model} · {self.memory_state} · {where} · {config}"
+
+    def _refresh_header(self) -> None:
+        self.query_one("#header", Static).update(plain(self._header_text()))
+
+    async def _refresh_count(self) -> None:
+        """Show the store's exchange count, read off the UI thread (it may be a server round trip)."""
+        store = self.session.store
+        if store is None or not self.session.memory_on:
+            return
+        try:
+            count = await asyncio.to_thread(store.count, "exchange")
+        except OcatError:
+            return  # the header keeps its last count; the failing command says what went wrong
+        self.memory_state = exchange_count(count)
+        self._refresh_header()
+
+    def _say_what_was_remembered(self, exchange: Exchange, had_memory: bool) -> None:
+        """A turn that memory could not take says so on that turn (while memory is still
+        loading it is kept quietly, and written once memory is ready); memory that came back
+        during the turn says so too. `had_memory`: memory was on when the turn began."""
+        session = self.session
+        if exchange in session.unsaved and not self._memory_pending():
+            self._notice(
+                f"Not remembered yet: {session.memory_error or 'memory is off'}. This chat keeps it, "
+                "and it is written to memory when memory is back.",
+                error=True,
+            )
+            self.memory_state = "memory off"
+            self._refresh_header()
+        elif not had_memory and session.memory_on and self.memory_state == "memory off":
+            self._notice("Memory is back on; what this chat kept meanwhile is remembered.")
+
+    def _memory_pending(self) -> bool:
+        """True while memory is still opening or its model downloading."""
+        return self.memory_state in ("memory loading…", "memory waiting…") or self.memory_state.startswith("downloading")
+
+    def exit(self, *args: object, **kwargs: object) -> None:
+        """Close the window, giving the store up meanwhile (see `_give_up_store`)."""
+        self._give_up_store()
+        super().exit(*args, **kwargs)  # type: ignore[arg-type]
+
+    def on_unmount(self) -> None:
+        self._give_up_store()
+
+    def _give_up_store(self) -> None:
+        # Stopping a served store's server takes a moment: it starts as soon as the user
+        # quits, alongside the window's own closing, and `ocat.cli` gives it a short while
+        # more before the process leaves. An exchange being written is finished first.
+        if self.closing is None:
+            self.closing = threading.Thread(target=self.session.close, name="ocat-close-store")
+            self.closing.start()
