@@ -107,7 +107,10 @@ class MemoryView:
         self.post_message(self.MemoryReady(session.memory_error, downloaded=downloaded, saved=saved))
         if fetched is not None and session.store is not None:
             # Load the local model's ONNX session now, not in the first turn's search.
-            session.store.embedder.embed(["warm up"])
+            try:
+                session.store.embedder.embed(["warm up"])
+            except Exception:  # a model that cannot run is reported by the first turn that needs it
+                pass
 
     async def on_memory_view_model_progress(self, message: ModelProgress) -> None:
         from ocat.memory.model_files import progress_words
