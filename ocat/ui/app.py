@@ -342,7 +342,9 @@ class OcatApp(MemoryView, App[int]):
                 await answer.remove()
             self._notice(self._failure_text("the answer", exc), error=True)
             # The prompt comes back, ready to retry, cursor at its end (before anything typed since).
-            self.query_one(PromptInput).put_back(prompt)
+            boxes = self.query(PromptInput)  # none once the window is closing
+            if boxes:
+                boxes.first().put_back(prompt)
             return
         finally:
             ticker.stop()
@@ -362,15 +364,23 @@ class OcatApp(MemoryView, App[int]):
 
         return log_failure(what, exc)
 
+    def _conversation(self) -> VerticalScroll | None:
+        """The conversation, or None once the window is closing: a worker (a queued command,
+        a turn's last step) may finish after the screen has gone, and must not fail for it."""
+        found = self.query("#conversation")
+        return found.first(VerticalScroll) if found else None
+
     async def _append(self, widget: object) -> None:
-        conversation = self.query_one("#conversation", VerticalScroll)
-        await conversation.mount(widget)  # type: ignore[arg-type]
-        conversation.scroll_end(animate=False)
+        conversation = self._conversation()
+        if conversation is not None:
+            await conversation.mount(widget)  # type: ignore[arg-type]
+            conversation.scroll_end(animate=False)
 
     def _notice(self, text: str, *, error: bool = False) -> None:
-        conversation = self.query_one("#conversation", VerticalScroll)
-        conversation.mount(NoticeMessage(text, error=error))
-        conversation.scroll_end(animate=False)
+        conversation = self._conversation()
+        if conversation is not None:
+            conversation.mount(NoticeMessage(text, error=error))
+            conversation.scroll_end(animate=False)
 
     # -- actions -------------------------------------------------------------------
 

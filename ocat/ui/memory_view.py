@@ -11,7 +11,6 @@ import threading
 from typing import TYPE_CHECKING
 
 from textual import work
-from textual.containers import VerticalScroll
 from textual.message import Message
 from textual.widgets import Static
 
@@ -128,7 +127,9 @@ class MemoryView:
         # One notice, updated in place as the wait goes on.
         if self._memory_note is None:
             self._memory_note = NoticeMessage(message.text)
-            self.query_one("#conversation", VerticalScroll).mount(self._memory_note)
+            conversation = self._conversation()
+            if conversation is not None:
+                conversation.mount(self._memory_note)
         else:
             self._memory_note.update(plain(message.text))
         if self.memory_state == "memory loading…":
@@ -172,7 +173,9 @@ class MemoryView:
         return f"ocat · {model} · {self.memory_state} · {where} · {config}"
 
     def _refresh_header(self) -> None:
-        self.query_one("#header", Static).update(plain(self._header_text()))
+        found = self.query("#header")  # gone once the window is closing
+        if found:
+            found.first(Static).update(plain(self._header_text()))
 
     async def _refresh_count(self) -> None:
         """Show the store's exchange count, read off the UI thread (it may be a server round trip)."""
