@@ -1,4 +1,4 @@
-"""Retrieval evaluation on LoCoMo-style conversations, through ocat's own retrieval.
+"""Retrieval evaluation through ocat's own retrieval: LoCoMo (two people talking) and chats-dev.
 
 Protocol (../shared/eval/README.md): each session's turns are paired into exchanges, one
 thread per session, one fresh store per conversation; questions of categories 1-4 are
@@ -6,8 +6,11 @@ queries. R@k is the share of a question's evidence turns covered by the top-k ex
 The gate is measured with the chat's own limits: "admitted" when an evidence exchange
 passes the threshold, "quiet" when nothing passes for a question from another conversation.
 
-    python bench/recall.py                       # all conversations, every mode
+chats-dev (one user's chats with an assistant) is measured by bench/recall_chats.py.
+
+    python bench/recall.py                       # both data sets, every mode on LoCoMo
     python bench/recall.py --questions 20 --json # a quick slice, machine-readable
+    python bench/recall.py --sets chats          # only chats-dev
 """
 
 from __future__ import annotations
@@ -25,6 +28,10 @@ from pathlib import Path
 from typing import Any, Iterable
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "bench"))
+
+from recall_chats import DEFAULT_CHATS, evaluate_chats, format_chats, pct  # noqa: E402
 DEFAULT_DATA = REPO.parent / "shared" / "eval" / "locomo-dev.json"
 DEFAULT_MODEL = REPO.parent / "shared" / "models" / "all-MiniLM-L6-v2-int8"
 KS = (1, 3, 5, 10)
@@ -115,7 +122,6 @@ class ModeResult:
 
     def row(self) -> dict[str, Any]:
         """Percentages and latencies for the table and for JSON."""
-        pct = lambda xs: round(100 * sum(xs) / len(xs), 1) if xs else None  # noqa: E731
         ordered = sorted(self.latency_ms)
         return {
             "recall": {f"R@{k}": pct(v) for k, v in self.recall.items()},
@@ -229,23 +235,35 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--questions", type=int, help="only the first N questions of each conversation")
     parser.add_argument("--off-topic", type=int, help="only the first N off-topic questions per store")
     parser.add_argument("--context", type=int, default=0, help="search as a chat turn after N earlier questions")
+    parser.add_argument("--chats", type=Path, default=DEFAULT_CHATS, help="chats-dev style folder")
+    parser.add_argument("--sets", default="locomo,chats", help="comma-separated: locomo,chats")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     args = parser.parse_args(argv)
-    if not args.data.is_file():
-        print(f"recall: no data at {args.data}", file=sys.stderr)
-        return 1
-    rows = evaluate(
-        load_conversations(args.data),
-        modes=[m.strip() for m in args.modes.split(",") if m.strip()],
-        questions=args.questions,
-        model_dir=args.model,
-        off_topic=args.off_topic,
-        context=args.context,
-    )
-    print(json.dumps(rows, indent=2) if args.json else format_table(rows))
+    sets = {s.strip() for s in args.sets.split(",") if s.strip()}
+    for wanted, path in (("locomo", args.data), ("chats", args.chats / "questions.json")):
+        if wanted in sets and not path.is_file():
+            print(f"recall: no data at {path}", file=sys.stderr)
+            return 1
+    report: dict[str, Any] = {}
+    if "locomo" in sets:
+        report["locomo"] = evaluate(
+            load_conversations(args.data),
+            modes=[m.strip() for m in args.modes.split(",") if m.strip()],
+            questions=args.questions,
+            model_dir=args.model,
+            off_topic=args.off_topic,
+            context=args.context,
+        )
+        if not args.json:
+            print(f"LoCoMo ({args.data.name})\n{format_table(report['locomo'])}\n")
+    if "chats" in sets:
+        report["chats"] = evaluate_chats(args.chats, args.model, questions=args.questions)
+        if not args.json:
+            print(f"chats-dev ({args.chats.name})\n{format_chats(report['chats'])}")
+    if args.json:
+        print(json.dumps(report, indent=2))
     return 0
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, str(REPO))
     raise SystemExit(main())

@@ -73,9 +73,12 @@ def memory_message(hits: Sequence[SearchHit]) -> dict[str, str] | None:
         when = hit.when("%Y-%m-%d %H:%M", missing="unknown")
         if hit.kind == "exchange":
             label = f'kind="past exchange" thread="{_attribute(str(hit.metadata.get("thread_id", ""))[:8])}"'
+            if hit.context_of is not None:
+                # A neighbour shown for the memory before it: the model should read them together.
+                label += f' context-of="{_attribute(hit.context_of[:8])}"'
         else:
             label = f'kind="document" source="{_attribute(hit.origin)}"'
-        blocks.append(f'<memory {label} date="{when}" relevance="{hit.score:.2f}">\n{_quote(hit.text)}\n</memory>')
+        blocks.append(f'<memory id="{_attribute(hit.id[:8])}" {label} date="{when}" relevance="{hit.score:.2f}">\n{_quote(hit.text)}\n</memory>')
     return {"role": "system", "content": MEMORY_PREAMBLE + "\n\n" + "\n\n".join(blocks)}
 
 

@@ -11,10 +11,12 @@ import argparse
 import os
 import sys
 import threading
+from collections.abc import Callable
 from typing import NoReturn, Sequence
 
 from ocat import __version__
 from ocat.errors import OcatError, UsageError
+from ocat.limits import MAX_RESULTS, MIN_RESULTS, whole_number
 
 # dest of each headless action -> the action's name in JSON output.
 ACTIONS: dict[str, str] = {
@@ -56,7 +58,12 @@ def build_parser() -> argparse.ArgumentParser:
     options.add_argument(
         "--store", metavar="NAME", help="the named store to use (vector_store.collection); queries and stats may read several: a,b"
     )
-    options.add_argument("--results", type=_positive_int, metavar="N", help="results per query (default: context_results)")
+    options.add_argument(
+        "--results",
+        type=_results,
+        metavar="N",
+        help=f"results per query, {MIN_RESULTS} to {MAX_RESULTS} (default: vector_store.context_results)",
+    )
     options.add_argument(
         "--where",
         action="append",
@@ -80,14 +87,12 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _positive_int(text: str) -> int:
+def _results(text: str) -> int:
+    # Bounded: a huge N would reach ChromaDB as a C integer and fail there ("int too large").
     try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
+        return whole_number(text, MIN_RESULTS, MAX_RESULTS)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _key_value(text: str) -> str:
@@ -95,6 +100,35 @@ def _key_value(text: str) -> str:
     if not sep or not key.strip():
         raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
     return text
+
+
+# Text arguments that reach the embedder, the store or the provider, as their flags.
+TEXT_ARGUMENTS = {"query_vector_store": "--query-vector-store", "ask": "--ask", "model": "--model", "where": "--where"}
+
+
+def clean_arguments(args: argparse.Namespace, note: Callable[[str], None]) -> None:
+    """Replace undecodable bytes in text arguments with U+FFFD, saying so in one line.
+
+    A path to add is refused instead (UsageError): its name is stored with every chunk, and
+    a name changed by replacement would name no file.
+    """
+    from ocat.headless import valid_text
+
+    path = getattr(args, "add_to_vector_store", None)
+    if path is not None and valid_text(path)[1]:
+        shown = valid_text(path)[0]
+        raise UsageError(f"--add-to-vector-store: the path {shown!r} is not valid UTF-8; rename the file or folder")
+    changed = []
+    for dest, flag in TEXT_ARGUMENTS.items():
+        value = getattr(args, dest, None)
+        values = value if isinstance(value, list) else [value]
+        cleaned = [valid_text(v) if isinstance(v, str) else (v, False) for v in values]
+        if any(replaced for _, replaced in cleaned):
+            texts = [text for text, _ in cleaned]
+            setattr(args, dest, texts if isinstance(value, list) else texts[0])
+            changed.append(flag)
+    if changed:
+        note(f"ocat: warning: {', '.join(changed)} is not valid UTF-8; undecodable bytes replaced with U+FFFD")
 
 
 def chosen_action(args: argparse.Namespace) -> str | None:
@@ -150,13 +184,31 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     reporter = Reporter(action=action, output=args.output)
     try:
+        clean_arguments(args, reporter.note)
         check_store_use(action, args)
         from ocat.config import load_settings
 
         settings = load_settings(args.config, overrides=overrides_from(args))
     except OcatError as exc:
         return reporter.fail(exc)
+    except Exception as exc:  # a bug: one line (and the JSON envelope) naming the log, no traceback
+        return reporter.fail(OcatError(_logged("loading the configuration", exc)))
     return run_action(action, args, settings, reporter)
+
+
+def _logged(what: str, exc: BaseException) -> str:
+    """Log an unexpected failure's traceback; returns the one line for the user."""
+    from ocat.logs import log_failure
+
+    return log_failure(what, exc)
+
+
+def _say(prefix: str, message: str) -> None:
+    """One line on stderr: redacted (an error can quote a key) and safe for the terminal."""
+    from ocat.redact import redact
+    from ocat.text import printable
+
+    print(f"{prefix}: {printable(redact(message))}", file=sys.stderr)
 
 
 # Actions that only read memory: they may read several stores at once (`--store a,b`).
@@ -197,8 +249,11 @@ def _run_mcp(argv: list[str]) -> int:
 
         return serve(settings, names or [settings.vector_store.collection])
     except OcatError as exc:
-        print(f"ocat mcp: {exc}", file=sys.stderr)
+        _say("ocat mcp", str(exc))
         return exc.exit_code
+    except Exception as exc:  # a bug: one line naming the log; stdout stays the protocol's
+        _say("ocat mcp", _logged("the MCP server", exc))
+        return 1
 
 
 def _run_app(args: argparse.Namespace) -> int:
@@ -207,6 +262,7 @@ def _run_app(args: argparse.Namespace) -> int:
         print("ocat: --results and --output apply to headless actions only", file=sys.stderr)
         return UsageError.exit_code
     try:
+        clean_arguments(args, lambda message: print(message, file=sys.stderr))
         check_store_use(None, args)
         from ocat import llm
         from ocat.config import load_settings
@@ -228,8 +284,11 @@ def _run_app(args: argparse.Namespace) -> int:
         app = OcatApp(ChatSession(settings, dummy=args.dummy_mode), quick_exit=True)
         _leave_now(app.run() or 0, app.closing)
     except OcatError as exc:
-        print(f"ocat: {exc}", file=sys.stderr)
+        _say("ocat", str(exc))
         return exc.exit_code
+    except Exception as exc:  # a bug: one line naming the log, no traceback
+        _say("ocat", _logged("the chat", exc))
+        return 1
     except KeyboardInterrupt:
         # Ctrl+C before the line-mode chat started (during the model's download, say): a
         # download leaves nothing behind, and the next start fetches it again.

@@ -29,6 +29,11 @@ from ocat.settings import (  # noqa: F401 - the schema, re-exported for callers
 
 ENV_PREFIX = "OCAT_"
 CONFIG_ENV = "OCAT_CONFIG"
+# The OCAT_* variables that are not settings. Every other OCAT_* variable must name a
+# setting (OCAT_<SECTION>_<KEY>), so that a misspelt one is an error, never silently ignored.
+NON_SETTING_ENV: dict[str, str] = {
+    CONFIG_ENV: "names the config file",
+}
 COMMAND_LINE = "command line"
 DEFAULTS_FILE = locations.shipped_dir("config") / "default.yaml"  # shipped, documented key by key
 
@@ -154,24 +159,39 @@ def _validate(spec: _Spec, value: Any, source: _Source) -> Any:
         raise _error(source.label, f"{spec.dotted} {exc}") from None
 
 
+def _quote(text: str, limit: int = 60) -> str:
+    """`text` quoted for a one-line message, cut short when long (a value can be any size)."""
+    return repr(text) if len(text) <= limit else repr(text[:limit]) + f"... ({len(text)} characters)"
+
+
 def _parse_text(spec: _Spec, text: str, where: str) -> Any:
     """An env or command-line string parsed as a YAML scalar.
 
     A string field keeps the text as written when YAML would turn it into something
-    else, so `off`, `1.5` or `Note: be brief` stay strings rather than failing.
+    else, or cannot read it at all, so `off`, `1.5`, `Note: be brief` or `[[[...` stay
+    strings rather than failing.
     """
     try:
         value = yaml.safe_load(text)
-    except yaml.YAMLError:
+    except Exception as exc:  # YAMLError; RecursionError when nested deeply; ValueError on a bad date
         if spec.kind == "str":
             return text
-        raise _error(where, f"{spec.dotted} is not a valid YAML value: {text!r}") from None
+        raise _error(where, f"{spec.dotted} is not a valid YAML value{_why(exc)}: {_quote(text)}") from None
     if spec.kind == "str":
         if value is None:
             return None if spec.nullable else text
         if not isinstance(value, str):
             return text
     return value
+
+
+def _why(exc: BaseException) -> str:
+    """Why YAML could not be read, for failures that are not YAMLError (whose text is its own)."""
+    if isinstance(exc, RecursionError):
+        return " (nested too deeply)"
+    if isinstance(exc, yaml.YAMLError):
+        return ""
+    return f" ({type(exc).__name__}: {exc})"
 
 
 # ---- layers -----------------------------------------------------------------
@@ -187,13 +207,31 @@ def _node_kind(node: yaml.Node) -> str:
     return {yaml.MappingNode: "a mapping", yaml.SequenceNode: "a list"}.get(type(node)) or repr(node.value)
 
 
-def _pairs(loader: yaml.SafeLoader, node: yaml.MappingNode, path: Path):
-    """(name, key node, value node) for each entry of a mapping, merge keys applied."""
+def _pairs(loader: yaml.SafeLoader, node: yaml.MappingNode, path: Path, what: str, prefix: str = ""):
+    """(name, key node, value node) for each entry of a mapping, merge keys applied.
+
+    A key written twice is an error: YAML would keep the last silently, and the person
+    editing the first would wonder why nothing changes. Keys brought in by a merge key
+    (`<<: *base`) may be overridden, as YAML means them to be.
+    """
+    _refuse_duplicates(node, path, what, prefix)
     loader.flatten_mapping(node)
     for key_node, value_node in node.value:
         if not isinstance(key_node, yaml.ScalarNode):
             raise _error(f"{path}:{_node_line(key_node)}", "keys must be plain names")
         yield key_node.value, key_node, value_node
+
+
+def _refuse_duplicates(node: yaml.MappingNode, path: Path, what: str, prefix: str) -> None:
+    first_line: dict[str, int] = {}
+    for key_node, _ in node.value:
+        if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == "tag:yaml.org,2002:merge":
+            continue
+        line = _node_line(key_node)
+        if key_node.value in first_line:
+            raise _error(f"{path}:{line}", f"duplicate {what} '{prefix}{key_node.value}' "
+                                           f"(lines {first_line[key_node.value]} and {line}); keep one")
+        first_line[key_node.value] = line
 
 
 def _file_layer(path: Path, rank: int, origin: str = "") -> _Layer:
@@ -217,6 +255,11 @@ def _file_layer(path: Path, rank: int, origin: str = "") -> _Layer:
         raise _error(where, f"invalid YAML: {problem}{column}") from None
     except yaml.YAMLError as exc:
         raise _error(str(path), f"invalid YAML: {exc}") from None
+    except ConfigError:
+        raise
+    except Exception as exc:  # RecursionError when nested deeply, ...
+        # The reader stopped where the trouble is (the bracket too many, say).
+        raise _error(f"{path}:{loader.get_mark().line + 1}", f"invalid YAML{_why(exc)}") from None
     finally:
         loader.dispose()
 
@@ -226,7 +269,7 @@ def _walk(loader: yaml.SafeLoader, root: yaml.Node, path: Path, rank: int) -> _L
         raise _error(f"{path}:{_node_line(root)}",
                      f"the top level must be a mapping of sections, got {_node_kind(root)}")
     layer: _Layer = {}
-    for section, section_key, section_node in _pairs(loader, root, path):
+    for section, section_key, section_node in _pairs(loader, root, path, "section"):
         where = f"{path}:{_node_line(section_key)}"
         if section not in _SPECS:
             raise _error(where, _unknown("section", section, list(SECTIONS)))
@@ -235,10 +278,10 @@ def _walk(loader: yaml.SafeLoader, root: yaml.Node, path: Path, rank: int) -> _L
         if not isinstance(section_node, yaml.MappingNode):
             kind = _node_kind(section_node)
             raise _error(where, f"section '{section}' must be a mapping of keys, got {kind}")
-        for key, key_node, value_node in _pairs(loader, section_node, path):
+        for key, key_node, value_node in _pairs(loader, section_node, path, "key", f"{section}."):
             source = _Source(f"{path}:{_node_line(key_node)}", path.parent, rank)
             spec = _lookup(f"{section}.{key}", source.label)
-            value = loader.construct_document(value_node)
+            value = _construct(loader, value_node, spec, source)
             # A plain `off` or `1.5` in a string field means the text, not YAML's bool or float.
             if (spec.kind == "str" and value is not None and not isinstance(value, str)
                     and isinstance(value_node, yaml.ScalarNode) and value_node.style is None):
@@ -247,19 +290,40 @@ def _walk(loader: yaml.SafeLoader, root: yaml.Node, path: Path, rank: int) -> _L
     return layer
 
 
+def _construct(loader: yaml.SafeLoader, node: yaml.Node, spec: _Spec, source: _Source) -> Any:
+    """The value of a node, or a ConfigError at its line (a date like 2020-13-45 raises ValueError)."""
+    try:
+        return loader.construct_document(node)
+    except yaml.YAMLError:
+        raise
+    except Exception as exc:
+        if spec.kind == "str" and isinstance(node, yaml.ScalarNode) and node.style is None:
+            return node.value  # a plain scalar in a string field is its text, as in _walk
+        raise _error(source.label, f"{spec.dotted} is not a valid YAML value{_why(exc)}") from None
+
+
 def _env_layer(env: Mapping[str, str]) -> _Layer:
     # Longest prefix first, in case one section's name ever starts with another's.
     prefixes = sorted(((f"{ENV_PREFIX}{s.upper()}_", s) for s in SECTIONS), key=lambda p: -len(p[0]))
     layer: _Layer = {}
     for name in sorted(env):
+        if not name.startswith(ENV_PREFIX) or name in NON_SETTING_ENV:
+            continue
         match = next(((p, s) for p, s in prefixes if name.startswith(p)), None)
         if match is None:
-            continue  # OCAT_CONFIG, or a variable meant for something else
+            raise _error(name, _unknown_variable(name))
         prefix, section = match
         spec = _lookup(f"{section}.{name[len(prefix):].lower()}", name, show=_env_name)
         source = _Source(name, Path.cwd(), 2)
         layer[spec.dotted] = (_validate(spec, _parse_text(spec, env[name], name), source), source)
     return layer
+
+
+def _unknown_variable(name: str) -> str:
+    known = [_env_name(spec.dotted) for specs in _SPECS.values() for spec in specs.values()]
+    message = _unknown("variable", name, known + list(NON_SETTING_ENV), show=str)
+    others = ", ".join(NON_SETTING_ENV)
+    return f"{message}; OCAT_* variables are settings (OCAT_<SECTION>_<KEY>) or {others}"
 
 
 def _env_name(dotted: str) -> str:
@@ -353,4 +417,19 @@ def load_settings(config_path: str | None = None, *, env: Mapping[str, str] | No
         section: cls(**{key: merged[f"{section}.{key}"][0] for key in _SPECS[section]})
         for section, cls in _SECTION_CLASSES.items()
     }
-    return Settings(**sections, config_path=str(user_file) if user_file is not None else None)
+    settings = Settings(**sections, config_path=str(user_file) if user_file is not None else None)
+    _remember_secrets(settings)
+    return settings
+
+
+def _remember_secrets(settings: Settings) -> None:
+    """Have error messages mask the configured key and any password in llm.api_base."""
+    from urllib.parse import urlsplit
+
+    from ocat.redact import remember_secret
+
+    remember_secret(settings.llm.api_key)
+    try:
+        remember_secret(urlsplit(settings.llm.api_base or "").password)
+    except ValueError:
+        pass  # not a URL that has a password

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import time
 from dataclasses import asdict
@@ -16,12 +17,61 @@ from typing import IO, TYPE_CHECKING, Any, Callable
 
 from ocat.errors import InputFileError, OcatError, ProviderError, UsageError
 from ocat.models import SearchHit
+from ocat.redact import redact
 from ocat.text import printable
 
 if TYPE_CHECKING:
     from ocat.config import Settings
     from ocat.memory import MemoryStore
     from ocat.memory.model_files import FetchResult
+
+
+# Characters json.dumps(ensure_ascii=False) leaves raw that a terminal or a JavaScript
+# parser may act on: DEL and the C1 controls (0x9b is a one-byte CSI), the bidirectional
+# marks, overrides and isolates ("Trojan Source"), the line and paragraph separators (line
+# ends in JavaScript), the BOM, and lone surrogates (undecodable bytes, which stdout cannot
+# encode). They can only occur inside JSON strings, so \uXXXX in their place stays valid JSON.
+_JSON_UNSAFE = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ufeff\ud800-\udfff]")
+
+
+def dump_json(value: Any) -> str:
+    """`value` as one line of JSON: UTF-8 text kept readable, every control character escaped.
+
+    Every JSON document ocat prints goes through here.
+    """
+    text = json.dumps(value, ensure_ascii=False)
+    return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+_SURROGATES = re.compile("[\ud800-\udfff]")
+
+
+def valid_text(text: str) -> tuple[str, bool]:
+    """`text` with undecodable bytes as U+FFFD, and whether there were any.
+
+    Python decodes argv (and stdin, in some locales) with surrogateescape: a byte that is
+    not UTF-8 becomes a lone surrogate, which the tokenizer, ChromaDB and JSON all refuse.
+    """
+    cleaned, count = _SURROGATES.subn("\ufffd", text)
+    return cleaned, bool(count)
+
+
+def read_stdin(reporter: Reporter, what: str) -> str:
+    """All of stdin as text; bytes that are not UTF-8 become U+FFFD, and one line on stderr says so."""
+    buffer = getattr(sys.stdin, "buffer", None)
+    if buffer is None:  # a text stream put in place of stdin (tests, embedding)
+        text, replaced = valid_text(sys.stdin.read())
+    else:
+        # Read bytes: the locale decides how sys.stdin decodes, strictly in some (a traceback).
+        data = buffer.read()
+        try:
+            text, replaced = data.decode("utf-8"), False
+        except UnicodeDecodeError:
+            text, replaced = data.decode("utf-8", errors="replace"), True
+    if replaced:
+        reporter.note(f"ocat: warning: {what} on stdin is not valid UTF-8; undecodable bytes replaced with U+FFFD")
+    # Universal newlines, as iterating over sys.stdin would give.
+    return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
 class Reporter:
@@ -58,7 +108,7 @@ class Reporter:
     def succeed(self, result: dict[str, Any], text: str | None) -> int:
         """Print a result; returns exit code 0."""
         if self.output == "json":
-            self.stdout.write(json.dumps(self.envelope(ok=True, result=result), ensure_ascii=False) + "\n")
+            self.stdout.write(dump_json(self.envelope(ok=True, result=result)) + "\n")
         elif text:
             # Results quote stored memories and model answers: never let them drive the terminal.
             text = printable(text)
@@ -67,11 +117,17 @@ class Reporter:
         return 0
 
     def fail(self, exc: OcatError) -> int:
-        """Report an expected failure on stderr (and as JSON on stdout); returns its exit code."""
-        self.stderr.write(f"ocat: {printable(str(exc))}\n")
+        """Report an expected failure on stderr (and as JSON on stdout); returns its exit code.
+
+        The message is redacted: a provider's error can echo the API key it was sent.
+        """
+        message = redact(str(exc))
+        self.stderr.write(f"ocat: {printable(message)}\n")
+        self.stderr.flush()
         if self.output == "json":
-            error = {"type": type(exc).__name__, "message": str(exc), "exit_code": exc.exit_code}
-            self.stdout.write(json.dumps(self.envelope(ok=False, error=error), ensure_ascii=False) + "\n")
+            error = {"type": type(exc).__name__, "message": message, "exit_code": exc.exit_code}
+            self.stdout.write(dump_json(self.envelope(ok=False, error=error)) + "\n")
+            self.stdout.flush()
         return exc.exit_code
 
     def note(self, message: str) -> None:
@@ -218,13 +274,15 @@ def _add(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> in
     return reporter.succeed(result, text)
 
 
-def hit_to_json(hit: SearchHit) -> dict[str, Any]:
-    """A search hit in the query result's JSON shape."""
+def hit_to_json(hit: SearchHit, why: str = "") -> dict[str, Any]:
+    """A search hit in the query result's JSON shape; `why` says why it is (not) given to the model."""
     return {
         "id": hit.id,
         "kind": hit.kind,
         "score": round(hit.score, 4),
         "admitted": hit.admitted,
+        "why": why,
+        "context_of": hit.context_of,
         "excerpt": hit.excerpt(),
         "text": hit.text,
         "metadata": hit.metadata,
@@ -235,25 +293,28 @@ def format_hits(hits: list[SearchHit], stores: list[str] | None = None) -> str:
     """Hits as a ranked, aligned plain-text list; `stores` (one per hit) when several were searched."""
     if not hits:
         return "No memories found."
+    from ocat.memory.retrieval import reasons
+
     lines = []
-    for rank, hit in enumerate(hits, start=1):
+    for rank, (hit, why) in enumerate(zip(hits, reasons(hits)), start=1):
         mark = "*" if hit.admitted else " "
         store = f"  [{stores[rank - 1]}]" if stores else ""
-        lines.append(f"{rank:>2}. {hit.score:.3f}{mark} {hit.kind:<8} {hit.when()}  {hit.origin}{store}")
+        lines.append(f"{rank:>2}. {hit.score:.3f}{mark} {hit.kind:<8} {hit.when()}  {hit.origin}{store}  ({why})")
         lines.append(f"    {hit.excerpt(100)}")
-    lines.append("(* = above the relevance threshold: given to the model in a chat)")
+    lines.append("(* = given to the model in a chat: relevant, or the context of a relevant memory)")
     return "\n".join(lines)
 
 
 def _query(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> int:
     from ocat.memory import RetrievalLimits
     from ocat.memory.filters import parse_where
+    from ocat.memory.retrieval import reasons
     from ocat.memory.search import search_stores
 
     limits = RetrievalLimits.from_settings(settings.vector_store, results=args.results)
     count = args.results or settings.vector_store.context_results
     filters = parse_where(getattr(args, "where", None) or [])
-    queries = _stdin_lines() if args.query_vector_store == "-" else [args.query_vector_store]
+    queries = _stdin_lines(reporter) if args.query_vector_store == "-" else [args.query_vector_store]
     if args.query_vector_store != "-" and not queries[0].strip():
         raise UsageError("the query is empty")
     _prepare_model(settings, reporter)
@@ -262,7 +323,8 @@ def _query(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> 
         reporter.restart_clock()
         found = search_stores(stores, query, limits, filters, limit=count)
         hits = [h.hit for h in found]
-        result = {"query": query, "results": [hit_to_json(h.hit) | {"store": h.store} for h in found]}
+        why = reasons(hits)
+        result = {"query": query, "results": [hit_to_json(h.hit, w) | {"store": h.store} for h, w in zip(found, why)]}
         text = format_hits(hits, stores=[h.store for h in found] if len(stores) > 1 else None)
         if len(queries) > 1 or args.query_vector_store == "-":
             text = ("\n" if index else "") + f"# {query}\n{text}"
@@ -270,15 +332,16 @@ def _query(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> 
     return 0
 
 
-def _stdin_lines() -> list[str]:
-    return [line.strip() for line in sys.stdin if line.strip()]
+def _stdin_lines(reporter: Reporter) -> list[str]:
+    return [line.strip() for line in read_stdin(reporter, "a query").split("\n") if line.strip()]
 
 
 def _ask(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> int:
     from ocat import llm
+    from ocat.memory.retrieval import reasons
     from ocat.session import open_chat
 
-    prompt = sys.stdin.read() if args.ask == "-" else args.ask
+    prompt = read_stdin(reporter, "the prompt") if args.ask == "-" else args.ask
     if not prompt.strip():
         raise UsageError("nothing to ask: the prompt is empty")
     problem = None if args.dummy_mode else llm.credentials_problem(settings.llm)
@@ -294,7 +357,7 @@ def _ask(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> in
     result = {
         "text": completion.text,
         "usage": completion.usage.to_dict(),
-        "memories": [hit_to_json(h) for h in memories],
+        "memories": [hit_to_json(h, w) for h, w in zip(memories, reasons(memories))],
         "exchange_id": exchange.exchange_id if stored else None,
     }
     return reporter.succeed(result, completion.text)
@@ -318,22 +381,26 @@ def _export(args: argparse.Namespace, settings: Settings, reporter: Reporter) ->
             outcome = export_memory(store, handle, path=str(path))
         partial.replace(path)
     except OSError as exc:
-        partial.unlink(missing_ok=True)
         raise InputFileError(f"cannot write {path}: {exc.strerror or exc}") from exc
+    finally:
+        # Whatever stopped it (a full disk, a store error, Ctrl+C), no half file stays behind.
+        partial.unlink(missing_ok=True)
     text = f"Exported {outcome.exchanges} exchange(s) and {outcome.documents} document chunk(s) to {path}"
     result = {"path": outcome.path, "exchanges": outcome.exchanges, "documents": outcome.documents, "records": outcome.records}
     return reporter.succeed(result, text)
 
 
 def _import(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> int:
-    from ocat.memory.transfer import import_memory
+    from ocat.memory.transfer import check_import_file, import_memory
 
     path = Path(args.import_memory).expanduser()
     if not path.is_file():
         raise InputFileError(f"no such file: {path}")
+    # The whole file is checked first: a bad line fails before a model download or a wait for the store.
+    checked = check_import_file(path)
     _prepare_model(settings, reporter)
     store = _open_store(settings)
-    outcome = import_memory(store, path, progress=_import_progress(reporter))
+    outcome = import_memory(store, path, progress=_import_progress(reporter), checked=checked)
     skipped = outcome.records - outcome.added
     text = f"Imported {outcome.added} record(s) from {path}" + (f"; {skipped} already stored" if skipped else "")
     return reporter.succeed(asdict(outcome) | {"records": outcome.records}, text)

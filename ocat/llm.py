@@ -229,21 +229,31 @@ def usage_of(response: Any, model: str) -> Usage:
 
 
 def provider_error(exc: Exception, settings: LLMSettings) -> ProviderError:
-    """A one-line, actionable message for a provider failure."""
+    """A one-line, actionable message for a provider failure, with credentials masked.
+
+    Every face shows provider failures through this (the chat, the line mode, `--ask`), and a
+    provider's error body can echo the key it was sent, or the address with its password.
+    """
+    from ocat.redact import redact
+
+    return ProviderError(redact(_describe_failure(exc, settings), secrets=[settings.api_key]))
+
+
+def _describe_failure(exc: Exception, settings: LLMSettings) -> str:
     name = type(exc).__name__
     detail = str(exc).strip().splitlines()[0] if str(exc).strip() else name
     model = settings.model
     if name == "AuthenticationError":
         missing = missing_credentials(settings)
         hint = f" Set {', '.join(missing)} or llm.api_key." if missing else " Check llm.api_key."
-        return ProviderError(f"authentication failed for {model}.{hint}")
+        return f"authentication failed for {model}.{hint}"
     if name == "RateLimitError":
-        return ProviderError(f"rate limited by the provider of {model}; try again shortly")
+        return f"rate limited by the provider of {model}; try again shortly"
     if name in ("Timeout", "APITimeoutError") or "timed out" in detail.lower():
-        return ProviderError(f"{model} did not answer within {settings.timeout_seconds:g} s (llm.timeout_seconds)")
+        return f"{model} did not answer within {settings.timeout_seconds:g} s (llm.timeout_seconds)"
     if name in ("APIConnectionError", "ServiceUnavailableError", "InternalServerError"):
         where = settings.api_base or "the provider"
-        return ProviderError(f"cannot reach {where} for {model}: {detail}")
+        return f"cannot reach {where} for {model}: {detail}"
     if name == "NotFoundError" or "LLM Provider NOT provided" in detail:
-        return ProviderError(f"unknown model {model!r}: {detail}")
-    return ProviderError(f"{model} failed ({name}): {detail}")
+        return f"unknown model {model!r}: {detail}"
+    return f"{model} failed ({name}): {detail}"

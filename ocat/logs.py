@@ -12,6 +12,7 @@ import traceback
 from pathlib import Path
 
 from ocat.locations import display_path, state_dir
+from ocat.redact import redact
 
 # Past this size the log starts afresh (the previous one is kept as ocat.log.1).
 MAX_BYTES = 1_000_000
@@ -23,16 +24,20 @@ def log_file() -> Path:
 
 
 def log_failure(what: str, exc: BaseException) -> str:
-    """Write `exc`'s traceback to the log; returns one line for the user naming the error and the log."""
+    """Write `exc`'s traceback to the log; returns one line for the user naming the error and the log.
+
+    Both are redacted: an exception's text (a provider's reply, a URL) can hold an API key.
+    """
     path = log_file()
     where = f"details in {display_path(path)}"
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         if path.exists() and path.stat().st_size > MAX_BYTES:
             os.replace(path, path.with_name(path.name + ".1"))
-        with path.open("a", encoding="utf-8") as log:
+        # backslashreplace: an exception's text can hold lone surrogates (undecodable bytes).
+        with path.open("a", encoding="utf-8", errors="backslashreplace") as log:
             log.write(f"--- {time.strftime('%Y-%m-%d %H:%M:%S')} pid {os.getpid()}: {what}\n")
-            log.write("".join(traceback.format_exception(exc)))
+            log.write(redact("".join(traceback.format_exception(exc))))
     except OSError as error:  # a log that cannot be written must not hide the failure itself
         where = f"the log {display_path(path)} could not be written: {error.strerror or error}"
-    return f"{what} failed unexpectedly: {type(exc).__name__}: {exc} ({where})"
+    return redact(f"{what} failed unexpectedly: {type(exc).__name__}: {exc} ({where})")

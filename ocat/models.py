@@ -99,10 +99,22 @@ class Exchange:
             thread_id=str(metadata["thread_id"]),
             session_id=str(metadata["session_id"]),
             exchange_id=str(metadata["exchange_id"]),
-            timestamp=float(metadata["timestamp"]),
+            timestamp=_stored_time(metadata.get("timestamp")),
             prior_exchange_ids=tuple(str(p) for p in prior),
             thread_continuation_seq=int(metadata.get("thread_continuation_seq", 0)),
         )
+
+
+def _stored_time(value: Any) -> float:
+    """A stored exchange's time, or 0.0 (shown as no date) when it is missing or no number.
+
+    Chroma drops a NaN it is given, so a store filled by an older ocat can hold an exchange
+    without a timestamp; reading it must not fail (every export would, with KeyError).
+    """
+    try:
+        return float(value)
+    except (TypeError, ValueError, OverflowError):
+        return 0.0
 
 
 @dataclass(frozen=True)
@@ -123,19 +135,36 @@ class SearchHit:
     score: float
     text: str
     metadata: dict[str, Any]
-    # The relevance threshold this kind of record is compared with, and the verdict.
+    # The relevance threshold this kind of record is compared with.
     threshold: float = 0.0
+    # Set by retrieval: the id of the hit this exchange is shown with, as its thread context
+    # (the exchange just before or after it, on the same subject); such a hit is never a
+    # memory of its own, whatever its score.
+    context_of: str | None = None
+    # Set by retrieval when the hit reaches the threshold but is far weaker than the best
+    # hit of its kind (see ocat/memory/retrieval.py): left out, and shown why.
+    outranked: bool = False
+    # Set by retrieval on a context hit: whether the hit it belongs to is admitted.
+    with_admitted: bool = False
 
     @property
     def admitted(self) -> bool:
-        """True when the memory is relevant enough to show the model."""
-        return self.score >= self.threshold
+        """True when the memory is shown to the model: on its own, or as context of an admitted hit."""
+        if self.context_of is not None:
+            return self.with_admitted
+        return self.score >= self.threshold and not self.outranked
+
 
     @property
     def timestamp(self) -> float | None:
         """When the memory was made (exchange time or the date a document was added)."""
         value = self.metadata.get("timestamp", self.metadata.get("date_added"))
-        return float(value) if isinstance(value, (int, float)) else None
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return None
+        try:
+            return float(value)
+        except OverflowError:  # an integer too large for a float (another client's metadata)
+            return None
 
     def when(self, fmt: str = "%Y-%m-%d", missing: str = "-") -> str:
         """The memory's date in local time, or `missing` when it has none."""

@@ -42,8 +42,10 @@ def memory_summary(memories: list[SearchHit], mode: str) -> list[str]:
     noun = "memory" if len(memories) == 1 else "memories"
     lines = [f"· Using context from {len(memories)} {noun}"]
     if mode == "on":
-        for hit in memories:
-            lines.append(f"  {hit.score:.2f}  {hit.kind:<8} {hit.when()}  {printable(hit.excerpt(80))}")
+        from ocat.memory.retrieval import reasons
+
+        for hit, why in zip(memories, reasons(memories)):
+            lines.append(f"  {hit.score:.2f}  {why:<13} {hit.when()}  {printable(hit.excerpt(70))}")
     return lines
 
 

@@ -7,7 +7,6 @@ sequences that recolour the terminal, move the cursor, set the window title or h
 
 from __future__ import annotations
 
-import math
 import re
 from datetime import datetime
 
@@ -48,9 +47,9 @@ def local_time(timestamp: object, fmt: str = "%Y-%m-%d %H:%M", missing: str = "-
     """
     if isinstance(timestamp, bool) or not isinstance(timestamp, (int, float)) or not timestamp:
         return missing
-    if not math.isfinite(timestamp):
-        return missing
     try:
+        # NaN raises ValueError; infinity, 1e300 and a 400-digit integer raise OverflowError
+        # (math.isfinite itself overflows on such an integer, so no test comes first).
         return datetime.fromtimestamp(timestamp).strftime(fmt)
     except (OverflowError, OSError, ValueError):
         return missing

@@ -188,7 +188,7 @@ def test_env_values_are_parsed_as_yaml(tmp_path: Path) -> None:
         "OCAT_LLM_SYSTEM_PROMPT": "Note: be brief",  # YAML would make this a mapping
         "OCAT_LLM_MODEL": "1.5",
         "OCAT_CONFIG": "",
-        "OCAT_SOMETHING_ELSE": "ignored",
+        "OCATS_SOMETHING_ELSE": "ignored",  # not OCAT_*; an unknown OCAT_* is refused (test_bad_config_and_args)
     })
     assert settings.vector_store.similarity_threshold == 0.5
     assert settings.vector_store.enabled is False

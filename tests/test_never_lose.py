@@ -150,7 +150,7 @@ async def test_a_command_that_fails_unexpectedly_is_shown_logged_and_the_chat_go
 ) -> None:
     from ocat import commands
 
-    def broken(session: Any, rest: str) -> Any:
+    def broken(session: Any) -> Any:  # /vstats takes no arguments
         raise RuntimeError("a bug in a command")
 
     monkeypatch.setitem(commands.REGISTRY, "vstats", commands.REGISTRY["vstats"].__class__(

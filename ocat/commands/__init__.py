@@ -1,8 +1,9 @@
 """Slash commands as data: one registry read by the chat app, the line-mode chat and /help.
 
-A handler takes the session and the text after the command and returns a CommandResult;
-each front end renders results its own way. Handlers may block (they touch the store), so
-the app runs them in a thread.
+Each command declares its arguments (`Arg`); `run_command` checks the text after the command
+against them and calls the handler with the parsed values, or returns an error result without
+calling it. A handler returns a CommandResult; each front end renders results its own way.
+Handlers may block (they touch the store), so the app runs them in a thread.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable
 
+from ocat.commands.arguments import Arg, check_declaration, parse_arguments
 from ocat.errors import OcatError, UsageError
 
 if TYPE_CHECKING:
@@ -38,33 +40,50 @@ class CommandResult:
     confirm: str = ""
 
 
-Handler = Callable[["ChatSession", str], CommandResult]
+# A handler takes the session and one keyword argument per declared argument, already checked.
+Handler = Callable[..., CommandResult]
 
 
 @dataclass(frozen=True)
 class Command:
-    """One slash command: its name, aliases, argument synopsis, help line and handler."""
+    """One slash command: its name, aliases, declared arguments, help line, example and handler."""
 
     name: str
     help: str
     handler: Handler
-    arguments: str = ""
+    arguments: tuple[Arg, ...] = ()
     aliases: tuple[str, ...] = ()
+    example: str = ""
 
     @property
     def usage(self) -> str:
-        """`/name ARGS` as shown in /help and completion."""
-        return f"/{self.name} {self.arguments}".rstrip()
+        """`/name ARGS` as shown in /help and completion, made from the declared arguments."""
+        return " ".join([f"/{self.name}", *(a.synopsis for a in self.arguments)])
+
+    def explain(self) -> CommandResult:
+        """The command's whole usage for `/help NAME`: synopsis, arguments, example, aliases."""
+        lines = [f"{self.usage}: {self.help}"]
+        if not self.arguments:
+            lines.append("It takes no arguments.")
+        lines.append(f"Example: {self.example}")
+        if self.aliases:
+            lines.append("Also: " + ", ".join(f"/{a}" for a in self.aliases))
+        rows = [(a.synopsis, a.describe()) for a in self.arguments]
+        return CommandResult(text="\n".join(lines), columns=("argument", "what it takes") if rows else (), rows=rows)
 
 
 REGISTRY: dict[str, Command] = {}
 
 
-def command(name: str, help: str, *, arguments: str = "", aliases: tuple[str, ...] = ()) -> Callable[[Handler], Handler]:
-    """Register a handler as a slash command."""
+def command(
+    name: str, help: str, *, arguments: tuple[Arg, ...] = (), aliases: tuple[str, ...] = (), example: str = ""
+) -> Callable[[Handler], Handler]:
+    """Register a handler as a slash command taking the declared `arguments`."""
+    check_declaration(name, arguments)
 
     def register(handler: Handler) -> Handler:
-        entry = Command(name=name, help=help, handler=handler, arguments=arguments, aliases=aliases)
+        entry = Command(name=name, help=help, handler=handler, arguments=arguments, aliases=aliases,
+                        example=example or f"/{name}")
         for key in (name, *aliases):
             REGISTRY[key] = entry
         return handler
@@ -83,8 +102,13 @@ def is_command(text: str) -> bool:
 
 
 def run_command(session: ChatSession, text: str) -> CommandResult:
-    """Run one input line that starts with '/'; unknown commands and failures become error results."""
-    name, _, rest = text[1:].strip().partition(" ")
+    """Run one input line that starts with '/'; unknown commands, bad arguments and failures become error results.
+
+    The arguments are checked against the command's declaration first: on bad input the
+    handler is not called, so nothing is read or changed.
+    """
+    # Any whitespace ends the name: "/vadd" then a new line is /vadd with the lines after it.
+    name, rest = (text[1:].strip().split(maxsplit=1) + ["", ""])[:2]
     entry = REGISTRY.get(name.lower())
     if entry is None:
         import difflib
@@ -93,7 +117,7 @@ def run_command(session: ChatSession, text: str) -> CommandResult:
         hint = f"; did you mean /{near[0]}?" if near else "; /help lists them"
         return CommandResult(text=f"unknown command /{name}{hint}", error=True)
     try:
-        return entry.handler(session, rest.strip())
+        return entry.handler(session, **parse_arguments(entry, rest))
     except OcatError as exc:
         return CommandResult(text=str(exc), error=True)
     except Exception as exc:  # a bug must not end the chat or leave it waiting: say it, log it
@@ -102,20 +126,20 @@ def run_command(session: ChatSession, text: str) -> CommandResult:
         return CommandResult(text=log_failure(f"/{entry.name}", exc), error=True)
 
 
-@command("help", "list the commands, or explain one", arguments="[COMMAND]", aliases=("h", "?"))
-def _help(session: ChatSession, rest: str) -> CommandResult:
-    if rest:
-        entry = REGISTRY.get(rest.lstrip("/").lower())
+@command("help", "list the commands, or explain one", aliases=("h", "?"), example="/help vquery",
+         arguments=(Arg("name", "the command to explain", optional=True, metavar="COMMAND"),))
+def _help(session: ChatSession, name: str | None) -> CommandResult:
+    if name:
+        entry = REGISTRY.get(name.lstrip("/").lower())
         if entry is None:
-            raise UsageError(f"no command /{rest.lstrip('/')}")
-        aliases = f" (also {', '.join('/' + a for a in entry.aliases)})" if entry.aliases else ""
-        return CommandResult(text=f"{entry.usage}: {entry.help}{aliases}")
+            raise UsageError(f"no command /{name.lstrip('/')}; /help lists them")
+        return entry.explain()
     rows = [(c.usage, c.help) for c in commands()]
     return CommandResult(text="Commands", columns=("command", "what it does"), rows=rows)
 
 
 @command("exit", "leave ocat", aliases=("quit", "q"))
-def _quit(session: ChatSession, rest: str) -> CommandResult:
+def _quit(session: ChatSession) -> CommandResult:
     return CommandResult(quit=True)
 
 

@@ -7,56 +7,58 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ocat.commands import CommandResult, command, require_model, require_store
+from ocat.commands import Arg, CommandResult, command, require_model, require_store
 from ocat.errors import UsageError
+from ocat.limits import MAX_RESULTS, MIN_RESULTS
 from ocat.locations import display_path
-from ocat.text import local_time
 from ocat.models import DocumentChunk, Exchange
+from ocat.text import local_time
 
 if TYPE_CHECKING:
     from ocat.session import ChatSession
 
 
-@command("vquery", "search memory: rank, score, where from, date, excerpt", arguments='"QUERY" [K]')
-def _vquery(session: ChatSession, rest: str) -> CommandResult:
+@command(
+    "vquery",
+    "search memory: rank, score, where from, date, excerpt",
+    arguments=(
+        Arg("query", "a query", kind="text"),
+        # The same rule and limits as `--results` (ocat.limits).
+        Arg("count", "how many results", kind="int", optional=True, lo=MIN_RESULTS, hi=MAX_RESULTS,
+            default_help="vector_store.context_results"),
+    ),
+    example='/vquery "what did we decide" 5',
+)
+def _vquery(session: ChatSession, query: str, count: int | None) -> CommandResult:
     from ocat.memory import RetrievalLimits, retrieve
+    from ocat.memory.retrieval import reasons
 
-    try:
-        parts = shlex.split(rest)
-    except ValueError as exc:
-        raise UsageError(f"/vquery: {exc}") from exc
-    count = session.settings.vector_store.context_results
-    if len(parts) > 1 and parts[-1].isdigit():
-        count = max(1, int(parts.pop()))
-    query = " ".join(parts)
-    if not query:
-        raise UsageError('/vquery needs a query: /vquery "what did we decide" 5')
+    count = count or session.settings.vector_store.context_results
     limits = RetrievalLimits.from_settings(session.settings.vector_store, results=count)
     hits = retrieve(require_model(session), query, limits, limit=count)
     rows = []
-    for rank, hit in enumerate(hits, start=1):
+    for rank, (hit, why) in enumerate(zip(hits, reasons(hits)), start=1):
         mark = "*" if hit.admitted else ""
-        rows.append((str(rank), f"{hit.score:.2f}{mark}", hit.origin, hit.when(), hit.excerpt(70)))
+        rows.append((str(rank), f"{hit.score:.2f}{mark}", why, hit.origin, hit.when(), hit.excerpt(60)))
     text = f"{len(hits)} result(s) for {query!r} (* = given to the model in a chat)" if hits else "No memories found."
-    return CommandResult(text=text, columns=("#", "score", "from", "date", "excerpt"), rows=rows)
+    return CommandResult(text=text, columns=("#", "score", "why", "from", "date", "excerpt"), rows=rows)
 
 
-@command("vadd", "store text as a memory", arguments="TEXT")
-def _vadd(session: ChatSession, rest: str) -> CommandResult:
+@command("vadd", "store text as a memory", arguments=(Arg("text", "the text to remember", kind="rest"),),
+         example="/vadd the spare key is under the blue flowerpot")
+def _vadd(session: ChatSession, text: str) -> CommandResult:
     from ocat.chunking import options_from
     from ocat.memory import add_text
 
-    if not rest:
-        raise UsageError("/vadd needs the text to remember")
     options = options_from(session.settings.chunking)
-    outcome = add_text(require_model(session), rest, options, source="vadd_command", manual_entry=True)
+    outcome = add_text(require_model(session), text, options, source="vadd_command", manual_entry=True)
     if outcome.added_chunks == 0:
         return CommandResult(text="Already remembered.")
     return CommandResult(text=f"Remembered ({outcome.added_chunks} chunk(s)).")
 
 
 @command("vstats", "show the store's location and counts")
-def _vstats(session: ChatSession, rest: str) -> CommandResult:
+def _vstats(session: ChatSession) -> CommandResult:
     from ocat.memory import store_stats
 
     stats = asdict(store_stats(require_store(session), session.settings))
@@ -90,26 +92,25 @@ def document_path(text: str, docs_folder: str | None) -> Path:
 
 
 @command("vdoc", "add a file or folder to memory (docs:NAME: from the docs folder)",
-         arguments="PATH|docs:NAME")
-def _vdoc(session: ChatSession, rest: str) -> CommandResult:
+         arguments=(Arg("path", "a file or folder", kind="path", metavar="PATH|docs:NAME"),),
+         example="/vdoc notes.md")
+def _vdoc(session: ChatSession, path: str) -> CommandResult:
     from ocat.chunking import options_from
     from ocat.memory import add_path
 
-    if not rest:
-        raise UsageError("/vdoc needs a file or folder: /vdoc notes.md")
-    path = document_path(rest, session.settings.vector_store.docs_folder)
+    target = document_path(path, session.settings.vector_store.docs_folder)
     options = options_from(session.settings.chunking)
     notes: list[str] = []  # warnings (an empty file, one not in UTF-8) go with the result
     outcome = add_path(
         require_model(session),
-        path,
+        target,
         options,
         source="vdoc_command",
         notify=notes.append,
         # The full-screen chat shows a bar and can stop the add between two stored batches.
         chunks_stored=lambda file, done, total: session.progress(f"Adding {file.name}", done, total),
     )
-    text = f"Added {outcome.added_chunks} chunk(s) from {display_path(str(path))}"
+    text = f"Added {outcome.added_chunks} chunk(s) from {display_path(str(target))}"
     if outcome.total_chunks > outcome.added_chunks:
         text += f"; {outcome.total_chunks - outcome.added_chunks} already stored"
     if outcome.removed_chunks:
@@ -122,17 +123,17 @@ def _exchange_rows(exchanges: list[Exchange]) -> list[tuple[str, ...]]:
 
 
 @command("vget", "show a memory by id, or this session's or thread's exchanges",
-         arguments="ID|session|thread")
-def _vget(session: ChatSession, rest: str) -> CommandResult:
+         arguments=(Arg("target", "an id, 'session' or 'thread'", metavar="ID|session|thread"),),
+         example="/vget session")
+def _vget(session: ChatSession, target: str) -> CommandResult:
     store = require_store(session)
     columns = ("id", "date", "prompt", "answer")
-    if rest in ("session", "thread"):
-        exchanges = store.get_session(session.session_id) if rest == "session" else store.get_thread(session.thread_id)
-        return CommandResult(text=f"{len(exchanges)} exchange(s) in this {rest}", columns=columns,
+    if target in ("session", "thread"):
+        exchanges = (store.get_session(session.session_id) if target == "session"
+                     else store.get_thread(session.thread_id))
+        return CommandResult(text=f"{len(exchanges)} exchange(s) in this {target}", columns=columns,
                              rows=_exchange_rows(exchanges))
-    if not rest:
-        raise UsageError("/vget needs an id, 'session' or 'thread'")
-    record = store.get(store.resolve_id(rest))
+    record = store.get(store.resolve_id(target))
     if isinstance(record, Exchange):
         fields = record.to_record()
         return CommandResult(text=f"Exchange {record.exchange_id}", columns=("field", "value"),
@@ -142,23 +143,27 @@ def _vget(session: ChatSession, rest: str) -> CommandResult:
     return CommandResult(text=f"Document chunk {record.id}", columns=("field", "value"), rows=rows)
 
 
-@command("vdelete", "delete a memory by id; asks first (--yes skips asking)", arguments="ID [--yes]")
-def _vdelete(session: ChatSession, rest: str) -> CommandResult:
-    parts = rest.split()
-    ids = [p for p in parts if p != "--yes"]
-    if len(ids) != 1:
-        raise UsageError("/vdelete needs one id: /vdelete ID [--yes]")
-    confirmed = "--yes" in parts
+@command(
+    "vdelete",
+    "delete a memory by id; asks first (--yes skips asking)",
+    arguments=(
+        Arg("record", "one id (or the start of one)", metavar="ID"),
+        Arg("yes", "delete without asking", kind="flag", optional=True),
+    ),
+    example="/vdelete 3f2a9c1e --yes",
+)
+def _vdelete(session: ChatSession, record: str, yes: bool) -> CommandResult:
     store = require_store(session)
-    record_id = store.resolve_id(ids[0])
-    record = store.get(record_id)
+    record_id = store.resolve_id(record)
+    found = store.get(record_id)
     what = (
-        f"the exchange {record_id[:8]} ({record.user_prompt[:60]!r})"
-        if isinstance(record, Exchange)
+        f"the exchange {record_id[:8]} ({found.user_prompt[:60]!r})"
+        if isinstance(found, Exchange)
         else f"the document chunk {record_id}"
     )
-    if not confirmed:
-        return CommandResult(text=f"This deletes {what}.", confirm=f"/vdelete {record_id} --yes")
+    if not yes:
+        # Quoted: an imported id may hold spaces or quotes, and the confirmation is parsed again.
+        return CommandResult(text=f"This deletes {what}.", confirm=f"/vdelete {shlex.quote(record_id)} --yes")
     store.delete([record_id])
     if session.forget(record_id):
         # Deleting is forgetting: the model is not sent it again either, though the screen keeps it.

@@ -11,6 +11,7 @@ A condition applies to one kind of record or both: `thread_id` only exists on ex
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -37,6 +38,11 @@ DOCUMENT_KEYS = frozenset(
 # Exchanges have no `source` field; they answer to this one.
 CHAT_SOURCE = "chat"
 Scalar = str | int | float | bool
+# Chroma holds whole numbers as 64-bit integers: a larger one is an "Invalid where clause".
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+# Digits a whole number can have and still fit in 64 bits (checked before int(), which
+# refuses over 4300 digits and is slow long before that).
+_INT64_DIGITS = 19
 
 
 @dataclass(frozen=True)
@@ -119,9 +125,12 @@ def _variants(value: Scalar) -> list[Scalar]:
         return [value, str(value)]
     found: list[Scalar] = [value]
     if re.fullmatch(r"-?\d+", value):
-        found.append(int(value))
+        # A number too large to be stored as one can only have been saved as text.
+        if len(value.lstrip("-")) <= _INT64_DIGITS and INT64_MIN <= int(value) <= INT64_MAX:
+            found.append(int(value))
     elif re.fullmatch(r"-?\d+\.\d*", value):
-        found.append(float(value))
+        if math.isfinite(float(value)):
+            found.append(float(value))
     elif value.lower() in ("true", "false"):
         found.append(value.lower() == "true")
     return found
@@ -150,19 +159,26 @@ def _kind(value: str) -> RecordKind:
 
 
 def typed_value(key: str, raw: Scalar, op: str = "$eq") -> Scalar:
-    """A filter value converted to the type the store holds for `key` (dates to Unix time)."""
+    """A filter value converted to the type the store holds for `key` (dates to Unix time).
+
+    UsageError, naming the key, for a value of the wrong type or one the store cannot
+    compare with (a date no timestamp holds, a number past 64 bits, infinity).
+    """
     if key in ("date", "timestamp", "date_added"):
-        return parse_time(raw, end=op in ("$lte", "$gt"))
+        try:
+            return parse_time(raw, end=op in ("$lte", "$gt"))
+        except UsageError as exc:
+            raise UsageError(f"{key}: {exc}") from None
     if op in ("$gt", "$gte", "$lt", "$lte"):
         number = _number(raw)
         if number is None:
-            raise UsageError(f"{key}: a comparison needs a number, got {raw!r}")
-        return number
+            raise UsageError(f"{key}: a comparison needs a number, got {_shown(raw)}")
+        return _in_range(key, number, raw)
     if key in _INT_KEYS:
         number = _number(raw)
         if number is None or number != int(number):
-            raise UsageError(f"{key} is a whole number, got {raw!r}")
-        return int(number)
+            raise UsageError(f"{key} is a whole number, got {_shown(raw)}")
+        return _in_range(key, int(number), raw)
     if key in _BOOL_KEYS:
         if isinstance(raw, bool):
             return raw
@@ -173,39 +189,89 @@ def typed_value(key: str, raw: Scalar, op: str = "$eq") -> Scalar:
         text = str(raw)
         # Stored normalised (see ocat.memory.folders): sections lower-case, prefixes upper-case.
         return text.lower() if key == "section" else text.upper() if key == "prefix" else text
+    if isinstance(raw, (int, float)):  # a caller's own key, given a number (MCP `where`)
+        return _in_range(key, raw)
     return raw
 
 
 def _number(raw: Scalar) -> float | None:
+    """A finite number from a value or its text; None if it is not one."""
     if isinstance(raw, bool):
         return None
     if isinstance(raw, (int, float)):
-        return raw
+        return raw if isinstance(raw, int) or math.isfinite(raw) else None
+    if re.fullmatch(r"\s*[+-]?\d{1,40}\s*", raw):
+        return int(raw)  # exactly: through a float, 2**63 - 1 would become 2**63
     try:
         value = float(raw)
     except ValueError:
         return None
+    if not math.isfinite(value):  # "1e999", "inf", "nan": no stored value compares with these
+        return None
     return int(value) if value.is_integer() and "." not in raw else value
+
+
+def _in_range(key: str, number: int | float, raw: Scalar | None = None) -> int | float:
+    """The number, if the store can compare with it: finite, and whole numbers within 64 bits.
+
+    `raw` is what the caller typed, for the message (`1e300` rather than its 301 digits).
+    """
+    shown = _shown(number if raw is None else raw)
+    if isinstance(number, float) and not math.isfinite(number):
+        raise UsageError(f"{key}: {shown} is not a number the store can compare with")
+    if isinstance(number, int) and not INT64_MIN <= number <= INT64_MAX:
+        raise UsageError(f"{key}: {shown} is out of range (whole numbers go up to {INT64_MAX})")
+    return number
+
+
+def _shown(raw: object, limit: int = 40) -> str:
+    """A value for an error message, cut short: a 5000-digit number is not worth repeating."""
+    if isinstance(raw, int) and raw.bit_length() > 128:
+        # repr() itself refuses past 4300 digits; the bit length gives the digits near enough.
+        return f"a number of about {int(raw.bit_length() * math.log10(2)) + 1} digits"
+    text = repr(raw)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def parse_time(raw: Scalar, *, end: bool = False) -> float:
     """Unix time from a number (or its text), an ISO date (`2026-11-22`) or date-time (`2026-11-22T14:00`).
 
     A bare date is local midnight; with `end` (an upper bound), the end of that day, so
-    `date<=2026-11-22` includes the whole day.
+    `date<=2026-11-22` includes the whole day. UsageError for anything else, and for a
+    date or number no timestamp can hold (`0001-01-01`, `1e999`).
     """
     if isinstance(raw, (int, float)) and not isinstance(raw, bool):
-        return float(raw)
+        return _finite_time(raw)
     text = str(raw).strip()
     if re.fullmatch(r"\d+(\.\d*)?", text) and len(text.split(".")[0]) > 8:
-        return float(text)  # a Unix time (a bare 8-digit number would be a date: 20261122)
+        return _finite_time(float(text), text)  # a Unix time (a bare 8-digit number would be a date: 20261122)
     try:
         moment = datetime.fromisoformat(text)
     except ValueError:
-        raise UsageError(f"expected a date such as 2026-11-22 or 2026-11-22T14:30, got {text!r}") from None
-    stamp = moment.timestamp()
+        raise UsageError(f"expected a date such as 2026-11-22 or 2026-11-22T14:30, got {_shown(text)}") from None
+    try:
+        stamp = moment.timestamp()
+    except (ValueError, OverflowError, OSError):
+        # Python's dates end at years 1 and 9999; moved to UTC, the first and last days can
+        # fall outside them ("year 0 is out of range").
+        raise UsageError(f"{_shown(text)} is out of range: use a date from {FIRST_DATE} to {LAST_DATE}") from None
     if end and len(text) == 10:  # a bare date: the whole day
         stamp += 86400 - 0.001
+    return stamp
+
+
+# The dates every time zone can turn into a timestamp.
+FIRST_DATE, LAST_DATE = "0001-01-02", "9999-12-30"
+
+
+def _finite_time(number: float, text: str | None = None) -> float:
+    """A Unix time as a float; UsageError for one a float cannot hold (1e999, a 400-digit number)."""
+    try:
+        stamp = float(number)
+    except OverflowError:
+        stamp = math.inf
+    if not math.isfinite(stamp):
+        raise UsageError(f"{_shown(number if text is None else text)} is out of range for a Unix time")
     return stamp
 
 
@@ -229,9 +295,9 @@ class FilterSpec:
             if value is not None
         ]
         if self.since is not None:
-            conditions.append(Condition("date", "$gte", parse_time(self.since)))
+            conditions.append(Condition("date", "$gte", _argument("since", self.since)))
         if self.until is not None:
-            conditions.append(Condition("date", "$lte", parse_time(self.until, end=True)))
+            conditions.append(Condition("date", "$lte", _argument("until", self.until, end=True)))
         kind = self.kind
         for key, value in self.where.items():
             if key == "kind":
@@ -239,5 +305,16 @@ class FilterSpec:
                 continue
             if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.-]*", key):
                 raise UsageError(f"where: {key!r} is not a metadata key")
-            conditions.append(Condition(key, "$eq", typed_value(key, value)))
+            try:
+                conditions.append(Condition(key, "$eq", typed_value(key, value)))
+            except UsageError as exc:
+                raise UsageError(f"where: {exc}") from None
         return Filters(tuple(conditions), kind)
+
+
+def _argument(name: str, raw: Scalar, *, end: bool = False) -> float:
+    """`since` or `until` as a Unix time; the UsageError names the argument."""
+    try:
+        return parse_time(raw, end=end)
+    except UsageError as exc:
+        raise UsageError(f"{name}: {exc}") from None

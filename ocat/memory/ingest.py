@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator, Literal, Mapping
+from typing import Any, Callable, Literal, Mapping
 
 from ocat.chunking import ChunkingOptions, chunk_text, content_hash
 from ocat.errors import InputFileError
@@ -239,23 +239,6 @@ def read_text_file(path: Path, notify: Callable[[str], None] | None = None) -> s
 _ENCODING_NAMES = {"cp1252": "Windows-1252", "latin-1": "Latin-1"}
 
 
-def files_to_add(path: Path) -> list[Path]:
-    """The file itself, or a folder's text files (hidden folders and files skipped), sorted."""
-    if path.is_dir():
-        return sorted(p for p in _walk_visible(path) if p.suffix.lower() in FOLDER_SUFFIXES)
-    return [path]
-
-
-def _walk_visible(folder: Path) -> Iterator[Path]:
-    for entry in sorted(folder.iterdir()):
-        if entry.name.startswith("."):
-            continue
-        if entry.is_dir():
-            yield from _walk_visible(entry)
-        elif entry.is_file():
-            yield entry
-
-
 @dataclass(frozen=True)
 class PathAddResult:
     """The outcome of adding a file or a folder."""
@@ -301,18 +284,14 @@ def add_path(
     """
     if not path.exists():
         raise InputFileError(f"no such file or folder: {path}")
-    files = files_to_add(path)
-    if path.is_dir() and not files:
-        raise InputFileError(f"{path} holds no .md or .txt files")
-    texts = [(f, read_text_file(f, notify)) for f in files]
-    for file, text in texts:
-        if not text.strip() and notify:
-            notify(f"{file} is empty; nothing to add from it")
     if path.is_dir():
-        from ocat.memory.folders import add_folder
+        from ocat.memory.folders import add_folder_path
 
-        return add_folder(store, path, texts, options, source=source, progress=progress, chunks_stored=chunks_stored)
-    file, text = texts[0]
+        return add_folder_path(store, path, options, source=source, progress=progress, notify=notify,
+                               chunks_stored=chunks_stored)
+    file, text = path, read_text_file(path, notify)
+    if not text.strip() and notify:
+        notify(f"{file} is empty; nothing to add from it")
     absolute = str(file.resolve())
     extra = {"source_path": absolute, "filename": file.name}
     result = add_text(

@@ -27,6 +27,14 @@ MIN_POOL = 30
 NEXT_WEIGHT = 0.8
 PREVIOUS_WEIGHT = 0.7
 NEIGHBOUR_SOURCES = 30
+# A neighbour is lifted only when it continues its hit's subject: the two exchanges' vectors
+# have at least this cosine. Adjacent exchanges in LoCoMo's conversations have a median of
+# 0.59; in chats-dev, where threads hop between subjects, 0.22 (unrelated pairs: 0.15-0.44).
+COHERENCE = 0.3
+# A hit whose fused score is more than this below the best hit of its kind is left out even
+# above the threshold: on chats-dev 75% of targets are within 0.27 of the best hit and half
+# of the other top-10 hits more than 0.64 below; 0.35 keeps LoCoMo's admitted rate (docs/RETRIEVAL.md).
+MARGIN = 0.35
 
 
 @dataclass(frozen=True)
@@ -96,7 +104,7 @@ def _retrieve(
         return []
     query_terms = [terms(q) for q in queries]
     vectors = store.embedder.embed(queries) if mode != "lexical" else None
-    hits: list[SearchHit] = []
+    ranked_hits: list[tuple[float, SearchHit]] = []
     for kind, count, threshold in (
         ("exchange", limits.exchange_results, limits.exchange_threshold),
         ("document", limits.document_results, limits.document_threshold),
@@ -105,22 +113,74 @@ def _retrieve(
             continue
         pool = max(MIN_POOL, POOL_FACTOR * count) + len(exclude_ids)
         ranked = _ranked(store, kind, query_terms, vectors, pool, where, mode)
-        wanted = [(i, score) for i, score in ranked if i not in exclude_ids][: 2 * count]
+        wanted = [c for c in ranked if c.id not in exclude_ids][: 2 * count]
         # Texts and metadata are read only now, and only for these few (neighbours included).
-        got = store.fetch(kind, [i for i, _ in wanted], where=where, vectors=False)
+        got = store.fetch(kind, [c.id for c in wanted], where=where, vectors=False)
         records = {i: (t or "", dict(m or {})) for i, t, m in zip(got["ids"], got["documents"], got["metadatas"])}
-        kept = [(i, score) for i, score in wanted if i in records][:count]
-        hits.extend(
-            SearchHit(id=i, kind=kind, score=score, text=records[i][0], metadata=records[i][1], threshold=threshold)
-            for i, score in kept
+        kept = [c for c in wanted if c.id in records][:count]
+        ranked_hits.extend(
+            (c.rank, hit) for c, hit in zip(kept, _verdicts(kept, records, kind, threshold, store.calibration))
         )
-    hits.sort(key=lambda h: h.score, reverse=True)
+    ranked_hits.sort(key=lambda pair: pair[0], reverse=True)
+    return [hit for _, hit in ranked_hits]
+
+
+def _verdicts(
+    kept: Sequence[_Candidate],
+    records: dict[str, tuple[str, dict[str, Any]]],
+    kind: RecordKind,
+    threshold: float,
+    calibration: Calibration,
+) -> list[SearchHit]:
+    """One kind's hits with their verdicts: own memory, outranked, or context of another hit.
+
+    A hit stands on its own when its own relevance reaches the threshold and its fused score
+    is within MARGIN of the best hit's. A hit that is in the list only because a neighbour
+    lifted it (and could not stand on its own) is that neighbour's context: shown to the
+    model only with it.
+    """
+    best = max((c.z for c in kept), default=0.0)
+    standing = {c.id for c in kept if calibration.relevance_of(c.z) >= threshold and c.z >= best - MARGIN}
+    hits = []
+    for c in kept:
+        own = calibration.relevance_of(c.z)
+        context_of = c.source if c.id not in standing and c.source is not None else None
+        hits.append(
+            SearchHit(
+                id=c.id, kind=kind, score=own, text=records[c.id][0], metadata=records[c.id][1], threshold=threshold,
+                context_of=context_of,
+                outranked=context_of is None and own >= threshold and c.id not in standing,
+                with_admitted=context_of is not None and context_of in standing,
+            )
+        )
     return hits
 
 
 def admitted(hits: Sequence[SearchHit]) -> list[SearchHit]:
     """The hits relevant enough to show the model."""
     return [h for h in hits if h.admitted]
+
+
+def reasons(hits: Sequence[SearchHit]) -> list[str]:
+    """Why each hit is or is not given to the model, naming other hits by position (#1 first)."""
+    position = {h.id: n for n, h in enumerate(hits, start=1)}
+    said = []
+    for hit in hits:
+        if hit.context_of is not None:
+            where = f"#{position[hit.context_of]}" if hit.context_of in position else hit.context_of[:8]
+            said.append(f"context of {where}" + ("" if hit.with_admitted else " (not given)"))
+        elif hit.score < hit.threshold:
+            said.append(f"below {hit.threshold:.2f}")
+        elif hit.outranked:
+            said.append("far below the best")
+        else:
+            said.append("relevant")
+    return said
+
+
+def injected_ids(hits: Sequence[SearchHit]) -> list[str]:
+    """The ids of every record the model is shown for these hits."""
+    return [h.id for h in hits]
 
 
 def within_budget(hits: Sequence[SearchHit], budget: int) -> list[SearchHit]:
@@ -132,11 +192,24 @@ def within_budget(hits: Sequence[SearchHit], budget: int) -> list[SearchHit]:
 
     kept, used = [], 0
     for hit in hits:
+        if hit.context_of is not None and hit.context_of not in {k.id for k in kept}:
+            continue  # context comes only with the memory it belongs to
         cost = count_tokens(hit.text)
         if used + cost <= budget:
             kept.append(hit)
             used += cost
     return kept
+
+
+@dataclass(frozen=True)
+class _Candidate:
+    """One record's scores for a search: `rank` orders the list, `z` is its own fused score."""
+
+    id: str
+    rank: float
+    z: float
+    # The exchange whose score lifted this one (its thread neighbour), when the lift is what ranks it.
+    source: str | None = None
 
 
 def _ranked(
@@ -147,17 +220,17 @@ def _ranked(
     pool: int,
     where: dict[str, Any] | None,
     mode: Mode,
-) -> list[tuple[str, float]]:
-    """One kind's candidates for all the queries as (id, best score over the queries), best first.
+) -> list[_Candidate]:
+    """One kind's candidates for all the queries, best first (each record's best over the queries).
 
     Candidates are the nearest records by embedding and the best BM25 matches; each is
     scored from its cosine similarity and its coverage of the query's terms (read from the
-    lexical index), then strong exchanges lift their neighbours.
+    lexical index), then strong exchanges lift their neighbours that continue their subject.
     """
     # Per query: candidate id -> cosine similarity (0.0 when there is no query vector).
     cosines = store.nearest(kind, vectors, pool, where=where) if vectors is not None else [{} for _ in query_terms]
     if mode == "dense":
-        return sorted(cosines[0].items(), key=lambda p: p[1], reverse=True)
+        return [_Candidate(i, c, c) for i, c in sorted(cosines[0].items(), key=lambda p: p[1], reverse=True)]
     found = [[i for i, _ in store.lexical.search(kind, q, pool)] for q in query_terms]
     if vectors is None:
         cosines = [dict.fromkeys(ids, 0.0) for ids in found]
@@ -167,21 +240,25 @@ def _ranked(
     record_terms = _term_sets(store, kind, candidates)
     doc_freqs = store.lexical.doc_freqs(kind, [t for q in query_terms for t in q])
     total = max(1, store.lexical.count(kind))
-    best: dict[str, float] = {}
-    for q_terms, per_query in zip(query_terms, cosines):
+    calibration: Calibration = store.calibration
+    neighbours = _Neighbours(store, vectors) if kind == "exchange" and vectors is not None else None
+    best: dict[str, _Candidate] = {}
+    for q, (q_terms, per_query) in enumerate(zip(query_terms, cosines)):
         covered = {i: coverage(q_terms, record_terms.get(i, frozenset()), doc_freqs, total) for i in per_query}
         if mode == "lexical":
             # The lexical baseline keeps BM25's order; its score is the coverage.
-            return [(i, covered[i]) for i in per_query]
-        calibration: Calibration = store.calibration
+            return [_Candidate(i, covered[i], covered[i]) for i in per_query]
         z = {i: calibration.combine(cosine, covered[i]) for i, cosine in per_query.items()}
-        if kind == "exchange":
-            z = _spread_to_neighbours(store, z)
-        for i, value in z.items():
-            relevance = calibration.relevance_of(value)
-            if relevance > best.get(i, -1.0):
-                best[i] = relevance
-    return sorted(best.items(), key=lambda p: p[1], reverse=True)
+        scored = {i: _Candidate(i, value, value) for i, value in z.items()}
+        if neighbours is not None:
+            scored = neighbours.spread(scored, q, lambda i: calibration.combine(*neighbours.signals(i, q, q_terms, doc_freqs, total)))
+        for i, c in scored.items():
+            if i not in best or c.rank > best[i].rank:
+                best[i] = c
+    ranked = [
+        _Candidate(c.id, calibration.relevance_of(c.rank), c.z, c.source) for c in best.values()
+    ]
+    return sorted(ranked, key=lambda c: c.rank, reverse=True)
 
 
 def _add_lexical_cosines(
@@ -225,17 +302,76 @@ def _term_sets(store: MemoryStore, kind: RecordKind, ids: list[str]) -> dict[str
     return found
 
 
-def _spread_to_neighbours(store: MemoryStore, z: dict[str, float]) -> dict[str, float]:
-    """Let a strong exchange lift the exchanges around it in its thread.
+class _Neighbours:
+    """Neighbour spreading for one search: a strong exchange lifts the exchanges around it in
+    its thread, when they continue its subject.
 
-    A topic is often raised in one exchange and answered in the next: on the dev set the
-    evidence was the neighbour of the best hit so often that this added ~6 points of R@5.
-    A neighbour outside the pool gets only what it inherits (it is not read to score it).
+    A subject is often raised in one exchange and answered in the next: on LoCoMo the evidence
+    was the neighbour of the best hit so often that spreading added ~6 points of R@5. In a
+    user's chats with an assistant, one thread hops between unrelated subjects, and lifting
+    every neighbour put unrelated exchanges among the memories with scores close to the
+    hit's own. So a neighbour is lifted only when its vector is close to its hit's
+    (cosine >= COHERENCE: two exchanges on one subject), and it keeps its own score: it
+    ranks by what it inherits but is shown only as its hit's context.
     """
-    top = sorted(z, key=z.__getitem__, reverse=True)[:NEIGHBOUR_SOURCES]
-    spread = dict(z)
-    for source, (before, after) in store.lexical.neighbours(top).items():
-        for neighbour, weight in ((after, NEXT_WEIGHT), (before, PREVIOUS_WEIGHT)):
-            if neighbour:
-                spread[neighbour] = max(spread.get(neighbour, 0.0), weight * z[source])
-    return spread
+
+    def __init__(self, store: MemoryStore, queries: list[list[float]]) -> None:
+        self.store = store
+        self.queries = queries
+        self._vectors: dict[str, Any] = {}
+        self._terms: dict[str, frozenset[str]] = {}
+        self._links: dict[str, tuple[str | None, str | None]] = {}
+
+    def spread(
+        self, scored: dict[str, _Candidate], q: int, own_z: Any
+    ) -> dict[str, _Candidate]:
+        """`scored` with the coherent neighbours of its best NEIGHBOUR_SOURCES lifted."""
+        top = sorted(scored, key=lambda i: scored[i].z, reverse=True)[:NEIGHBOUR_SOURCES]
+        self._links.update(self.store.lexical.neighbours([i for i in top if i not in self._links]))
+        lifts: dict[str, tuple[float, str]] = {}
+        for source in top:
+            before, after = self._links.get(source, (None, None))
+            for neighbour, weight in ((after, NEXT_WEIGHT), (before, PREVIOUS_WEIGHT)):
+                lifted = weight * scored[source].z
+                floor = scored[neighbour].z if neighbour in scored else 0.0
+                if neighbour and lifted > floor and lifted > lifts.get(neighbour, (0.0, ""))[0]:
+                    lifts[neighbour] = (lifted, source)
+        if not lifts:
+            return scored
+        self._load([*lifts, *(s for _, s in lifts.values())])
+        spread = dict(scored)
+        for neighbour, (lifted, source) in lifts.items():
+            if not self._coherent(neighbour, source):
+                continue
+            own = scored[neighbour].z if neighbour in scored else own_z(neighbour)
+            if lifted > own:
+                spread[neighbour] = _Candidate(neighbour, lifted, own, source)
+        return spread
+
+    def signals(
+        self, record_id: str, q: int, q_terms: list[str], doc_freqs: dict[str, int], total: int
+    ) -> tuple[float, float]:
+        """A record outside the pool's cosine with query `q` and coverage of its terms."""
+        import numpy as np
+
+        vector = self._vectors.get(record_id)
+        cosine = float(np.clip(np.dot(vector, self.queries[q]), 0.0, 1.0)) if vector is not None else 0.0
+        if record_id not in self._terms:
+            self._terms.update(_term_sets(self.store, "exchange", [record_id]))
+        return cosine, coverage(q_terms, self._terms.get(record_id, frozenset()), doc_freqs, total)
+
+    def _load(self, ids: list[str]) -> None:
+        import numpy as np
+
+        missing = [i for i in dict.fromkeys(ids) if i not in self._vectors]
+        if missing:
+            got = self.store.fetch("exchange", missing, vectors=True, texts=False)
+            for i, vector in zip(got["ids"], got["embeddings"]):
+                if vector is not None:
+                    self._vectors[i] = np.asarray(vector, dtype=np.float32)
+
+    def _coherent(self, a: str, b: str) -> bool:
+        import numpy as np
+
+        va, vb = self._vectors.get(a), self._vectors.get(b)
+        return va is not None and vb is not None and float(np.dot(va, vb)) >= COHERENCE

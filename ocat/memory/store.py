@@ -138,7 +138,8 @@ class MemoryStore:
         ids, texts, metadatas = (list(column) for column in zip(*rows))
         vectors = self.embedder.embed(texts)
         try:
-            collection.add(ids=ids, embeddings=vectors, documents=texts, metadatas=metadatas)
+            # Chroma refuses an empty metadata dict but takes None: an imported chunk may have none.
+            collection.add(ids=ids, embeddings=vectors, documents=texts, metadatas=[m or None for m in metadatas])
         except Exception as exc:
             raise StoreError(f"cannot write to the memory store: {exc}") from exc
         # Chroma first: if we die between the two, the next open sees the counts differ and rebuilds.

@@ -8,13 +8,14 @@ into an error result. One store is read and written; several (`--store a,b`) are
 from __future__ import annotations
 
 import logging
+import math
 import re
 import threading
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Callable, Mapping, TypeVar
 
 from ocat.errors import StoreError, UsageError
-from ocat.memory.filters import DOCUMENT_KEYS, FilterSpec
+from ocat.memory.filters import DOCUMENT_KEYS, INT64_MAX, INT64_MIN, FilterSpec
 from ocat.models import EXCHANGE_FIELDS, AddResult, Exchange, SearchHit
 
 if TYPE_CHECKING:
@@ -222,6 +223,12 @@ def _checked_metadata(metadata: Mapping[str, Any]) -> dict[str, Any]:
             raise UsageError(f"metadata {key!r}: values must be strings, numbers or booleans")
         if isinstance(value, str) and len(value) > MAX_METADATA_VALUE_CHARS:
             raise UsageError(f"metadata {key!r} is longer than {MAX_METADATA_VALUE_CHARS} characters")
+        # Chroma would store a larger whole number as an inexact float, and infinity or NaN as
+        # nothing at all: refuse them rather than keep something other than what was given.
+        if isinstance(value, float) and not math.isfinite(value):
+            raise UsageError(f"metadata {key!r}: {value} is not a number that can be stored")
+        if isinstance(value, int) and not INT64_MIN <= value <= INT64_MAX:
+            raise UsageError(f"metadata {key!r}: whole numbers go from {INT64_MIN} to {INT64_MAX}")
         checked[key] = value
     return checked
 

@@ -8,15 +8,29 @@ model, which is also how memory moves to a new embedding model.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
+from datetime import datetime, timezone
+from itertools import islice
 from pathlib import Path
-from typing import IO, Any, Callable, Iterator
+from typing import IO, Any, Callable, Iterable, Iterator
 
-from ocat.errors import InputFileError
-from ocat.memory.store import MemoryStore
+from ocat.errors import InputFileError, StoreError
+from ocat.locations import cache_dir
+from ocat.memory.store import WRITE_BATCH, MemoryStore
 from ocat.models import EXCHANGE_FIELDS, DocumentChunk, Exchange
 
 _STRING_FIELDS = ("exchange_id", "thread_id", "session_id", "user_prompt", "assistant_response")
+# Chroma keeps integers as signed 64-bit numbers; a larger one silently becomes an approximate float.
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+# The times a date can show in every time zone (years 1 to 9999, with a day to spare at each
+# end): past them, printing the date raises OverflowError wherever the record is shown.
+_EARLIEST = datetime(1, 1, 2, tzinfo=timezone.utc).timestamp()
+_LATEST = datetime(9999, 12, 30, tzinfo=timezone.utc).timestamp()
+# Chroma refuses metadata keys starting with these, and silently drops keys starting with "chroma:".
+_RESERVED_KEY_STARTS = ("#", "$", "chroma:")
+# How long an import waits for another one's batch (a batch takes seconds) before giving up.
+LOCK_WAIT_SECONDS = 600
 
 
 @dataclass(frozen=True)
@@ -52,29 +66,97 @@ def _to_line(record: Exchange | DocumentChunk) -> dict[str, Any]:
     return {"kind": "document", "id": record.id, "text": record.text, "metadata": dict(sorted(record.metadata.items()))}
 
 
-def import_memory(
-    store: MemoryStore, path: Path, *, progress: Callable[[int, int], None] | None = None
-) -> TransferResult:
-    """Import a JSONL file: check every line first, then write, so a bad file writes nothing.
-
-    Records already in the store (same id) are skipped, so an interrupted import can
-    simply be run again. `progress(done, total)` follows the records as they are written.
-    """
+def check_import_file(path: Path) -> TransferResult:
+    """Read a JSONL file through and check every line, writing nothing: how many exchanges and
+    documents it holds, or an InputFileError naming the first bad line."""
     counts = {"exchange": 0, "document": 0}
     for _, record in _records(path):
-        counts["exchange" if isinstance(record, Exchange) else "document"] += 1
-    total = counts["exchange"] + counts["document"]
-    exchanges = (r for _, r in _records(path) if isinstance(r, Exchange))
-    added = store.add_exchanges(exchanges, progress=(lambda done: progress(done, total)) if progress else None)
-    documents = (r for _, r in _records(path) if isinstance(r, DocumentChunk))
-    offset = counts["exchange"]
-    added += store.add_chunks(documents, progress=(lambda done: progress(offset + done, total)) if progress else None)
-    return TransferResult(path=str(path), exchanges=counts["exchange"], documents=counts["document"], added=added)
+        counts[_kind(record)] += 1
+    return TransferResult(path=str(path), exchanges=counts["exchange"], documents=counts["document"])
+
+
+def import_memory(
+    store: MemoryStore,
+    path: Path,
+    *,
+    progress: Callable[[int, int], None] | None = None,
+    checked: TransferResult | None = None,
+) -> TransferResult:
+    """Import a JSONL file whole or not at all: every line is checked (a first pass over the
+    file, unless `checked` is that pass's result) before the first write, so a bad line
+    anywhere writes nothing.
+
+    Records already in the store (same id) are skipped, so an interrupted import can
+    simply be run again; `added` counts only the records this import stored.
+    `progress(done, total)` follows the records as they are written.
+    """
+    checked = checked or check_import_file(path)
+    total = checked.records
+    added = done = 0
+    lock = _write_lock(store)
+    # A second pass writes (rather than one list held in memory), exchanges first, then documents.
+    for kind in ("exchange", "document"):
+        for batch in _batches((r for _, r in _records(path) if _kind(r) == kind), WRITE_BATCH):
+            # Checking which ids are stored and writing the rest is one step under the lock: two
+            # imports of one file through a shared store would otherwise both count a batch as added.
+            added += _write_locked(store, batch, lock)
+            done += len(batch)
+            if progress:
+                progress(done, total)
+    return TransferResult(path=str(path), exchanges=checked.exchanges, documents=checked.documents, added=added)
+
+
+def _kind(record: Exchange | DocumentChunk) -> str:
+    return "exchange" if isinstance(record, Exchange) else "document"
+
+
+def _write(store: MemoryStore, batch: list[Exchange | DocumentChunk]) -> int:
+    """Store one batch of a single kind; how many of its records were new."""
+    if isinstance(batch[0], Exchange):
+        return store.add_exchanges(r for r in batch if isinstance(r, Exchange))
+    return store.add_chunks(r for r in batch if isinstance(r, DocumentChunk))
+
+
+def _write_locked(store: MemoryStore, batch: list[Exchange | DocumentChunk], lock: Any) -> int:
+    from filelock import Timeout
+
+    try:
+        with lock:
+            return _write(store, batch)
+    except Timeout as exc:  # another import stopped (SIGSTOP) while it held the lock
+        raise StoreError(
+            f"another import into this store has held {lock.lock_file} for {LOCK_WAIT_SECONDS // 60} min; "
+            "what was stored is kept, and running the same command again completes it"
+        ) from exc
+
+
+def _batches(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
+    iterator = iter(items)
+    while batch := list(islice(iterator, size)):
+        yield batch
+
+
+def _write_lock(store: MemoryStore) -> Any:
+    """A lock that every ocat process importing into this store takes for each batch.
+
+    A file lock, in the store's folder (or, for a remote server, in the cache): an OS lock,
+    so a killed importer's lock goes with its process.
+    """
+    from filelock import FileLock
+
+    location = store.location
+    if location.path is not None:
+        folder, name = location.path, f".ocat-import-{store.name}.lock"
+    else:
+        folder, name = cache_dir() / "ocat" / "locks", f"import-{location.host}-{location.port}-{store.name}.lock"
+    folder.mkdir(parents=True, exist_ok=True)
+    return FileLock(str(folder / name), timeout=LOCK_WAIT_SECONDS, thread_local=False)
 
 
 def _records(path: Path) -> Iterator[tuple[int, Exchange | DocumentChunk]]:
     try:
-        handle = path.open("r", encoding="utf-8")
+        # utf-8-sig: a file saved by an editor that adds a byte order mark is still read.
+        handle = path.open("r", encoding="utf-8-sig")
     except FileNotFoundError as exc:
         raise InputFileError(f"no such file: {path}") from exc
     except OSError as exc:
@@ -88,52 +170,145 @@ def _records(path: Path) -> Iterator[tuple[int, Exchange | DocumentChunk]]:
             raise InputFileError(f"{path} is not UTF-8 text") from exc
 
 
+class _Refused(Exception):
+    """Why a line cannot be imported; `parse_line` names the file and the line."""
+
+
 def parse_line(line: str, number: int, path: Path | str) -> Exchange | DocumentChunk:
-    """One JSONL line as a record, or an InputFileError naming the file and line."""
+    """One JSONL line as a record, or an InputFileError naming the file and line.
 
-    def bad(why: str) -> InputFileError:
-        return InputFileError(f"{path}:{number}: {why}; nothing was imported")
+    A record that passes is one Chroma stores exactly as it is (no value dropped, rounded or
+    refused), and whose text and dates can be embedded and shown.
+    """
+    try:
+        return _parse(line)
+    except _Refused as exc:
+        raise InputFileError(f"{path}:{number}: {exc}; nothing was imported") from None
 
+
+def _parse(line: str) -> Exchange | DocumentChunk:
     try:
         data = json.loads(line)
-    except json.JSONDecodeError as exc:
-        raise bad(f"not valid JSON ({exc.msg})") from exc
+    except RecursionError:
+        raise _Refused("the JSON is nested too deeply") from None
+    except ValueError as exc:  # JSONDecodeError, and an integer of more than 4,300 digits
+        raise _Refused(f"not valid JSON ({getattr(exc, 'msg', exc)})") from None
     if not isinstance(data, dict):
-        raise bad("expected a JSON object")
+        raise _Refused("expected a JSON object")
     kind = data.get("kind")
     if kind == "exchange":
-        missing = [f for f in EXCHANGE_FIELDS if f not in data]
-        if missing:
-            raise bad(f"exchange is missing {', '.join(missing)}")
-        for name in _STRING_FIELDS:
-            if not isinstance(data[name], str):
-                raise bad(f"{name} must be a string")
-        if not data["exchange_id"] or not data["thread_id"] or not data["session_id"]:
-            raise bad("exchange_id, thread_id and session_id must not be empty")
-        if isinstance(data["timestamp"], bool) or not isinstance(data["timestamp"], (int, float)):
-            raise bad("timestamp must be a number")
-        prior = data["prior_exchange_ids"]
-        if not isinstance(prior, list) or not all(isinstance(p, str) for p in prior):
-            raise bad("prior_exchange_ids must be a list of strings")
-        seq = data["thread_continuation_seq"]
-        if isinstance(seq, bool) or not isinstance(seq, int):
-            raise bad("thread_continuation_seq must be an integer")
-        if data["thread_session_id"] != f"{data['thread_id']}_{data['session_id']}":
-            raise bad("thread_session_id must be '{thread_id}_{session_id}'")
-        return Exchange.from_metadata(data)
+        return _exchange(data)
     if kind == "document":
-        record_id, text, metadata = data.get("id"), data.get("text"), data.get("metadata", {})
-        if not isinstance(record_id, str) or not record_id:
-            raise bad("document id must be a non-empty string")
-        if not isinstance(text, str) or not text.strip():
-            raise bad("document text must be a non-empty string")
-        if not isinstance(metadata, dict) or not all(_is_metadata_value(v) for v in metadata.values()):
-            raise bad("document metadata must be an object of strings, numbers, booleans or non-empty lists of them")
-        return DocumentChunk(id=record_id, text=text, metadata=metadata)
-    raise bad(f"unknown kind {kind!r} (expected 'exchange' or 'document')")
+        return _document(data)
+    if "kind" not in data:
+        raise _Refused("the record has no kind (expected 'exchange' or 'document')")
+    raise _Refused(f"unknown kind {_shown(kind)} (expected 'exchange' or 'document')")
 
 
-def _is_metadata_value(value: Any) -> bool:
-    if isinstance(value, (str, int, float, bool)):
-        return True
-    return isinstance(value, list) and bool(value) and all(isinstance(v, (str, int, float, bool)) for v in value)
+def _exchange(data: dict[str, Any]) -> Exchange:
+    missing = [f for f in EXCHANGE_FIELDS if f not in data]
+    if missing:
+        raise _Refused(f"exchange is missing {', '.join(missing)}")
+    for name in _STRING_FIELDS:
+        if not isinstance(data[name], str):
+            raise _Refused(f"{name} must be a string")
+        _check_text(data[name], name)
+    if not data["exchange_id"] or not data["thread_id"] or not data["session_id"]:
+        raise _Refused("exchange_id, thread_id and session_id must not be empty")
+    _check_timestamp(data["timestamp"])
+    prior = data["prior_exchange_ids"]
+    if not isinstance(prior, list) or not all(isinstance(p, str) for p in prior):
+        raise _Refused("prior_exchange_ids must be a list of strings")
+    for p in prior:
+        _check_text(p, "prior_exchange_ids")
+    seq = data["thread_continuation_seq"]
+    if isinstance(seq, bool) or not isinstance(seq, int):
+        raise _Refused("thread_continuation_seq must be an integer")
+    if not _INT64_MIN <= seq <= _INT64_MAX:
+        raise _Refused(f"thread_continuation_seq {_shown(seq)} is beyond the 64-bit integers Chroma stores")
+    if data["thread_session_id"] != f"{data['thread_id']}_{data['session_id']}":
+        raise _Refused("thread_session_id must be '{thread_id}_{session_id}'")
+    return Exchange.from_metadata(data)
+
+
+def _document(data: dict[str, Any]) -> DocumentChunk:
+    record_id, text, metadata = data.get("id"), data.get("text"), data.get("metadata")
+    if not isinstance(record_id, str) or not record_id:
+        raise _Refused("document id must be a non-empty string")
+    _check_text(record_id, "id")
+    if not isinstance(text, str) or not text.strip():
+        raise _Refused("document text must be a non-empty string")
+    _check_text(text, "text")
+    if metadata is None:  # optional: absent (or null) is no metadata
+        metadata = {}
+    if not isinstance(metadata, dict):
+        raise _Refused("document metadata must be an object")
+    for key, value in metadata.items():
+        _check_metadata(key, value)
+    return DocumentChunk(id=record_id, text=text, metadata=metadata)
+
+
+def _check_metadata(key: str, value: Any) -> None:
+    """A metadata entry Chroma stores as it is (its own checks, and the ones it skips)."""
+    shown = _shown(key)
+    if not key:
+        raise _Refused('metadata key "" is empty')
+    _check_text(key, f"metadata key {shown}")
+    if key.startswith(_RESERVED_KEY_STARTS):
+        start = next(s for s in _RESERVED_KEY_STARTS if key.startswith(s))
+        raise _Refused(f"metadata key {shown} starts with {start!r}, which Chroma reserves")
+    where = f"metadata {shown}"
+    if not isinstance(value, list):
+        _scalar_type(value, where)
+        return
+    if not value:
+        raise _Refused(f"{where} is an empty list (Chroma stores only non-empty lists)")
+    types = sorted({_scalar_type(item, f"{where} (in the list)") for item in value})
+    if len(types) > 1:
+        raise _Refused(f"{where} is a list mixing {' and '.join(types)} (Chroma needs one type per list)")
+
+
+def _scalar_type(value: Any, where: str) -> str:
+    """The kind of a single metadata value, or _Refused if Chroma would refuse or alter it."""
+    if isinstance(value, bool):
+        return "booleans"
+    if isinstance(value, str):
+        _check_text(value, where)
+        return "strings"
+    if isinstance(value, int):
+        if not _INT64_MIN <= value <= _INT64_MAX:
+            raise _Refused(f"{where} is {_shown(value)}, beyond the 64-bit integers Chroma stores")
+        return "integers"
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            # A NaN is dropped by Chroma; in a list it breaks the whole collection.
+            raise _Refused(f"{where} is {_shown(value)}, which Chroma cannot store")
+        return "floats"
+    what = "null" if value is None else "an object" if isinstance(value, dict) else "a list inside a list"
+    raise _Refused(f"{where} is {what}; values must be strings, numbers, booleans or non-empty lists of one of them")
+
+
+def _check_timestamp(value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise _Refused("timestamp must be a number")
+    if not _EARLIEST <= value <= _LATEST:  # NaN compares false, so it is refused too
+        raise _Refused(f"timestamp {_shown(value)} is not a date between the years 1 and 9999")
+
+
+def _check_text(text: str, name: str) -> None:
+    """Refuse a lone surrogate (JSON "\\udfff"): it is no character, and the embedder, Chroma and
+    SQLite all fail on it."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise _Refused(
+            f"{name} holds a lone surrogate (\\u{ord(text[exc.start]):04x} at character {exc.start + 1}), "
+            "which is not text"
+        ) from None
+
+
+def _shown(value: Any) -> str:
+    """A value for a message: as JSON (quoted, with control characters and surrogates escaped),
+    and cut short when long (a 400-digit integer)."""
+    text = json.dumps(value)
+    return text if len(text) <= 40 else f"{text[:24]}… ({len(text)} characters)"

@@ -297,9 +297,11 @@ def memory_indicator(memories: list[SearchHit], mode: str) -> Static | Collapsib
         title = f"Using context from {len(memories)} memories"
     if mode == "summary":
         return Static(plain(title), classes="memory")
+    from ocat.memory.retrieval import reasons
+
     lines = []
-    for hit in memories:
-        lines.append(f"{hit.score:.2f}  {hit.origin}  {hit.when()}\n{hit.excerpt(200)}")
+    for hit, why in zip(memories, reasons(memories)):
+        lines.append(f"{hit.score:.2f}  {why}  {hit.origin}  {hit.when()}\n{hit.excerpt(200)}")
     return Collapsible(Static(plain("\n\n".join(lines))), title=title, collapsed=False, classes="memory")
 
 

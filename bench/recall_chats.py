@@ -1,0 +1,133 @@
+"""Retrieval evaluation on chats-dev: one user's chats with an assistant, through ocat's own retrieval.
+
+Protocol and metrics of ../shared/eval/chats-dev/README.md: all exchanges in one fresh store,
+every question asked from a new chat. What the chat would inject is what `ChatSession.recall`
+injects: the admitted hits among `context_results`, within the memory token budget.
+
+- R@k: share of a recall question's targets among the top k memories, averaged.
+- admitted: share of recall questions with a target among the injected memories.
+- precision: among injected memories (pooled over recall questions), the share that are a
+  target or a superseded version of one; attached context counts as injected.
+- quiet (offtopic, near): share of questions for which nothing is injected.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+DEFAULT_CHATS = REPO.parent / "shared" / "eval" / "chats-dev"
+KS = (1, 3, 5, 10)
+DIFFICULTIES = ("easy", "medium", "hard")
+
+
+def pct(values: list[float] | list[bool]) -> float | None:
+    """The mean of 0/1 (or share) values as a percentage with one decimal, None for none."""
+    return round(100 * sum(values) / len(values), 1) if values else None
+
+
+def load_chats(folder: Path) -> tuple[list[Any], list[dict[str, Any]]]:
+    """The exchanges (oldest first) and the questions of a chats-dev style folder."""
+    from ocat.models import Exchange
+
+    exchanges = []
+    for line in (folder / "exchanges.jsonl").read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            record = json.loads(line)
+            record.pop("kind", None)
+            record.pop("thread_session_id", None)
+            exchanges.append(Exchange.from_metadata(record))
+    questions = json.loads((folder / "questions.json").read_text(encoding="utf-8"))
+    return exchanges, questions
+
+
+@dataclass
+class ChatsResult:
+    """Per-question outcomes, turned into rates by `row`."""
+
+    recall: dict[int, list[float]] = field(default_factory=lambda: {k: [] for k in KS})
+    by_difficulty: dict[str, list[float]] = field(default_factory=dict)
+    admitted: list[bool] = field(default_factory=list)
+    injected: int = 0
+    injected_right: int = 0
+    precision_per_question: list[float] = field(default_factory=list)
+    quiet: dict[str, list[bool]] = field(default_factory=lambda: {"offtopic": [], "near": []})
+    latency_ms: list[float] = field(default_factory=list)
+
+    def row(self) -> dict[str, Any]:
+        """Percentages and latencies for the table and for JSON."""
+        ordered = sorted(self.latency_ms)
+        return {
+            "recall": {f"R@{k}": pct(v) for k, v in self.recall.items()},
+            "by_difficulty": {d: pct(v) for d, v in self.by_difficulty.items()},
+            "admitted": pct(self.admitted),
+            "precision": round(100 * self.injected_right / self.injected, 1) if self.injected else None,
+            "precision_mean": pct(self.precision_per_question),
+            "injected_per_question": round(self.injected / len(self.admitted), 2) if self.admitted else None,
+            "quiet_offtopic": pct(self.quiet["offtopic"]),
+            "quiet_near": pct(self.quiet["near"]),
+            "latency_p50_ms": round(ordered[len(ordered) // 2], 2) if ordered else None,
+            "questions": len(self.admitted),
+        }
+
+
+def evaluate_chats(folder: Path, model_dir: Path, *, questions: int | None = None) -> dict[str, Any]:
+    """Load the history into a fresh store, ask every question, return the metrics row."""
+    from ocat.config import load_settings
+    from ocat.memory import MemoryStore, RetrievalLimits, StoreLocation, admitted, retrieve
+    from ocat.memory.embeddings import OnnxMiniLMEmbedder
+    from ocat.memory.retrieval import injected_ids, within_budget
+
+    exchanges, asked = load_chats(folder)
+    asked = asked[:questions] if questions else asked
+    vector_store = load_settings(env={}).vector_store
+    ranking = RetrievalLimits(
+        exchange_results=max(KS), document_results=0,
+        exchange_threshold=vector_store.similarity_threshold, document_threshold=vector_store.memory_threshold,
+    )
+    chat_limits = RetrievalLimits.from_settings(vector_store)
+    result = ChatsResult()
+    with tempfile.TemporaryDirectory(prefix="ocat-chats-") as tmp:
+        store = MemoryStore.open(StoreLocation(path=Path(tmp) / "chats"), OnnxMiniLMEmbedder(model_dir), name="eval")
+        store.add_exchanges(exchanges)
+        for q in asked:
+            started = time.perf_counter()
+            gate = within_budget(admitted(retrieve(store, q["question"], chat_limits)), vector_store.memory_token_budget)
+            result.latency_ms.append((time.perf_counter() - started) * 1000)
+            shown = injected_ids(gate)
+            if q["kind"] != "recall":
+                result.quiet[q["kind"]].append(not shown)
+                continue
+            targets = set(q["targets"])
+            hits = retrieve(store, q["question"], ranking)
+            for k in KS:
+                result.recall[k].append(len(targets & {h.id for h in hits[:k]}) / len(targets))
+            result.by_difficulty.setdefault(q["difficulty"], []).append(result.recall[5][-1])
+            result.admitted.append(bool(targets & set(shown)))
+            right = sum(1 for i in shown if i in targets or i in q["superseded"])
+            result.injected += len(shown)
+            result.injected_right += right
+            if shown:
+                result.precision_per_question.append(right / len(shown))
+        store.close()
+    return result.row()
+
+
+def format_chats(row: dict[str, Any]) -> str:
+    """The chats-dev metrics as a short text table."""
+    r = row["recall"]
+    head = (
+        f"{'R@1':>6} {'R@3':>6} {'R@5':>6} {'R@10':>6} {'admit':>6} {'prec':>6} {'per q':>6} "
+        f"{'q-off':>6} {'q-near':>6} {'p50':>7}"
+    )
+    line = (
+        f"{r['R@1']:>6} {r['R@3']:>6} {r['R@5']:>6} {r['R@10']:>6} {row['admitted']:>6} {row['precision']!s:>6} "
+        f"{row['injected_per_question']!s:>6} {row['quiet_offtopic']:>6} {row['quiet_near']:>6} {row['latency_p50_ms']:>6}ms"
+    )
+    by = "  ".join(f"{d} {v}" for d, v in row["by_difficulty"].items())
+    return "\n".join([head, "-" * len(head), line, "", f"R@5 by difficulty: {by}"])

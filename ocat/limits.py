@@ -1,0 +1,32 @@
+"""Limits on counts the user types, shared by the command line and the slash commands.
+
+Light on purpose (no Textual, no store): `ocat.cli` and `ocat.commands` both import it, so
+`--results 0` and `/vquery "x" 0` are refused by the same rule with the same words.
+"""
+
+from __future__ import annotations
+
+import re
+
+# Results per query: `--results N` and `/vquery "QUERY" COUNT`.
+MIN_RESULTS = 1
+MAX_RESULTS = 1000
+# Rows a listing shows: `/threads COUNT` and `/history COUNT`.
+MIN_LISTED = 1
+MAX_LISTED = 1000
+DEFAULT_LISTED = 10
+
+# ASCII digits only: int() would also take "1_000" and other scripts' digits, which no one means.
+_WHOLE_NUMBER = re.compile(r"[+-]?[0-9]+")
+
+
+def whole_number(text: str, lo: int, hi: int) -> int:
+    """`text` as a whole number from `lo` to `hi`; ValueError saying what is allowed otherwise.
+
+    The message has no subject, so each caller names what was wrong (`--results: ...`,
+    `/threads: COUNT ...`): `must be a whole number from 1 to 1000, not "abc"`.
+    """
+    cleaned = text.strip()
+    if not _WHOLE_NUMBER.fullmatch(cleaned) or not lo <= int(cleaned) <= hi:
+        raise ValueError(f'must be a whole number from {lo} to {hi}, not "{text}"')
+    return int(cleaned)
