@@ -81,7 +81,7 @@ def evaluate_chats(folder: Path, model_dir: Path, *, questions: int | None = Non
     from ocat.config import load_settings
     from ocat.memory import MemoryStore, RetrievalLimits, StoreLocation, admitted, retrieve
     from ocat.memory.embeddings import OnnxMiniLMEmbedder
-    from ocat.memory.retrieval import injected_ids, within_budget
+    from ocat.memory.retrieval import within_budget
 
     exchanges, asked = load_chats(folder)
     asked = asked[:questions] if questions else asked
@@ -99,7 +99,7 @@ def evaluate_chats(folder: Path, model_dir: Path, *, questions: int | None = Non
             started = time.perf_counter()
             gate = within_budget(admitted(retrieve(store, q["question"], chat_limits)), vector_store.memory_token_budget)
             result.latency_ms.append((time.perf_counter() - started) * 1000)
-            shown = injected_ids(gate)
+            shown = [h.id for h in gate]  # context hits included: the model reads them too
             if q["kind"] != "recall":
                 result.quiet[q["kind"]].append(not shown)
                 continue

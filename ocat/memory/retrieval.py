@@ -178,11 +178,6 @@ def reasons(hits: Sequence[SearchHit]) -> list[str]:
     return said
 
 
-def injected_ids(hits: Sequence[SearchHit]) -> list[str]:
-    """The ids of every record the model is shown for these hits."""
-    return [h.id for h in hits]
-
-
 def within_budget(hits: Sequence[SearchHit], budget: int) -> list[SearchHit]:
     """The best hits whose texts fit in `budget` tokens together (hits come best first).
 
@@ -241,7 +236,7 @@ def _ranked(
     doc_freqs = store.lexical.doc_freqs(kind, [t for q in query_terms for t in q])
     total = max(1, store.lexical.count(kind))
     calibration: Calibration = store.calibration
-    neighbours = _Neighbours(store, vectors) if kind == "exchange" and vectors is not None else None
+    neighbours = _Neighbours(store, vectors, doc_freqs, total) if kind == "exchange" and vectors is not None else None
     best: dict[str, _Candidate] = {}
     for q, (q_terms, per_query) in enumerate(zip(query_terms, cosines)):
         covered = {i: coverage(q_terms, record_terms.get(i, frozenset()), doc_freqs, total) for i in per_query}
@@ -251,13 +246,12 @@ def _ranked(
         z = {i: calibration.combine(cosine, covered[i]) for i, cosine in per_query.items()}
         scored = {i: _Candidate(i, value, value) for i, value in z.items()}
         if neighbours is not None:
-            scored = neighbours.spread(scored, q, lambda i: calibration.combine(*neighbours.signals(i, q, q_terms, doc_freqs, total)))
+            scored = neighbours.spread(scored, q, q_terms)
         for i, c in scored.items():
             if i not in best or c.rank > best[i].rank:
                 best[i] = c
-    ranked = [
-        _Candidate(c.id, calibration.relevance_of(c.rank), c.z, c.source) for c in best.values()
-    ]
+    # From here on `rank` is a relevance in [0, 1], comparable across kinds.
+    ranked = [_Candidate(c.id, calibration.relevance_of(c.rank), c.z, c.source) for c in best.values()]
     return sorted(ranked, key=lambda c: c.rank, reverse=True)
 
 
@@ -315,17 +309,20 @@ class _Neighbours:
     ranks by what it inherits but is shown only as its hit's context.
     """
 
-    def __init__(self, store: MemoryStore, queries: list[list[float]]) -> None:
+    def __init__(
+        self, store: MemoryStore, queries: list[list[float]], doc_freqs: dict[str, int], total: int
+    ) -> None:
         self.store = store
         self.queries = queries
+        self.doc_freqs = doc_freqs
+        self.total = total
         self._vectors: dict[str, Any] = {}
         self._terms: dict[str, frozenset[str]] = {}
         self._links: dict[str, tuple[str | None, str | None]] = {}
 
-    def spread(
-        self, scored: dict[str, _Candidate], q: int, own_z: Any
-    ) -> dict[str, _Candidate]:
-        """`scored` with the coherent neighbours of its best NEIGHBOUR_SOURCES lifted."""
+    def spread(self, scored: dict[str, _Candidate], q: int, q_terms: list[str]) -> dict[str, _Candidate]:
+        """`scored` (query `q`'s candidates) with the coherent neighbours of its best
+        NEIGHBOUR_SOURCES lifted; each keeps its own fused score, outside the pool too."""
         top = sorted(scored, key=lambda i: scored[i].z, reverse=True)[:NEIGHBOUR_SOURCES]
         self._links.update(self.store.lexical.neighbours([i for i in top if i not in self._links]))
         lifts: dict[str, tuple[float, str]] = {}
@@ -338,29 +335,33 @@ class _Neighbours:
                     lifts[neighbour] = (lifted, source)
         if not lifts:
             return scored
-        self._load([*lifts, *(s for _, s in lifts.values())])
+        self._load_vectors([*lifts, *(s for _, s in lifts.values())])
+        coherent = {n: pair for n, pair in lifts.items() if self._coherent(n, pair[1])}
+        own = self._own_z([n for n in coherent if n not in scored], q, q_terms)
         spread = dict(scored)
-        for neighbour, (lifted, source) in lifts.items():
-            if not self._coherent(neighbour, source):
-                continue
-            own = scored[neighbour].z if neighbour in scored else own_z(neighbour)
-            if lifted > own:
-                spread[neighbour] = _Candidate(neighbour, lifted, own, source)
+        for neighbour, (lifted, source) in coherent.items():
+            z = scored[neighbour].z if neighbour in scored else own[neighbour]
+            if lifted > z:
+                spread[neighbour] = _Candidate(neighbour, lifted, z, source)
         return spread
 
-    def signals(
-        self, record_id: str, q: int, q_terms: list[str], doc_freqs: dict[str, int], total: int
-    ) -> tuple[float, float]:
-        """A record outside the pool's cosine with query `q` and coverage of its terms."""
+    def _own_z(self, ids: list[str], q: int, q_terms: list[str]) -> dict[str, float]:
+        """The fused score of records outside the pool for query `q` (their terms read in one go)."""
         import numpy as np
 
-        vector = self._vectors.get(record_id)
-        cosine = float(np.clip(np.dot(vector, self.queries[q]), 0.0, 1.0)) if vector is not None else 0.0
-        if record_id not in self._terms:
-            self._terms.update(_term_sets(self.store, "exchange", [record_id]))
-        return cosine, coverage(q_terms, self._terms.get(record_id, frozenset()), doc_freqs, total)
+        lacking = [i for i in ids if i not in self._terms]
+        if lacking:
+            self._terms.update(_term_sets(self.store, "exchange", lacking))
+        calibration = self.store.calibration
+        own = {}
+        for i in ids:
+            vector = self._vectors.get(i)
+            cosine = float(np.clip(np.dot(vector, self.queries[q]), 0.0, 1.0)) if vector is not None else 0.0
+            covered = coverage(q_terms, self._terms.get(i, frozenset()), self.doc_freqs, self.total)
+            own[i] = calibration.combine(cosine, covered)
+        return own
 
-    def _load(self, ids: list[str]) -> None:
+    def _load_vectors(self, ids: list[str]) -> None:
         import numpy as np
 
         missing = [i for i in dict.fromkeys(ids) if i not in self._vectors]

@@ -17,16 +17,16 @@ from typing import IO, Any, Callable, Iterable, Iterator
 
 from ocat.errors import InputFileError, StoreError
 from ocat.locations import cache_dir
+# Chroma keeps integers as signed 64-bit numbers; a larger one silently becomes an approximate float.
+from ocat.memory.filters import FIRST_DATE, INT64_MAX, INT64_MIN, LAST_DATE
 from ocat.memory.store import WRITE_BATCH, MemoryStore
 from ocat.models import EXCHANGE_FIELDS, DocumentChunk, Exchange
 
 _STRING_FIELDS = ("exchange_id", "thread_id", "session_id", "user_prompt", "assistant_response")
-# Chroma keeps integers as signed 64-bit numbers; a larger one silently becomes an approximate float.
-_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 # The times a date can show in every time zone (years 1 to 9999, with a day to spare at each
 # end): past them, printing the date raises OverflowError wherever the record is shown.
-_EARLIEST = datetime(1, 1, 2, tzinfo=timezone.utc).timestamp()
-_LATEST = datetime(9999, 12, 30, tzinfo=timezone.utc).timestamp()
+_EARLIEST = datetime.fromisoformat(FIRST_DATE).replace(tzinfo=timezone.utc).timestamp()
+_LATEST = datetime.fromisoformat(LAST_DATE).replace(tzinfo=timezone.utc).timestamp()
 # Chroma refuses metadata keys starting with these, and silently drops keys starting with "chroma:".
 _RESERVED_KEY_STARTS = ("#", "$", "chroma:")
 # How long an import waits for another one's batch (a batch takes seconds) before giving up.
@@ -224,7 +224,7 @@ def _exchange(data: dict[str, Any]) -> Exchange:
     seq = data["thread_continuation_seq"]
     if isinstance(seq, bool) or not isinstance(seq, int):
         raise _Refused("thread_continuation_seq must be an integer")
-    if not _INT64_MIN <= seq <= _INT64_MAX:
+    if not INT64_MIN <= seq <= INT64_MAX:
         raise _Refused(f"thread_continuation_seq {_shown(seq)} is beyond the 64-bit integers Chroma stores")
     if data["thread_session_id"] != f"{data['thread_id']}_{data['session_id']}":
         raise _Refused("thread_session_id must be '{thread_id}_{session_id}'")
@@ -276,7 +276,7 @@ def _scalar_type(value: Any, where: str) -> str:
         _check_text(value, where)
         return "strings"
     if isinstance(value, int):
-        if not _INT64_MIN <= value <= _INT64_MAX:
+        if not INT64_MIN <= value <= INT64_MAX:
             raise _Refused(f"{where} is {_shown(value)}, beyond the 64-bit integers Chroma stores")
         return "integers"
     if isinstance(value, float):
