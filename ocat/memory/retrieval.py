@@ -112,7 +112,7 @@ def _retrieve(
         if count <= 0 or store.lexical.count(kind) == 0:
             continue
         pool = max(MIN_POOL, POOL_FACTOR * count) + len(exclude_ids)
-        ranked = _ranked(store, kind, query_terms, vectors, pool, where, mode)
+        ranked = _ranked(store, kind, query_terms, vectors, pool, where, mode, keep=2 * count + len(exclude_ids))
         wanted = [c for c in ranked if c.id not in exclude_ids][: 2 * count]
         # Texts and metadata are read only now, and only for these few (neighbours included).
         got = store.fetch(kind, [c.id for c in wanted], where=where, vectors=False)
@@ -215,8 +215,13 @@ def _ranked(
     pool: int,
     where: dict[str, Any] | None,
     mode: Mode,
+    *,
+    keep: int,
 ) -> list[_Candidate]:
     """One kind's candidates for all the queries, best first (each record's best over the queries).
+
+    Only the best `keep` are read further, so a neighbour that could not rank among them is
+    not lifted (nor its vector read).
 
     Candidates are the nearest records by embedding and the best BM25 matches; each is
     scored from its cosine similarity and its coverage of the query's terms (read from the
@@ -236,7 +241,9 @@ def _ranked(
     doc_freqs = store.lexical.doc_freqs(kind, [t for q in query_terms for t in q])
     total = max(1, store.lexical.count(kind))
     calibration: Calibration = store.calibration
-    neighbours = _Neighbours(store, vectors, doc_freqs, total) if kind == "exchange" and vectors is not None else None
+    neighbours = (
+        _Neighbours(store, vectors, doc_freqs, total, keep) if kind == "exchange" and vectors is not None else None
+    )
     best: dict[str, _Candidate] = {}
     for q, (q_terms, per_query) in enumerate(zip(query_terms, cosines)):
         covered = {i: coverage(q_terms, record_terms.get(i, frozenset()), doc_freqs, total) for i in per_query}
@@ -310,9 +317,10 @@ class _Neighbours:
     """
 
     def __init__(
-        self, store: MemoryStore, queries: list[list[float]], doc_freqs: dict[str, int], total: int
+        self, store: MemoryStore, queries: list[list[float]], doc_freqs: dict[str, int], total: int, keep: int
     ) -> None:
         self.store = store
+        self.keep = keep
         self.queries = queries
         self.doc_freqs = doc_freqs
         self.total = total
@@ -333,6 +341,10 @@ class _Neighbours:
                 floor = scored[neighbour].z if neighbour in scored else 0.0
                 if neighbour and lifted > floor and lifted > lifts.get(neighbour, (0.0, ""))[0]:
                     lifts[neighbour] = (lifted, source)
+        # A lift below the `keep`-th score of this query cannot enter the list read further (the
+        # best over several queries only raises that bar): skip its reads, the search's hot path.
+        bar = sorted((c.z for c in scored.values()), reverse=True)[self.keep - 1] if len(scored) >= self.keep else 0.0
+        lifts = {n: pair for n, pair in lifts.items() if pair[0] >= bar}
         if not lifts:
             return scored
         self._load_vectors([*lifts, *(s for _, s in lifts.values())])
