@@ -30,7 +30,7 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from bench.startup import DEFAULT_MODEL, HEIGHT, WIDTH, ocat_command, ocat_env, stop_session, tmux  # noqa: E402
-from tests.conftest import FakeLLMServer, _handler_for  # noqa: E402
+from tests.support.fakes import FakeLLMServer, llm_handler  # noqa: E402
 
 TARGET_SECONDS = 0.5
 
@@ -84,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     server = FakeLLMServer(reply="A short answer from the fake model.")
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(server))
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), llm_handler(server))
     server.port = httpd.server_address[1]
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
     cases = {"right after the first frame": (False, 0.2), "after one model turn": (True, 0.5)}

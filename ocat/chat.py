@@ -78,7 +78,8 @@ def memory_message(hits: Sequence[SearchHit]) -> dict[str, str] | None:
                 label += f' context-of="{_attribute(hit.context_of[:8])}"'
         else:
             label = f'kind="document" source="{_attribute(hit.origin)}"'
-        blocks.append(f'<memory id="{_attribute(hit.id[:8])}" {label} date="{when}" relevance="{hit.score:.2f}">\n{_quote(hit.text)}\n</memory>')
+        opening = f'<memory id="{_attribute(hit.id[:8])}" {label} date="{when}" relevance="{hit.score:.2f}">'
+        blocks.append(f"{opening}\n{_quote(hit.text)}\n</memory>")
     return {"role": "system", "content": MEMORY_PREAMBLE + "\n\n" + "\n\n".join(blocks)}
 
 

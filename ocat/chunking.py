@@ -5,6 +5,10 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ocat.settings import ChunkingSettings
 
 STRATEGIES: tuple[str, ...] = ("truncate", "fixed_size", "semantic", "hybrid", "markdown")
 
@@ -25,15 +29,19 @@ Span = tuple[int, int]
 @dataclass(frozen=True)
 class ChunkingOptions:
     """How to split a document; sizes are in characters. Checked by `chunk_text`, not here,
-    so settings code can build one before it knows every value."""
+    so settings code can build one before it knows every value.
 
-    strategy: str = "semantic"  # one of STRATEGIES
-    chunk_size: int = 1000  # target length of a chunk
-    chunk_overlap: int = 100  # characters repeated between fixed_size windows
-    max_chunk_size: int = 1500  # hard ceiling, kept by every strategy
+    No defaults here: the configured values (`options_from(settings.chunking)`) come from
+    `config/default.yaml`, which documents them key by key.
+    """
+
+    strategy: str  # one of STRATEGIES
+    chunk_size: int  # target length of a chunk
+    chunk_overlap: int  # characters repeated between fixed_size windows
+    max_chunk_size: int  # hard ceiling, kept by every strategy
     # Lets truncate and fixed_size cut between sentences or words; the other strategies
     # always split along paragraphs and sentences, that being what they are for.
-    preserve_sentence_boundaries: bool = True
+    preserve_sentence_boundaries: bool
 
 
 @dataclass(frozen=True)
@@ -45,11 +53,11 @@ class Chunk:
     section: str | None = None  # markdown only: the `## ` heading the chunk falls under
 
 
-def options_from(chunking_settings: object) -> ChunkingOptions:
+def options_from(chunking_settings: ChunkingSettings) -> ChunkingOptions:
     """The configured options: the `chunking` section of the settings has the same fields."""
     from dataclasses import asdict
 
-    return ChunkingOptions(**asdict(chunking_settings))  # type: ignore[call-overload]
+    return ChunkingOptions(**asdict(chunking_settings))
 
 
 def content_hash(text: str) -> str:

@@ -38,7 +38,9 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Exit codes: 0 ok, 1 runtime failure, 2 usage error, 3 configuration error.",
     )
     actions = parser.add_argument_group("actions (one at a time)").add_mutually_exclusive_group()
-    actions.add_argument("--add-to-vector-store", metavar="PATH", help="add a file, or a folder's .md/.txt files, to memory")
+    actions.add_argument(
+        "--add-to-vector-store", metavar="PATH", help="add a file, or a folder's .md/.txt files, to memory"
+    )
     actions.add_argument(
         "--query-vector-store", metavar="QUERY", help="search memory; '-' reads one query per line from stdin"
     )
@@ -56,7 +58,9 @@ def build_parser() -> argparse.ArgumentParser:
     options.add_argument("--config", metavar="PATH", help="config file (default: $XDG_CONFIG_HOME/ocat/config.yaml)")
     options.add_argument("--model", help="LLM model, any name litellm knows (llm.model)")
     options.add_argument(
-        "--store", metavar="NAME", help="the named store to use (vector_store.collection); queries and stats may read several: a,b"
+        "--store",
+        metavar="NAME",
+        help="the named store to use (vector_store.collection); queries and stats may read several: a,b",
     )
     options.add_argument(
         "--results",
@@ -73,7 +77,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     options.add_argument("--output", choices=("text", "json"), default="text", help="output format (default: text)")
     options.add_argument("--no-vector-store", action="store_true", help="run without memory: nothing read or stored")
-    options.add_argument("--dummy-mode", action="store_true", help="answer with a deterministic fake model; store nothing")
+    options.add_argument(
+        "--dummy-mode", action="store_true", help="answer with a deterministic fake model; store nothing"
+    )
     options.add_argument(
         "--set",
         action="append",
@@ -149,12 +155,17 @@ def overrides_from(args: argparse.Namespace) -> dict[str, object]:
         overrides["llm.model"] = args.model
     if args.no_vector_store:
         overrides["vector_store.enabled"] = False
-    if getattr(args, "store", None):
-        from ocat.memory.named import parse_store_names
-
+    if args.stores:
         # The first store is the configured one; any others are read alongside it.
-        overrides["vector_store.collection"] = parse_store_names(args.store)[0]
+        overrides["vector_store.collection"] = args.stores[0]
     return overrides
+
+
+def parse_stores(args: argparse.Namespace) -> None:
+    """Read `--store a,b` once, into `args.stores` (an empty list without the flag); UsageError for a bad name."""
+    from ocat.memory.named import parse_store_names
+
+    args.stores = parse_store_names(args.store) if args.store else []
 
 
 def build_mcp_parser() -> argparse.ArgumentParser:
@@ -185,6 +196,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     reporter = Reporter(action=action, output=args.output)
     try:
         clean_arguments(args, reporter.note)
+        parse_stores(args)
         check_store_use(action, args)
         from ocat.config import load_settings
 
@@ -216,19 +228,15 @@ READ_ONLY_ACTIONS = ("query", "stats")
 
 
 def check_store_use(action: str | None, args: argparse.Namespace) -> None:
-    """UsageError for `--where` outside a query, or several stores for anything that writes."""
+    """UsageError for `--where` outside a query, or several stores (`parse_stores`) for anything that writes."""
     if args.where and action != "query":
         raise UsageError("--where applies to --query-vector-store only")
-    if args.store and action not in READ_ONLY_ACTIONS:
-        from ocat.memory.named import parse_store_names
-
-        names = parse_store_names(args.store)
-        if len(names) > 1:
-            flags = {name: "--" + dest.replace("_", "-") for dest, name in ACTIONS.items()}
-            what = flags[action] if action else "the chat"
-            raise UsageError(
-                f"several stores ({', '.join(names)}) can only be read (queries and stats); {what} needs one --store"
-            )
+    if len(args.stores) > 1 and action not in READ_ONLY_ACTIONS:
+        flags = {name: "--" + dest.replace("_", "-") for dest, name in ACTIONS.items()}
+        what = flags[action] if action else "the chat"
+        raise UsageError(
+            f"several stores ({', '.join(args.stores)}) can only be read (queries and stats); {what} needs one --store"
+        )
 
 
 def _run_mcp(argv: list[str]) -> int:
@@ -236,9 +244,9 @@ def _run_mcp(argv: list[str]) -> int:
     args = build_mcp_parser().parse_args(argv)
     try:
         from ocat.config import load_settings, parse_override
-        from ocat.memory.named import parse_store_names
 
-        names = parse_store_names(args.store) if args.store else []
+        parse_stores(args)
+        names = args.stores
         overrides: dict[str, object] = dict(parse_override(item) for item in args.set)
         if names:
             overrides["vector_store.collection"] = names[0]  # --store wins over --set, as flags do
@@ -263,6 +271,7 @@ def _run_app(args: argparse.Namespace) -> int:
         return UsageError.exit_code
     try:
         clean_arguments(args, lambda message: print(message, file=sys.stderr))
+        parse_stores(args)
         check_store_use(None, args)
         from ocat import llm
         from ocat.config import load_settings

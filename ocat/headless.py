@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Callable
 
 from ocat.errors import InputFileError, OcatError, ProviderError, UsageError
-from ocat.models import SearchHit
 from ocat.redact import redact
 from ocat.text import printable
 
@@ -24,6 +23,7 @@ if TYPE_CHECKING:
     from ocat.config import Settings
     from ocat.memory import MemoryStore
     from ocat.memory.model_files import FetchResult
+    from ocat.operations.search import Found
 
 
 # Characters json.dumps(ensure_ascii=False) leaves raw that a terminal or a JavaScript
@@ -169,10 +169,14 @@ def _silence_stdout() -> None:
     os.dup2(devnull, sys.stdout.fileno())
 
 
+def _say_to_stderr(message: str) -> None:
+    print(f"ocat: {message}", file=sys.stderr)
+
+
 def _open_store(settings: Settings) -> MemoryStore:
     from ocat.memory import open_store
 
-    return open_store(settings, notify=lambda message: print(f"ocat: {message}", file=sys.stderr))
+    return open_store(settings, notify=_say_to_stderr)
 
 
 def _prepare_model(settings: Settings, reporter: Reporter) -> FetchResult | None:
@@ -194,125 +198,77 @@ def _fetch_model(args: argparse.Namespace, settings: Settings, reporter: Reporte
     if fetched is None:
         text = f"embedding.model is {settings.embedding.model}, a litellm model: there is nothing to download"
         return reporter.succeed({"model": settings.embedding.model, "path": None, "downloaded_bytes": 0}, text)
-    result = {"model": settings.embedding.model, "path": str(fetched.path), "downloaded_bytes": fetched.downloaded_bytes}
+    result = {
+        "model": settings.embedding.model, "path": str(fetched.path), "downloaded_bytes": fetched.downloaded_bytes
+    }
     # A download already said where it went, on stderr; stdout gets the folder (for scripts).
     return reporter.succeed(result, str(fetched.path) if fetched.downloaded else fetched.describe())
 
 
 def _open_stores(settings: Settings, args: argparse.Namespace) -> list[MemoryStore]:
-    """The stores `--store` names (a,b: several, for reading), else the configured one."""
-    from ocat.memory.named import open_stores, parse_store_names
+    """The stores `--store` named (`ocat.cli` parsed them into `args.stores`; several are for
+    reading), else the configured one."""
+    from ocat.memory.named import open_stores
 
-    names = parse_store_names(args.store) if getattr(args, "store", None) else []
-    if len(names) <= 1:
+    if len(args.stores) <= 1:
         return [_open_store(settings)]
-    return open_stores(settings, names, notify=lambda message: print(f"ocat: {message}", file=sys.stderr))
+    return open_stores(settings, args.stores, notify=_say_to_stderr)
 
 
 def _stats(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> int:
-    from ocat.memory import store_stats
-    from ocat.memory.named import store_names
+    from ocat.operations.stats import stats
 
-    stores = _open_stores(settings, args)
-    available = store_names(settings, stores[0])
-    selected = [asdict(store_stats(store, settings)) for store in stores]
+    found = stats(_open_stores(settings, args), settings)
+    selected = [asdict(one) for one in found.selected]
     if len(selected) == 1:
-        result: dict[str, Any] = selected[0] | {"stores": available}
-        text = "\n".join(f"{key}: {value}" for key, value in selected[0].items())
+        result: dict[str, Any] = selected[0] | {"stores": found.available}
     else:
-        result = {"stores": available, "selected": selected}
-        text = "\n\n".join("\n".join(f"{key}: {value}" for key, value in one.items()) for one in selected)
-    return reporter.succeed(result, text + f"\nstores: {', '.join(available)}")
+        result = {"stores": found.available, "selected": selected}
+    text = "\n\n".join("\n".join(f"{key}: {value}" for key, value in one.items()) for one in selected)
+    return reporter.succeed(result, text + f"\nstores: {', '.join(found.available)}")
 
 
 def _add(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> int:
-    from ocat.chunking import options_from
-    from ocat.memory import add_path
-    from ocat.memory.ingest import throttled_progress
+    from ocat.operations.add import add_file_or_folder, progress_printer
 
     path = Path(args.add_to_vector_store).expanduser()
-    if not path.exists():
+    if not path.exists():  # before the model's download or a wait for the store
         raise InputFileError(f"no such file or folder: {path}")
     _prepare_model(settings, reporter)
-    store = _open_store(settings)
-    progress = (lambda f: reporter.note(f"adding {f}")) if path.is_dir() else None
-    followed: dict[Path, Callable[[int, int], None]] = {}
-
-    def chunks_stored(file: Path, done: int, total: int) -> None:
-        # A long document's progress on stderr, so a 50 MB file is not a silent wait.
-        if file not in followed:
-            followed[file] = throttled_progress(lambda d, t: reporter.note(f"{file.name}: {d}/{t} chunks stored"))
-        followed[file](done, total)
-
-    outcome = add_path(
-        store,
+    outcome = add_file_or_folder(
+        _open_store(settings),
         path,
-        options_from(settings.chunking),
+        settings.chunking,
         source="cli",
-        progress=progress,
+        file_started=(lambda file: reporter.note(f"adding {file}")) if path.is_dir() else None,
+        # A long document's progress on stderr, so a 50 MB file is not a silent wait.
+        chunks_stored=progress_printer(reporter.note),
         notify=lambda message: reporter.note(f"ocat: warning: {message}"),
-        chunks_stored=chunks_stored,
     )
-    result = {
-        "source_path": str(path),
-        "added_chunks": outcome.added_chunks,
-        "total_chunks": outcome.total_chunks,
-        "replaced_chunks": outcome.replaced_chunks,
-        "removed_chunks": outcome.removed_chunks,
-        "files": len(outcome.files),
-    }
-    present = outcome.total_chunks - outcome.added_chunks
-    text = f"Added {outcome.added_chunks} chunk(s) from {path}"
-    if len(outcome.files) > 1:
-        text += f" ({len(outcome.files)} files)"
-    if present:
-        text += f"; {present} already stored"
-    if outcome.replaced_chunks:
-        text += f"; {outcome.replaced_chunks} chunk(s) of an earlier version removed"
-    if outcome.removed_chunks:
-        text += f"; {outcome.removed_chunks} chunk(s) of files no longer in the folder removed"
-    return reporter.succeed(result, text)
+    return reporter.succeed(outcome.to_json(), outcome.sentence())
 
 
-def hit_to_json(hit: SearchHit, why: str = "") -> dict[str, Any]:
-    """A search hit in the query result's JSON shape; `why` says why it is (not) given to the model."""
-    return {
-        "id": hit.id,
-        "kind": hit.kind,
-        "score": round(hit.score, 4),
-        "admitted": hit.admitted,
-        "why": why,
-        "context_of": hit.context_of,
-        "excerpt": hit.excerpt(),
-        "text": hit.text,
-        "metadata": hit.metadata,
-    }
-
-
-def format_hits(hits: list[SearchHit], stores: list[str] | None = None) -> str:
-    """Hits as a ranked, aligned plain-text list; `stores` (one per hit) when several were searched."""
-    if not hits:
+def format_hits(found: list[Found], *, with_stores: bool = False) -> str:
+    """Hits as a ranked, aligned plain-text list; each hit's store too when several were searched."""
+    if not found:
         return "No memories found."
-    from ocat.memory.retrieval import reasons
+    from ocat.operations.search import ADMITTED_LEGEND, HitLine
 
     lines = []
-    for rank, (hit, why) in enumerate(zip(hits, reasons(hits)), start=1):
-        mark = "*" if hit.admitted else " "
-        store = f"  [{stores[rank - 1]}]" if stores else ""
-        lines.append(f"{rank:>2}. {hit.score:.3f}{mark} {hit.kind:<8} {hit.when()}  {hit.origin}{store}  ({why})")
-        lines.append(f"    {hit.excerpt(100)}")
-    lines.append("(* = given to the model in a chat: relevant, or the context of a relevant memory)")
+    for rank, one in enumerate(found, start=1):
+        words = HitLine.of(one.hit, one.why)
+        store = f"  [{one.store}]" if with_stores else ""
+        where = f"{words.origin}{store}"
+        lines.append(f"{rank:>2}. {words.marked_score:<5} {one.hit.kind:<8} {words.when}  {where}  ({words.why})")
+        lines.append(f"    {one.hit.excerpt(100)}")
+    lines.append(f"({ADMITTED_LEGEND})")
     return "\n".join(lines)
 
 
 def _query(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> int:
-    from ocat.memory import RetrievalLimits
     from ocat.memory.filters import parse_where
-    from ocat.memory.retrieval import reasons
-    from ocat.memory.search import search_stores
+    from ocat.operations.search import hit_record, search
 
-    limits = RetrievalLimits.from_settings(settings.vector_store, results=args.results)
-    count = args.results or settings.vector_store.context_results
     filters = parse_where(getattr(args, "where", None) or [])
     queries = _stdin_lines(reporter) if args.query_vector_store == "-" else [args.query_vector_store]
     if args.query_vector_store != "-" and not queries[0].strip():
@@ -321,11 +277,9 @@ def _query(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> 
     stores = _open_stores(settings, args)
     for index, query in enumerate(queries):
         reporter.restart_clock()
-        found = search_stores(stores, query, limits, filters, limit=count)
-        hits = [h.hit for h in found]
-        why = reasons(hits)
-        result = {"query": query, "results": [hit_to_json(h.hit, w) | {"store": h.store} for h, w in zip(found, why)]}
-        text = format_hits(hits, stores=[h.store for h in found] if len(stores) > 1 else None)
+        found = search(stores, query, settings.vector_store, count=args.results, filters=filters)
+        result = {"query": query, "results": [hit_record(f.hit, why=f.why, store=f.store) for f in found.found]}
+        text = format_hits(found.found, with_stores=len(stores) > 1)
         if len(queries) > 1 or args.query_vector_store == "-":
             text = ("\n" if index else "") + f"# {query}\n{text}"
         reporter.succeed(result, text)
@@ -339,6 +293,7 @@ def _stdin_lines(reporter: Reporter) -> list[str]:
 def _ask(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> int:
     from ocat import llm
     from ocat.memory.retrieval import reasons
+    from ocat.operations.search import hit_record
     from ocat.session import open_chat
 
     prompt = read_stdin(reporter, "the prompt") if args.ask == "-" else args.ask
@@ -357,59 +312,43 @@ def _ask(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> in
     result = {
         "text": completion.text,
         "usage": completion.usage.to_dict(),
-        "memories": [hit_to_json(h, w) for h, w in zip(memories, reasons(memories))],
+        "memories": [hit_record(h, why=w) for h, w in zip(memories, reasons(memories))],
         "exchange_id": exchange.exchange_id if stored else None,
     }
     return reporter.succeed(result, completion.text)
 
 
 def _export(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> int:
-    from ocat.memory.transfer import export_memory
+    from ocat.operations.transfer import export_to_file, export_to_stream
 
     store = _open_store(settings)
-    target = args.export_memory
-    if target == "-":
+    if args.export_memory == "-":
         if reporter.output == "json":
             raise UsageError("--export-memory - writes the records to stdout; it cannot be combined with --output json")
-        export_memory(store, sys.stdout)
+        export_to_stream(store, sys.stdout)
         return 0
-    path = Path(target).expanduser()
-    partial = path.with_name(path.name + ".partial")
-    try:
-        # Write beside the target and rename, so a failed export never leaves half a file under its name.
-        with partial.open("w", encoding="utf-8") as handle:
-            outcome = export_memory(store, handle, path=str(path))
-        partial.replace(path)
-    except OSError as exc:
-        raise InputFileError(f"cannot write {path}: {exc.strerror or exc}") from exc
-    finally:
-        # Whatever stopped it (a full disk, a store error, Ctrl+C), no half file stays behind.
-        partial.unlink(missing_ok=True)
+    path = Path(args.export_memory).expanduser()
+    outcome = export_to_file(store, path)
     text = f"Exported {outcome.exchanges} exchange(s) and {outcome.documents} document chunk(s) to {path}"
-    result = {"path": outcome.path, "exchanges": outcome.exchanges, "documents": outcome.documents, "records": outcome.records}
+    result = {
+        "path": outcome.path, "exchanges": outcome.exchanges, "documents": outcome.documents, "records": outcome.records
+    }
     return reporter.succeed(result, text)
 
 
 def _import(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> int:
-    from ocat.memory.transfer import check_import_file, import_memory
+    from ocat.memory.ingest import throttled_progress
+    from ocat.operations.transfer import check_import, import_file
 
     path = Path(args.import_memory).expanduser()
-    if not path.is_file():
-        raise InputFileError(f"no such file: {path}")
     # The whole file is checked first: a bad line fails before a model download or a wait for the store.
-    checked = check_import_file(path)
+    checked = check_import(path)
     _prepare_model(settings, reporter)
-    store = _open_store(settings)
-    outcome = import_memory(store, path, progress=_import_progress(reporter), checked=checked)
+    progress = throttled_progress(lambda done, total: reporter.note(f"imported {done}/{total} records"))
+    outcome = import_file(_open_store(settings), path, checked, progress)
     skipped = outcome.records - outcome.added
     text = f"Imported {outcome.added} record(s) from {path}" + (f"; {skipped} already stored" if skipped else "")
     return reporter.succeed(asdict(outcome) | {"records": outcome.records}, text)
-
-
-def _import_progress(reporter: Reporter) -> Callable[[int, int], None]:
-    from ocat.memory.ingest import throttled_progress
-
-    return throttled_progress(lambda done, total: reporter.note(f"imported {done}/{total} records"))
 
 
 _HANDLERS: dict[str, Callable[[argparse.Namespace, Any, Reporter], int]] = {

@@ -1,4 +1,4 @@
-"""The only module that imports litellm: completions, streaming, usage and cost, and errors.
+"""The only module that imports litellm: completions, streaming, embeddings, usage and cost, and errors.
 
 litellm takes seconds to import, so it is imported on first use. `--dummy-mode` answers
 with a deterministic reply and never imports it at all.
@@ -221,6 +221,18 @@ def _priced(usage: Any, model: str) -> Usage:
     except Exception:
         cost = None  # litellm has no price for this model
     return Usage(prompt_tokens=prompt, completion_tokens=completion, cost_usd=cost)
+
+
+def embed(
+    model: str, texts: list[str], *, api_base: str | None = None, api_key: str | None = None
+) -> list[list[float]]:
+    """One vector per text from a litellm embedding model, in order, as the provider returns them.
+
+    Here rather than in the embedder so that litellm is set up one way (see `_litellm`);
+    provider failures propagate for the caller to word.
+    """
+    response = _litellm().embedding(model=model, input=texts, api_base=api_base, api_key=api_key)
+    return [item["embedding"] if isinstance(item, dict) else item.embedding for item in response.data]
 
 
 def usage_of(response: Any, model: str) -> Usage:

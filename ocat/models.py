@@ -5,13 +5,16 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from pathlib import Path
 from dataclasses import dataclass, field
+from pathlib import Path
+from collections.abc import Mapping
 from typing import Any, Literal
 
 from ocat.text import local_time
 
 RecordKind = Literal["exchange", "document"]
+# Every kind of record, in the order the store lists them.
+RECORD_KINDS: tuple[RecordKind, ...] = ("exchange", "document")
 
 # The nine metadata fields every stored exchange carries, in the spec's order.
 EXCHANGE_FIELDS: tuple[str, ...] = (
@@ -88,7 +91,7 @@ class Exchange:
         return record
 
     @classmethod
-    def from_metadata(cls, metadata: dict[str, Any]) -> Exchange:
+    def from_metadata(cls, metadata: Mapping[str, Any]) -> Exchange:
         """Rebuild an exchange from stored metadata (or from an exported record)."""
         prior = metadata.get("prior_exchange_ids") or []
         if isinstance(prior, str):
@@ -193,11 +196,6 @@ class AddResult:
     replaced_chunks: int = 0
     # The ids of the document's chunks as stored (added now or before).
     ids: tuple[str, ...] = ()
-
-    @property
-    def already_present(self) -> int:
-        """Chunks that were stored before and so were not added again."""
-        return self.total_chunks - self.added_chunks
 
 
 @dataclass(frozen=True)

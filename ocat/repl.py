@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from typing import IO, Callable
+from typing import IO, Callable, Sequence
 
-from ocat.commands import CommandResult, is_command, run_command
+from ocat.commands import CommandResult, Confirm, ShowThemes, is_command, run_command, run_step
+from ocat.commands.results import Request
 from ocat.errors import OcatError
 from ocat.history import history_file
 from ocat.models import SearchHit
+from ocat.operations.add import progress_printer
 from ocat.session import ChatSession
 from ocat.text import printable
 
@@ -24,32 +26,35 @@ def render_result(result: CommandResult) -> str:
     Cells quote stored memories, so control characters are escaped (ocat.text.printable).
     """
     lines = [printable(result.text)] if result.text else []
-    if result.confirm:
-        lines.append(f"To confirm: {result.confirm}")
     if result.rows:
-        rows = [tuple(printable(cell) for cell in row) for row in result.rows]
-        table = [result.columns, *rows] if result.columns else rows
-        widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
-        for row in table:
-            lines.append("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
+        lines.extend(_aligned(result.rows, result.columns))
     return "\n".join(lines)
+
+
+def _aligned(rows: Sequence[tuple[str, ...]], columns: tuple[str, ...] = ()) -> list[str]:
+    printed = [tuple(printable(cell) for cell in row) for row in rows]
+    table = [columns, *printed] if columns else printed
+    widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
+    return ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in table]
 
 
 def memory_summary(memories: list[SearchHit], mode: str) -> list[str]:
     """The lines that tell the user which memories the model was given (per display.context_mode)."""
     if mode == "off" or not memories:
         return []
-    noun = "memory" if len(memories) == 1 else "memories"
-    lines = [f"· Using context from {len(memories)} {noun}"]
-    if mode == "on":
-        from ocat.memory.retrieval import reasons
+    from ocat.operations.search import used_memories
 
-        for hit, why in zip(memories, reasons(memories)):
-            lines.append(f"  {hit.score:.2f}  {why:<13} {hit.when()}  {printable(hit.excerpt(70))}")
+    title, words = used_memories(memories)
+    lines = [f"· {title}"]
+    if mode == "on":
+        for hit, line in zip(memories, words):
+            lines.append(f"  {printable(line.heading())}")
+            lines.append(f"    {printable(hit.excerpt(70))}")
     return lines
 
 
-def _line_reader(interactive: bool) -> Callable[[], str]:
+def _line_reader(interactive: bool) -> Callable[..., str]:
+    """Reads one line: prompt_toolkit on a terminal (given the prompt to show), else stdin."""
     if not interactive:
         def read_piped() -> str:
             line = sys.stdin.readline()
@@ -64,7 +69,7 @@ def _line_reader(interactive: bool) -> Callable[[], str]:
     path = history_file()
     path.parent.mkdir(parents=True, exist_ok=True)
     prompt_session: PromptSession[str] = PromptSession(history=FileHistory(str(path)))
-    return lambda: prompt_session.prompt("› ")
+    return lambda message="› ": prompt_session.prompt(message)
 
 
 async def _stream_answer(session: ChatSession, prompt: str, out: IO[str], err: IO[str]) -> tuple[str, list[SearchHit]]:
@@ -84,20 +89,6 @@ async def _stream_answer(session: ChatSession, prompt: str, out: IO[str], err: I
     return "".join(pieces), memories
 
 
-def _progress_printer(err: IO[str]) -> Callable[[str, int, int], None]:
-    """Progress of a long command on stderr, throttled like the headless commands' progress."""
-    from ocat.memory.ingest import throttled_progress
-
-    printers: dict[str, Callable[[int, int], None]] = {}
-
-    def report(label: str, done: int, total: int) -> None:
-        if label not in printers:
-            printers[label] = throttled_progress(lambda d, t: err.write(f"{printable(label)}: {d}/{t} chunks stored\n"))
-        printers[label](done, total)
-
-    return report
-
-
 def run_repl(session: ChatSession, *, out: IO[str] | None = None, err: IO[str] | None = None) -> int:
     """Chat until /quit or end of input; returns the exit code."""
     out = out or sys.stdout
@@ -107,9 +98,15 @@ def run_repl(session: ChatSession, *, out: IO[str] | None = None, err: IO[str] |
     if interactive:
         state = "memory on" if session.memory_on else "memory off"
         out.write(f"ocat · {session.settings.llm.model} · {state} · /help for commands, /quit to leave\n")
-    if session.memory_error:
-        err.write(f"ocat: memory is off: {session.memory_error}\n")
-    session.on_progress = _progress_printer(err)
+    notice = session.loaded.notice(len(session.unsaved)) if session.loaded else None
+    if notice:
+        text, _ = notice
+        # The same words as the full-screen chat's notice, in the CLI's "ocat: lower case" form.
+        err.write(printable(f"ocat: {text[:1].lower()}{text[1:]}") + "\n")
+    def say(line: str) -> None:
+        err.write(printable(line) + "\n")
+
+    session.on_progress = progress_printer(say)
     while True:
         try:
             prompt = read_line()
@@ -118,21 +115,8 @@ def run_repl(session: ChatSession, *, out: IO[str] | None = None, err: IO[str] |
         if not prompt.strip():
             continue
         if is_command(prompt.strip()):
-            try:
-                result = run_command(session, prompt.strip())
-            except KeyboardInterrupt:
-                # Ctrl+C during a long /vdoc: whole batches are stored, and the same command completes it.
-                err.write("ocat: interrupted; what was stored is kept, and the same command completes it\n")
-                continue
-            if result.quit:
+            if not _run_command_line(session, prompt.strip(), read_line if interactive else None, out, err):
                 return 0
-            if result.theme is not None:
-                err.write("ocat: themes apply to the full-screen chat\n")
-                continue
-            if result.redraw:
-                for exchange in session.history:
-                    out.write(printable(f"› {exchange.user_prompt}\n{exchange.assistant_response}") + "\n\n")
-            (err if result.error else out).write(render_result(result) + "\n")
             continue
         had_memory = session.memory_on
         try:
@@ -153,3 +137,60 @@ def run_repl(session: ChatSession, *, out: IO[str] | None = None, err: IO[str] |
         session.record(prompt, answer, memories)
         if had_memory and not session.memory_on:
             err.write(f"ocat: memory is off: {session.memory_error}\n")
+
+
+def _run_command_line(
+    session: ChatSession, text: str, ask: Callable[[str], str] | None, out: IO[str], err: IO[str]
+) -> bool:
+    """Run a slash command and carry out what it asks (`ask` reads the user's answer on a
+    terminal; piped, the way to do it by typing is shown instead); False when the chat should end."""
+    try:
+        result = run_command(session, text)
+        while result.request is not None and not result.quit:
+            shown = render_result(result)
+            if shown:
+                (err if result.error else out).write(shown + "\n")
+            result = _answer(result.request, ask, out)
+    except KeyboardInterrupt:
+        # Ctrl+C during a long /vdoc: whole batches are stored, and the same command completes it.
+        err.write("ocat: interrupted; what was stored is kept, and the same command completes it\n")
+        return True
+    if result.quit:
+        return False
+    if result.conversation_replaced:
+        for exchange in session.history:
+            out.write(printable(f"› {exchange.user_prompt}\n{exchange.assistant_response}") + "\n\n")
+    (err if result.error else out).write(render_result(result) + "\n")
+    return True
+
+
+def _answer(request: Request, ask: Callable[[str], str] | None, out: IO[str]) -> CommandResult:
+    """Carry out a command's request in line mode: ask on a terminal, else say how to do it by typing."""
+    if isinstance(request, ShowThemes):
+        return CommandResult(text="ocat: themes apply to the full-screen chat", error=True)
+    if isinstance(request, Confirm):
+        if ask is None:
+            return CommandResult(text=f"{request.question}\nTo confirm: {request.typed}")
+        if _read_answer(ask, printable(f"{request.question} Go ahead? [y/N] ")).lower() not in ("y", "yes"):
+            return CommandResult(text=request.declined)
+        return run_step("the confirmed command", request.then)
+    out.write(printable(request.title) + "\n")
+    if ask is None:
+        # Piped: the values themselves, to type (`/continue ID`).
+        out.write("\n".join(_aligned(request.options)) + "\n")
+        return CommandResult()
+    numbered = [(str(n), label) for n, (_, label) in enumerate(request.options, start=1)]
+    out.write("\n".join(_aligned(numbered)) + "\n")
+    picked = _read_answer(ask, "Number (Enter for none): ")
+    if not picked:
+        return CommandResult()
+    if not picked.isdigit() or not 1 <= int(picked) <= len(request.options):
+        return CommandResult(text=f"{picked!r} is not one of the numbers 1 to {len(request.options)}", error=True)
+    return run_step("the picked command", lambda: request.then(request.options[int(picked) - 1][0]))
+
+
+def _read_answer(ask: Callable[[str], str], question: str) -> str:
+    try:
+        return ask(question).strip()
+    except (EOFError, KeyboardInterrupt):
+        return ""

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from ocat.config import Settings
     from ocat.memory import MemoryStore
     from ocat.memory.model_files import DownloadProgress, FetchResult
+    from ocat.memory_loading import MemoryLoaded
 
 
 # After a store failure the store is given up at once (so another ocat process can take it
@@ -61,8 +62,10 @@ class ChatSession:
         self.model_ready = store is not None
         # How far the model's download has come ("34% of 90.4 MB") while it runs, else None.
         self.model_download: str | None = None
-        # What readying the model found or downloaded (set by `open`, for its caller to report).
+        # What readying the model found or downloaded, and how opening memory went (set by
+        # `ocat.memory_loading.load_memory`, for the front end to report).
         self.fetched: FetchResult | None = None
+        self.loaded: MemoryLoaded | None = None
         # Exchanges of this conversation not yet in memory (made while memory loaded or the
         # model downloaded); written as soon as memory can take them.
         self.unsaved: list[Exchange] = []
@@ -101,9 +104,10 @@ class ChatSession:
         `serve` (the default, for the chat) shares the store with other ocat processes
         while the session lives; one-shot callers such as `--ask` pass False.
         """
+        from ocat.memory_loading import load_memory
+
         session = cls(settings, dummy=dummy)
-        if session.open_memory(serve=serve, notify=_note):
-            session.fetched = session.prepare_model(progress=progress)
+        session.loaded = load_memory(session, serve=serve, notify=_note, progress=progress)
         return session
 
     def open_memory(

@@ -1,6 +1,6 @@
 """The settings ocat is configured with: one frozen dataclass per config section.
 
-Field metadata holds each key's one-line doc and the checks `ocat.config` applies; the
+Field metadata holds each key's one-line doc and the checks `ocat.config_keys` applies; the
 default values live in `config/default.yaml`, documented key by key.
 """
 
@@ -12,11 +12,14 @@ from pathlib import Path
 from typing import Any
 
 from ocat import locations
+from ocat.chunking import STRATEGIES  # the chunking strategies are defined where they are written
 
-_STRATEGIES = ("truncate", "fixed_size", "semantic", "hybrid", "markdown")
+# How retrieved memories are shown in the chat: not at all, in full, or as a count.
+CONTEXT_MODES: tuple[str, ...] = ("off", "on", "summary")
 _URL = (re.compile(r"(https?|file)://\S+"), "an http://, https:// or file:// URL")
 _SHA256 = (re.compile(r"[0-9A-Fa-f]{64}"), "64 hexadecimal digits")
-_COLLECTION = (
+# A collection name Chroma accepts, and how a message words it.
+COLLECTION_NAME = (
     re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{1,61}[A-Za-z0-9]"),
     "3-63 characters of letters, digits, '_' or '-', starting and ending with a letter or digit",
 )
@@ -39,8 +42,10 @@ class VectorStoreSettings:
     path: str | None = _field("Local store folder (absolute once loaded); null: the XDG data folder.", path=True)
     host: str | None = _field("ChromaDB server host; when set it replaces the local store.")
     port: int = _field("ChromaDB server port.", lo=1, hi=65535)
-    collection: str = _field("Name of the collection that holds this memory.", pattern=_COLLECTION)
-    similarity_threshold: float = _field("Calibrated relevance (0-1) a past exchange needs to reach the model.", lo=0, hi=1)
+    collection: str = _field("Name of the collection that holds this memory.", pattern=COLLECTION_NAME)
+    similarity_threshold: float = _field(
+        "Calibrated relevance (0-1) a past exchange needs to reach the model.", lo=0, hi=1
+    )
     chat_window: int = _field("Previous exchanges of the current chat sent with each prompt.", lo=0)
     context_results: int = _field("Past exchanges retrieved per prompt; default --results of queries.", lo=1)
     search_context_window: int = _field("Recent exchanges whose prompts join the memory search query.", lo=0)
@@ -54,7 +59,7 @@ class VectorStoreSettings:
 class ChunkingSettings:
     """How imported documents are split before they are embedded."""
 
-    strategy: str = _field("How text is split.", choices=_STRATEGIES)
+    strategy: str = _field("How text is split.", choices=STRATEGIES)
     chunk_size: int = _field("Target chunk length in characters.", lo=1)
     chunk_overlap: int = _field("Characters shared by neighbouring chunks; less than chunk_size.", lo=0)
     max_chunk_size: int = _field("Longest a chunk may be, in characters.", lo=1)
@@ -94,8 +99,7 @@ class DisplaySettings:
     """How the terminal UI looks."""
 
     theme: str = _field("Textual theme name, shipped or user-defined.")
-    context_mode: str = _field("Retrieved memories shown: off, on (in full), summary.",
-                               choices=("off", "on", "summary"))
+    context_mode: str = _field("Retrieved memories shown: off, on (in full), summary.", choices=CONTEXT_MODES)
 
 
 _KEYS = (
@@ -136,7 +140,8 @@ class Settings:
         return locations.default_store_path(self.vector_store.collection)
 
 
-_SECTION_CLASSES: dict[str, type] = {
+# Each config section's name and the dataclass that holds it, in the order of the file.
+SECTION_CLASSES: dict[str, type] = {
     "vector_store": VectorStoreSettings,
     "chunking": ChunkingSettings,
     "embedding": EmbeddingSettings,
@@ -144,4 +149,4 @@ _SECTION_CLASSES: dict[str, type] = {
     "display": DisplaySettings,
     "keys": KeysSettings,
 }
-SECTIONS: tuple[str, ...] = tuple(_SECTION_CLASSES)
+SECTIONS: tuple[str, ...] = tuple(SECTION_CLASSES)

@@ -5,13 +5,16 @@ from __future__ import annotations
 import importlib.util
 import os
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from tiktoken import Encoding
 
 ENCODING = "cl100k_base"
 
 
 @lru_cache(maxsize=1)
-def _encoding() -> Any:
+def _encoding() -> Encoding | None:
     if "TIKTOKEN_CACHE_DIR" not in os.environ:
         # tiktoken downloads its encodings on first use; litellm bundles them, so point
         # tiktoken there (found without importing litellm, which is slow).

@@ -11,8 +11,8 @@ from textual.worker import WorkerCancelled
 
 from ocat.ui.answer import AssistantMessage
 from ocat.ui.widgets import NoticeMessage, PromptInput, UserMessage
-from tests.conftest import FakeLLMServer
-from tests.pilot import (
+from tests.support.fakes import FakeLLMServer
+from tests.support.pilot import (
     conversation,
     make_app,
     memory_ready,
@@ -90,7 +90,7 @@ async def test_memory_from_an_earlier_session_is_shown_with_its_score(llm_server
         await memory_ready(second, pilot)
         await send(second, pilot, "what is my favourite colour?")
         panels = list(second.query(Collapsible))
-        assert panels and "Using context from 1 previous exchange" in panels[0].title
+        assert panels and "Using context from 1 memory" in panels[0].title
         shown = " ".join(str(w.render()) for w in panels[0].query("Static"))
         assert "my favourite colour is teal" in shown
     memory = [m for m in llm_server.requests[-1]["messages"] if m["role"] == "system" and "<memory" in m["content"]]

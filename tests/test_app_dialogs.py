@@ -11,9 +11,9 @@ from textual.widgets import OptionList
 from ocat.ui.screens import ChoicePicker, ConfirmDialog
 from ocat.ui.answer import AssistantMessage, last_code_block
 from ocat.ui.widgets import CommandSuggestions, NoticeMessage, PromptInput, UserMessage
-from tests.pilot import make_app, memory_ready, send, wait_for, wait_for_command
+from tests.support.pilot import make_app, memory_ready, send, wait_for, wait_for_command
 
-pytestmark = [pytest.mark.slow, pytest.mark.anyio]
+pytestmark = pytest.mark.anyio
 
 
 def remember(app: Any, thread: str, *pairs: tuple[str, str]) -> None:
@@ -26,6 +26,7 @@ def remember(app: Any, thread: str, *pairs: tuple[str, str]) -> None:
             exchange_id=f"{thread}-{seq}", timestamp=1700000000.0 + seq * 60 + len(thread)))
 
 
+@pytest.mark.slow
 async def test_continue_without_an_id_picks_a_thread_from_a_list() -> None:
     app = make_app(dummy=True)
     async with app.run_test(size=(100, 30)) as pilot:
@@ -49,6 +50,7 @@ async def test_continue_without_an_id_picks_a_thread_from_a_list() -> None:
         assert app.session.continuation_seq == 1  # both stored exchanges were continuation 0
 
 
+@pytest.mark.slow
 async def test_escape_closes_the_picker_and_changes_nothing() -> None:
     app = make_app(dummy=True)
     async with app.run_test(size=(100, 30)) as pilot:
@@ -62,6 +64,7 @@ async def test_escape_closes_the_picker_and_changes_nothing() -> None:
         assert app.session.thread_id == thread
 
 
+@pytest.mark.slow
 async def test_delete_asks_first_and_no_keeps_the_memory() -> None:
     app = make_app(dummy=True)
     async with app.run_test(size=(100, 30)) as pilot:
@@ -86,6 +89,7 @@ async def test_delete_asks_first_and_no_keeps_the_memory() -> None:
                        "the deletion is reported")
 
 
+@pytest.mark.slow
 async def test_typing_a_command_lists_matches_and_tab_completes() -> None:
     app = make_app(dummy=True)
     async with app.run_test(size=(100, 30)) as pilot:
@@ -110,6 +114,7 @@ async def test_typing_a_command_lists_matches_and_tab_completes() -> None:
         assert prompt.text == "/threads "
 
 
+@pytest.mark.slow
 async def test_enter_on_a_whole_command_name_runs_it_and_escape_hides_the_list() -> None:
     app = make_app(dummy=True)
     async with app.run_test(size=(100, 30)) as pilot:
@@ -126,6 +131,7 @@ async def test_enter_on_a_whole_command_name_runs_it_and_escape_hides_the_list()
         assert "Commands" in str(list(app.query(NoticeMessage))[-1].render())
 
 
+@pytest.mark.slow
 async def test_copy_the_last_code_block_with_a_remapped_key_and_by_clicking_it(llm_server: Any) -> None:
     llm_server.reply = "Try this:\n\n```python\nprint('one')\n```\n\nor this:\n\n```sh\necho two\n```\n"
     app = make_app(llm_server, **{"keys.copy_code": "f5"})
@@ -152,6 +158,7 @@ def test_last_code_block_finds_fenced_and_indented_code() -> None:
     assert last_code_block("~~~js\nlet x\n~~~") == "let x"
 
 
+@pytest.mark.slow
 async def test_ctrl_d_deletes_in_a_prompt_and_quits_on_an_empty_one() -> None:
     app = make_app(dummy=True)
     async with app.run_test(size=(100, 30)) as pilot:
@@ -169,6 +176,7 @@ async def test_ctrl_d_deletes_in_a_prompt_and_quits_on_an_empty_one() -> None:
 
 # ---- how they look ------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_snapshot_thread_picker(snap_compare: Any) -> None:
     async def settle(pilot: Any) -> None:
         app = pilot.app
@@ -182,6 +190,7 @@ def test_snapshot_thread_picker(snap_compare: Any) -> None:
     assert snap_compare(make_app(dummy=True), terminal_size=(100, 24), run_before=settle)
 
 
+@pytest.mark.slow
 def test_snapshot_command_completion(snap_compare: Any) -> None:
     async def settle(pilot: Any) -> None:
         await memory_ready(pilot.app, pilot)
@@ -193,6 +202,7 @@ def test_snapshot_command_completion(snap_compare: Any) -> None:
     assert snap_compare(make_app(dummy=True), terminal_size=(100, 24), run_before=settle)
 
 
+@pytest.mark.slow
 def test_snapshot_delete_confirmation(snap_compare: Any) -> None:
     async def settle(pilot: Any) -> None:
         app = pilot.app
@@ -206,6 +216,7 @@ def test_snapshot_delete_confirmation(snap_compare: Any) -> None:
 
 
 @pytest.mark.parametrize("command", ['/vquery "garden plans"', "/vstats"], ids=["vquery", "vstats"])
+@pytest.mark.slow
 def test_snapshot_memory_commands(snap_compare: Any, command: str, model_in_chroma_cache: Any) -> None:
     async def settle(pilot: Any) -> None:
         app = pilot.app
@@ -244,6 +255,7 @@ async def test_missing_credentials_are_reported_in_the_chat_which_stays_open(mon
         assert app.is_running
 
 
+@pytest.mark.slow
 async def test_a_store_that_fails_mid_chat_turns_memory_off_and_the_chat_goes_on(monkeypatch: Any) -> None:
     from ocat.errors import StoreError
 
@@ -259,8 +271,7 @@ async def test_a_store_that_fails_mid_chat_turns_memory_off_and_the_chat_goes_on
         # store it opens again must fail the same way.
         from ocat.memory import MemoryStore
 
-        for method in ("search", "nearest"):  # whichever the retrieval path reads with
-            monkeypatch.setattr(MemoryStore, method, broken)
+        monkeypatch.setattr(MemoryStore, "nearest", broken)  # what retrieval reads vectors with
         await send(app, pilot, "still there?")
         notices = [str(w.render()) for w in app.query(NoticeMessage)]
         assert any("Memory is off" in n and "disk I/O error" in n for n in notices)
@@ -286,6 +297,7 @@ async def test_a_corrupt_store_is_reported_and_the_chat_works_without_memory(tmp
     assert (store_dir / "chroma.sqlite3").read_bytes() == b"this is not a database" * 100  # left as it was
 
 
+@pytest.mark.slow
 async def test_a_long_vdoc_shows_progress_and_esc_stops_it_keeping_what_was_stored(tmp_path: Any) -> None:
     from ocat.ui.widgets import TaskProgress
 
@@ -323,6 +335,7 @@ def no_raw_controls(text: str) -> bool:
     return not any(ch in text for ch in "\x1b\x07\x9b")
 
 
+@pytest.mark.slow
 async def test_hostile_text_is_shown_literally_everywhere(llm_server: Any) -> None:
     llm_server.reply = "answer " + HOSTILE
     app = make_app(llm_server, **{"display.context_mode": "on"})

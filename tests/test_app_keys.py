@@ -17,8 +17,8 @@ from textual.worker import WorkerCancelled, WorkerFailed
 from ocat.ui.answer import AssistantMessage
 from ocat.ui.app import OcatApp
 from ocat.ui.widgets import NoticeMessage, PromptInput, UserMessage
-from tests.conftest import FakeLLMServer
-from tests.pilot import conversation, make_app, memory_ready, send, wait_for
+from tests.support.fakes import FakeLLMServer
+from tests.support.pilot import conversation, make_app, memory_ready, send, wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.anyio]
 

@@ -23,7 +23,8 @@ from ocat.config import NON_SETTING_ENV, load_settings
 from ocat.errors import ConfigError
 from ocat.headless import dump_json, valid_text
 from ocat.redact import redact, remember_secret
-from tests.conftest import REPO, Cli
+from tests.support import REPO
+from tests.support.cli import Cli
 
 DEEP = "[" * 1000 + "]" * 1000
 SECRET = "mysecretkey-0123456789abcdef"
@@ -125,7 +126,7 @@ def test_every_ocat_variable_the_code_reads_is_a_setting_or_listed() -> None:
         for source in (REPO / folder).rglob("*.py"):
             names |= set(read.findall(source.read_text(encoding="utf-8")))
     assert "OCAT_EMBEDDING_MODEL_PATH" in names  # the scan works
-    settings = {config._env_name(spec.dotted) for specs in config._SPECS.values() for spec in specs.values()}
+    settings = {config.env_name(spec.dotted) for specs in config.SPECS.values() for spec in specs.values()}
     assert names - settings - set(NON_SETTING_ENV) == set()
 
 

@@ -12,10 +12,9 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import Cli, FakeLLMServer
-from tests.test_crashes import WORDS, Running, stats
-
-pytestmark = pytest.mark.slow
+from tests.support.cli import Cli, Running, stats
+from tests.support.data import WORDS, write_exchanges
+from tests.support.fakes import FakeLLMServer
 
 KEEP = "The lighthouse keeper feeds the gulls at dawn."
 
@@ -118,8 +117,6 @@ def test_a_50_mb_file_streams_with_progress_and_ctrl_c_leaves_it_detectably_part
 
 
 def test_a_bad_line_late_in_an_import_means_nothing_is_imported(seeded: Cli, tmp_path: Path) -> None:
-    from tests.test_crashes import write_exchanges
-
     source = tmp_path / "memory.jsonl"
     write_exchanges(source, 300)
     with source.open("a") as handle:

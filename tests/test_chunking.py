@@ -3,16 +3,22 @@
 from __future__ import annotations
 
 import hashlib
+from dataclasses import replace
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ocat.chunking import STRATEGIES, Chunk, ChunkingOptions, chunk_text, content_hash
+from ocat.chunking import STRATEGIES, Chunk, ChunkingOptions, chunk_text, content_hash, options_from
+from ocat.config import shipped_settings
+
+# The shipped chunking settings (config/default.yaml owns the defaults).
+DEFAULTS = options_from(shipped_settings().chunking)
 
 
 def opts(strategy: str, size: int = 100, overlap: int = 0, ceiling: int | None = None, **kw) -> ChunkingOptions:
-    return ChunkingOptions(strategy, size, overlap, size if ceiling is None else ceiling, **kw)
+    ceiling = size if ceiling is None else ceiling
+    return replace(DEFAULTS, strategy=strategy, chunk_size=size, chunk_overlap=overlap, max_chunk_size=ceiling, **kw)
 
 
 def texts(chunks: list[Chunk]) -> list[str]:
@@ -36,13 +42,13 @@ def test_empty_or_blank_text_gives_no_chunks(strategy: str, text: str) -> None:
 @pytest.mark.parametrize(
     "options",
     [
-        ChunkingOptions(strategy="paragraphs"),
-        ChunkingOptions(chunk_size=0, chunk_overlap=0),
-        ChunkingOptions(chunk_size=-5, chunk_overlap=0),
-        ChunkingOptions(chunk_overlap=-1),
-        ChunkingOptions(chunk_size=100, chunk_overlap=100),
-        ChunkingOptions(chunk_size=100, chunk_overlap=150),
-        ChunkingOptions(chunk_size=2000, max_chunk_size=1500),
+        replace(DEFAULTS, strategy="paragraphs"),
+        replace(DEFAULTS, chunk_size=0, chunk_overlap=0),
+        replace(DEFAULTS, chunk_size=-5, chunk_overlap=0),
+        replace(DEFAULTS, chunk_overlap=-1),
+        replace(DEFAULTS, chunk_size=100, chunk_overlap=100),
+        replace(DEFAULTS, chunk_size=100, chunk_overlap=150),
+        replace(DEFAULTS, chunk_size=2000, max_chunk_size=1500),
     ],
 )
 def test_invalid_options_raise(options: ChunkingOptions) -> None:
@@ -53,7 +59,7 @@ def test_invalid_options_raise(options: ChunkingOptions) -> None:
 
 
 def test_defaults_are_valid_and_match_the_shipped_config() -> None:
-    options = ChunkingOptions()
+    options = DEFAULTS
     assert (options.strategy, options.chunk_size, options.chunk_overlap, options.max_chunk_size) == (
         "semantic",
         1000,
@@ -268,7 +274,7 @@ _text = st.lists(st.tuples(_word, _space), max_size=120).map(lambda ps: "".join(
 
 
 @st.composite
-def _options(draw, strategies=STRATEGIES, min_size: int = 20) -> ChunkingOptions:
+def _options(draw: st.DrawFn, strategies: tuple[str, ...] = STRATEGIES, min_size: int = 20) -> ChunkingOptions:
     size = draw(st.integers(min_size, 400))
     return ChunkingOptions(
         strategy=draw(st.sampled_from(strategies)),
@@ -280,7 +286,7 @@ def _options(draw, strategies=STRATEGIES, min_size: int = 20) -> ChunkingOptions
 
 
 @st.composite
-def _markdown(draw) -> tuple[str, list[str]]:
+def _markdown(draw: st.DrawFn) -> tuple[str, list[str]]:
     """Markdown-ish lines, and the headings a reader would see (those outside code fences).
     Real headings are numbered so consecutive sections never share one."""
     kinds = draw(st.lists(st.sampled_from(["text", "text", "blank", "heading", "fence", "sub"]), max_size=40))
@@ -362,7 +368,9 @@ def test_truncate_keeps_a_prefix(text: str, options: ChunkingOptions) -> None:
 
 @settings(max_examples=200, deadline=None)
 @given(doc=_markdown(), options=_options(("markdown",), min_size=60), filename=st.sampled_from([None, "a.md", "dir/b.md"]))
-def test_markdown_keeps_all_text_under_the_right_headers(doc, options: ChunkingOptions, filename) -> None:
+def test_markdown_keeps_all_text_under_the_right_headers(
+    doc: tuple[str, list[str]], options: ChunkingOptions, filename: str | None
+) -> None:
     text, headings = doc
     chunks = chunk_text(text, options, filename=filename)
     _assert_common(chunks, options)

@@ -10,9 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import Cli, FakeLLMServer
-
-pytestmark = pytest.mark.slow
+from tests.support.cli import Cli
+from tests.support.fakes import FakeLLMServer
 
 NOTES = """# Project notes
 
@@ -261,7 +260,7 @@ def test_version_and_help_and_python_dash_m(cli: Cli) -> None:
         ("import ocat.cli, ocat.config, ocat.memory, ocat.chat, ocat.headless", ("textual", "litellm", "chromadb")),
         ("import ocat.session, ocat.commands, ocat.repl", ("textual", "litellm", "chromadb")),
         (
-            "import ocat.memory.tools, ocat.memory.search, ocat.memory.folders, ocat.memory.named",
+            "import ocat.mcp_server.tools, ocat.operations.search, ocat.memory.search, ocat.memory.folders, ocat.memory.named",
             ("textual", "litellm", "chromadb", "mcp"),
         ),
         # `ocat mcp` loads the SDK when it builds the server, never at import.
@@ -270,6 +269,7 @@ def test_version_and_help_and_python_dash_m(cli: Cli) -> None:
         ("import ocat.ui.app", ("litellm", "chromadb", "onnxruntime")),
     ],
 )
+@pytest.mark.slow
 def test_the_core_imports_without_heavy_libraries(code: str, forbidden: tuple[str, ...]) -> None:
     check = f"{code}; import sys; print([m for m in {forbidden!r} if m in sys.modules])"
     out = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, check=True).stdout

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from ocat import commands as registry
-from ocat.commands import Arg, CommandResult, command, commands, run_command
+from ocat.commands import Arg, Choose, CommandResult, Confirm, ShowThemes, command, commands, run_command
 from ocat.commands.arguments import check_declaration
 from ocat.config import load_settings
 from ocat.limits import MAX_RESULTS, whole_number
@@ -105,8 +105,8 @@ def test_choices_words_and_flags(session: ChatSession, store: MemoryStore) -> No
         '/showcontext: MODE must be one of off, on, summary, not "loud"; usage: /showcontext [MODE]'
     )
     assert "too many arguments" in error_of(session, "/theme a b")
-    assert run_command(session, "/theme ocat-night").theme == "ocat-night"
-    assert run_command(session, "/theme").theme == ""
+    assert run_command(session, "/theme ocat-night").request == ShowThemes("ocat-night")
+    assert run_command(session, "/theme").request == ShowThemes("")
     assert "too many arguments" in error_of(session, "/vget a b")
     assert "too many arguments" in error_of(session, "/continue a b")
     assert "too many arguments" in error_of(session, "/help vquery threads")
@@ -152,13 +152,17 @@ def test_odd_imported_ids_survive_the_confirmation_and_the_picker(session: ChatS
     odd = Exchange("plan the garden", "tomatoes", thread_id="it's a thread", session_id="s",
                    exchange_id="it's odd")
     store.add_exchange(odd)
-    ask = run_command(session, "/vdelete \"it's odd\"")
-    assert ask.confirm == f"/vdelete {shlex.quote('it' + chr(39) + 's odd')} --yes"
-    listing = run_command(session, "/continue")
-    value = next(v for v, _ in listing.choices)
-    assert run_command(session, f"{listing.choose} {value}").redraw  # what the picker runs
+    ask = run_command(session, "/vdelete \"it's odd\"").request
+    assert isinstance(ask, Confirm)
+    # The command to type instead of answering the dialog quotes the id.
+    assert ask.typed == f"/vdelete {shlex.quote('it' + chr(39) + 's odd')} --yes"
+    listing = run_command(session, "/continue").request
+    assert isinstance(listing, Choose)
+    value = next(v for v, _ in listing.options)
+    assert listing.then(value).conversation_replaced  # what the picker runs
     assert session.thread_id == "it's a thread"
-    assert run_command(session, ask.confirm).text.startswith("Deleted") and store.count("exchange") == 0
+    assert run_command(session, "/continue \"it's a\"").conversation_replaced  # a quoted prefix, typed
+    assert ask.then().text.startswith("Deleted") and store.count("exchange") == 0
 
 
 # -- the declaration is the one source ---------------------------------------------------------

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from ocat.commands import commands, is_command, run_command
+from ocat.commands import Choose, Confirm, commands, is_command, run_command
 from ocat.config import load_settings
 from ocat.memory import MemoryStore
 from ocat.session import ChatSession
@@ -37,7 +37,7 @@ def test_continue_resumes_a_thread_with_a_new_session_and_the_next_sequence(stor
     first.record("and then?", "beans", [])
     later = ChatSession(settings, store=store)
     result = run_command(later, f"/continue {first.thread_id[:8]}")
-    assert result.redraw and not result.error
+    assert result.conversation_replaced and not result.error
     assert [e.user_prompt for e in later.history] == ["plan the garden", "and then?"]
     added = later.record("what about herbs?", "basil", [])
     stored = store.get(added.exchange_id)
@@ -52,7 +52,9 @@ def test_threads_lists_recent_threads_with_their_first_prompt(session: ChatSessi
     result = run_command(session, "/threads")
     assert result.rows and result.rows[0][0] == session.thread_id[:8]
     assert result.rows[0][3] == "first question here"
-    assert run_command(session, "/continue").rows == result.rows
+    offered = run_command(session, "/continue").request
+    assert isinstance(offered, Choose) and [value for value, _ in offered.options] == [session.thread_id]
+    assert "first question here" in offered.options[0][1]
 
 
 def test_vadd_vquery_vget_and_vdelete_with_confirmation(session: ChatSession, store: MemoryStore) -> None:
@@ -64,7 +66,8 @@ def test_vadd_vquery_vget_and_vdelete_with_confirmation(session: ChatSession, st
     shown = run_command(session, f"/vget {chunk_id[:12]}")
     assert ("text", "the spare key is under the blue flowerpot") in shown.rows
     ask = run_command(session, f"/vdelete {chunk_id[:12]}")
-    assert ask.confirm.endswith("--yes") and "This deletes" in ask.text and store.count("document") == 1
+    assert isinstance(ask.request, Confirm) and ask.request.typed.endswith("--yes")
+    assert "This deletes" in ask.request.question and store.count("document") == 1
     done = run_command(session, f"/vdelete {chunk_id[:12]} --yes")
     assert done.text.startswith("Deleted") and store.count("document") == 0
     assert run_command(session, "/vget nothing-like-this").error
@@ -107,7 +110,7 @@ def test_conversation_commands(session: ChatSession) -> None:
     assert run_command(session, "/showcontext on").text == "Context display: on"
     assert run_command(session, "/showcontext loud").error
     old_thread = session.thread_id
-    assert run_command(session, "/clear").redraw and session.history == [] and session.thread_id != old_thread
+    assert run_command(session, "/clear").conversation_replaced and session.history == [] and session.thread_id != old_thread
     assert run_command(session, "/exit").quit
 
 

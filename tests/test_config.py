@@ -115,6 +115,7 @@ def test_settings_are_frozen_and_hide_the_api_key() -> None:
     assert "sk-secret" not in repr(settings)
 
 
+@pytest.mark.slow  # a fresh interpreter
 def test_config_imports_no_heavy_modules() -> None:
     code = "import ocat.config, sys; print(sorted({'textual', 'litellm', 'chromadb'} & set(sys.modules)))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

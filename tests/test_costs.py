@@ -15,7 +15,7 @@ from ocat.chunking import ChunkingOptions
 from ocat.memory import MemoryStore, RetrievalLimits, add_path, retrieve
 from ocat.memory.retrieval import retrieve_any
 from ocat.models import Exchange
-from tests.conftest import FakeEmbedder
+from tests.support.fakes import FakeEmbedder
 
 LIMITS = RetrievalLimits(exchange_results=3, document_results=2, exchange_threshold=0.5, document_threshold=0.5)
 TOPICS = ["sourdough bread starter", "python web framework", "garden tomato plants", "billing database choice"]
@@ -95,7 +95,9 @@ def test_a_folder_of_small_files_is_embedded_and_written_in_full_batches(
     for i in range(30):
         # .txt: a folder's markdown is split at headings instead of by these options.
         (folder / f"note{i:02d}.txt").write_text(f"Note {i} about {TOPICS[i % 4]}.\n\nA second paragraph, number {i}.")
-    options = ChunkingOptions(strategy="fixed_size", chunk_size=30, chunk_overlap=0, max_chunk_size=30)
+    options = ChunkingOptions(
+        strategy="fixed_size", chunk_size=30, chunk_overlap=0, max_chunk_size=30, preserve_sentence_boundaries=True
+    )
     log: list[tuple[str, Any]] = []
     monkeypatch.setattr(store, "documents", CountingCollection(store.documents, log))
     fake_embedder.calls.clear()

@@ -8,91 +8,24 @@ right counts, and that what was written is found again.
 
 from __future__ import annotations
 
-import json
 import os
-import queue
 import random
 import signal
 import sqlite3
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import pytest
 
-from ocat.models import Exchange
-from tests.conftest import Cli, FakeLLMServer
-
-pytestmark = pytest.mark.slow
+from tests.support.cli import Cli, Running, stats
+from tests.support.data import WORDS, write_exchanges
+from tests.support.fakes import FakeLLMServer
 
 # Short chunks embed quickly, so a document of many write batches stays cheap to test.
 SMALL_CHUNKS = ("--set", "chunking.chunk_size=200", "--set", "chunking.max_chunk_size=300")
-WORDS = (
-    "harbour lantern copper meadow violin glacier orchard saddle tunnel walnut quarry ribbon "
-    "falcon pepper marble anchor blanket cactus dolphin ember feather garnet hammock igloo"
-).split()
-
-
-class Running:
-    """A CLI process started in the background, with its output read line by line."""
-
-    def __init__(self, cli: Cli, *args: str, stdin: bool = False, env: dict[str, str] | None = None) -> None:
-        full_env = {**os.environ, "OCAT_VECTOR_STORE_PATH": str(cli.store_path), **cli.env, **(env or {})}
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "ocat", *args],
-            stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=full_env,
-            cwd=cli.home,
-        )
-        self.lines: dict[str, queue.Queue[str]] = {"stdout": queue.Queue(), "stderr": queue.Queue()}
-        self.seen: dict[str, list[str]] = {"stdout": [], "stderr": []}
-        for name, stream in (("stdout", self.process.stdout), ("stderr", self.process.stderr)):
-            threading.Thread(target=self._pump, args=(stream, self.lines[name]), daemon=True).start()
-
-    @staticmethod
-    def _pump(stream: IO[str] | None, into: queue.Queue[str]) -> None:
-        assert stream is not None
-        # Read by character: a streamed answer has no newline until it is finished.
-        while piece := stream.read(1):
-            into.put(piece)
-
-    def wait_for(self, text: str, *, stream: str = "stderr", timeout: float = 240) -> str:
-        """Wait until `text` has appeared on the stream; return everything read so far."""
-        deadline = time.monotonic() + timeout
-        while text not in "".join(self.seen[stream]):
-            if time.monotonic() > deadline:
-                raise AssertionError(f"{text!r} never appeared on {stream}: {''.join(self.seen[stream])!r}")
-            try:
-                self.seen[stream].append(self.lines[stream].get(timeout=0.5))
-            except queue.Empty:
-                if self.process.poll() is not None and self.lines[stream].empty():
-                    raise AssertionError(
-                        f"exited ({self.process.returncode}) before {text!r}: {''.join(self.seen[stream])!r}"
-                    ) from None
-        return "".join(self.seen[stream])
-
-    def send(self, line: str) -> None:
-        """Type a line into the process's stdin."""
-        assert self.process.stdin is not None
-        self.process.stdin.write(line + "\n")
-        self.process.stdin.flush()
-
-    def kill(self, sig: int = signal.SIGKILL) -> int:
-        """Send a signal and wait for the process to end; returns its exit code."""
-        self.process.send_signal(sig)
-        return self.process.wait(timeout=120)
-
-
-def stats(cli: Cli) -> dict[str, Any]:
-    run = cli("--vector-store-stats", "--output", "json")
-    assert run.returncode == 0, run.stderr
-    return run.json()["result"]
 
 
 def lexical_count(cli: Cli, kind: str) -> int:
@@ -105,25 +38,6 @@ def top_hit(cli: Cli, query: str) -> dict[str, Any]:
     run = cli("--query-vector-store", query, "--results", "1", "--output", "json")
     assert run.returncode == 0, run.stderr
     return run.json()["result"]["results"][0]
-
-
-def write_exchanges(path: Path, count: int) -> list[Exchange]:
-    rng = random.Random(7)
-    exchanges = []
-    with path.open("w", encoding="utf-8") as handle:
-        for i in range(count):
-            words = " ".join(rng.sample(WORDS, 4))
-            exchange = Exchange(
-                user_prompt=f"note {i}: {words}",
-                assistant_response=f"recorded {words} as item {i}",
-                thread_id=f"thread-{i // 20}",
-                session_id="session-1",
-                exchange_id=f"exchange-{i:05d}",
-                timestamp=1_700_000_000 + i,
-            )
-            exchanges.append(exchange)
-            handle.write(json.dumps({"kind": "exchange", **exchange.to_record()}) + "\n")
-    return exchanges
 
 
 def write_document(path: Path, paragraphs: int) -> list[str]:
@@ -201,20 +115,20 @@ def test_vdoc_and_the_cli_add_use_the_same_ingest_function(
     monkeypatch: pytest.MonkeyPatch, store: Any, tmp_path: Path
 ) -> None:
     import ocat.headless
-    import ocat.memory
+    import ocat.memory.ingest
     from ocat.cli import main
     from ocat.commands import run_command
     from ocat.config import load_settings
     from ocat.session import ChatSession
 
-    real = ocat.memory.add_path
+    real = ocat.memory.ingest.add_path
     callers: list[str] = []
 
     def spy(*args: Any, **kwargs: Any) -> Any:
         callers.append(kwargs["source"])
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(ocat.memory, "add_path", spy)
+    monkeypatch.setattr(ocat.memory.ingest, "add_path", spy)
     monkeypatch.setattr(ocat.headless, "_open_store", lambda settings: store)
     note = tmp_path / "note.md"
     note.write_text("the ferry leaves at noon")

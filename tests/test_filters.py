@@ -6,14 +6,15 @@ from datetime import datetime
 
 import pytest
 
-from ocat.chunking import ChunkingOptions
+from ocat.chunking import options_from
+from ocat.config import shipped_settings
 from ocat.errors import UsageError
 from ocat.memory import MemoryStore, RetrievalLimits, add_text
 from ocat.memory.filters import FilterSpec, parse_time, parse_where
 from ocat.memory.search import search_store
 from ocat.models import Exchange
 
-OPTIONS = ChunkingOptions()
+OPTIONS = options_from(shipped_settings().chunking)
 LIMITS = RetrievalLimits(exchange_results=10, document_results=10, exchange_threshold=0.5, document_threshold=0.5)
 
 

@@ -10,13 +10,18 @@ import pytest
 from textual.widgets import DataTable
 
 from ocat.memory.model_files import chroma_model_dir
-from ocat.ui.widgets import NoticeMessage, PromptInput, TaskProgress
-from tests.conftest import CLOSED_URL, MODEL_DIR, Cli, FakeLLMServer
-from tests.model_server import FETCH_COMMAND, ArchiveServer, assert_same_files, served_env
-from tests.pilot import make_app, send, wait_for
-from tests.test_model_download import assert_nothing_left
-
-pytestmark = pytest.mark.slow
+from ocat.ui.widgets import PromptInput, TaskProgress
+from tests.support import CLOSED_URL, MODEL_DIR
+from tests.support.cli import Cli
+from tests.support.fakes import FakeLLMServer
+from tests.support.model_server import (
+    FETCH_COMMAND,
+    ArchiveServer,
+    assert_nothing_left,
+    assert_same_files,
+    served_env,
+)
+from tests.support.pilot import make_app, notices, send, wait_for
 
 
 def first_run(monkeypatch: pytest.MonkeyPatch, url: str, sha256: str | None = None) -> None:
@@ -27,14 +32,11 @@ def first_run(monkeypatch: pytest.MonkeyPatch, url: str, sha256: str | None = No
         monkeypatch.setenv("OCAT_EMBEDDING_DOWNLOAD_SHA256", sha256)
 
 
-def notices(app: Any) -> list[str]:
-    return [str(w.render()) for w in app.query(NoticeMessage)]
-
-
 # The full-screen chat
 
 
 @pytest.mark.anyio
+@pytest.mark.slow
 async def test_the_chat_downloads_the_model_shows_progress_and_remembers_what_was_said_meanwhile(
     monkeypatch: pytest.MonkeyPatch, server: ArchiveServer, llm_server: FakeLLMServer
 ) -> None:
@@ -61,6 +63,7 @@ async def test_the_chat_downloads_the_model_shows_progress_and_remembers_what_wa
 
 
 @pytest.mark.anyio
+@pytest.mark.slow
 async def test_without_the_model_the_chat_says_what_to_do_and_picks_the_model_up_once_fetched(
     monkeypatch: pytest.MonkeyPatch, llm_server: FakeLLMServer
 ) -> None:
@@ -114,7 +117,6 @@ def test_ask_without_the_model_answers_and_says_memory_is_off(cli: Cli, llm_serv
 # The CLI
 
 
-@pytest.mark.slow
 def test_cli_fetch_model_prints_the_folder_and_keeps_progress_on_stderr(cli: Cli, server: ArchiveServer) -> None:
     done = cli("--fetch-model", env=served_env(server))
 
@@ -131,7 +133,6 @@ def test_cli_fetch_model_prints_the_folder_and_keeps_progress_on_stderr(cli: Cli
     assert len(server.requests) == 1
 
 
-@pytest.mark.slow
 def test_cli_fetch_model_json_is_one_document(cli: Cli, server: ArchiveServer) -> None:
     done = cli("--fetch-model", "--output", "json", env=served_env(server))
 
@@ -143,7 +144,6 @@ def test_cli_fetch_model_json_is_one_document(cli: Cli, server: ArchiveServer) -
     assert "downloading the embedding model" in done.stderr
 
 
-@pytest.mark.slow
 def test_cli_fetch_model_unreachable_is_one_clear_line(cli: Cli) -> None:
     done = cli("--fetch-model", env={"OCAT_EMBEDDING_MODEL_PATH": None, "OCAT_EMBEDDING_DOWNLOAD_URL": CLOSED_URL})
 
@@ -156,7 +156,6 @@ def test_cli_fetch_model_unreachable_is_one_clear_line(cli: Cli) -> None:
     assert_nothing_left(chroma_model_dir())
 
 
-@pytest.mark.slow
 def test_cli_stats_need_no_model(cli: Cli) -> None:
     done = cli(
         "--vector-store-stats",
@@ -170,7 +169,6 @@ def test_cli_stats_need_no_model(cli: Cli) -> None:
     assert not chroma_model_dir().exists()
 
 
-@pytest.mark.slow
 def test_cli_query_downloads_the_model_first_then_answers(cli: Cli, server: ArchiveServer) -> None:
     done = cli("--query-vector-store", "hello", "--output", "json", env=served_env(server))
 

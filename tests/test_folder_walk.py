@@ -18,9 +18,11 @@ import pytest
 from ocat.chunking import ChunkingOptions
 from ocat.memory import MemoryStore, add_path
 from ocat.memory.folders import folder_files
-from tests.conftest import Cli
+from tests.support.cli import Cli
 
-OPTIONS = ChunkingOptions(strategy="semantic", chunk_size=200, chunk_overlap=20, max_chunk_size=300)
+OPTIONS = ChunkingOptions(
+    strategy="semantic", chunk_size=200, chunk_overlap=20, max_chunk_size=300, preserve_sentence_boundaries=True
+)
 
 
 def stored_files(store: MemoryStore) -> list[str]:
@@ -201,7 +203,6 @@ runpy.run_module("ocat", run_name="__main__")
 """
 
 
-@pytest.mark.slow
 def test_cli_warns_on_stderr_for_what_it_cannot_read_and_adds_the_rest(cli: Cli, tmp_path: Path) -> None:
     notes = tmp_path / "notes"
     (notes / "locked").mkdir(parents=True)

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from ocat.chunking import ChunkingOptions
 from ocat.memory import MemoryStore, add_path
 from ocat.memory.folders import FOLDER_MARKDOWN, path_metadata
-from tests.conftest import Cli, FakeEmbedder
+from tests.support.cli import Cli
+from tests.support.fakes import FakeEmbedder
 
-OPTIONS = ChunkingOptions(strategy="semantic", chunk_size=200, chunk_overlap=20, max_chunk_size=300)
+OPTIONS = ChunkingOptions(
+    strategy="semantic", chunk_size=200, chunk_overlap=20, max_chunk_size=300, preserve_sentence_boundaries=True
+)
 PLAN = """# ACME session 42
 
 Kick-off notes for the session.
@@ -144,7 +145,6 @@ def test_a_single_file_keeps_the_configured_chunking(store: MemoryStore, tmp_pat
     assert all(c["filename"] == "plan.md" and "prefix" not in c for c in chunks)
 
 
-@pytest.mark.slow
 def test_cli_folder_ingest_and_where_filters(cli: Cli, tmp_path: Path) -> None:
     notes = make_folder(tmp_path)
     added = cli("--add-to-vector-store", str(notes), "--output", "json")

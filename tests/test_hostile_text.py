@@ -11,7 +11,8 @@ import pytest
 from ocat.chat import MEMORY_PREAMBLE, build_turn
 from ocat.models import Exchange, SearchHit
 from ocat.text import printable
-from tests.conftest import Cli, FakeLLMServer
+from tests.support.cli import Cli
+from tests.support.fakes import FakeLLMServer
 
 ESC = "\x1b"
 # Recolour, set the window title, clear the screen, a one-byte CSI, a carriage return that
@@ -79,7 +80,6 @@ def hostile_store(cli: Cli, tmp_path: Path) -> Path:
     return doc
 
 
-@pytest.mark.slow
 def test_query_text_output_escapes_and_json_output_keeps_the_text(cli: Cli, hostile_store: Path) -> None:
     text = cli("--query-vector-store", "lighthouse keeper escape sequences")
     assert text.returncode == 0, text.stderr
@@ -91,7 +91,6 @@ def test_query_text_output_escapes_and_json_output_keeps_the_text(cli: Cli, host
     assert any(HOSTILE in t for t in texts)  # and the data itself is unchanged
 
 
-@pytest.mark.slow
 def test_the_line_mode_chat_escapes_vget_vquery_and_continue(cli: Cli, hostile_store: Path) -> None:
     script = "/vquery lighthouse keeper escape\n/vget ex-hostile-1\n/vget doc-\n/continue thread-hostile\n"
     run = cli("--plain", "--dummy-mode", input=script)
@@ -102,7 +101,6 @@ def test_the_line_mode_chat_escapes_vget_vquery_and_continue(cli: Cli, hostile_s
     assert "\\u202eevil" in run.stdout
 
 
-@pytest.mark.slow
 def test_a_model_answer_with_escapes_is_escaped_in_text_output(cli: Cli, llm_server: FakeLLMServer) -> None:
     llm_server.reply = ANSWER
     args = ["--model", "openai/fake-model", "--set", f"llm.api_base={llm_server.api_base}", "--set", "llm.api_key=k"]
@@ -119,7 +117,6 @@ def test_a_model_answer_with_escapes_is_escaped_in_text_output(cli: Cli, llm_ser
 SECRET = "sk-test-SECRET-4f9a2c"
 
 
-@pytest.mark.slow
 def test_api_keys_never_reach_the_store_the_export_or_stderr(
     cli: Cli, llm_server: FakeLLMServer, tmp_path: Path
 ) -> None:

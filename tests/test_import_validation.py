@@ -18,11 +18,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ocat.errors import InputFileError
-from ocat.memory import MemoryStore
+from ocat.memory import MemoryStore, RetrievalLimits, retrieve
 from ocat.memory.transfer import export_memory, import_memory
 from ocat.models import Exchange, SearchHit
 from ocat.text import local_time
-from tests.conftest import Cli
+from tests.support.cli import Cli, stats
+from tests.support.data import exchange_records
+from tests.support.window import start_window
 
 # More than one write batch (256) of good records comes before the bad line, so an import that
 # checked lines only as it wrote them would have stored the first batch.
@@ -84,7 +86,8 @@ def test_a_document_without_metadata_is_imported_and_exports_back(
     exported = {r["id"]: r for r in export_lines(store)}
     assert exported["bare"] == {"kind": "document", "id": "bare", "text": record["text"], "metadata": {}}
     assert exported["bare-2"]["metadata"] == {}
-    assert store.search("a note with no metadata", kind="document", k=1)[0].id in {"bare", "bare-2"}
+    top_document = RetrievalLimits(exchange_results=0, document_results=1, exchange_threshold=0, document_threshold=0)
+    assert retrieve(store, "a note with no metadata", top_document)[0].id in {"bare", "bare-2"}
 
 
 # -- 2, 5. metadata Chroma would refuse, drop or alter -----------------------------------------
@@ -354,13 +357,6 @@ def test_an_import_stuck_behind_another_ones_lock_gives_up_with_a_message(
 # -- the command line --------------------------------------------------------------------------
 
 
-def stats(cli: Cli) -> dict[str, Any]:
-    run = cli("--vector-store-stats", "--output", "json")
-    assert run.returncode == 0, run.stderr
-    return run.json()["result"]
-
-
-@pytest.mark.slow
 def test_the_cli_names_a_late_bad_line_and_imports_nothing(cli: Cli, tmp_path: Path) -> None:
     path = write_file(tmp_path / "memory.jsonl", GOOD_LINES, document_line(GOOD_LINES, metadata={"": "x"}))
     run = cli("--import-memory", str(path))
@@ -386,7 +382,6 @@ collection.update(ids=[sys.argv[2]], metadatas=[{"prior_exchange_ids": "[not jso
 """
 
 
-@pytest.mark.slow
 def test_an_export_that_fails_leaves_no_partial_file(cli: Cli, tmp_path: Path) -> None:
     source = tmp_path / "in.jsonl"
     source.write_text(json.dumps(exchange_line(1)) + "\n")
@@ -400,10 +395,7 @@ def test_an_export_that_fails_leaves_no_partial_file(cli: Cli, tmp_path: Path) -
     assert list(folder.iterdir()) == []  # neither the file nor memory.jsonl.partial
 
 
-@pytest.mark.slow
 def test_concurrent_imports_through_an_open_window_report_what_each_added(cli: Cli, tmp_path: Path) -> None:
-    from tests.test_ownership import env_for, records as exchange_records, start_window
-
     path = tmp_path / "m.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in exchange_records(400)))
     window = start_window(cli)  # the chat serves the store, so the three write at the same time
@@ -411,7 +403,7 @@ def test_concurrent_imports_through_an_open_window_report_what_each_added(cli: C
         imports = [
             subprocess.Popen(
                 [sys.executable, "-m", "ocat", "--import-memory", str(path), "--output", "json"],
-                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env_for(cli), cwd=cli.home,
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=cli.environ(), cwd=cli.home,
             )
             for _ in range(3)
         ]

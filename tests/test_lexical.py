@@ -12,7 +12,7 @@ from ocat.memory.lexical import LexicalIndex, stem, terms
 from ocat.memory.retrieval import within_budget
 from ocat.memory.scoring import Calibration, coverage
 from ocat.models import Exchange, SearchHit
-from tests.conftest import FakeEmbedder
+from tests.support.fakes import FakeEmbedder
 
 
 def test_terms_drop_stop_words_and_fold_simple_suffixes() -> None:
@@ -55,7 +55,8 @@ def test_coverage_weights_rare_terms_and_punishes_unknown_ones() -> None:
 
 def test_calibration_maps_to_unit_range_and_round_trips_through_metadata() -> None:
     calibration = Calibration(cosine_weight=1.0, coverage_weight=1.0, center=0.5, scale=6.0)
-    assert 0.0 < calibration.relevance(0.0, 0.0) < calibration.relevance(0.5, 0.5) < calibration.relevance(1, 1) < 1.0
+    relevance = [calibration.relevance_of(calibration.combine(c, c)) for c in (0.0, 0.5, 1.0)]
+    assert 0.0 < relevance[0] < relevance[1] < relevance[2] < 1.0
     assert Calibration.from_metadata(calibration.to_metadata()) == calibration
     assert Calibration.from_metadata({"embedding_model": "x"}) is None
 

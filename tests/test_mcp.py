@@ -11,9 +11,10 @@ from typing import Any, AsyncIterator
 
 import pytest
 
-from tests.conftest import Cli
+from tests.support.cli import Cli
+from tests.support.window import start_window
 
-pytestmark = [pytest.mark.slow, pytest.mark.anyio]
+pytestmark = pytest.mark.anyio
 
 BILLING = "We chose PostgreSQL 16 for the billing ledger because it needs real transactions."
 CAT = "The cat is called Miso and eats salmon on Sundays."
@@ -216,7 +217,7 @@ async def test_several_stores_are_searched_together_and_never_written(cli: Cli) 
         assert "writes to one only" in refused
         assert "writes to one only" in await error_of(session, "memory_forget", {"query": "cat"})
         stats = await call(session, "memory_stats", {})
-    assert stats["writable"] is False and [s["name"] for s in stats["stores"]] == ["work", "personal"]
+    assert stats["writable"] is False and [s["collection"] for s in stats["stores"]] == ["work", "personal"]
     assert [s["documents"] for s in stats["stores"]] == [1, 1]
 
 
@@ -236,8 +237,6 @@ async def test_without_the_embedding_model_a_search_is_an_error_result_and_stats
 
 
 async def test_when_the_chat_that_owned_the_store_exits_the_server_takes_over(cli: Cli) -> None:
-    from tests.test_ownership import start_window
-
     window = start_window(cli)  # a stand-in for a chat window: it owns and serves the store
     try:
         async with mcp_session(cli) as session:

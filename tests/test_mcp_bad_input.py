@@ -15,7 +15,7 @@ import pytest
 
 from ocat.errors import UsageError
 from ocat.memory.filters import FilterSpec, parse_time, parse_where
-from tests.conftest import Cli
+from tests.support.cli import Cli
 
 # Seconds to wait for one reply: far longer than any answer takes, so only a server that
 # never answers (the bug) runs into it, and the test fails instead of hanging.
@@ -116,7 +116,6 @@ BAD_LINES = [
 ]
 
 
-@pytest.mark.slow
 def test_every_unreadable_line_is_answered_and_the_server_carries_on(raw_server: RawClient, cli: Cli) -> None:
     for line, code, id in BAD_LINES:
         raw_server.send(line)
@@ -189,8 +188,8 @@ def test_the_cli_where_refuses_the_same_values(item: str) -> None:
      (float("inf"), "not a number that can be stored"), (float("nan"), "not a number that can be stored")],
 )
 def test_saved_metadata_numbers_must_be_storable(value: float, message: str) -> None:
-    from ocat.memory.tools import _checked_metadata
+    from ocat.mcp_server.tools import checked_metadata
 
     with pytest.raises(UsageError, match=message):
-        _checked_metadata({"n": value})
-    assert _checked_metadata({"n": 2**63 - 1, "m": -(2**63), "f": 1e308, "b": True})["n"] == 2**63 - 1
+        checked_metadata({"n": value})
+    assert checked_metadata({"n": 2**63 - 1, "m": -(2**63), "f": 1e308, "b": True})["n"] == 2**63 - 1

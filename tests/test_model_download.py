@@ -29,8 +29,15 @@ from ocat.memory.model_files import (
     ensure_model,
     find_model,
 )
-from tests.conftest import CLOSED_URL, MODEL_DIR
-from tests.model_server import FETCH_COMMAND, MODEL_FILE_NAMES, Archive, ArchiveServer, assert_same_files
+from tests.support import CLOSED_URL, MODEL_DIR
+from tests.support.model_server import (
+    FETCH_COMMAND,
+    MODEL_FILE_NAMES,
+    Archive,
+    ArchiveServer,
+    assert_nothing_left,
+    assert_same_files,
+)
 
 def embedding_settings(**overrides: object) -> EmbeddingSettings:
     """The shipped embedding settings (model_path null: ChromaDB's cache) with some keys changed."""
@@ -47,14 +54,6 @@ def copied(archive: Archive, **overrides: object) -> EmbeddingSettings:
     """Settings that fetch a file:// copy of an archive, expecting its SHA-256."""
     source = {"download_url": archive.path.as_uri(), "download_sha256": archive.sha256}
     return embedding_settings(**source | overrides)
-
-
-def assert_nothing_left(target: Path) -> None:
-    """No model folder, and beside it no partial archive or staging folder (the lock may stay)."""
-    assert not target.exists(), f"{target} was left behind"
-    if target.parent.exists():
-        leftovers = sorted(p.name for p in target.parent.iterdir() if not p.name.endswith(".lock"))
-        assert leftovers == [], f"left beside {target}: {leftovers}"
 
 
 def assert_tells_how_to_retry(error: pytest.ExceptionInfo[EmbeddingError]) -> None:
@@ -126,7 +125,6 @@ def test_the_downloaded_model_is_found_whatever_xdg_cache_home_says(
     assert len(server.requests) == 1
 
 
-@pytest.mark.slow
 def test_the_embedder_runs_from_the_downloaded_folder(server: ArchiveServer, real_embedder: Any) -> None:
     from ocat.memory.embeddings import OnnxMiniLMEmbedder
 
@@ -375,7 +373,6 @@ def test_our_archive_url_and_checksum_are_chromadbs() -> None:
     assert ModelSource.from_settings(embedding_settings()) == ModelSource(CHROMA_MODEL_URL, CHROMA_MODEL_SHA256)
 
 
-@pytest.mark.slow
 def test_chromadb_uses_the_model_ocat_downloaded(server: ArchiveServer, real_embedder: Any) -> None:
     """ChromaDB computes its model folder from HOME when it is imported, so it is asked in a
     fresh process with this test's HOME; its own download is pointed at a closed port."""

@@ -6,9 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import Cli
-
-pytestmark = pytest.mark.slow
+from tests.support.cli import Cli
 
 WORK = "The quarterly budget review moved to Thursday at 10am."
 HOME = "The dentist appointment moved to Thursday at 10am."

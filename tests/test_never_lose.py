@@ -15,20 +15,17 @@ from ocat.errors import StoreError
 from ocat.memory import MemoryStore
 from ocat.text import local_time, without_controls
 from ocat.ui.answer import AssistantMessage
-from ocat.ui.widgets import NoticeMessage
-from tests.conftest import FakeLLMServer
-from tests.pilot import make_app, memory_ready, send, wait_for, wait_for_command
+from tests.support.fakes import FakeLLMServer
+from tests.support.pilot import make_app, memory_ready, notices, send, wait_for, wait_for_command
+from tests.support.window import start_window
 
-pytestmark = [pytest.mark.slow, pytest.mark.anyio]
-
-
-def notices(app: Any) -> list[str]:
-    return [str(w.render()) for w in app.query(NoticeMessage)]
+pytestmark = pytest.mark.anyio
 
 
 # What the user says is never lost
 
 
+@pytest.mark.slow
 async def test_a_turn_sent_while_memory_loads_is_written_once_memory_is_ready(
     llm_server: FakeLLMServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -56,6 +53,7 @@ async def test_a_turn_sent_while_memory_loads_is_written_once_memory_is_ready(
         assert [e.user_prompt for e in stored] == ["my bike is a red gazelle"]
 
 
+@pytest.mark.slow
 async def test_a_failed_write_is_shown_on_its_turn_kept_and_written_when_the_store_is_back(
     llm_server: FakeLLMServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -83,6 +81,7 @@ async def test_a_failed_write_is_shown_on_its_turn_kept_and_written_when_the_sto
         assert app.session.unsaved == []
 
 
+@pytest.mark.slow
 async def test_when_the_store_server_child_dies_the_chat_serves_again_and_keeps_the_turn(
     llm_server: FakeLLMServer, tmp_path: Path
 ) -> None:
@@ -116,6 +115,7 @@ async def test_when_the_store_server_child_dies_the_chat_serves_again_and_keeps_
     acquire(tmp_path / "served", serve=False, wait_seconds=5).release()
 
 
+@pytest.mark.slow
 async def test_a_deleted_exchange_is_no_longer_sent_to_the_model(llm_server: FakeLLMServer) -> None:
     app = make_app(llm_server)
     async with app.run_test(size=(100, 30)) as pilot:
@@ -133,6 +133,7 @@ async def test_a_deleted_exchange_is_no_longer_sent_to_the_model(llm_server: Fak
 # Nothing a command does breaks the chat
 
 
+@pytest.mark.slow
 async def test_vdelete_yes_without_an_id_is_a_usage_error_and_the_chat_goes_on() -> None:
     app = make_app(dummy=True)
     async with app.run_test(size=(100, 30)) as pilot:
@@ -145,6 +146,7 @@ async def test_vdelete_yes_without_an_id_is_a_usage_error_and_the_chat_goes_on()
         assert notices(app)[-1] == "Commands"
 
 
+@pytest.mark.slow
 async def test_a_command_that_fails_unexpectedly_is_shown_logged_and_the_chat_goes_on(
     monkeypatch: pytest.MonkeyPatch, isolated_home: Path
 ) -> None:
@@ -168,6 +170,7 @@ async def test_a_command_that_fails_unexpectedly_is_shown_logged_and_the_chat_go
     assert "Traceback" in log and "a bug in a command" in log
 
 
+@pytest.mark.slow
 async def test_dates_no_calendar_holds_are_shown_as_missing_not_a_crash() -> None:
     from ocat.models import Exchange
 
@@ -189,6 +192,7 @@ async def test_dates_no_calendar_holds_are_shown_as_missing_not_a_crash() -> Non
         assert app.is_running
 
 
+@pytest.mark.slow
 async def test_a_store_path_that_looks_like_markup_is_shown_as_text(tmp_path: Path) -> None:
     store = tmp_path / "[bold]notes[/bold] [link=x]"
     app = make_app(dummy=True, **{"vector_store.path": str(store)})
@@ -197,6 +201,7 @@ async def test_a_store_path_that_looks_like_markup_is_shown_as_text(tmp_path: Pa
         assert "[bold]notes[/bold] [link=x]" in str(app.query_one("#header").render())
 
 
+@pytest.mark.slow
 async def test_copies_leave_terminal_controls_out(llm_server: FakeLLMServer) -> None:
     llm_server.reply = "run this:\n```sh\necho hi\x1b[201~; rm -rf ~\n```\n"
     app = make_app(llm_server)
@@ -233,7 +238,6 @@ async def test_a_chat_that_reached_the_store_through_another_window_takes_over_w
     from ocat.config import load_settings
     from ocat.session import ChatSession
     from ocat.ui.app import OcatApp
-    from tests.test_ownership import start_window
 
     first = start_window(cli)  # a stand-in for a chat window that owns and serves the store
     settings = load_settings(overrides={
@@ -262,6 +266,7 @@ async def test_a_chat_that_reached_the_store_through_another_window_takes_over_w
             first.kill()
 
 
+@pytest.mark.slow
 async def test_while_another_process_holds_the_store_the_chat_says_whom_it_waits_for(tmp_path: Path) -> None:
     from filelock import FileLock
 

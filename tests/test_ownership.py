@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -12,79 +11,26 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import Cli
+from tests.support.cli import Cli
+from tests.support.data import exchange_records
+from tests.support.window import ask_window, start_window
 
-pytestmark = pytest.mark.slow
-
-# A stand-in for the chat window: a long-lived process that owns and serves the store,
-# and on "check" searches for records that other processes added meanwhile.
-WINDOW = r"""
-import json, sys
-from ocat.config import load_settings
-from ocat.memory import open_store
-store = open_store(load_settings(), serve=True)
-print(json.dumps({"ready": True, "role": store.lease.role}), flush=True)
-for line in sys.stdin:
-    command = line.strip()
-    if command == "quit":
-        break
-    samples = json.loads(command)
-    found = sum(store.search(s["text"], kind="exchange", k=1)[0].id == s["id"] for s in samples)
-    print(json.dumps({"count": store.count("exchange"), "found": found}), flush=True)
-store.close()
-"""
-
+# A third process: it opens the store (through the window, while one serves it) and searches
+# for the samples on stdin.
 CHECK = r"""
 import json, sys
 from ocat.config import load_settings
-from ocat.memory import open_store
+from ocat.memory import RetrievalLimits, open_store, retrieve
+TOP = RetrievalLimits(exchange_results=1, document_results=0, exchange_threshold=0.0, document_threshold=0.0)
 store = open_store(load_settings())
 samples = json.loads(sys.stdin.read())
-found = sum(store.search(s["text"], kind="exchange", k=1)[0].id == s["id"] for s in samples)
+found = sum(retrieve(store, s["text"], TOP)[0].id == s["id"] for s in samples)
 print(json.dumps({"count": store.count("exchange"), "found": found, "role": store.lease.role}))
 """
 
-ANIMALS = ["otter", "heron", "lynx", "badger", "falcon", "marten", "beaver", "ibis", "gecko", "tapir"]
-PLACES = ["harbour", "orchard", "quarry", "glacier", "market", "library", "canyon", "meadow", "bakery", "station"]
-
-
-def records(count: int) -> list[dict]:
-    lines = []
-    for i in range(count):
-        prompt = f"Entry {i}: the {ANIMALS[i % 10]} near the {PLACES[(i // 10) % 10]} counted {i * 7 % 1000} stones"
-        lines.append(
-            {
-                "kind": "exchange", "exchange_id": f"ex-{i:05d}", "thread_id": f"t{i // 50}", "session_id": "s",
-                "user_prompt": prompt, "assistant_response": f"Noted entry {i}.", "timestamp": 1000.0 + i,
-                "prior_exchange_ids": [], "thread_session_id": f"t{i // 50}_s", "thread_continuation_seq": 0,
-            }
-        )
-    return lines
-
-
-def env_for(cli: Cli) -> dict[str, str]:
-    return {**os.environ, "OCAT_VECTOR_STORE_PATH": str(cli.store_path)}
-
-
-def start_window(cli: Cli) -> subprocess.Popen[str]:
-    window = subprocess.Popen(
-        [sys.executable, "-c", WINDOW], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-        env=env_for(cli), cwd=cli.home,
-    )
-    assert window.stdout is not None
-    assert json.loads(window.stdout.readline()) == {"ready": True, "role": "serving owner"}
-    return window
-
-
-def ask_window(window: subprocess.Popen[str], samples: list[dict]) -> dict:
-    assert window.stdin is not None and window.stdout is not None
-    window.stdin.write(json.dumps(samples) + "\n")
-    window.stdin.flush()
-    return json.loads(window.stdout.readline())
-
 
 def test_an_open_window_and_a_headless_import_lose_nothing(cli: Cli, tmp_path: Path) -> None:
-    data = records(1200)  # more than Chroma's sync_threshold (1,000), where the index used to be lost
+    data = exchange_records(1200)  # more than Chroma's sync_threshold (1,000), where the index used to be lost
     path = tmp_path / "many.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in data))
     samples = [{"id": r["exchange_id"], "text": f"User: {r['user_prompt']}\nAssistant: {r['assistant_response']}"}
@@ -97,7 +43,7 @@ def test_an_open_window_and_a_headless_import_lose_nothing(cli: Cli, tmp_path: P
         assert ask_window(window, samples) == {"count": 1200, "found": len(samples)}
         # A third process meanwhile goes through the window too.
         during = subprocess.run([sys.executable, "-c", CHECK], input=json.dumps(samples), capture_output=True,
-                                text=True, env=env_for(cli), cwd=cli.home, check=True)
+                                text=True, env=cli.environ(), cwd=cli.home, check=True)
         assert json.loads(during.stdout) == {"count": 1200, "found": len(samples), "role": "client"}
     finally:
         assert window.stdin is not None
@@ -105,14 +51,14 @@ def test_an_open_window_and_a_headless_import_lose_nothing(cli: Cli, tmp_path: P
         window.stdin.flush()
         window.wait(timeout=60)
     after = subprocess.run([sys.executable, "-c", CHECK], input=json.dumps(samples), capture_output=True,
-                           text=True, env=env_for(cli), cwd=cli.home, check=True)
+                           text=True, env=cli.environ(), cwd=cli.home, check=True)
     assert json.loads(after.stdout) == {"count": 1200, "found": len(samples), "role": "owner"}
 
 
 def test_several_processes_create_a_new_store_at_once(cli: Cli) -> None:
     procs = [
         subprocess.Popen([sys.executable, "-m", "ocat", "--vector-store-stats", "--output", "json"],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env_for(cli), cwd=cli.home)
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=cli.environ(), cwd=cli.home)
         for _ in range(3)
     ]
     outputs = [p.communicate(timeout=180) for p in procs]

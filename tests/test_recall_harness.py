@@ -5,15 +5,14 @@ from __future__ import annotations
 import pytest
 
 from bench.recall import DEFAULT_DATA, evaluate, format_table, load_conversations, normalise_evidence
-
-pytestmark = pytest.mark.slow
+from ocat.memory.embeddings import Embedder
 
 
 def test_evidence_ids_are_normalised() -> None:
     assert normalise_evidence(["D:11:26", "D8:6; D9:17", "D1:3"]) == {"D11:26", "D8:6", "D9:17", "D1:3"}
 
 
-def test_the_harness_measures_every_mode_on_a_slice(real_embedder) -> None:
+def test_the_harness_measures_every_mode_on_a_slice(real_embedder: Embedder) -> None:
     if not DEFAULT_DATA.is_file():
         pytest.fail(f"the dev set is missing: {DEFAULT_DATA}")
     conversations = load_conversations(DEFAULT_DATA)[:2]

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import pytest
+from pathlib import Path
 
-from tests.conftest import Cli, FakeLLMServer
-
-pytestmark = pytest.mark.slow
+from tests.support.cli import Cli
+from tests.support.fakes import FakeLLMServer
 
 
 def chat_args(server: FakeLLMServer) -> list[str]:
@@ -55,7 +54,7 @@ def test_dummy_mode_chats_without_a_key_and_stores_nothing(cli: Cli) -> None:
     assert cli("--vector-store-stats", "--output", "json").json()["result"]["exchanges"] == 0
 
 
-def test_a_broken_store_turns_memory_off_but_not_the_chat(cli: Cli, llm_server: FakeLLMServer, tmp_path) -> None:
+def test_a_broken_store_turns_memory_off_but_not_the_chat(cli: Cli, llm_server: FakeLLMServer, tmp_path: Path) -> None:
     blocker = tmp_path / "not-a-folder"
     blocker.write_text("a file where the store should be")
     run = cli(*chat_args(llm_server), input="hello\n", env={"OCAT_VECTOR_STORE_PATH": str(blocker)})
@@ -64,7 +63,7 @@ def test_a_broken_store_turns_memory_off_but_not_the_chat(cli: Cli, llm_server: 
     assert "Hello from the fake model." in run.stdout
 
 
-def test_a_long_vdoc_reports_its_progress_on_stderr(cli: Cli, tmp_path) -> None:  # noqa: ANN001
+def test_a_long_vdoc_reports_its_progress_on_stderr(cli: Cli, tmp_path: Path) -> None:
     big = tmp_path / "big.txt"
     big.write_text("\n\n".join(f"Paragraph {i} is about topic number {i}." for i in range(700)))
     small_chunks = ["--set", "chunking.strategy=fixed_size", "--set", "chunking.chunk_size=40",

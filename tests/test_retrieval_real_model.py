@@ -6,8 +6,10 @@ import math
 
 import pytest
 
-from ocat.chunking import ChunkingOptions
+from ocat.chunking import options_from
+from ocat.config import shipped_settings
 from ocat.memory import MemoryStore, RetrievalLimits, add_text, admitted, retrieve
+from ocat.memory.embeddings import Embedder
 from ocat.models import Exchange
 
 LIMITS = RetrievalLimits(exchange_results=3, document_results=3, exchange_threshold=0.3, document_threshold=0.3)
@@ -28,13 +30,13 @@ def fill(store: MemoryStore) -> list[Exchange]:
     return exchanges
 
 
-def test_the_model_gives_unit_vectors_of_384_dimensions(real_embedder) -> None:
+def test_the_model_gives_unit_vectors_of_384_dimensions(real_embedder: Embedder) -> None:
     [vector] = real_embedder.embed(["hello world"])
     assert len(vector) == 384
     assert math.isclose(sum(x * x for x in vector), 1.0, rel_tol=1e-4)
 
 
-def test_batching_and_padding_do_not_change_a_vector(real_embedder) -> None:
+def test_batching_and_padding_do_not_change_a_vector(real_embedder: Embedder) -> None:
     short = "a short text"
     alone = real_embedder.embed([short])[0]
     padded = real_embedder.embed([short, "a much longer text " * 30])[0]
@@ -55,7 +57,7 @@ def test_paraphrased_questions_find_their_exchange(real_store: MemoryStore) -> N
 
 def test_documents_and_exchanges_are_merged_by_score(real_store: MemoryStore) -> None:
     fill(real_store)
-    add_text(real_store, "The office wifi password rotates every Monday; ask Dana for it.", ChunkingOptions())
+    add_text(real_store, "The office wifi password rotates every Monday; ask Dana for it.", options_from(shipped_settings().chunking))
     hits = retrieve(real_store, "what is the wifi password at the office", LIMITS)
     assert hits[0].kind == "document"
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
@@ -81,7 +83,8 @@ def test_the_default_gate_admits_the_relevant_memory_and_stays_quiet_off_topic(r
 def test_scores_are_calibrated_not_raw_cosine(real_store: MemoryStore) -> None:
     fill(real_store)
     [hit] = retrieve(real_store, "a good name for my cat", LIMITS, limit=1)
-    dense = real_store.search("a good name for my cat", kind="exchange", k=1)[0]
-    assert hit.id == dense.id and hit.score != pytest.approx(dense.score)
+    query_vector = real_store.embedder.embed(["a good name for my cat"])
+    [(dense_id, cosine)] = real_store.nearest("exchange", query_vector, 1)[0].items()
+    assert hit.id == dense_id and hit.score != pytest.approx(cosine)
     assert real_store.calibration.source == "locomo-dev fit"
     assert real_store.exchanges.metadata["calibration_center"] == real_store.calibration.center

@@ -12,9 +12,9 @@ from typing import Iterator
 
 import pytest
 
-from ocat.memory import MemoryStore, StoreLocation
+from ocat.memory import MemoryStore, RetrievalLimits, StoreLocation, retrieve
 from ocat.models import Exchange
-from tests.conftest import FakeEmbedder
+from tests.support.fakes import FakeEmbedder
 
 pytestmark = pytest.mark.slow
 
@@ -55,7 +55,8 @@ def test_the_store_works_the_same_over_a_chroma_server(chroma_server: StoreLocat
     exchange = Exchange(user_prompt="where is the server", assistant_response="on loopback", thread_id="t", session_id="s")
     assert store.add_exchange(exchange) is True
     assert store.add_exchange(exchange) is False
-    hits = store.search("server loopback", kind="exchange", k=3)
+    limits = RetrievalLimits(exchange_results=3, document_results=0, exchange_threshold=0, document_threshold=0)
+    hits = retrieve(store, "server loopback", limits)
     assert hits[0].id == exchange.exchange_id
     assert store.location.describe() == f"http://127.0.0.1:{chroma_server.port}"
     # A second client (another process would do the same) sees the same records.

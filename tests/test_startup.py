@@ -14,7 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import MODEL_DIR
+from tests.support import MODEL_DIR
+
+pytestmark = pytest.mark.slow  # every check starts an interpreter
 
 HEAVY = ("litellm", "chromadb", "onnxruntime", "tokenizers", "openai", "tiktoken")
 # Not heavy, but not needed for the first frame either (an answer's Markdown, a command's table).
@@ -46,9 +48,9 @@ class Probe(OcatApp):
         }}
         getattr(super(), "on_ready", lambda: None)()
 
-    def on_memory_view_memory_ready(self, message) -> None:
-        super().on_memory_view_memory_ready(message)
-        print(json.dumps({{**self.at_first_paint, "error": message.error, "loaded_later": loaded()}}), flush=True)
+    async def on_memory_view_memory_ready(self, message) -> None:
+        await super().on_memory_view_memory_ready(message)
+        print(json.dumps({{**self.at_first_paint, "error": message.loaded.error, "loaded_later": loaded()}}), flush=True)
         self.exit(0)
 
 settings = load_settings(env={{"OCAT_VECTOR_STORE_PATH": {store!r}, "OCAT_EMBEDDING_MODEL_PATH": {model!r}}})

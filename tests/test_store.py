@@ -8,11 +8,16 @@ import pytest
 
 from ocat.chunking import ChunkingOptions
 from ocat.errors import InputFileError, StoreError
-from ocat.memory import MemoryStore, StoreLocation, add_path, add_text
+from ocat.memory import MemoryStore, RetrievalLimits, StoreLocation, add_path, add_text, retrieve
 from ocat.models import Exchange
-from tests.conftest import FakeEmbedder
+from tests.support.fakes import FakeEmbedder
 
-OPTIONS = ChunkingOptions(strategy="semantic", chunk_size=200, chunk_overlap=20, max_chunk_size=300)
+OPTIONS = ChunkingOptions(
+    strategy="semantic", chunk_size=200, chunk_overlap=20, max_chunk_size=300, preserve_sentence_boundaries=True
+)
+
+# Retrieval of exchanges alone, every hit shown whatever its score.
+EXCHANGES_ONLY = RetrievalLimits(exchange_results=5, document_results=0, exchange_threshold=0.0, document_threshold=0.0)
 
 
 def exchange(prompt: str, response: str, *, thread: str = "t1", session: str = "s1", ts: float = 1000.0, **kw) -> Exchange:
@@ -60,7 +65,7 @@ def test_search_finds_the_matching_exchange_with_a_score_in_unit_range(store: Me
             exchange("which python web framework", "try flask", ts=2.0),
         ]
     )
-    hits = store.search("sourdough bread starter", kind="exchange", k=2)
+    hits = retrieve(store, "sourdough bread starter", EXCHANGES_ONLY)
     assert hits[0].metadata["user_prompt"] == "how do I bake sourdough bread"
     assert all(0.0 <= h.score <= 1.0 for h in hits)
     assert hits[0].score > hits[1].score
@@ -68,7 +73,7 @@ def test_search_finds_the_matching_exchange_with_a_score_in_unit_range(store: Me
 
 def test_search_with_a_metadata_filter(store: MemoryStore) -> None:
     store.add_exchanges([exchange("bread", "x", thread="a"), exchange("bread", "y", thread="b")])
-    hits = store.search("bread", kind="exchange", k=5, where={"thread_id": "b"})
+    hits = retrieve(store, "bread", EXCHANGES_ONLY, where={"thread_id": "b"})
     assert [h.metadata["thread_id"] for h in hits] == ["b"]
 
 

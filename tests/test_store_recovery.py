@@ -23,7 +23,7 @@ from ocat.errors import StoreError
 from ocat.memory.backend import ServerNotAnswering, StoreLocation, open_client, server_answers
 from ocat.memory.owner import OWNER_FILE, SERVER_FILE, StoreLease, acquire
 
-pytestmark = [pytest.mark.slow, pytest.mark.skipif(sys.platform == "win32", reason="SIGSTOP is POSIX")]
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="SIGSTOP is POSIX")
 
 COLLECTION = "recovery-test"
 IDS = ["first", "second"]
@@ -108,6 +108,7 @@ def test_a_server_that_accepts_connections_but_never_answers_times_out(tmp_path:
         assert time.monotonic() - started < 60
 
 
+@pytest.mark.slow
 def test_a_stopped_server_times_out_and_new_processes_wait_for_it_instead_of_adopting_it(serving: StoreLease) -> None:
     assert serving._server is not None and serving.location.host is not None
     path, port = serving.location.path, serving.location.port
@@ -130,6 +131,7 @@ def test_a_stopped_server_times_out_and_new_processes_wait_for_it_instead_of_ado
     assert collection.count() == 2
 
 
+@pytest.mark.slow
 def test_a_killed_server_is_detected_and_a_restarted_one_serves_the_same_records(tmp_path: Path) -> None:
     lease = acquire(tmp_path / "store", serve=True, keep_serving=False)
     try:
@@ -150,6 +152,7 @@ def test_a_killed_server_is_detected_and_a_restarted_one_serves_the_same_records
     assert not (tmp_path / "store" / OWNER_FILE).exists()
 
 
+@pytest.mark.slow
 def test_a_process_waiting_for_the_store_becomes_a_client_of_the_restarted_server(serving: StoreLease) -> None:
     path = serving.location.path
     assert serving._server is not None and path is not None
@@ -163,6 +166,7 @@ def test_a_process_waiting_for_the_store_becomes_a_client_of_the_restarted_serve
     assert read_ids(serving.location) == sorted(IDS)
 
 
+@pytest.mark.slow
 def test_recover_restarts_a_stopped_server_and_points_clients_at_the_new_one(serving: StoreLease) -> None:
     path = serving.location.path
     assert serving._server is not None and path is not None
@@ -180,6 +184,7 @@ def test_recover_restarts_a_stopped_server_and_points_clients_at_the_new_one(ser
         client.recover()
 
 
+@pytest.mark.slow
 def test_a_server_that_keeps_exiting_makes_its_owner_give_the_store_up(
     serving: StoreLease, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -200,6 +205,7 @@ def test_a_server_that_keeps_exiting_makes_its_owner_give_the_store_up(
     taken.release()
 
 
+@pytest.mark.slow
 def test_waiting_for_a_store_held_without_sharing_says_which_process_and_how_long(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -231,6 +237,7 @@ def test_waiting_for_a_store_held_without_sharing_says_which_process_and_how_lon
     assert not (path / OWNER_FILE).exists()
 
 
+@pytest.mark.slow
 def test_an_owner_record_left_by_a_crash_does_not_name_a_process_that_is_gone(tmp_path: Path) -> None:
     path = tmp_path / "store"
     path.mkdir()

@@ -4,18 +4,20 @@ from __future__ import annotations
 
 import io
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from ocat.chunking import ChunkingOptions
+from ocat.chunking import options_from
+from ocat.config import shipped_settings
 from ocat.errors import InputFileError
-from ocat.memory import MemoryStore, StoreLocation, add_text
+from ocat.memory import MemoryStore, RetrievalLimits, StoreLocation, add_text, retrieve
 from ocat.memory.transfer import export_memory, import_memory
 from ocat.models import Exchange
-from tests.conftest import FakeEmbedder
+from tests.support.fakes import FakeEmbedder
 
-OPTIONS = ChunkingOptions(chunk_size=120, chunk_overlap=10, max_chunk_size=200)
+OPTIONS = replace(options_from(shipped_settings().chunking), chunk_size=120, chunk_overlap=10, max_chunk_size=200)
 
 
 def populate(store: MemoryStore) -> None:
@@ -77,7 +79,8 @@ def test_import_re_embeds_with_the_target_model(store: MemoryStore, tmp_path: Pa
     target = MemoryStore.open(StoreLocation(path=tmp_path / "t"), other_model, name="t")
     import_memory(target, path)
     assert target.exchanges.metadata["embedding_model"] == "another-model"
-    assert target.search("question 3", kind="exchange", k=1)[0].metadata["user_prompt"] == "question 3"
+    top_exchange = RetrievalLimits(exchange_results=1, document_results=0, exchange_threshold=0, document_threshold=0)
+    assert retrieve(target, "question 3", top_exchange)[0].metadata["user_prompt"] == "question 3"
 
 
 @pytest.mark.parametrize(

@@ -2,42 +2,22 @@
 
 Each command declares its arguments (`Arg`); `run_command` checks the text after the command
 against them and calls the handler with the parsed values, or returns an error result without
-calling it. A handler returns a CommandResult; each front end renders results its own way.
+calling it. A handler returns a CommandResult (ocat.commands.results): data, and typed requests when it
+needs the user; each front end renders results and carries out requests its own way.
 Handlers may block (they touch the store), so the app runs them in a thread.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
 
 from ocat.commands.arguments import Arg, check_declaration, parse_arguments
+from ocat.commands.results import Choose, CommandResult, Confirm, ShowThemes
 from ocat.errors import OcatError, UsageError
 
 if TYPE_CHECKING:
     from ocat.session import ChatSession
-
-
-@dataclass(frozen=True)
-class CommandResult:
-    """What a command did: a message, optional table rows, and whether the chat should end."""
-
-    text: str = ""
-    columns: tuple[str, ...] = ()
-    rows: list[tuple[str, ...]] = field(default_factory=list)
-    error: bool = False
-    quit: bool = False
-    # The conversation changed under the view (/continue, /clear): redraw it from the session.
-    redraw: bool = False
-    # A theme for the full-screen chat to switch to ("" asks it to list its themes).
-    theme: str | None = None
-    # A choice to offer (value, label): the full-screen chat shows a picker and runs
-    # `choose VALUE` with the pick; line mode shows the rows instead.
-    choices: list[tuple[str, str]] = field(default_factory=list)
-    choose: str = ""
-    # A command that carries out what `text` describes once the user says yes
-    # (the full-screen chat asks in a dialog; line mode tells the user to type it).
-    confirm: str = ""
 
 
 # A handler takes the session and one keyword argument per declared argument, already checked.
@@ -117,13 +97,23 @@ def run_command(session: ChatSession, text: str) -> CommandResult:
         hint = f"; did you mean /{near[0]}?" if near else "; /help lists them"
         return CommandResult(text=f"unknown command /{name}{hint}", error=True)
     try:
-        return entry.handler(session, **parse_arguments(entry, rest))
+        arguments = parse_arguments(entry, rest)
+    except OcatError as exc:
+        return CommandResult(text=str(exc), error=True)
+    return run_step(f"/{entry.name}", lambda: entry.handler(session, **arguments))
+
+
+def run_step(what: str, step: Callable[[], CommandResult]) -> CommandResult:
+    """Run a command, or the step a request carries (`Confirm.then`, `Choose.then`): failures
+    become error results, never exceptions, so no front end is left stuck."""
+    try:
+        return step()
     except OcatError as exc:
         return CommandResult(text=str(exc), error=True)
     except Exception as exc:  # a bug must not end the chat or leave it waiting: say it, log it
         from ocat.logs import log_failure
 
-        return CommandResult(text=log_failure(f"/{entry.name}", exc), error=True)
+        return CommandResult(text=log_failure(what, exc), error=True)
 
 
 @command("help", "list the commands, or explain one", aliases=("h", "?"), example="/help vquery",
@@ -158,10 +148,18 @@ def require_model(session: ChatSession):  # noqa: ANN201 - MemoryStore, imported
     if session.model_available():
         return store
     if session.model_download is not None:
-        raise OcatError(f"the embedding model is still downloading ({session.model_download}); try again when it is ready")
+        raise OcatError(
+            f"the embedding model is still downloading ({session.model_download}); try again when it is ready"
+        )
     raise OcatError(f"memory is off: {session.memory_error or 'the embedding model is not ready yet'}")
 
 
 # Registering the commands is importing them.
 from ocat.commands import memory as _memory  # noqa: E402,F401
 from ocat.commands import conversation as _conversation  # noqa: E402,F401
+
+
+__all__ = [
+    "REGISTRY", "Arg", "Choose", "Command", "CommandResult", "Confirm", "ShowThemes", "command", "commands",
+    "is_command", "require_model", "require_store", "run_command", "run_step",
+]

@@ -3,18 +3,15 @@
 from __future__ import annotations
 
 import dataclasses
-import shlex
 from typing import TYPE_CHECKING
 
-from ocat.commands import Arg, CommandResult, command, require_store
-from ocat.errors import UsageError
+from ocat.commands import Arg, Choose, CommandResult, ShowThemes, command, require_store
+from ocat.config import CONTEXT_MODES
 from ocat.limits import DEFAULT_LISTED, MAX_LISTED, MIN_LISTED
 from ocat.text import local_time
 
 if TYPE_CHECKING:
     from ocat.session import ChatSession
-
-CONTEXT_MODES = ("off", "on", "summary")
 
 
 def first_line(text: str) -> str:
@@ -31,54 +28,51 @@ def _count(what: str) -> Arg:
 @command("threads", "list recent threads: id, last active, exchanges, first prompt",
          arguments=(_count("threads"),), example="/threads 20")
 def _threads(session: ChatSession, count: int) -> CommandResult:
-    store = require_store(session)
-    summaries = store.lexical.recent_threads(count)
-    heads = {}
-    if summaries:
-        got = store.fetch("exchange", [head for *_, head in summaries if head], vectors=False)
-        heads = {i: m.get("user_prompt", "") for i, m in zip(got["ids"], got["metadatas"])}
-    rows = [
-        (thread_id[:8], local_time(last), str(count), first_line(str(heads.get(head, "")))[:60])
-        for thread_id, count, _first, last, head in summaries
-    ]
-    # The pick runs `/continue VALUE`, which is parsed like typed text: quote odd (imported) ids.
-    choices = [
-        (shlex.quote(thread_id),
-         f"{local_time(last)}  {count:>3} exchange(s)  {first_line(str(heads.get(head, '')))[:60]}")
-        for thread_id, count, _first, last, head in summaries
-    ]
+    from ocat.operations.records import recent_threads
+
+    threads = recent_threads(require_store(session), count)
+    rows = [(t.thread_id[:8], local_time(t.last_active), str(t.exchanges), first_line(t.first_prompt)[:60])
+            for t in threads]
     text = f"{len(rows)} recent thread(s); /continue ID resumes one" if rows else "No threads yet."
-    # /threads shows the table; /continue without an id also offers the threads as a pick.
-    return CommandResult(text=text, columns=("thread", "last active", "exchanges", "first prompt"), rows=rows,
-                         choices=choices)
+    return CommandResult(text=text, columns=("thread", "last active", "exchanges", "first prompt"), rows=rows)
 
 
 @command("continue", "resume a thread by id or prefix; without one, pick from a list", aliases=("resume",),
          arguments=(Arg("thread", "a thread's id or its start", optional=True, metavar="THREAD_ID"),),
          example="/continue 3f2a9c1e")
 def _continue(session: ChatSession, thread: str | None) -> CommandResult:
-    if not thread:
-        listing = _threads(session, DEFAULT_LISTED)
-        if not listing.choices:
-            return listing
-        return dataclasses.replace(listing, text="Pick a thread to continue, or /continue ID", choose="/continue")
-    store = require_store(session)
-    found = store.lexical.resolve_prefix("exchange", thread, threads=True)
-    if not found:
-        raise UsageError(f"no thread with an id starting {thread!r}; /threads lists them")
-    if len(found) > 1:
-        raise UsageError(f"{thread!r} matches more than one thread; give more of the id")
-    exchanges = session.resume(found[0])
+    from ocat.operations.records import recent_threads, resolve_thread
+
+    if thread:
+        return _resume(session, resolve_thread(require_store(session), thread))
+    threads = recent_threads(require_store(session), DEFAULT_LISTED)
+    if not threads:
+        return CommandResult(text="No threads yet.")
+    options = [
+        (t.thread_id, f"{local_time(t.last_active)}  {t.exchanges:>3} exchange(s)  {first_line(t.first_prompt)[:60]}")
+        for t in threads
+    ]
+    return CommandResult(request=Choose(
+        title="Pick a thread to continue, or /continue ID",
+        options=options,
+        then=lambda thread_id: _resume(session, thread_id),
+        typed="/continue ID",
+    ))
+
+
+def _resume(session: ChatSession, thread_id: str) -> CommandResult:
+    exchanges = session.resume(thread_id)
     return CommandResult(
-        text=f"Continuing thread {found[0][:8]}: {len(exchanges)} exchange(s), continuation {session.continuation_seq}.",
-        redraw=True,
+        text=f"Continuing thread {thread_id[:8]}: {len(exchanges)} exchange(s), "
+        f"continuation {session.continuation_seq}.",
+        conversation_replaced=True,
     )
 
 
 @command("clear", "clear the screen and start a new thread (memory is kept)")
 def _clear(session: ChatSession) -> CommandResult:
     session.new_thread()
-    return CommandResult(text="New thread.", redraw=True)
+    return CommandResult(text="New thread.", conversation_replaced=True)
 
 
 @command("history", "show this conversation's last prompts", arguments=(_count("prompts"),), example="/history 5")
@@ -91,25 +85,28 @@ def _history(session: ChatSession, count: int) -> CommandResult:
          arguments=(Arg("name", "a model name litellm knows (as --model takes)", optional=True),),
          example="/model openai/gpt-4o-mini")
 def _model(session: ChatSession, name: str | None) -> CommandResult:
-    if not name:
-        return CommandResult(text=f"Model: {session.settings.llm.model}")
-    llm = dataclasses.replace(session.settings.llm, model=name)
-    session.settings = dataclasses.replace(session.settings, llm=llm)
-    return CommandResult(text=f"Model: {name} from the next turn on.")
+    if name:
+        _change_setting(session, "llm", "model", name)
+        return CommandResult(text=f"Model: {name} from the next turn on.")
+    return CommandResult(text=f"Model: {session.settings.llm.model}")
 
 
 @command("showcontext", "show or set how used memories are shown: off, on or summary",
          arguments=(Arg("mode", "how used memories are shown", kind="choice", optional=True, choices=CONTEXT_MODES),),
          example="/showcontext summary")
 def _showcontext(session: ChatSession, mode: str | None) -> CommandResult:
-    if not mode:
-        return CommandResult(text=f"Context display: {session.settings.display.context_mode}")
-    display = dataclasses.replace(session.settings.display, context_mode=mode)
-    session.settings = dataclasses.replace(session.settings, display=display)
-    return CommandResult(text=f"Context display: {mode}")
+    if mode:
+        _change_setting(session, "display", "context_mode", mode)
+    return CommandResult(text=f"Context display: {session.settings.display.context_mode}")
+
+
+def _change_setting(session: ChatSession, section: str, key: str, value: object) -> None:
+    """Set `section.key` for the rest of this session (settings are frozen: replaced, not changed)."""
+    changed = dataclasses.replace(getattr(session.settings, section), **{key: value})
+    session.settings = dataclasses.replace(session.settings, **{section: changed})
 
 
 @command("theme", "list the themes, or switch to one (full-screen chat)",
          arguments=(Arg("name", "a theme's name", optional=True),), example="/theme ocat-night")
 def _theme(session: ChatSession, name: str | None) -> CommandResult:
-    return CommandResult(theme=name or "")
+    return CommandResult(request=ShowThemes(name or ""))

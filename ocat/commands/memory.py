@@ -7,11 +7,11 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ocat.commands import Arg, CommandResult, command, require_model, require_store
+from ocat.commands import Arg, CommandResult, Confirm, command, require_model, require_store
 from ocat.errors import UsageError
 from ocat.limits import MAX_RESULTS, MIN_RESULTS
 from ocat.locations import display_path
-from ocat.models import DocumentChunk, Exchange
+from ocat.models import Exchange
 from ocat.text import local_time
 
 if TYPE_CHECKING:
@@ -30,41 +30,36 @@ if TYPE_CHECKING:
     example='/vquery "what did we decide" 5',
 )
 def _vquery(session: ChatSession, query: str, count: int | None) -> CommandResult:
-    from ocat.memory import RetrievalLimits, retrieve
-    from ocat.memory.retrieval import reasons
+    from ocat.operations.search import HitLine, search
 
-    count = count or session.settings.vector_store.context_results
-    limits = RetrievalLimits.from_settings(session.settings.vector_store, results=count)
-    hits = retrieve(require_model(session), query, limits, limit=count)
+    found = search([require_model(session)], query, session.settings.vector_store, count=count)
     rows = []
-    for rank, (hit, why) in enumerate(zip(hits, reasons(hits)), start=1):
-        mark = "*" if hit.admitted else ""
-        rows.append((str(rank), f"{hit.score:.2f}{mark}", why, hit.origin, hit.when(), hit.excerpt(60)))
-    text = f"{len(hits)} result(s) for {query!r} (* = given to the model in a chat)" if hits else "No memories found."
+    for rank, one in enumerate(found.found, start=1):
+        words = HitLine.of(one.hit, one.why)
+        rows.append((str(rank), words.marked_score, words.why, words.origin, words.when, one.hit.excerpt(60)))
+    text = f"{len(rows)} result(s) for {query!r} (* = given to the model in a chat)" if rows else "No memories found."
     return CommandResult(text=text, columns=("#", "score", "why", "from", "date", "excerpt"), rows=rows)
 
 
 @command("vadd", "store text as a memory", arguments=(Arg("text", "the text to remember", kind="rest"),),
          example="/vadd the spare key is under the blue flowerpot")
 def _vadd(session: ChatSession, text: str) -> CommandResult:
-    from ocat.chunking import options_from
-    from ocat.memory import add_text
+    from ocat.operations.add import add_note
 
-    options = options_from(session.settings.chunking)
-    outcome = add_text(require_model(session), text, options, source="vadd_command", manual_entry=True)
-    if outcome.added_chunks == 0:
-        return CommandResult(text="Already remembered.")
-    return CommandResult(text=f"Remembered ({outcome.added_chunks} chunk(s)).")
+    return CommandResult(text=add_note(require_model(session), text, session.settings.chunking,
+                                       source="vadd_command").sentence())
 
 
 @command("vstats", "show the store's location and counts")
 def _vstats(session: ChatSession) -> CommandResult:
-    from ocat.memory import store_stats
+    from ocat.operations.stats import stats
 
-    stats = asdict(store_stats(require_store(session), session.settings))
-    stats["path"] = display_path(stats["path"])
-    stats["model_path"] = display_path(stats["model_path"]) if stats["model_path"] else "not downloaded yet"
-    return CommandResult(text="Memory", columns=("key", "value"), rows=[(k, str(v)) for k, v in stats.items()])
+    found = stats([require_store(session)], session.settings)
+    shown = asdict(found.selected[0])
+    shown["path"] = display_path(shown["path"])
+    shown["model_path"] = display_path(shown["model_path"]) if shown["model_path"] else "not downloaded yet"
+    shown["stores"] = ", ".join(found.available)
+    return CommandResult(text="Memory", columns=("key", "value"), rows=[(k, str(v)) for k, v in shown.items()])
 
 
 DOCS_PREFIX = "docs:"
@@ -95,27 +90,18 @@ def document_path(text: str, docs_folder: str | None) -> Path:
          arguments=(Arg("path", "a file or folder", kind="path", metavar="PATH|docs:NAME"),),
          example="/vdoc notes.md")
 def _vdoc(session: ChatSession, path: str) -> CommandResult:
-    from ocat.chunking import options_from
-    from ocat.memory import add_path
+    from ocat.operations.add import add_file_or_folder
 
-    target = document_path(path, session.settings.vector_store.docs_folder)
-    options = options_from(session.settings.chunking)
-    notes: list[str] = []  # warnings (an empty file, one not in UTF-8) go with the result
-    outcome = add_path(
+    outcome = add_file_or_folder(
         require_model(session),
-        target,
-        options,
+        document_path(path, session.settings.vector_store.docs_folder),
+        session.settings.chunking,
         source="vdoc_command",
-        notify=notes.append,
         # The full-screen chat shows a bar and can stop the add between two stored batches.
-        chunks_stored=lambda file, done, total: session.progress(f"Adding {file.name}", done, total),
+        chunks_stored=lambda name, done, total: session.progress(f"Adding {name}", done, total),
     )
-    text = f"Added {outcome.added_chunks} chunk(s) from {display_path(str(target))}"
-    if outcome.total_chunks > outcome.added_chunks:
-        text += f"; {outcome.total_chunks - outcome.added_chunks} already stored"
-    if outcome.removed_chunks:
-        text += f"; {outcome.removed_chunks} from files no longer in the folder removed"
-    return CommandResult(text="\n".join([text + ".", *notes]))
+    # Warnings (an empty file, one not in UTF-8) go with the result.
+    return CommandResult(text="\n".join([outcome.sentence(short_path=True), *outcome.notes]))
 
 
 def _exchange_rows(exchanges: list[Exchange]) -> list[tuple[str, ...]]:
@@ -126,6 +112,8 @@ def _exchange_rows(exchanges: list[Exchange]) -> list[tuple[str, ...]]:
          arguments=(Arg("target", "an id, 'session' or 'thread'", metavar="ID|session|thread"),),
          example="/vget session")
 def _vget(session: ChatSession, target: str) -> CommandResult:
+    from ocat.operations.records import get_record
+
     store = require_store(session)
     columns = ("id", "date", "prompt", "answer")
     if target in ("session", "thread"):
@@ -133,12 +121,11 @@ def _vget(session: ChatSession, target: str) -> CommandResult:
                      else store.get_thread(session.thread_id))
         return CommandResult(text=f"{len(exchanges)} exchange(s) in this {target}", columns=columns,
                              rows=_exchange_rows(exchanges))
-    record = store.get(store.resolve_id(target))
+    record = get_record(store, target)
     if isinstance(record, Exchange):
         fields = record.to_record()
         return CommandResult(text=f"Exchange {record.exchange_id}", columns=("field", "value"),
                              rows=[(k, str(v)) for k, v in fields.items()])
-    assert isinstance(record, DocumentChunk)
     rows = [("text", record.text), *((k, str(v)) for k, v in sorted(record.metadata.items()))]
     return CommandResult(text=f"Document chunk {record.id}", columns=("field", "value"), rows=rows)
 
@@ -153,19 +140,26 @@ def _vget(session: ChatSession, target: str) -> CommandResult:
     example="/vdelete 3f2a9c1e --yes",
 )
 def _vdelete(session: ChatSession, record: str, yes: bool) -> CommandResult:
-    store = require_store(session)
-    record_id = store.resolve_id(record)
-    found = store.get(record_id)
-    what = (
-        f"the exchange {record_id[:8]} ({found.user_prompt[:60]!r})"
-        if isinstance(found, Exchange)
-        else f"the document chunk {record_id}"
-    )
+    from ocat.operations.records import describe_record, get_record, record_id
+
+    found = get_record(require_store(session), record)
+    what, full_id = describe_record(found), record_id(found)
     if not yes:
-        # Quoted: an imported id may hold spaces or quotes, and the confirmation is parsed again.
-        return CommandResult(text=f"This deletes {what}.", confirm=f"/vdelete {shlex.quote(record_id)} --yes")
-    store.delete([record_id])
-    if session.forget(record_id):
+        return CommandResult(request=Confirm(
+            question=f"This deletes {what}.",
+            then=lambda: _delete(session, full_id, what),
+            # Quoted: an imported id may hold spaces or quotes.
+            typed=f"/vdelete {shlex.quote(full_id)} --yes",
+            declined="Nothing was deleted.",
+        ))
+    return _delete(session, full_id, what)
+
+
+def _delete(session: ChatSession, full_id: str, what: str) -> CommandResult:
+    from ocat.operations.records import delete_records
+
+    delete_records(require_store(session), [full_id])
+    if session.forget(full_id):
         # Deleting is forgetting: the model is not sent it again either, though the screen keeps it.
         return CommandResult(text=f"Deleted {what}. It was part of this conversation: it stays on screen, "
                                   "but is no longer sent to the model.")

@@ -10,10 +10,14 @@ import threading
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from ocat.errors import StoreError
+
+if TYPE_CHECKING:
+    from chromadb.api import ClientAPI
+    from chromadb.api.models.Collection import Collection
 
 SCHEMA_VERSION = 1
 EXCHANGES_SUFFIX = "exchanges"
@@ -56,7 +60,7 @@ class StoreLocation:
         return str(self.path)
 
 
-def open_client(location: StoreLocation, *, timeout: float = REQUEST_SECONDS) -> Any:
+def open_client(location: StoreLocation, *, timeout: float = REQUEST_SECONDS) -> ClientAPI:
     """A ChromaDB client for the location, with telemetry off (this machine has no network).
 
     Each request to a server gets `timeout` seconds (connecting: at most CONNECT_SECONDS);
@@ -178,8 +182,8 @@ def collection_names(store: str) -> tuple[str, str]:
 
 
 def open_collection(
-    client: Any, name: str, *, model: str, dimensions: int, location: str, extra: dict[str, Any] | None = None
-) -> Any:
+    client: ClientAPI, name: str, *, model: str, dimensions: int, location: str, extra: dict[str, Any] | None = None
+) -> Collection:
     """Get or create a cosine-space collection and check it was built with this embedding model.
 
     `extra` metadata (the model's calibration) is recorded only when the collection is created.
@@ -210,7 +214,7 @@ def open_collection(
     return collection
 
 
-def _space_of(collection: Any) -> str | None:
+def _space_of(collection: Collection) -> str | None:
     configuration = getattr(collection, "configuration_json", None) or {}
     hnsw = configuration.get("hnsw") or {}
     space = hnsw.get("space")

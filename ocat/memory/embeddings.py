@@ -1,7 +1,7 @@
 """Text embedders: the local ONNX MiniLM model (default) and any litellm embedding model.
 
-Heavy libraries (onnxruntime, tokenizers, numpy, litellm) are imported when an embedder
-is first used, never at module import, so opening the CLI stays fast.
+Heavy libraries (onnxruntime, tokenizers, numpy; litellm through ocat.llm) are imported
+when an embedder is first used, never at module import, so opening the CLI stays fast.
 """
 
 from __future__ import annotations
@@ -26,6 +26,8 @@ MAX_TOKENS = 256
 # than batches of a few (docs/PERFORMANCE.md).
 BATCH_SIZE = 32
 BATCH_TOKENS = 1024
+# Texts sent to a litellm embedding model per request.
+LITELLM_BATCH = 256
 
 
 class Embedder(Protocol):
@@ -137,22 +139,16 @@ class LiteLLMEmbedder:
         """Embed texts through litellm.embedding, normalising the vectors."""
         if not texts:
             return []
-        import litellm  # deferred: importing litellm takes seconds
+        from ocat import llm  # litellm itself is imported on first use, set up by ocat.llm
 
         vectors: list[list[float]] = []
-        for start in range(0, len(texts), 256):
+        for start in range(0, len(texts), LITELLM_BATCH):
+            batch = list(texts[start : start + LITELLM_BATCH])
             try:
-                response = litellm.embedding(
-                    model=self.name,
-                    input=list(texts[start : start + 256]),
-                    api_base=self._api_base,
-                    api_key=self._api_key,
-                )
+                raw = llm.embed(self.name, batch, api_base=self._api_base, api_key=self._api_key)
             except Exception as exc:
                 raise EmbeddingError(f"embedding model {self.name} failed: {exc}") from exc
-            for item in response.data:
-                vector = item["embedding"] if isinstance(item, dict) else item.embedding
-                vectors.append(_normalise(vector))
+            vectors.extend(_normalise(vector) for vector in raw)
         if vectors and len(vectors[0]) != self.dimensions:
             raise EmbeddingError(
                 f"embedding model {self.name} returned {len(vectors[0])}-d vectors; "

@@ -18,12 +18,11 @@ from datetime import datetime
 from typing import Any, Iterable
 
 from ocat.errors import UsageError
-from ocat.models import EXCHANGE_FIELDS, RecordKind
+from ocat.models import EXCHANGE_FIELDS, RECORD_KINDS, RecordKind
 
 # --where KEY=VALUE, or a comparison: KEY>=VALUE, KEY<=VALUE, KEY>VALUE, KEY<VALUE, KEY!=VALUE.
 _CONDITION = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_.-]*)\s*(!=|>=|<=|=|>|<)(.*)$", re.S)
 _OPERATORS = {"=": "$eq", "!=": "$ne", ">=": "$gte", "<=": "$lte", ">": "$gt", "<": "$lt"}
-KINDS: tuple[RecordKind, ...] = ("exchange", "document")
 
 # Keys whose stored values are not strings, so a typed-in value is converted to match.
 _INT_KEYS = {"ocd_number", "chunk_index", "total_chunks", "thread_continuation_seq"}
@@ -66,7 +65,7 @@ class Filters:
 
     def kinds(self) -> list[RecordKind]:
         """The kinds of record these filters can match."""
-        return [k for k in KINDS if self.where_for(k) is not _NEVER]
+        return [k for k in RECORD_KINDS if self.where_for(k) is not _NEVER]
 
     def where_for(self, kind: RecordKind) -> dict[str, Any] | None | _Never:
         """The Chroma `where` for one kind: None for no filter, `_NEVER` if the kind cannot match."""
@@ -153,9 +152,10 @@ def parse_where(items: Iterable[str]) -> Filters:
 
 
 def _kind(value: str) -> RecordKind:
-    if value not in KINDS:
-        raise UsageError(f"kind must be exchange or document, got {value!r}")
-    return value  # type: ignore[return-value]
+    for kind in RECORD_KINDS:
+        if value == kind:
+            return kind
+    raise UsageError(f"kind must be exchange or document, got {value!r}")
 
 
 def typed_value(key: str, raw: Scalar, op: str = "$eq") -> Scalar:

@@ -48,7 +48,10 @@ Notify = Callable[[str], None]
 
 MARKDOWN_SUFFIXES = (".md", ".markdown")
 # ~4 characters per token: sections are split past ~1000 tokens and never exceed ~1500.
-FOLDER_MARKDOWN = ChunkingOptions(strategy="markdown", chunk_size=4000, chunk_overlap=0, max_chunk_size=6000)
+# (The markdown strategy always splits along paragraphs and sentences.)
+FOLDER_MARKDOWN = ChunkingOptions(
+    strategy="markdown", chunk_size=4000, chunk_overlap=0, max_chunk_size=6000, preserve_sentence_boundaries=True
+)
 _SESSION_FOLDER = re.compile(r"([A-Za-z][A-Za-z0-9]*)-OCD-(\d+)", re.IGNORECASE)
 
 

@@ -203,14 +203,15 @@ def read_text_file(path: Path, notify: Callable[[str], None] | None = None) -> s
     not dropped: the text is decoded as Windows-1252 (Latin-1 where that fails), and
     `notify` is told.
     """
-    if not path.exists():
-        raise InputFileError(f"no such file: {path}")
+    if not path.exists():  # the one check: `add_path` and the faces leave it to here
+        raise InputFileError(f"no such file or folder: {path}")
     if not path.is_file():
         raise InputFileError(f"not a file: {path}")
     try:
         size = path.stat().st_size
         if size > MAX_FILE_BYTES:
-            raise InputFileError(f"{path} is {size // (1024 * 1024)} MiB; the limit is {MAX_FILE_BYTES // (1024 * 1024)} MiB")
+            mib = 1024 * 1024
+            raise InputFileError(f"{path} is {size // mib} MiB; the limit is {MAX_FILE_BYTES // mib} MiB")
         data = path.read_bytes()
     except OSError as exc:
         raise InputFileError(f"cannot read {path}: {exc.strerror or exc}") from exc
@@ -282,8 +283,6 @@ def add_path(
     `progress` is told each file of a folder as it starts; `notify` gets warnings (a file
     that is empty, or not UTF-8); `chunks_stored(file, done, total)` follows each write batch.
     """
-    if not path.exists():
-        raise InputFileError(f"no such file or folder: {path}")
     if path.is_dir():
         from ocat.memory.folders import add_folder_path
 

@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from ocat.errors import StoreError
+from ocat.models import RECORD_KINDS
 
-KINDS = ("exchange", "document")
 # PRAGMA user_version of an index whose per-term document counts (df_<kind>) are filled in.
 SCHEMA_VERSION = 1
 # How many postings (term occurrences in records) one BM25 search may read, roughly: FTS5
@@ -83,7 +83,7 @@ class LexicalIndex:
             self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
-            for kind in KINDS:
+            for kind in RECORD_KINDS:
                 self._db.execute(
                     f"CREATE TABLE IF NOT EXISTS ids_{kind} (rowid INTEGER PRIMARY KEY, record_id TEXT UNIQUE NOT NULL)"
                 )
@@ -114,7 +114,7 @@ class LexicalIndex:
             # Another process may have upgraded it while this one waited for the write lock.
             if self._db.execute("PRAGMA user_version").fetchone()[0] >= SCHEMA_VERSION:
                 return
-            for kind in KINDS:
+            for kind in RECORD_KINDS:
                 self._db.execute(f"DROP TABLE IF EXISTS vocab_{kind}")  # what counted terms before
                 self._db.execute(f"DELETE FROM df_{kind}")
                 counts: Counter[str] = Counter()
@@ -126,7 +126,8 @@ class LexicalIndex:
     def _bump(self, kind: str, counts: Mapping[str, int], sign: int) -> None:
         """Add (sign 1) or take away (sign -1) per-term document counts; drop terms no record has."""
         self._db.executemany(
-            f"INSERT INTO df_{kind}(term, docs) VALUES (?, ?) ON CONFLICT(term) DO UPDATE SET docs = docs + excluded.docs",
+            f"INSERT INTO df_{kind}(term, docs) VALUES (?, ?) "
+            "ON CONFLICT(term) DO UPDATE SET docs = docs + excluded.docs",
             ((term, sign * n) for term, n in counts.items()),
         )
         if sign < 0:
@@ -141,7 +142,9 @@ class LexicalIndex:
                 cursor = self._db.execute(f"INSERT OR IGNORE INTO ids_{kind}(record_id) VALUES (?)", (record_id,))
                 if cursor.rowcount:
                     body = terms(text)
-                    self._db.execute(f"INSERT INTO fts_{kind}(rowid, body) VALUES (?, ?)", (cursor.lastrowid, " ".join(body)))
+                    self._db.execute(
+                        f"INSERT INTO fts_{kind}(rowid, body) VALUES (?, ?)", (cursor.lastrowid, " ".join(body))
+                    )
                     new_terms.update(set(body))
                 if kind == "exchange" and "thread_id" in metadata:
                     self._db.execute(
@@ -255,7 +258,8 @@ class LexicalIndex:
             rows = self._db.execute(
                 "SELECT t.record_id, "
                 "(SELECT p.record_id FROM thread_order p WHERE p.thread_id = t.thread_id AND "
-                " (p.ts < t.ts OR (p.ts = t.ts AND p.record_id < t.record_id)) ORDER BY p.ts DESC, p.record_id DESC LIMIT 1), "
+                " (p.ts < t.ts OR (p.ts = t.ts AND p.record_id < t.record_id)) "
+                " ORDER BY p.ts DESC, p.record_id DESC LIMIT 1), "
                 "(SELECT n.record_id FROM thread_order n WHERE n.thread_id = t.thread_id AND "
                 " (n.ts > t.ts OR (n.ts = t.ts AND n.record_id > t.record_id)) ORDER BY n.ts, n.record_id LIMIT 1) "
                 f"FROM thread_order t WHERE t.record_id IN ({marks})",
@@ -274,7 +278,8 @@ class LexicalIndex:
             found = []
             for thread_id, count, first, last in rows:
                 head = self._db.execute(
-                    "SELECT record_id FROM thread_order WHERE thread_id = ? ORDER BY ts, record_id LIMIT 1", (thread_id,)
+                    "SELECT record_id FROM thread_order WHERE thread_id = ? ORDER BY ts, record_id LIMIT 1",
+                    (thread_id,),
                 ).fetchone()
                 found.append((thread_id, int(count), float(first), float(last), head[0] if head else ""))
         return found
@@ -314,7 +319,8 @@ def _within_budget(doc_freqs: Mapping[str, int]) -> list[str]:
 
     Unseen terms match nothing and are left out; the rarest seen term is always kept.
     """
-    chosen, postings = [], 0
+    chosen: list[str] = []
+    postings = 0
     for term, docs in sorted(((t, d) for t, d in doc_freqs.items() if d > 0), key=lambda p: p[1]):
         if chosen and postings + docs > POSTINGS_BUDGET:
             break

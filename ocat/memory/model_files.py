@@ -29,7 +29,9 @@ LOCAL_MODEL_NAME = "all-MiniLM-L6-v2"
 CHROMA_MODEL_URL = "https://chroma-onnx-models.s3.amazonaws.com/all-MiniLM-L6-v2/onnx.tar.gz"
 CHROMA_MODEL_SHA256 = "913d7300ceae3b2dbc2c50d1de4baacab4be7b9380491c27fab7418616a16ec3"
 # The files ChromaDB checks for before it decides the model is there; ocat itself reads two.
-MODEL_FILES = ("config.json", "model.onnx", "special_tokens_map.json", "tokenizer_config.json", "tokenizer.json", "vocab.txt")
+MODEL_FILES = (
+    "config.json", "model.onnx", "special_tokens_map.json", "tokenizer_config.json", "tokenizer.json", "vocab.txt"
+)
 NEEDED_FILES = ("model.onnx", "tokenizer.json")
 FETCH_COMMAND = "ocat --fetch-model"
 # Seconds to wait for the server to connect or to send the next bytes: offline fails at once
@@ -189,14 +191,16 @@ def download_model(
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise missing_model_error(settings, f"cannot create {display_path(target.parent)}: {exc.strerror or exc}") from exc
+        problem = f"cannot create {display_path(target.parent)}: {exc.strerror or exc}"
+        raise missing_model_error(settings, problem) from exc
     lock = FileLock(str(target.parent / f".{target.name}.ocat-download.lock"))
     try:
         lock.acquire(timeout=600)
     except Timeout:
         raise missing_model_error(settings, "another process has been downloading the model for 10 minutes") from None
     except OSError as exc:  # a folder we may not write in
-        raise missing_model_error(settings, f"cannot write in {display_path(target.parent)}: {exc.strerror or exc}") from None
+        problem = f"cannot write in {display_path(target.parent)}: {exc.strerror or exc}"
+        raise missing_model_error(settings, problem) from None
     try:
         if has_model(target):
             return FetchResult(target)
@@ -237,8 +241,9 @@ def _download(
     received = 0
     try:
         with os.fdopen(handle, "wb") as out:
-            request = urllib.request.Request(source.url, headers={"User-Agent": "ocat"})
-            with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 - a configured URL
+            # A configured URL: embedding.download_url allows http(s):// and file:// only (ocat.settings).
+            request = urllib.request.Request(source.url, headers={"User-Agent": "ocat"})  # noqa: S310
+            with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310
                 length = response.headers.get("Content-Length")
                 total = int(length) if length and length.isdigit() else None
                 if progress:

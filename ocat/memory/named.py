@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Callable, Sequence
 from ocat.errors import UsageError
 from ocat.memory.backend import DOCUMENTS_SUFFIX, EXCHANGES_SUFFIX
 from ocat.memory.store import MemoryStore
-from ocat.settings import _COLLECTION
+from ocat.settings import COLLECTION_NAME
 
 if TYPE_CHECKING:
     from ocat.config import Settings
@@ -26,7 +26,7 @@ _LEXICAL_FILE = re.compile(r"ocat-lexical-(.+)\.sqlite3")
 
 def parse_store_names(text: str) -> list[str]:
     """`a,b` -> ["a", "b"]; UsageError for an empty or malformed name (names are collection names)."""
-    pattern, wording = _COLLECTION
+    pattern, wording = COLLECTION_NAME
     names = [part.strip() for part in text.split(",")]
     for name in names:
         if not pattern.fullmatch(name):

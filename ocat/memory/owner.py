@@ -29,11 +29,11 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from ocat.errors import StoreError
 from ocat.memory.backend import HEARTBEAT_SECONDS, StoreLocation, server_answers
-from ocat.memory.holders import (  # noqa: F401 - LOCK_FILE and OWNER_FILE are this module's files too
+from ocat.memory.holders import (
     LOCK_FILE,
     OWNER_FILE,
     duration_words,
@@ -45,6 +45,9 @@ from ocat.memory.holders import (  # noqa: F401 - LOCK_FILE and OWNER_FILE are t
     read_holder,
 )
 from ocat.memory.server_child import start_server, stop_server
+
+if TYPE_CHECKING:
+    from filelock import FileLock
 
 SERVER_FILE = ".ocat-server.json"
 # How often a process waiting for the store says again what it waits for, and for how long.
@@ -65,7 +68,7 @@ class StoreLease:
 
     location: StoreLocation
     role: str  # "owner" (embedded client), "serving owner" or "client" (through the owner's server)
-    _lock: Any = None
+    _lock: FileLock | None = None
     _server: subprocess.Popen[bytes] | None = None
     _released: bool = field(default=False)
     # Why this serving owner gave the store up (its server could not be kept running), if it did.

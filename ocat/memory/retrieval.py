@@ -11,12 +11,15 @@ ids to leave out are dropped here, after over-fetching.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Collection, Literal, Sequence
+from typing import TYPE_CHECKING, Any, Collection, Literal, Sequence
 
 from ocat.memory.lexical import term_set, terms
 from ocat.memory.scoring import Calibration, coverage
 from ocat.memory.store import MemoryStore
 from ocat.models import RecordKind, SearchHit
+
+if TYPE_CHECKING:
+    from ocat.settings import VectorStoreSettings
 
 Mode = Literal["hybrid", "dense", "lexical"]
 # Candidates fetched from each side per result wanted: enough for fusion to reorder.
@@ -47,7 +50,7 @@ class RetrievalLimits:
     document_threshold: float
 
     @classmethod
-    def from_settings(cls, vector_store: Any, *, results: int | None = None) -> RetrievalLimits:
+    def from_settings(cls, vector_store: VectorStoreSettings, *, results: int | None = None) -> RetrievalLimits:
         """Limits from `vector_store` settings; `results` overrides both counts (the CLI's --results)."""
         return cls(
             exchange_results=results if results is not None else vector_store.context_results,
@@ -105,10 +108,11 @@ def _retrieve(
     query_terms = [terms(q) for q in queries]
     vectors = store.embedder.embed(queries) if mode != "lexical" else None
     ranked_hits: list[tuple[float, SearchHit]] = []
-    for kind, count, threshold in (
+    per_kind: tuple[tuple[RecordKind, int, float], ...] = (
         ("exchange", limits.exchange_results, limits.exchange_threshold),
         ("document", limits.document_results, limits.document_threshold),
-    ):
+    )
+    for kind, count, threshold in per_kind:
         if count <= 0 or store.lexical.count(kind) == 0:
             continue
         pool = max(MIN_POOL, POOL_FACTOR * count) + len(exclude_ids)
@@ -185,7 +189,8 @@ def within_budget(hits: Sequence[SearchHit], budget: int) -> list[SearchHit]:
     """
     from ocat.tokens import count_tokens
 
-    kept, used = [], 0
+    kept: list[SearchHit] = []
+    used = 0
     for hit in hits:
         if hit.context_of is not None and hit.context_of not in {k.id for k in kept}:
             continue  # context comes only with the memory it belongs to

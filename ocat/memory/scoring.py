@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
-from typing import Any, Mapping, Sequence
+from typing import AbstractSet, Any, Mapping, Sequence
 
 from ocat.memory.lexical import idf
+from ocat.memory.model_files import LOCAL_MODEL_NAME
 
 
 @dataclass(frozen=True)
@@ -34,10 +35,6 @@ class Calibration:
         """A fused score mapped to a calibrated relevance in [0, 1]."""
         return 1.0 / (1.0 + math.exp(-self.scale * (z - self.center)))
 
-    def relevance(self, cosine: float, coverage: float) -> float:
-        """The calibrated relevance of one record for one query, in [0, 1]."""
-        return self.relevance_of(self.combine(cosine, coverage))
-
     def to_metadata(self) -> dict[str, Any]:
         """Flat keys for a Chroma collection's metadata."""
         return {f"calibration_{k}": v for k, v in asdict(self).items()}
@@ -56,7 +53,7 @@ class Calibration:
 # is mapped to relevance 0.65, the default threshold; scale 6 spreads the dev set's
 # answerable questions (median z 1.08 -> 0.95) and off-topic ones (median 0.43 -> 0.29).
 _MINILM = Calibration(cosine_weight=1.0, coverage_weight=1.0, center=0.547, scale=6.0, source="locomo-dev fit")
-CALIBRATIONS: dict[str, Calibration] = {"all-MiniLM-L6-v2": _MINILM}
+CALIBRATIONS: dict[str, Calibration] = {LOCAL_MODEL_NAME: _MINILM}
 # A model without a fit of its own borrows MiniLM's (sentence embedding models put related
 # text in a similar cosine range); stores record which calibration they use.
 FALLBACK = Calibration(cosine_weight=1.0, coverage_weight=1.0, center=0.547, scale=6.0, source="fallback: MiniLM fit")
@@ -67,7 +64,9 @@ def calibration_for(model: str) -> Calibration:
     return CALIBRATIONS.get(model, FALLBACK)
 
 
-def coverage(query_terms: Sequence[str], record_terms: set[str], doc_freqs: Mapping[str, int], total: int) -> float:
+def coverage(
+    query_terms: Sequence[str], record_terms: AbstractSet[str], doc_freqs: Mapping[str, int], total: int
+) -> float:
     """IDF-weighted share of the (unique) query terms present in a record, in [0, 1]."""
     unique = list(dict.fromkeys(query_terms))
     if not unique:

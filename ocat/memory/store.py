@@ -8,7 +8,7 @@ records, and enforces, which embedding model built it.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Sequence, TypeVar, cast
 
 from ocat.errors import StoreError, UsageError
 from ocat.locations import cache_dir
@@ -16,7 +16,14 @@ from ocat.memory.backend import StoreLocation, collection_names, open_client, op
 from ocat.memory.embeddings import Embedder
 from ocat.memory.lexical import LexicalIndex
 from ocat.memory.scoring import Calibration, calibration_for
-from ocat.models import DocumentChunk, Exchange, RecordKind, SearchHit
+from ocat.models import RECORD_KINDS, DocumentChunk, Exchange, RecordKind
+
+if TYPE_CHECKING:
+    from chromadb.api import ClientAPI
+    from chromadb.api.models.Collection import Collection
+    from chromadb.api.types import Include, Metadata
+
+    from ocat.memory.owner import StoreLease
 
 # How many records go to Chroma (and through the embedder) per call.
 WRITE_BATCH = 256
@@ -32,7 +39,7 @@ class MemoryStore:
 
     def __init__(
         self,
-        client: Any,
+        client: ClientAPI,
         embedder: Embedder,
         *,
         name: str,
@@ -61,7 +68,7 @@ class MemoryStore:
         self.calibration = Calibration.from_metadata(self.exchanges.metadata or {}) or shipped
         self.lexical = lexical if lexical is not None else LexicalIndex(lexical_index_path(location, name))
         # Set by open_store: this process's hold on the store folder (see ocat.memory.owner).
-        self.lease: Any = None
+        self.lease: StoreLease | None = None
         self._sync_lexical()
 
     @classmethod
@@ -80,7 +87,7 @@ class MemoryStore:
         That happens for a store made before the index existed, after a crash between the
         two writes, or when a Chroma server was written by another client.
         """
-        for kind in ("exchange", "document"):
+        for kind in RECORD_KINDS:
             if self.lexical.count(kind) == self.count(kind):
                 continue
             self.lexical.clear(kind)
@@ -112,7 +119,7 @@ class MemoryStore:
         """Store document chunks, skipping ids already stored; returns how many were added."""
         return self._add(self.documents, ((c.id, c.text, c.metadata) for c in chunks), progress)
 
-    def _add(self, collection: Any, rows: Iterable[Row], progress: Progress | None = None) -> int:
+    def _add(self, collection: Collection, rows: Iterable[Row], progress: Progress | None = None) -> int:
         # Rows stream through in batches: an import of any size holds one batch at a time,
         # and only records whose ids are not stored yet are embedded. Each batch is one
         # Chroma write, so a crash or Ctrl+C keeps whole batches and a rerun adds the rest.
@@ -127,19 +134,22 @@ class MemoryStore:
                 progress(handled)
         return added
 
-    def _missing(self, collection: Any, rows: list[Row]) -> list[Row]:
+    def _missing(self, collection: Collection, rows: list[Row]) -> list[Row]:
         try:
             present = set(collection.get(ids=[r[0] for r in rows], include=[])["ids"])
         except Exception as exc:
             raise StoreError(f"cannot read the memory store: {exc}") from exc
         return [r for r in rows if r[0] not in present]
 
-    def _write(self, collection: Any, rows: list[Row]) -> None:
-        ids, texts, metadatas = (list(column) for column in zip(*rows))
-        vectors = self.embedder.embed(texts)
+    def _write(self, collection: Collection, rows: list[Row]) -> None:
+        ids = [row[0] for row in rows]
+        texts = [row[1] for row in rows]
+        vectors: list[Sequence[float]] = [*self.embedder.embed(texts)]
+        # Chroma refuses an empty metadata dict but takes None (its types do not say so): an
+        # imported chunk may have none.
+        metadatas = cast("list[Metadata]", [row[2] or None for row in rows])
         try:
-            # Chroma refuses an empty metadata dict but takes None: an imported chunk may have none.
-            collection.add(ids=ids, embeddings=vectors, documents=texts, metadatas=[m or None for m in metadatas])
+            collection.add(ids=ids, embeddings=vectors, documents=texts, metadatas=metadatas)
         except Exception as exc:
             raise StoreError(f"cannot write to the memory store: {exc}") from exc
         # Chroma first: if we die between the two, the next open sees the counts differ and rebuilds.
@@ -172,42 +182,6 @@ class MemoryStore:
 
     # -- reading ---------------------------------------------------------------
 
-    def search(
-        self,
-        query: str,
-        *,
-        kind: RecordKind,
-        k: int,
-        where: dict[str, Any] | None = None,
-        query_vector: Sequence[float] | None = None,
-    ) -> list[SearchHit]:
-        """The k nearest records of one kind, scored by cosine similarity in [0, 1].
-
-        `where` goes to Chroma, which is slow on large stores: the chat's per-turn
-        retrieval never passes one (it over-fetches and filters in Python instead).
-        """
-        collection = self._collection(kind)
-        if k <= 0:
-            return []
-        vector = list(query_vector) if query_vector is not None else self.embedder.embed([query])[0]
-        try:
-            result = collection.query(
-                query_embeddings=[vector],
-                n_results=k,
-                where=where or None,
-                include=["documents", "metadatas", "distances"],
-            )
-        except Exception as exc:
-            raise StoreError(f"cannot search the memory store: {exc}") from exc
-        hits = []
-        for record_id, text, metadata, distance in zip(
-            result["ids"][0], result["documents"][0], result["metadatas"][0], result["distances"][0]
-        ):
-            # Cosine distance is 1 - similarity; negative similarity means unrelated.
-            score = min(1.0, max(0.0, 1.0 - float(distance)))
-            hits.append(SearchHit(id=record_id, kind=kind, score=score, text=text or "", metadata=dict(metadata or {})))
-        return hits
-
     def resolve_id(self, prefix: str) -> str:
         """A full record id from an id or a unique prefix of one (UsageError if none or several)."""
         if self.get(prefix) is not None:
@@ -229,21 +203,22 @@ class MemoryStore:
         """
         if k <= 0 or not vectors:
             return [{} for _ in vectors]
+        queries: list[Sequence[float]] = [list(v) for v in vectors]
         try:
             result = self._collection(kind).query(
-                query_embeddings=[list(v) for v in vectors], n_results=k, where=where or None, include=["distances"]
+                query_embeddings=queries, n_results=k, where=where or None, include=["distances"]
             )
         except Exception as exc:
             raise StoreError(f"cannot search the memory store: {exc}") from exc
         # Cosine distance is 1 - similarity; negative similarity means unrelated.
         return [
             {i: min(1.0, max(0.0, 1.0 - float(d))) for i, d in zip(ids, distances)}
-            for ids, distances in zip(result["ids"], result["distances"])
+            for ids, distances in zip(result["ids"], result["distances"] or [])
         ]
 
     def get(self, record_id: str) -> Exchange | DocumentChunk | None:
         """An exchange or a chunk by its id, or None."""
-        for kind in ("exchange", "document"):
+        for kind in RECORD_KINDS:
             rows = self._get(self._collection(kind), ids=[record_id])
             if rows:
                 return rows[0]
@@ -261,18 +236,19 @@ class MemoryStore:
         rows = [r for r in self._get(self.exchanges, where=where) if isinstance(r, Exchange)]
         return sorted(rows, key=lambda e: (e.timestamp, e.exchange_id))
 
-    def _get(self, collection: Any, **query: Any) -> list[Exchange | DocumentChunk]:
+    def _get(self, collection: Collection, **query: Any) -> list[Exchange | DocumentChunk]:
         try:
             result = collection.get(include=["documents", "metadatas"], **query)
         except Exception as exc:
             raise StoreError(f"cannot read the memory store: {exc}") from exc
-        return [
-            self._record(collection, i, t, m) for i, t, m in zip(result["ids"], result["documents"], result["metadatas"])
-        ]
+        rows = zip(result["ids"], result["documents"] or [], result["metadatas"] or [])
+        return [self._record(collection, i, t, m) for i, t, m in rows]
 
-    def _record(self, collection: Any, record_id: str, text: str, metadata: dict[str, Any]) -> Exchange | DocumentChunk:
+    def _record(
+        self, collection: Collection, record_id: str, text: str | None, metadata: Mapping[str, Any] | None
+    ) -> Exchange | DocumentChunk:
         if collection is self.exchanges:
-            return Exchange.from_metadata(metadata)
+            return Exchange.from_metadata(metadata or {})
         return DocumentChunk(id=record_id, text=text or "", metadata=dict(metadata or {}))
 
     def documents_where(self, where: dict[str, Any]) -> list[DocumentChunk]:
@@ -308,24 +284,27 @@ class MemoryStore:
     ) -> dict[str, Any]:
         """Texts and metadata (unless `texts` is False) and vectors (unless `vectors` is False) of
         records by id, optionally matching `where`."""
-        include = (["embeddings"] if vectors else []) + (["documents", "metadatas"] if texts else [])
+        if not ids:
+            return {"ids": [], "embeddings": [], "documents": [], "metadatas": []}
+        include: Include = ["embeddings"] if vectors else []
+        if texts:
+            include += ["documents", "metadatas"]
         try:
-            got = self._collection(kind).get(ids=list(ids), where=where or None, include=include) if ids else {}
+            got = self._collection(kind).get(ids=list(ids), where=where or None, include=include)
         except Exception as exc:
             raise StoreError(f"cannot read the memory store: {exc}") from exc
-        found = list(got.get("ids") or [])
-        embeddings = got.get("embeddings")
+        found = list(got["ids"])
         return {
             "ids": found,
-            "embeddings": list(embeddings) if embeddings is not None else [None] * len(found),
-            "documents": list(got.get("documents") or [None] * len(found)),
-            "metadatas": list(got.get("metadatas") or [None] * len(found)),
+            "embeddings": _column(got["embeddings"], len(found)),
+            "documents": _column(got["documents"], len(found)),
+            "metadatas": _column(got["metadatas"], len(found)),
         }
 
-    def _collection(self, kind: RecordKind) -> Any:
+    def _collection(self, kind: RecordKind) -> Collection:
         return self.exchanges if kind == "exchange" else self.documents
 
-    def _kind(self, collection: Any) -> RecordKind:
+    def _kind(self, collection: Collection) -> RecordKind:
         return "exchange" if collection is self.exchanges else "document"
 
 
@@ -339,8 +318,16 @@ def lexical_index_path(location: StoreLocation, name: str) -> Path:
     return folder / f"{location.host}-{location.port}-{name}.sqlite3"
 
 
-def _batches(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
-    batch: list[Any] = []
+_T = TypeVar("_T")
+
+
+def _column(values: Iterable[_T] | None, count: int) -> list[_T | None]:
+    """One column of a Chroma result as a list, or `count` Nones when it was not asked for."""
+    return list(values) if values is not None else [None] * count
+
+
+def _batches(items: Iterable[_T], size: int) -> Iterator[list[_T]]:
+    batch: list[_T] = []
     for item in items:
         batch.append(item)
         if len(batch) == size:

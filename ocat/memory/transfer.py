@@ -20,7 +20,7 @@ from ocat.locations import cache_dir
 # Chroma keeps integers as signed 64-bit numbers; a larger one silently becomes an approximate float.
 from ocat.memory.filters import FIRST_DATE, INT64_MAX, INT64_MIN, LAST_DATE
 from ocat.memory.store import WRITE_BATCH, MemoryStore
-from ocat.models import EXCHANGE_FIELDS, DocumentChunk, Exchange
+from ocat.models import EXCHANGE_FIELDS, RECORD_KINDS, DocumentChunk, Exchange
 
 _STRING_FIELDS = ("exchange_id", "thread_id", "session_id", "user_prompt", "assistant_response")
 # The times a date can show in every time zone (years 1 to 9999, with a day to spare at each
@@ -51,7 +51,7 @@ class TransferResult:
 def export_memory(store: MemoryStore, out: IO[str], *, path: str = "-") -> TransferResult:
     """Write every exchange, then every document chunk, one JSON object per line."""
     counts = {"exchange": 0, "document": 0}
-    for kind in ("exchange", "document"):
+    for kind in RECORD_KINDS:
         for record in store.iter_records(kind):
             out.write(json.dumps(_to_line(record), ensure_ascii=False) + "\n")
             counts[kind] += 1
@@ -95,7 +95,7 @@ def import_memory(
     added = done = 0
     lock = _write_lock(store)
     # A second pass writes (rather than one list held in memory), exchanges first, then documents.
-    for kind in ("exchange", "document"):
+    for kind in RECORD_KINDS:
         for batch in _batches((r for _, r in _records(path) if _kind(r) == kind), WRITE_BATCH):
             # Checking which ids are stored and writing the rest is one step under the lock: two
             # imports of one file through a shared store would otherwise both count a batch as added.

@@ -21,14 +21,14 @@ from textual.message import Message
 from textual.widgets import Footer, Static
 from textual.worker import Worker, WorkerState
 
-from ocat.commands import CommandResult, is_command, run_command
+from ocat.commands import is_command, run_command
 from ocat.errors import OcatError
 from ocat.session import ChatSession
 from ocat.text import printable, without_controls
 from ocat.themes import load_themes
-from ocat.ui.keys import keymap
+from ocat.ui.keys import default_keys, keymap
+from ocat.ui.command_view import CommandView
 from ocat.ui.memory_view import MemoryView
-from ocat.ui.screens import ChoicePicker, ConfirmDialog
 from ocat.ui.status import answering_line, usage_line
 from ocat.ui.widgets import (
     CommandSuggestions,
@@ -36,7 +36,6 @@ from ocat.ui.widgets import (
     PromptInput,
     TaskProgress,
     UserMessage,
-    command_view,
     memory_indicator,
     plain,
 )
@@ -45,17 +44,18 @@ if TYPE_CHECKING:
     from ocat.ui.answer import AssistantMessage  # loaded with the first answer, after the first frame
 
 
-class OcatApp(MemoryView, App[int]):
+class OcatApp(MemoryView, CommandView, App[int]):
     """ocat's chat window."""
 
     CSS_PATH = "ocat.tcss"
     TITLE = "ocat"
     BINDINGS = [
-        Binding("escape", "cancel", "Cancel answer", id="app.cancel"),
+        # The remappable keys come from config/default.yaml (the user's `keys.*` remap them).
+        Binding(default_keys().cancel, "cancel", "Cancel answer", id="app.cancel"),
         Binding("ctrl+c", "cancel_or_quit", "Cancel/Copy/Quit", show=False, priority=True, id="app.cancel_or_quit"),
-        Binding("ctrl+q", "quit", "Quit", id="app.quit"),
-        Binding("ctrl+o", "copy_last", "Copy answer", id="app.copy_last"),
-        Binding("ctrl+b", "copy_code", "Copy code", id="app.copy_code"),
+        Binding(default_keys().quit, "quit", "Quit", id="app.quit"),
+        Binding(default_keys().copy_answer, "copy_last", "Copy answer", id="app.copy_last"),
+        Binding(default_keys().copy_code, "copy_code", "Copy code", id="app.copy_code"),
     ]
 
     class ModelChecked(Message):
@@ -130,14 +130,6 @@ class OcatApp(MemoryView, App[int]):
             self.notify(f"unknown theme {wanted!r} (display.theme); using textual-dark", severity="warning")
             self.theme = "textual-dark"
 
-    def _switch_theme(self, name: str) -> str:
-        if not name:
-            return "Themes: " + ", ".join(sorted(self.available_themes))
-        if name not in self.available_themes:
-            raise OcatError(f"no theme {name!r}; /theme lists them")
-        self.theme = name
-        return f"Theme: {name}"
-
     @work(thread=True, group="model")
     def check_model(self) -> None:
         """Load litellm after the first paint (so the first turn does not wait for it) and check credentials."""
@@ -193,7 +185,7 @@ class OcatApp(MemoryView, App[int]):
 
     def _begin(self, text: str) -> None:
         if is_command(text):
-            self.command = self.run_slash_command(text)
+            self.command = self.run_slash_command(text.split(maxsplit=1)[0], lambda: run_command(self.session, text))
         else:
             self.turn = self.chat_turn(text)
 
@@ -223,82 +215,6 @@ class OcatApp(MemoryView, App[int]):
                 self._held_sender = None
                 return
             self._begin(held)
-
-    @work(exclusive=True, group="command")
-    async def run_slash_command(self, text: str) -> None:
-        """Run a command in a thread (it may touch the store) and show its result.
-
-        A long command (/vdoc) shows a progress bar while it runs; Esc stops it between
-        two stored batches. Whatever fails is shown and logged: the chat never stays stuck.
-        """
-        try:
-            await self._run_and_show(text)
-        except Exception as exc:
-            self._notice(self._failure_text(text.split(maxsplit=1)[0], exc), error=True)
-
-    async def _run_and_show(self, text: str) -> None:
-        progress: list[TaskProgress] = []
-
-        async def show_progress(label: str, done: int, total: int) -> None:
-            if not progress:
-                progress.append(TaskProgress())
-                await self._append(progress[0])
-            progress[0].show(label, done, total)
-
-        self.session.cancel.clear()
-        self.session.on_progress = lambda label, done, total: self.call_from_thread(show_progress, label, done, total)
-        try:
-            result = await asyncio.to_thread(run_command, self.session, text)
-        finally:
-            self.session.on_progress = None
-            if progress:
-                await progress[0].remove()
-        if result.quit:
-            self.exit(0)
-            return
-        if result.choose:
-            self.push_screen(ChoicePicker(result.text, result.choices), self._run_choice(result.choose))
-            return
-        if result.confirm:
-            self.push_screen(ConfirmDialog(result.text), self._run_confirmed(result.confirm))
-            return
-        if result.theme is not None:
-            try:
-                result = CommandResult(text=self._switch_theme(result.theme))
-            except OcatError as exc:
-                result = CommandResult(text=str(exc), error=True)
-        if result.redraw:
-            await self._redraw_conversation()
-        await self._append(command_view(result))
-        await self._refresh_count()  # commands add and delete memories
-
-    def _run_choice(self, command: str):  # noqa: ANN202 - a screen callback
-        def picked(value: str | None) -> None:
-            if value is not None:
-                self.command = self.run_slash_command(f"{command} {value}")
-
-        return picked
-
-    def _run_confirmed(self, command: str):  # noqa: ANN202 - a screen callback
-        def answered(yes: bool | None) -> None:
-            if yes:
-                self.command = self.run_slash_command(command)
-            else:
-                self._notice("Nothing was deleted.")
-
-        return answered
-
-    async def _redraw_conversation(self) -> None:
-        """Show the session's conversation afresh (after /continue or /clear)."""
-        from ocat.ui.answer import AssistantMessage
-
-        conversation = self.query_one("#conversation", VerticalScroll)
-        await conversation.remove_children()
-        for exchange in self.session.history:
-            answer = AssistantMessage()
-            await conversation.mount_all([UserMessage(exchange.user_prompt), answer])
-            await answer.update(printable(exchange.assistant_response))
-        conversation.scroll_end(animate=False)
 
     # -- a chat turn ---------------------------------------------------------------
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import cache
+
 from ocat.settings import KeysSettings
 
 # Which binding each `keys.*` setting remaps.
@@ -13,6 +15,14 @@ _BINDING_IDS = {
     "copy_answer": "app.copy_last",
     "copy_code": "app.copy_code",
 }
+
+
+@cache
+def default_keys() -> KeysSettings:
+    """The keys `config/default.yaml` gives each binding: the one place they are written."""
+    from ocat.config import shipped_settings
+
+    return shipped_settings().keys
 
 
 def keymap(keys: KeysSettings) -> dict[str, str]:

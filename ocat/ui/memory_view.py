@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from textual import work
 from textual.message import Message
@@ -17,15 +17,30 @@ from textual.widgets import Static
 from ocat.errors import Cancelled, OcatError
 from ocat.locations import display_path
 from ocat.models import Exchange
-from ocat.ui.status import exchange_count
+from ocat.memory_loading import exchange_count
 from ocat.ui.widgets import NoticeMessage, TaskProgress, plain
 
 if TYPE_CHECKING:
+    from rich.console import RenderableType
+    from textual.app import App
+    from textual.containers import VerticalScroll
+    from textual.widget import Widget
+
+    from ocat.memory_loading import MemoryLoaded
     from ocat.session import ChatSession
 
+    AppBase = App[int]
+else:
+    AppBase = object  # a mixin of OcatApp (an App) at run time
 
-class MemoryView:
+
+class MemoryView(AppBase):
     """Memory's life in the window: opening, downloading, failing, coming back, closing."""
+
+    if TYPE_CHECKING:  # the app's own, used here
+        async def _append(self, widget: Widget) -> None: ...
+        def _conversation(self) -> VerticalScroll | None: ...
+        def _notice(self, text: str, *, error: bool = False) -> None: ...
 
     session: ChatSession
     serve: bool
@@ -35,16 +50,10 @@ class MemoryView:
     closing: threading.Thread | None
 
     class MemoryReady(Message):
-        """The store opened and the embedding model is ready (or not: `error` says why).
+        """Opening memory has ended: `loaded` says how (ocat.memory_loading)."""
 
-        `downloaded` describes a model fetched on the way; `saved` counts the exchanges
-        made meanwhile that were then written to memory.
-        """
-
-        def __init__(self, error: str | None, *, downloaded: str | None = None, saved: int = 0) -> None:
-            self.error = error
-            self.downloaded = downloaded
-            self.saved = saved
+        def __init__(self, loaded: MemoryLoaded) -> None:
+            self.loaded = loaded
             super().__init__()
 
     class MemoryNote(Message):
@@ -67,20 +76,31 @@ class MemoryView:
         """Open the store, then ready the embedding model (downloading it on first use), off the
         UI thread: chromadb and the model load here, after first paint. The chat is usable
         meanwhile; its exchanges are kept and written once memory is ready."""
+        from ocat.memory_loading import MemoryLoaded, load_memory, warm_up
+
         try:
-            self._load_memory()
+            def waiting(text: str) -> None:
+                # Waiting for another process's store is said on screen, not only "memory loading…".
+                self.post_message(self.MemoryNote(text))
+
+            loaded = load_memory(
+                self.session,
+                serve=self.serve,
+                notify=waiting,
+                progress=self._download_progress(),
+            )
         except Exception as exc:  # a bug in opening memory turns memory off, never the chat
             from ocat.logs import log_failure
 
             self.session.memory_error = log_failure("opening memory", exc)
-            self.post_message(self.MemoryReady(self.session.memory_error))
+            loaded = MemoryLoaded(self.session.memory_error)
+        self.post_message(self.MemoryReady(loaded))
+        if loaded.error is None:
+            warm_up(self.session)
 
-    def _load_memory(self) -> None:
-        session = self.session
-        # Waiting for another process's store is said on screen, not only "memory loading…".
-        if not session.open_memory(serve=self.serve, notify=lambda text: self.post_message(self.MemoryNote(text))):
-            self.post_message(self.MemoryReady(session.memory_error))
-            return
+    def _download_progress(self) -> Callable[[int, int | None], None]:
+        """The model download's progress as messages (one per percent); stops the download once
+        the app is closing."""
         from textual.worker import get_current_worker
 
         worker = get_current_worker()
@@ -91,25 +111,12 @@ class MemoryView:
                 # The app is closing: stop the download now (it leaves nothing behind) rather
                 # than keep the process alive until it ends.
                 raise Cancelled("the chat closed before the embedding model was downloaded")
-            # One message per percent (or per megabyte): the UI needs no more.
             step = done * 100 // total if total else done // 1_000_000
             if step != shown[0]:
                 shown[0] = step
                 self.post_message(self.ModelProgress(done, total))
 
-        fetched = session.prepare_model(progress=progress)
-        if not session.model_ready:
-            self.post_message(self.MemoryReady(session.memory_error))
-            return
-        saved = session.save_unsaved()
-        downloaded = fetched.describe() if fetched is not None and fetched.downloaded else None
-        self.post_message(self.MemoryReady(session.memory_error, downloaded=downloaded, saved=saved))
-        if fetched is not None and session.store is not None:
-            # Load the local model's ONNX session now, not in the first turn's search.
-            try:
-                session.store.embedder.embed(["warm up"])
-            except Exception:  # a model that cannot run is reported by the first turn that needs it
-                pass
+        return progress
 
     async def on_memory_view_model_progress(self, message: ModelProgress) -> None:
         from ocat.memory.model_files import progress_words
@@ -142,23 +149,16 @@ class MemoryView:
             self._download = None
         store = self.session.store
         self._memory_note = None
-        if message.error:
+        loaded = message.loaded
+        if loaded.error:
             self.memory_state = "memory off"
-            kept = len(self.session.unsaved)
-            # What is said meanwhile is kept, and written if memory comes back (the model
-            # arrives, or the store opens again on a later turn).
-            said = f"The {exchange_count(kept)} said so far, and what you say next," if kept else "What you say"
-            still = f" {said} stays in this chat and is remembered if memory comes back."
-            self._notice(f"Memory is off: {message.error}. The chat works without it.{still}", error=True)
         else:
             assert store is not None
             self.memory_state = exchange_count(store.count("exchange"))
-        verb = "is" if message.saved == 1 else "are"
-        saved = f"; the {exchange_count(message.saved)} made meanwhile {verb} remembered too" if message.saved else ""
-        if message.downloaded:
-            self._notice(f"{message.downloaded} Memory is on{saved}.")
-        elif message.saved:
-            self._notice(f"Memory is ready{saved}.")
+        notice = loaded.notice(len(self.session.unsaved))
+        if notice is not None:
+            text, error = notice
+            self._notice(text, error=error)
         self._refresh_header()
 
     def _header_text(self) -> str:
@@ -207,12 +207,13 @@ class MemoryView:
 
     def _memory_pending(self) -> bool:
         """True while memory is still opening or its model downloading."""
-        return self.memory_state in ("memory loading…", "memory waiting…") or self.memory_state.startswith("downloading")
+        state = self.memory_state
+        return state in ("memory loading…", "memory waiting…") or state.startswith("downloading")
 
-    def exit(self, *args: object, **kwargs: object) -> None:
+    def exit(self, result: int | None = None, return_code: int = 0, message: RenderableType | None = None) -> None:
         """Close the window, giving the store up meanwhile (see `_give_up_store`)."""
         self._give_up_store()
-        super().exit(*args, **kwargs)  # type: ignore[arg-type]
+        super().exit(result, return_code, message)
 
     def on_unmount(self) -> None:
         self._give_up_store()

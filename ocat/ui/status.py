@@ -1,4 +1,4 @@
-"""The words of the header and status line: exchange count, the answering spinner, usage and cost."""
+"""The words of the status line: the answering spinner, usage and cost."""
 
 from __future__ import annotations
 
@@ -11,11 +11,6 @@ def usage_line(usage: Usage | None, seconds: float) -> str:
         return ""  # dummy mode, or a provider that reports no usage
     cost = f" · ${usage.cost_usd:.4f}" if usage.cost_usd is not None else ""
     return f"last answer {seconds:.1f}s · {usage.prompt_tokens} tokens in, {usage.completion_tokens} out{cost}"
-
-
-def exchange_count(count: int) -> str:
-    """"1 exchange", "2 exchanges": the header's memory state once the store is open."""
-    return f"{count} exchange" if count == 1 else f"{count} exchanges"
 
 
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"

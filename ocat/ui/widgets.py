@@ -19,6 +19,7 @@ from textual.widgets.option_list import Option
 from ocat.commands import REGISTRY, CommandResult, commands
 from ocat.history import append_history, load_history
 from ocat.models import SearchHit
+from ocat.ui.keys import default_keys
 from ocat.text import printable
 
 if TYPE_CHECKING:
@@ -99,8 +100,8 @@ class PromptInput(TextArea):
     # inserted. `_on_key` runs them here instead, in typing order, and before TextArea turns
     # Enter into a line break. They stay Bindings for the footer and for `keys.*` remapping.
     BINDINGS = [
-        Binding("enter", "submit", "Send", show=True, id="prompt.submit"),
-        Binding("ctrl+j,shift+enter", "newline", "Newline", show=True, id="prompt.newline"),
+        Binding(default_keys().send, "submit", "Send", show=True, id="prompt.submit"),
+        Binding(default_keys().newline, "newline", "Newline", show=True, id="prompt.newline"),
     ]
 
     class Submitted(Message):
@@ -291,17 +292,12 @@ def memory_indicator(memories: list[SearchHit], mode: str) -> Static | Collapsib
 
     if mode == "off" or not memories:
         return None
-    noun = "exchange" if len(memories) == 1 else "exchanges"
-    title = f"Using context from {len(memories)} previous {noun}"
-    if any(m.kind == "document" for m in memories):
-        title = f"Using context from {len(memories)} memories"
+    from ocat.operations.search import used_memories
+
+    title, words = used_memories(memories)
     if mode == "summary":
         return Static(plain(title), classes="memory")
-    from ocat.memory.retrieval import reasons
-
-    lines = []
-    for hit, why in zip(memories, reasons(memories)):
-        lines.append(f"{hit.score:.2f}  {why}  {hit.origin}  {hit.when()}\n{hit.excerpt(200)}")
+    lines = [f"{line.heading()}\n{hit.excerpt(200)}" for hit, line in zip(memories, words)]
     return Collapsible(Static(plain("\n\n".join(lines))), title=title, collapsed=False, classes="memory")
 
 

@@ -1,29 +1,26 @@
-"""`ocat mcp`: ocat's memory as an MCP server over stdio (the official MCP Python SDK).
+"""The MCP server: the four memory tools' schemas, strict argument checks, and serving over stdio.
 
-The tools are thin wrappers over `ocat.memory.tools`; this module only declares their
+The tools are thin wrappers over `ocat.mcp_server.tools`; this module only declares their
 schemas, checks arguments, and turns ocat's errors into MCP error results. stdout carries
 the protocol alone: the SDK points fd 1 at stderr while it serves, and logs go to stderr.
-Every line on stdin gets an answer: one the SDK cannot read is answered here with a
-JSON-RPC error (the SDK would drop it, and leave the client waiting for ever).
 """
 
 # No `from __future__ import annotations`: the SDK reads the tools' annotations at run time.
-import json
 import logging
-import os
 import sys
 import threading
-from contextlib import asynccontextmanager, contextmanager
-from typing import TYPE_CHECKING, Annotated, Any, AsyncIterator, Iterator, Literal
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Annotated, Any, AsyncIterator
 
 from pydantic import Field
 
 from ocat import __version__
 from ocat.errors import OcatError
+from ocat.models import RecordKind
 
 if TYPE_CHECKING:
     from ocat.config import Settings
-    from ocat.memory.tools import MemoryTools
+    from ocat.mcp_server.tools import MemoryTools
 
 log = logging.getLogger("ocat.mcp")
 
@@ -89,15 +86,18 @@ def build_server(tools: "MemoryTools") -> Any:
         thread_id: Annotated[str | None, Field(description="Only exchanges of this chat thread.")] = None,
         session_id: Annotated[str | None, Field(description="Only exchanges of this chat session.")] = None,
         kind: Annotated[
-            Literal["exchange", "document"] | None,
+            RecordKind | None,
             Field(description="Only chat exchanges, or only documents and saved notes."),
         ] = None,
         since: Annotated[
             str | None, Field(description="Only memories from this date on (ISO: 2026-11-01 or 2026-11-01T14:00).")
         ] = None,
-        until: Annotated[str | None, Field(description="Only memories up to this date (a bare date includes the day).")] = None,
+        until: Annotated[
+            str | None, Field(description="Only memories up to this date (a bare date includes the day).")
+        ] = None,
         where: Annotated[
-            dict[str, Scalar] | None, Field(description="Other metadata fields that must be equal, e.g. {\"prefix\": \"ACME\"}.")
+            dict[str, Scalar] | None,
+            Field(description="Other metadata fields that must be equal, e.g. {\"prefix\": \"ACME\"}."),
         ] = None,
     ) -> dict[str, Any]:
         spec = FilterSpec(source, thread_id, session_id, kind, since, until, dict(where or {}))
@@ -214,12 +214,11 @@ def _open_quietly(tools: "MemoryTools") -> None:
     try:
         tools.stores()
         # Fetch the embedding model now, on first use, rather than inside the first search.
-        fetched = prepare_model(
-            tools.settings.embedding,
-            progress=lambda done, total: done or log.warning(
-                "downloading the embedding model (first use, %s)", progress_words(total or 0, None)
-            ),
-        )
+        def started(done: int, total: int | None) -> None:
+            if not done:  # said once, when the download starts
+                log.warning("downloading the embedding model (first use, %s)", progress_words(total or 0, None))
+
+        fetched = prepare_model(tools.settings.embedding, progress=started)
         if fetched is not None and fetched.downloaded:
             log.warning("%s", fetched.describe())
     except Exception as exc:  # reported again to the first call that needs the store or the model
@@ -229,7 +228,7 @@ def _open_quietly(tools: "MemoryTools") -> None:
 def serve(settings: "Settings", store_names: list[str]) -> int:
     """Serve the memory over stdio until the client closes the connection; returns the exit code."""
     from ocat.memory.named import open_stores
-    from ocat.memory.tools import MemoryTools
+    from ocat.mcp_server.tools import MemoryTools
 
     # Before the SDK configures logging: ours goes to stderr, plainly, one line per record.
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="ocat mcp: %(levelname)s: %(message)s")
@@ -243,175 +242,11 @@ def serve(settings: "Settings", store_names: list[str]) -> int:
     try:
         import anyio
 
-        anyio.run(_serve_stdio, server)
+        from ocat.mcp_server.stdio import serve_stdio
+
+        anyio.run(serve_stdio, server)
     except KeyboardInterrupt:
         pass
     finally:
         tools.close()
     return 0
-
-
-# -- stdin: every line answered ------------------------------------------------------------
-
-PARSE_ERROR = -32700
-INVALID_REQUEST = -32600
-# An id is a string or a whole number; a longer number is no id anyone sent on purpose
-# (and int() refuses past 4300 digits).
-_MAX_ID_DIGITS = 40
-
-
-async def _serve_stdio(server: Any) -> None:
-    """What the SDK's `server.run("stdio")` does, but stdin goes through `AnsweredLines`."""
-    from mcp.server.stdio import stdio_server
-
-    lowlevel = server._lowlevel_server
-    with _stdin_lines() as lines:
-        answered = AnsweredLines(lines)
-        # The SDK still claims stdout (fd 1 points at stderr while it serves) and writes every reply.
-        async with stdio_server(stdin=answered) as (read_stream, write_stream):
-            answered.reply_with(write_stream)
-            await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
-
-
-@contextmanager
-def _stdin_lines() -> Iterator[Any]:
-    """stdin as async lines of text, read from a private copy of fd 0.
-
-    While serving, fd 0 points at /dev/null, as the SDK arranges when it reads stdin itself,
-    so no library or child process can take bytes meant for the protocol.
-    """
-    import io
-
-    import anyio
-
-    try:
-        private: int | None = os.dup(0)
-    except OSError:
-        private = None
-    if private is not None:
-        devnull = os.open(os.devnull, os.O_RDONLY)
-        os.dup2(devnull, 0)
-        os.close(devnull)
-    # closefd=False: a reading thread may still be blocked on it after the loop ends.
-    buffer = os.fdopen(private, "rb", closefd=False) if private is not None else sys.stdin.buffer
-    # Bytes that are not UTF-8 become U+FFFD, as in the SDK: such a line is still read.
-    text = io.TextIOWrapper(buffer, encoding="utf-8", errors="replace")
-    try:
-        yield anyio.wrap_file(text)
-    finally:
-        if private is not None:
-            os.dup2(private, 0)
-        else:
-            text.detach()  # never close the process's own stdin
-
-
-class AnsweredLines:
-    """stdin's lines for the SDK, less the ones it cannot read: those are answered here.
-
-    The SDK turns a line it cannot parse or validate into an exception that its dispatcher
-    only logs at debug level, so the client waits for ever. JSON-RPC wants an error reply;
-    this writes it on the SDK's own write stream (so replies never interleave) and goes on.
-    """
-
-    def __init__(self, lines: Any) -> None:
-        import anyio
-
-        self._lines = aiter(lines)
-        self._replies: Any = None
-        self._ready = anyio.Event()
-
-    def reply_with(self, write_stream: Any) -> None:
-        """The stream the SDK writes replies to (known only once its transport is up)."""
-        self._replies = write_stream
-        self._ready.set()
-
-    def __aiter__(self) -> "AnsweredLines":
-        return self
-
-    async def __anext__(self) -> str:
-        while True:
-            line = await self._lines.__anext__()  # StopAsyncIteration at the end of stdin
-            if not line.strip():
-                continue  # a blank line is no message, and gets no answer
-            try:
-                reply = unreadable_line_error(line)
-            except Exception:  # the check must never cost the connection
-                log.exception("could not check a line from the client")
-                reply = None
-            if reply is None:
-                return line
-            await self._answer(reply)
-
-    async def _answer(self, reply: dict[str, Any]) -> None:
-        import anyio
-        import mcp_types
-        from mcp.shared.message import SessionMessage
-
-        log.warning("a line from the client is not a JSON-RPC message; answered: %s", reply["error"]["message"])
-        await self._ready.wait()
-        try:
-            await self._replies.send(SessionMessage(mcp_types.JSONRPCError.model_validate(reply)))
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-            log.debug("the connection closed before the error could be sent")
-
-
-def unreadable_line_error(line: str) -> dict[str, Any] | None:
-    """The JSON-RPC error reply for a line the SDK cannot read as a message; None if it can.
-
-    JSON that does not parse (or that the SDK's parser refuses: nesting past its limit)
-    is a -32700 Parse error with a null id. Valid JSON that is no message (no
-    "jsonrpc", a lone surrogate such as "\\udfff", a number past the parser's range, a
-    batch) is a -32600 Invalid Request, with the line's id when one can be read, so the
-    client's request is answered rather than left waiting.
-    """
-    import mcp_types
-
-    try:
-        mcp_types.jsonrpc_message_adapter.validate_json(line, by_name=False)
-        return None
-    except Exception as exc:
-        problem = _problem(exc)
-    try:
-        # NaN and Infinity are let through, as the SDK's parser lets them through.
-        value = json.loads(line, parse_int=_id_int)
-    except (ValueError, RecursionError):
-        return _error_reply(None, PARSE_ERROR, f"Parse error: {problem or 'not JSON'}")
-    if not isinstance(value, dict):
-        # A batch (a JSON array) was dropped from MCP; anything else is no message at all.
-        return _error_reply(None, INVALID_REQUEST, "Invalid Request: a message is one JSON object")
-    why = problem or "not a JSON-RPC 2.0 request, notification or response"
-    return _error_reply(_id_of(value), INVALID_REQUEST, f"Invalid Request: {why}")
-
-
-def _problem(exc: Exception) -> str:
-    """What the SDK's parser said about a line that is not JSON to it ("" for other errors,
-    whose wording, one complaint per kind of message, helps no one)."""
-    errors = getattr(exc, "errors", None)
-    try:
-        first = errors()[0] if callable(errors) else {}
-    except Exception:
-        first = {}
-    if first.get("type") != "json_invalid":
-        return ""
-    return str(first.get("msg", "")).removeprefix("Invalid JSON: ")[:200]
-
-
-def _id_int(text: str) -> int | None:
-    return int(text) if len(text.lstrip("-")) <= _MAX_ID_DIGITS else None
-
-
-def _id_of(message: dict[str, Any]) -> str | int | None:
-    """The message's id if it is one a reply can carry: a string (valid Unicode) or a whole number."""
-    value = message.get("id")
-    if isinstance(value, bool) or not isinstance(value, (str, int)):
-        return None
-    if isinstance(value, str):
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:  # a lone surrogate cannot be written back
-            return None
-    return value
-
-
-def _error_reply(id: str | int | None, code: int, message: str) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}}

@@ -1,19 +1,19 @@
 """A model archive built from ../shared/models in ChromaDB's layout, and a loopback server for
-it whose routes each behave as a server can (whole, cut off, silent, gated, not HTTP ...)."""
+it whose routes each behave as a server can (whole, cut off, silent, gated, not HTTP ...).
+The fixtures `model_archive` and `server` (tests/conftest.py) are built from these."""
 
 from __future__ import annotations
 
 import hashlib
 import tarfile
 import threading
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Iterator
 
-import pytest
-
-from tests.conftest import MODEL_DIR
+from tests.support import MODEL_DIR
 
 # Listed here rather than taken from the module under test, so a file it forgot shows up.
 MODEL_FILE_NAMES = (
@@ -38,12 +38,8 @@ class Archive:
     sha256: str
 
 
-@pytest.fixture(scope="session")
-def model_archive(tmp_path_factory: pytest.TempPathFactory) -> Archive:
-    """ChromaDB's archive layout, built from the real model files in ../shared/models."""
-    if not (MODEL_DIR / "model.onnx").is_file():
-        pytest.fail(f"the embedding model is missing: {MODEL_DIR} (set OCAT_EMBEDDING_MODEL_PATH)")
-    path = tmp_path_factory.mktemp("archive") / "onnx.tar.gz"
+def build_archive(path: Path) -> Archive:
+    """Write ChromaDB's archive layout to `path`, from the real model files in ../shared/models."""
     # compresslevel=1: the test needs a real .tar.gz, not a small one, and this is 10x faster.
     with tarfile.open(path, "w:gz", compresslevel=1) as tar:
         tar.add(MODEL_DIR, arcname="onnx", recursive=False)
@@ -67,6 +63,7 @@ class ArchiveServer:
     gate: threading.Event = field(default_factory=threading.Event)
 
     def url(self, route: str = "") -> str:
+        """The archive's address on `route` (the plain route serves it whole)."""
         return f"http://127.0.0.1:{self.port}/{route}{'/' if route else ''}onnx.tar.gz"
 
 
@@ -143,21 +140,23 @@ def _handler_for(state: ArchiveServer) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
-@pytest.fixture
-def server(model_archive: Archive) -> Iterator[ArchiveServer]:
-    """The archive served on loopback for one test; handlers still waiting are released at teardown."""
-    state = ArchiveServer(model_archive)
+@contextmanager
+def serving_archive(archive: Archive) -> Iterator[ArchiveServer]:
+    """The archive served on loopback until the block ends; handlers still waiting are then released."""
+    state = ArchiveServer(archive)
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(state))
     state.port = httpd.server_address[1]
     # A short poll: shutdown() waits up to one poll interval, and every test starts a server.
     thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
-    yield state
-    state.release.set()
-    state.gate.set()
-    httpd.shutdown()
-    httpd.server_close()
-    thread.join(timeout=10)
+    try:
+        yield state
+    finally:
+        state.release.set()
+        state.gate.set()
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join(timeout=10)
 
 
 def served_env(server: ArchiveServer) -> dict[str, str | None]:
@@ -173,3 +172,11 @@ def assert_same_files(folder: Path) -> None:
     """The folder holds the six model files, byte for byte as in ../shared/models."""
     for name in MODEL_FILE_NAMES:
         assert (folder / name).read_bytes() == (MODEL_DIR / name).read_bytes(), f"{name} differs"
+
+
+def assert_nothing_left(target: Path) -> None:
+    """No model folder, and beside it no partial archive or staging folder (the lock may stay)."""
+    assert not target.exists(), f"{target} was left behind"
+    if target.parent.exists():
+        leftovers = sorted(p.name for p in target.parent.iterdir() if not p.name.endswith(".lock"))
+        assert leftovers == [], f"left beside {target}: {leftovers}"

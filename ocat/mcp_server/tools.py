@@ -1,8 +1,9 @@
-"""The memory operations `ocat mcp` offers as tools: search, save, forget, stats.
+"""The memory tools `ocat mcp` offers: search, save, forget, stats, over the operations layer.
 
-Protocol-free: each takes plain values, returns a JSON-ready dict and raises UsageError
-for bad input (or another OcatError when the store fails), which the MCP layer turns
-into an error result. One store is read and written; several (`--store a,b`) are only read.
+Protocol-free: each checks its arguments, calls `ocat.operations`, and returns a JSON-ready
+dict; it raises UsageError for bad input (or another OcatError when the store fails), which
+the server turns into an error result. One store is read and written; several (`--store a,b`)
+are only read.
 """
 
 from __future__ import annotations
@@ -11,12 +12,15 @@ import logging
 import math
 import re
 import threading
-from datetime import datetime
+from dataclasses import asdict
 from typing import TYPE_CHECKING, Any, Callable, Mapping, TypeVar
 
 from ocat.errors import StoreError, UsageError
 from ocat.memory.filters import DOCUMENT_KEYS, INT64_MAX, INT64_MIN, FilterSpec
-from ocat.models import EXCHANGE_FIELDS, AddResult, Exchange, SearchHit
+from ocat.models import EXCHANGE_FIELDS
+from ocat.operations.search import hit_record
+
+from ocat.operations.records import Record, as_hit
 
 if TYPE_CHECKING:
     from ocat.config import Settings
@@ -34,9 +38,6 @@ _LABEL = re.compile(r"[\w .:/@+-]{1,100}")
 _KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,63}")
 # Fields ocat sets itself; a caller's metadata may not reuse them (nor "date", a filter alias).
 RESERVED_KEYS = DOCUMENT_KEYS | set(EXCHANGE_FIELDS) | {"date"}
-# Left out of results: an exchange's text already holds its prompt and answer, `kind` is said
-# once per hit, and the hashes mean nothing to a reader; repeating them costs the caller tokens.
-_REPEATED = {"user_prompt", "assistant_response", "kind", "content_hash", "document_id"}
 
 
 class MemoryTools:
@@ -85,31 +86,37 @@ class MemoryTools:
     def _writable(stores: list[MemoryStore]) -> MemoryStore:
         if len(stores) > 1:
             names = ", ".join(s.name for s in stores)
-            raise UsageError(f"this server reads several stores ({names}); it writes to one only: start it with one --store")
+            raise UsageError(
+                f"this server reads several stores ({names}); it writes to one only: start it with one --store"
+            )
         return stores[0]
 
     # -- the tools -----------------------------------------------------------------------------
 
     def search(self, query: str, k: int = 5, spec: FilterSpec | None = None) -> dict[str, Any]:
         """The k most relevant memories for `query`, optionally filtered, with score and metadata."""
-        from ocat.memory.retrieval import RetrievalLimits
-        from ocat.memory.search import search_stores
+        from ocat.operations.search import SearchResult, search
 
         query = _required_text("query", query)
         if not 1 <= k <= MAX_RESULTS:
             raise UsageError(f"k must be between 1 and {MAX_RESULTS}, got {k}")
         filters = (spec or FilterSpec()).to_filters()
-        limits = RetrievalLimits.from_settings(self.settings.vector_store, results=k)
-        def search(stores: list[MemoryStore]) -> tuple[list[str], list[Any]]:
-            return [s.name for s in stores], search_stores(stores, query, limits, filters, limit=k)
 
-        names, found = self._using(search)
-        return {"query": query, "stores": names, "results": [_hit(h.hit, store=h.store) for h in found]}
+        def run(stores: list[MemoryStore]) -> SearchResult:
+            return search(stores, query, self.settings.vector_store, count=k, filters=filters)
 
-    def save(self, content: str, source: str | None = None, metadata: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        found = self._using(run)
+        return {
+            "query": query,
+            "stores": found.stores,
+            "results": [hit_record(f.hit, why=f.why, store=f.store, compact=True) for f in found.found],
+        }
+
+    def save(
+        self, content: str, source: str | None = None, metadata: Mapping[str, Any] | None = None
+    ) -> dict[str, Any]:
         """Remember a text, chunked like `/vadd`; the same text saved twice is stored once."""
-        from ocat.chunking import options_from
-        from ocat.memory.ingest import add_text
+        from ocat.operations.add import AddSummary, add_note
 
         content = _required_text("content", content)
         if len(content) > MAX_CONTENT_CHARS:
@@ -119,12 +126,11 @@ class MemoryTools:
             raise UsageError("source must be 1-100 letters, digits, spaces or . : / @ + - _")
         if label == "chat":
             raise UsageError('source "chat" is reserved for chat exchanges')
-        extra = _checked_metadata(metadata or {})
-        options = options_from(self.settings.chunking)
+        extra = checked_metadata(metadata or {})
 
-        def save(stores: list[MemoryStore]) -> tuple[str, AddResult]:
+        def save(stores: list[MemoryStore]) -> tuple[str, AddSummary]:
             store = self._writable(stores)
-            return store.name, add_text(store, content, options, source=label, manual_entry=True, extra=extra)
+            return store.name, add_note(store, content, self.settings.chunking, source=label, extra=extra)
 
         name, outcome = self._using(save)
         return {
@@ -142,6 +148,8 @@ class MemoryTools:
 
         Without `confirm="CONFIRM"` nothing is deleted: the result lists what would be.
         """
+        from ocat.operations.records import delete_records, get_record
+
         if (query is None) == (id is None):
             raise UsageError("give either query or id (not both)")
         if confirm is not None and confirm != CONFIRM:
@@ -152,12 +160,12 @@ class MemoryTools:
         def forget(stores: list[MemoryStore]) -> tuple[list[dict[str, Any]], int]:
             store = self._writable(stores)
             if id is not None:
-                targets = [_record_item(store, store.resolve_id(_required_text("id", id)))]
+                targets = [_record_item(get_record(store, _required_text("id", id)))]
             else:
                 targets = self._matches(store, _required_text("query", query or ""), k)
             if confirm != CONFIRM or not targets:
                 return targets, 0
-            return targets, store.delete([t["id"] for t in targets])
+            return targets, delete_records(store, [t["id"] for t in targets])
 
         targets, removed = self._using(forget)
         if confirm != CONFIRM:
@@ -168,39 +176,25 @@ class MemoryTools:
 
     def _matches(self, store: MemoryStore, query: str, k: int) -> list[dict[str, Any]]:
         """The hits of a query relevant enough to be given to a model: only those may be forgotten."""
-        from ocat.memory.retrieval import RetrievalLimits
-        from ocat.memory.search import search_store
+        from ocat.operations.search import search
 
-        limits = RetrievalLimits.from_settings(self.settings.vector_store, results=k)
-        return [_hit(h, brief=True) for h in search_store(store, query, limits, limit=k) if h.admitted]
+        found = search([store], query, self.settings.vector_store, count=k)
+        return [hit_record(h, compact=True, brief=True) for h in found.hits if h.admitted]
 
     def stats(self) -> dict[str, Any]:
         """Each open store's location and counts, and the names of the stores that exist."""
-        from ocat.memory.named import store_names
+        from ocat.operations.stats import StatsResult, stats
 
+        def describe(stores: list[MemoryStore]) -> StatsResult:
+            return stats(stores, self.settings)
 
-        def describe(stores: list[MemoryStore]) -> tuple[list[dict[str, Any]], list[str]]:
-            described = [
-                {
-                    "name": s.name,
-                    "path": s.location.describe() if s.location.path is None else str(s.location.path),
-                    "exchanges": s.count("exchange"),
-                    "documents": s.count("document"),
-                    "embedding_model": s.embedder.name,
-                    "dimensions": s.embedder.dimensions,
-                }
-                for s in stores
-            ]
-            return described, store_names(self.settings, stores[0])
-
-        described, available = self._using(describe)
-        vector_store = self.settings.vector_store
+        described = self._using(describe)
         return {
-            "stores": described,
-            "writable": len(described) == 1,
-            "available_stores": available,
-            "similarity_threshold": vector_store.similarity_threshold,
-            "memory_threshold": vector_store.memory_threshold,
+            "stores": [asdict(s) for s in described.selected],
+            "writable": len(described.selected) == 1,
+            "available_stores": described.available,
+            "similarity_threshold": self.settings.vector_store.similarity_threshold,
+            "memory_threshold": self.settings.vector_store.memory_threshold,
         }
 
 
@@ -210,13 +204,16 @@ def _required_text(name: str, value: str) -> str:
     return value.strip()
 
 
-def _checked_metadata(metadata: Mapping[str, Any]) -> dict[str, Any]:
+def checked_metadata(metadata: Mapping[str, Any]) -> dict[str, Any]:
+    """Metadata a caller gave, checked: names ocat does not set itself, values Chroma stores exactly."""
     if len(metadata) > MAX_METADATA_KEYS:
         raise UsageError(f"metadata has {len(metadata)} keys; the limit is {MAX_METADATA_KEYS}")
     checked: dict[str, Any] = {}
     for key, value in metadata.items():
         if not isinstance(key, str) or not _KEY.fullmatch(key):
-            raise UsageError(f"metadata key {key!r}: use letters, digits, '_', '.' or '-', starting with a letter or '_'")
+            raise UsageError(
+                f"metadata key {key!r}: use letters, digits, '_', '.' or '-', starting with a letter or '_'"
+            )
         if key in RESERVED_KEYS:
             raise UsageError(f"metadata key {key!r} is set by ocat itself; pick another name")
         if not isinstance(value, (str, int, float, bool)):
@@ -233,36 +230,8 @@ def _checked_metadata(metadata: Mapping[str, Any]) -> dict[str, Any]:
     return checked
 
 
-def _hit(hit: SearchHit, *, store: str | None = None, brief: bool = False) -> dict[str, Any]:
-    item: dict[str, Any] = {"id": hit.id}
-    if store is not None:
-        item["store"] = store
-    item |= {
-        "kind": hit.kind,
-        "score": round(hit.score, 4),
-        "admitted": hit.admitted,
-        "date": _iso(hit.timestamp),
-        "text": hit.excerpt(300) if brief else hit.text,
-        "metadata": {k: v for k, v in hit.metadata.items() if k not in _REPEATED},
-    }
-    return item
-
-
-def _record_item(store: MemoryStore, record_id: str) -> dict[str, Any]:
-    record = store.get(record_id)
-    if record is None:
-        raise UsageError(f"no memory with the id {record_id!r}")
-    if isinstance(record, Exchange):
-        hit = SearchHit(id=record_id, kind="exchange", score=1.0, text=record.text, metadata=record.to_metadata())
-    else:
-        hit = SearchHit(id=record_id, kind="document", score=1.0, text=record.text, metadata=record.metadata)
-    item = _hit(hit, brief=True)
+def _record_item(record: Record) -> dict[str, Any]:
+    """A record named by id, as a forget preview lists it: no score (it was not searched for)."""
+    item = hit_record(as_hit(record), compact=True, brief=True)
     del item["score"], item["admitted"]
     return item
-
-
-def _iso(timestamp: float | None) -> str | None:
-    try:
-        return datetime.fromtimestamp(timestamp).astimezone().isoformat(timespec="seconds") if timestamp else None
-    except (OverflowError, OSError, ValueError):  # a stored time no date can hold (NaN, 1e300)
-        return None

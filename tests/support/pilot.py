@@ -10,11 +10,12 @@ from textual.worker import WorkerCancelled, WorkerFailed
 from ocat.config import load_settings
 from ocat.session import ChatSession
 from ocat.ui.app import OcatApp
-from ocat.ui.widgets import PromptInput
-from tests.conftest import FakeLLMServer
+from ocat.ui.widgets import NoticeMessage, PromptInput
+from tests.support.fakes import FakeLLMServer
 
 
 def make_app(server: FakeLLMServer | None = None, *, dummy: bool = False, **overrides: Any) -> OcatApp:
+    """The app on the test's settings (plus `overrides`), talking to `server` when given."""
     extra: dict[str, Any] = {}
     if server is not None:
         extra = {"llm.model": "openai/fake-model", "llm.api_base": server.api_base, "llm.api_key": "sk-test"}
@@ -23,6 +24,7 @@ def make_app(server: FakeLLMServer | None = None, *, dummy: bool = False, **over
 
 
 async def memory_ready(app: OcatApp, pilot: Any) -> None:
+    """Wait until the app's memory has opened (or failed to)."""
     # A blinking cursor would make screenshots depend on the moment they are taken.
     app.query_one(PromptInput).cursor_blink = False
     for _ in range(300):
@@ -33,6 +35,7 @@ async def memory_ready(app: OcatApp, pilot: Any) -> None:
 
 
 async def send(app: OcatApp, pilot: Any, text: str) -> None:
+    """Type `text` into the prompt, press Enter and wait for the chat turn it starts."""
     prompt = app.query_one(PromptInput)
     prompt.text = text
     await pilot.press("enter")
@@ -57,7 +60,13 @@ async def wait_for_command(app: OcatApp, pilot: Any) -> None:
 
 
 def conversation(app: OcatApp) -> list[Any]:
+    """The widgets of the conversation, in order."""
     return list(app.query("#conversation > *"))
+
+
+def notices(app: OcatApp) -> list[str]:
+    """The text of every notice in the conversation."""
+    return [str(w.render()) for w in app.query(NoticeMessage)]
 
 
 async def wait_for(pilot: Any, condition: Any, what: str, *, seconds: float = 5.0) -> None:

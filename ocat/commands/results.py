@@ -1,0 +1,60 @@
+"""What a slash command returns: data to show, and typed requests a front end carries out its own way.
+
+A command never tells a front end how to draw: it returns text and rows, says whether the
+conversation was replaced, and, when it needs the user, a request: `Confirm` (yes or no
+before something is done) or `Choose` (a pick from a list), each carrying the step that
+completes it, or `ShowThemes` (themes belong to the full-screen chat).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Sequence, Union
+
+
+@dataclass(frozen=True)
+class Confirm:
+    """Ask before doing: `question` says what will happen; `then()` does it once the user says yes."""
+
+    question: str
+    then: Callable[[], CommandResult]
+    # The command that does the same without asking, for a front end that cannot ask (a pipe).
+    typed: str
+    # What to say when the user says no.
+    declined: str = "Nothing was changed."
+
+
+@dataclass(frozen=True)
+class Choose:
+    """Offer a pick: `options` are (value, label); `then(value)` carries the pick out."""
+
+    title: str
+    options: list[tuple[str, str]]
+    then: Callable[[str], CommandResult]
+    # How to do the same by typing, for a front end that only lists the options.
+    typed: str = ""
+
+
+@dataclass(frozen=True)
+class ShowThemes:
+    """Switch to the theme `name`, or ("") list the themes: only the full-screen chat has themes."""
+
+    name: str
+
+
+Request = Union[Confirm, Choose, ShowThemes]
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    """What a command did: a message, optional table rows, whether the chat should end, and
+    whether the conversation was replaced (/continue, /clear); `request` when it needs the user."""
+
+    text: str = ""
+    columns: tuple[str, ...] = ()
+    rows: Sequence[tuple[str, ...]] = ()
+    error: bool = False
+    quit: bool = False
+    # The session's conversation was replaced: a front end showing it shows it afresh.
+    conversation_replaced: bool = False
+    request: Request | None = None

@@ -1,0 +1,85 @@
+"""Opening a chat's memory, the one way every face does it, and what to tell the user about it.
+
+The store opens, the embedding model is made ready (downloaded on first use), the exchanges
+said meanwhile are written, and the model's session is loaded so the first search does not
+wait for it. The full-screen chat runs this in a worker after its first frame; the line mode
+and `--ask` run it before their first prompt. Both say the same words (`MemoryLoaded.notice`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable
+
+if TYPE_CHECKING:
+    from ocat.memory.model_files import DownloadProgress
+    from ocat.session import ChatSession
+
+
+@dataclass(frozen=True)
+class MemoryLoaded:
+    """How opening memory went: `error` says why memory is off (None: it is on)."""
+
+    error: str | None
+    # Where a first-use download put the model ("Downloaded ... to ~/..."), if one ran.
+    downloaded: str | None = None
+    # Exchanges said while memory loaded, written to it once it was ready.
+    saved: int = 0
+
+    def notice(self, kept: int = 0) -> tuple[str, bool] | None:
+        """What to tell the user, and whether it is an error; None when there is nothing to say.
+
+        `kept` counts the exchanges this chat holds that memory could not take yet.
+        """
+        if self.error:
+            said = f"The {exchange_count(kept)} said so far, and what you say next," if kept else "What you say"
+            # Kept exchanges are written if memory comes back (the model arrives, or the store
+            # opens again on a later turn).
+            still = f" {said} stays in this chat and is remembered if memory comes back."
+            return f"Memory is off: {self.error}. The chat works without it.{still}", True
+        verb = "is" if self.saved == 1 else "are"
+        saved = f"; the {exchange_count(self.saved)} made meanwhile {verb} remembered too" if self.saved else ""
+        if self.downloaded:
+            return f"{self.downloaded} Memory is on{saved}.", False
+        if self.saved:
+            return f"Memory is ready{saved}.", False
+        return None
+
+
+def exchange_count(count: int) -> str:
+    """"1 exchange", "2 exchanges"."""
+    return f"{count} exchange" if count == 1 else f"{count} exchanges"
+
+
+def load_memory(
+    session: ChatSession,
+    *,
+    serve: bool,
+    notify: Callable[[str], None] | None = None,
+    progress: DownloadProgress | None = None,
+) -> MemoryLoaded:
+    """Open the session's store and ready its embedding model; never raises for memory's sake.
+
+    `serve`: share the store with other ocat processes while the session lives (the chats);
+    `notify` hears what opening waits for (another process holding the store); `progress`
+    follows a first-use download (it may raise Cancelled to stop it).
+    """
+    if not session.open_memory(serve=serve, notify=notify):
+        return MemoryLoaded(session.memory_error)
+    fetched = session.prepare_model(progress=progress)
+    session.fetched = fetched
+    if not session.model_ready:
+        return MemoryLoaded(session.memory_error)
+    saved = session.save_unsaved()
+    downloaded = fetched.describe() if fetched is not None and fetched.downloaded else None
+    return MemoryLoaded(session.memory_error, downloaded=downloaded, saved=saved)
+
+
+def warm_up(session: ChatSession) -> None:
+    """Load the local model's ONNX session now (once memory is on), not in the first turn's search."""
+    if session.fetched is None or session.store is None:
+        return
+    try:
+        session.store.embedder.embed(["warm up"])
+    except Exception:  # a model that cannot run is reported by the first turn that needs it
+        pass

@@ -1,0 +1,153 @@
+"""The add operations: a file or folder (`--add-to-vector-store`, `/vdoc`), a note (`/vadd`, MCP's
+`memory_save`), and the one sentence that says what an add did."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Mapping
+
+from ocat.locations import display_path
+
+if TYPE_CHECKING:
+    from ocat.memory.store import MemoryStore
+    from ocat.memory.ingest import Source
+    from ocat.settings import ChunkingSettings
+
+# Progress of a long add: (label, chunks stored so far, chunks in all).
+ChunkProgress = Callable[[str, int, int], None]
+
+
+@dataclass(frozen=True)
+class AddSummary:
+    """What an add stored: chunks new and already there, replaced and removed, and warnings."""
+
+    # The file or folder as given; None for a note.
+    path: str | None
+    added_chunks: int
+    total_chunks: int
+    replaced_chunks: int = 0
+    removed_chunks: int = 0
+    files: int = 1
+    ids: tuple[str, ...] = ()
+    # Warnings met on the way (an empty file, one not in UTF-8, one that could not be read).
+    notes: tuple[str, ...] = ()
+
+    @property
+    def already_stored(self) -> int:
+        """Chunks that were stored before and so were not added again."""
+        return self.total_chunks - self.added_chunks
+
+    def sentence(self, *, short_path: bool = False) -> str:
+        """What was done, in one sentence, the same in every face (`short_path`: the home folder as ~)."""
+        if self.path is None:
+            if self.added_chunks == 0:
+                return "Already remembered."
+            return f"Remembered ({chunks(self.added_chunks)})."
+        shown = display_path(self.path) if short_path else self.path
+        text = f"Added {chunks(self.added_chunks)} from {shown}"
+        if self.files > 1:
+            text += f" ({self.files} files)"
+        if self.already_stored:
+            text += f"; {self.already_stored} already stored"
+        if self.replaced_chunks:
+            text += f"; {chunks(self.replaced_chunks)} of an earlier version removed"
+        if self.removed_chunks:
+            text += f"; {chunks(self.removed_chunks)} of files no longer in the folder removed"
+        return text + "."
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON result of an add."""
+        return {
+            "source_path": self.path,
+            "added_chunks": self.added_chunks,
+            "total_chunks": self.total_chunks,
+            "replaced_chunks": self.replaced_chunks,
+            "removed_chunks": self.removed_chunks,
+            "files": self.files,
+        }
+
+
+def chunks(count: int) -> str:
+    """'3 chunk(s)'."""
+    return f"{count} chunk(s)"
+
+
+def add_file_or_folder(
+    store: MemoryStore,
+    path: Path,
+    settings: ChunkingSettings,
+    *,
+    source: Source,
+    file_started: Callable[[Path], None] | None = None,
+    chunks_stored: ChunkProgress | None = None,
+    notify: Callable[[str], None] | None = None,
+) -> AddSummary:
+    """Add a file, or a folder's .md/.txt files (InputFileError if there is nothing to add).
+
+    `file_started` hears of each file of a folder; `chunks_stored(file name, done, total)`
+    follows each stored batch (and may raise Cancelled to stop between two); warnings go to
+    `notify` as they happen and are kept in the summary's `notes`.
+    """
+    from ocat.chunking import options_from
+    from ocat.memory.ingest import add_path
+
+    notes: list[str] = []
+
+    def note(message: str) -> None:
+        notes.append(message)
+        if notify is not None:
+            notify(message)
+
+    outcome = add_path(
+        store,
+        path,
+        options_from(settings),
+        source=source,
+        progress=file_started,
+        notify=note,
+        chunks_stored=(lambda file, done, total: chunks_stored(file.name, done, total)) if chunks_stored else None,
+    )
+    return AddSummary(
+        path=str(path),
+        added_chunks=outcome.added_chunks,
+        total_chunks=outcome.total_chunks,
+        replaced_chunks=outcome.replaced_chunks,
+        removed_chunks=outcome.removed_chunks,
+        files=len(outcome.files),
+        ids=tuple(i for f in outcome.files for i in f.ids),
+        notes=tuple(notes),
+    )
+
+
+def add_note(
+    store: MemoryStore,
+    text: str,
+    settings: ChunkingSettings,
+    *,
+    source: Source,
+    extra: Mapping[str, Any] | None = None,
+) -> AddSummary:
+    """Remember a text, chunked like a document; the same text twice is stored once.
+    `extra` is metadata for every chunk."""
+    from ocat.chunking import options_from
+    from ocat.memory.ingest import add_text
+
+    outcome = add_text(store, text, options_from(settings), source=source, manual_entry=True, extra=extra)
+    return AddSummary(path=None, added_chunks=outcome.added_chunks, total_chunks=outcome.total_chunks,
+                      replaced_chunks=outcome.replaced_chunks, ids=outcome.ids)
+
+
+def progress_printer(say: Callable[[str], None]) -> ChunkProgress:
+    """A `chunks_stored` callback for a text face: "NAME: done/total chunks stored", throttled
+    per name (the first batch, then at most once a second, and the last)."""
+    from ocat.memory.ingest import throttled_progress
+
+    printers: dict[str, Callable[[int, int], None]] = {}
+
+    def report(label: str, done: int, total: int) -> None:
+        if label not in printers:
+            printers[label] = throttled_progress(lambda d, t: say(f"{label}: {d}/{t} chunks stored"))
+        printers[label](done, total)
+
+    return report

@@ -1,0 +1,144 @@
+"""The search operation: an explicit search of one or several stores, and the one shape of a hit.
+
+`--query-vector-store`, `/vquery` and MCP's `memory_search` all search here and render what
+`search` returns; `hit_record` is the JSON form every face prints, `HitLine` the words.
+(The chat's own per-turn recall is `ChatSession.recall`: it excludes what is in view and
+keeps to a token budget.)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Sequence
+
+from ocat.models import SearchHit
+
+if TYPE_CHECKING:
+    from ocat.memory.filters import Filters
+    from ocat.memory.store import MemoryStore
+    from ocat.settings import VectorStoreSettings
+
+# Left out of a hit's metadata: an exchange's text already holds its prompt and answer, `kind`
+# is said once per hit, and the hashes mean nothing to a reader; repeating them costs tokens.
+REPEATED_METADATA = frozenset({"user_prompt", "assistant_response", "kind", "content_hash", "document_id"})
+
+
+@dataclass(frozen=True)
+class Found:
+    """One hit of a search: the memory, why it is (not) given to the model, and its store."""
+
+    hit: SearchHit
+    why: str
+    store: str
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """What a search found, best first, and which stores it read."""
+
+    query: str
+    found: list[Found]
+    stores: list[str]
+
+    @property
+    def hits(self) -> list[SearchHit]:
+        """The hits alone, best first."""
+        return [f.hit for f in self.found]
+
+
+def search(
+    stores: Sequence[MemoryStore],
+    query: str,
+    settings: VectorStoreSettings,
+    *,
+    count: int | None = None,
+    filters: Filters | None = None,
+) -> SearchResult:
+    """The `count` (default `context_results`) most relevant memories for `query` in `stores`,
+    merged by score, each with the reason it is or is not given to the model in a chat."""
+    from ocat.memory.retrieval import RetrievalLimits, reasons
+    from ocat.memory.search import search_stores
+
+    count = count or settings.context_results
+    limits = RetrievalLimits.from_settings(settings, results=count)
+    found = search_stores(stores, query, limits, filters, limit=count)
+    why = reasons([f.hit for f in found])
+    return SearchResult(
+        query=query,
+        found=[Found(f.hit, w, f.store) for f, w in zip(found, why)],
+        stores=[s.name for s in stores],
+    )
+
+
+def hit_record(
+    hit: SearchHit, *, why: str | None = None, store: str | None = None, compact: bool = False, brief: bool = False
+) -> dict[str, Any]:
+    """A hit as JSON (the CLI, `--ask`, MCP): id, store, kind, score, whether and why it is given
+    to the model, date, excerpt, text and metadata.
+
+    `compact` (for models reading it, where every token counts) leaves out the excerpt and the
+    metadata the text already says; `brief` cuts the text to a 300-character excerpt.
+    """
+    record: dict[str, Any] = {"id": hit.id}
+    if store is not None:
+        record["store"] = store
+    record |= {"kind": hit.kind, "score": round(hit.score, 4), "admitted": hit.admitted}
+    if why is not None:
+        record |= {"why": why, "context_of": hit.context_of}
+    record["date"] = iso_date(hit.timestamp)
+    if not compact:
+        record["excerpt"] = hit.excerpt()
+    record["text"] = hit.excerpt(300) if brief else hit.text
+    record["metadata"] = (
+        {k: v for k, v in hit.metadata.items() if k not in REPEATED_METADATA} if compact else hit.metadata
+    )
+    return record
+
+
+def iso_date(timestamp: float | None) -> str | None:
+    """A stored time as a local ISO 8601 date and time; None when there is none (or no date holds it)."""
+    try:
+        return datetime.fromtimestamp(timestamp).astimezone().isoformat(timespec="seconds") if timestamp else None
+    except (OverflowError, OSError, ValueError):  # a stored time no date can hold (NaN, 1e300)
+        return None
+
+
+ADMITTED_MARK = "*"
+ADMITTED_LEGEND = "* = given to the model in a chat: relevant, or the context of a relevant memory"
+
+
+@dataclass(frozen=True)
+class HitLine:
+    """A hit in words, for the text faces (the CLI's list, `/vquery`'s table, the chat's list
+    of memories used): score, why, where from, date."""
+
+    score: str
+    admitted: bool
+    why: str
+    origin: str
+    when: str
+
+    @classmethod
+    def of(cls, hit: SearchHit, why: str) -> HitLine:
+        """The words for `hit`."""
+        return cls(score=f"{hit.score:.2f}", admitted=hit.admitted, why=why, origin=hit.origin, when=hit.when())
+
+    @property
+    def marked_score(self) -> str:
+        """The score with `*` when the hit is given to the model (in lists that hold both kinds)."""
+        return self.score + (ADMITTED_MARK if self.admitted else "")
+
+    def heading(self) -> str:
+        """'0.83  relevant  thread 3f2a9c1e  2026-11-02': one memory given to the model."""
+        return f"{self.score}  {self.why}  {self.origin}  {self.when}"
+
+
+def used_memories(memories: Sequence[SearchHit]) -> tuple[str, list[HitLine]]:
+    """What the chat shows of the memories a turn gave the model: a title ("Using context from
+    2 memories") and each memory's words (`/showcontext on`; `summary` shows the title alone)."""
+    from ocat.memory.retrieval import reasons
+
+    noun = "memory" if len(memories) == 1 else "memories"
+    title = f"Using context from {len(memories)} {noun}"
+    return title, [HitLine.of(hit, why) for hit, why in zip(memories, reasons(memories))]

@@ -1,0 +1,55 @@
+"""The export and import operations: all memory to JSON Lines and back (`--export-memory`, `--import-memory`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Callable
+
+from ocat.errors import InputFileError
+
+if TYPE_CHECKING:
+    from ocat.memory.store import MemoryStore
+    from ocat.memory.transfer import TransferResult
+
+
+def export_to_stream(store: MemoryStore, out: IO[str]) -> TransferResult:
+    """Write every record to `out`, one JSON object per line."""
+    from ocat.memory.transfer import export_memory
+
+    return export_memory(store, out)
+
+
+def export_to_file(store: MemoryStore, path: Path) -> TransferResult:
+    """Write every record to `path`: beside it first, then renamed, so a failed export (a full
+    disk, a store error, Ctrl+C) never leaves half a file under its name, nor a `.partial`."""
+    from ocat.memory.transfer import export_memory
+
+    partial = path.with_name(path.name + ".partial")
+    try:
+        with partial.open("w", encoding="utf-8") as handle:
+            outcome = export_memory(store, handle, path=str(path))
+        partial.replace(path)
+    except OSError as exc:
+        raise InputFileError(f"cannot write {path}: {exc.strerror or exc}") from exc
+    finally:
+        partial.unlink(missing_ok=True)
+    return outcome
+
+
+def check_import(path: Path) -> TransferResult:
+    """Read and check a whole export file before anything is opened or written (InputFileError
+    naming the first bad line, or saying why the file cannot be read)."""
+    from ocat.memory.transfer import check_import_file
+
+    return check_import_file(path)
+
+
+def import_file(
+    store: MemoryStore, path: Path, checked: TransferResult, progress: Callable[[int, int], None] | None = None
+) -> TransferResult:
+    """Add the records of a checked export file (`check_import`'s result); records already
+    stored are skipped, so importing twice adds nothing. The file is read a second time here,
+    record by record, rather than held in memory whole."""
+    from ocat.memory.transfer import import_memory
+
+    return import_memory(store, path, progress=progress, checked=checked)

@@ -1,0 +1,119 @@
+"""The ocat CLI as a subprocess, against a private store: run to completion (`Cli`), or in the
+background and read as it goes (`Running`)."""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any, Mapping
+
+
+@dataclass
+class CliResult:
+    """What a CLI run printed and returned."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+    def json(self) -> Any:
+        """stdout as one JSON document."""
+        return json.loads(self.stdout)
+
+    def json_lines(self) -> list[Any]:
+        """stdout as JSON Lines."""
+        return [json.loads(line) for line in self.stdout.splitlines() if line.strip()]
+
+
+@dataclass
+class Cli:
+    """Runs `python -m ocat` in a subprocess against a private store."""
+
+    home: Path
+    store_path: Path
+    env: dict[str, str] = field(default_factory=dict)
+
+    def environ(self, env: Mapping[str, str | None] | None = None) -> dict[str, str]:
+        """The environment of an ocat process on this store; env values of None remove that variable."""
+        merged = {**os.environ, "OCAT_VECTOR_STORE_PATH": str(self.store_path), **self.env, **(env or {})}
+        return {k: v for k, v in merged.items() if v is not None}
+
+    def __call__(self, *args: str, input: str | None = None, env: dict[str, str | None] | None = None) -> CliResult:
+        """Run ocat with args; env values of None remove that variable."""
+        completed = subprocess.run(
+            [sys.executable, "-m", "ocat", *args],
+            input=input if input is not None else "",
+            capture_output=True,
+            text=True,
+            env=self.environ(env),
+            cwd=self.home,
+            timeout=180,
+        )
+        return CliResult(completed.returncode, completed.stdout, completed.stderr)
+
+
+def stats(cli: Cli) -> dict[str, Any]:
+    """The store's counts, as `--vector-store-stats` reports them."""
+    run = cli("--vector-store-stats", "--output", "json")
+    assert run.returncode == 0, run.stderr
+    return run.json()["result"]
+
+
+class Running:
+    """A CLI process started in the background, with its output read line by line."""
+
+    def __init__(self, cli: Cli, *args: str, stdin: bool = False, env: dict[str, str] | None = None) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "ocat", *args],
+            stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=cli.environ(env),
+            cwd=cli.home,
+        )
+        self.lines: dict[str, queue.Queue[str]] = {"stdout": queue.Queue(), "stderr": queue.Queue()}
+        self.seen: dict[str, list[str]] = {"stdout": [], "stderr": []}
+        for name, stream in (("stdout", self.process.stdout), ("stderr", self.process.stderr)):
+            threading.Thread(target=self._pump, args=(stream, self.lines[name]), daemon=True).start()
+
+    @staticmethod
+    def _pump(stream: IO[str] | None, into: queue.Queue[str]) -> None:
+        assert stream is not None
+        # Read by character: a streamed answer has no newline until it is finished.
+        while piece := stream.read(1):
+            into.put(piece)
+
+    def wait_for(self, text: str, *, stream: str = "stderr", timeout: float = 240) -> str:
+        """Wait until `text` has appeared on the stream; return everything read so far."""
+        deadline = time.monotonic() + timeout
+        while text not in "".join(self.seen[stream]):
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{text!r} never appeared on {stream}: {''.join(self.seen[stream])!r}")
+            try:
+                self.seen[stream].append(self.lines[stream].get(timeout=0.5))
+            except queue.Empty:
+                if self.process.poll() is not None and self.lines[stream].empty():
+                    raise AssertionError(
+                        f"exited ({self.process.returncode}) before {text!r}: {''.join(self.seen[stream])!r}"
+                    ) from None
+        return "".join(self.seen[stream])
+
+    def send(self, line: str) -> None:
+        """Type a line into the process's stdin."""
+        assert self.process.stdin is not None
+        self.process.stdin.write(line + "\n")
+        self.process.stdin.flush()
+
+    def kill(self, sig: int = signal.SIGKILL) -> int:
+        """Send a signal and wait for the process to end; returns its exit code."""
+        self.process.send_signal(sig)
+        return self.process.wait(timeout=120)

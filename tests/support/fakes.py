@@ -1,0 +1,147 @@
+"""In-process fakes: a deterministic embedder and an OpenAI-compatible chat server on loopback,
+so tests never load a model they do not need and LLM calls never leave the machine."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+import threading
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Iterator, Sequence
+
+
+class FakeEmbedder:
+    """Deterministic bag-of-words vectors: texts sharing words are close. For fast unit tests."""
+
+    def __init__(self, name: str = "fake-embedder", dimensions: int = 64) -> None:
+        self.name = name
+        self.dimensions = dimensions
+        self.calls: list[int] = []
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        self.calls.append(len(texts))
+        vectors = []
+        for text in texts:
+            vector = [0.0] * self.dimensions
+            for word in re.findall(r"\w+", text.lower()):
+                digest = hashlib.sha256(word.encode()).digest()
+                vector[int.from_bytes(digest[:4], "big") % self.dimensions] += 1.0
+            norm = math.sqrt(sum(x * x for x in vector)) or 1.0
+            vectors.append([x / norm for x in vector] if any(vector) else [1.0] + [0.0] * (self.dimensions - 1))
+        return vectors
+
+
+@dataclass
+class FakeLLMServer:
+    """A local OpenAI-compatible chat endpoint. Replies with `reply`, or fails with `status`."""
+
+    reply: str = "Hello from the fake model."
+    status: int = 200
+    # Seconds between streamed pieces (to test cancelling an answer mid-stream).
+    delay: float = 0.0
+    requests: list[dict[str, Any]] = field(default_factory=list)
+    # The headers of each request (to check which API key a client sent).
+    headers: list[dict[str, str]] = field(default_factory=list)
+    port: int = 0
+
+    @property
+    def api_base(self) -> str:
+        """The base URL a client's `llm.api_base` names."""
+        return f"http://127.0.0.1:{self.port}/v1"
+
+
+def llm_handler(server_state: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
+    """The request handler class of a fake LLM server that replies as `server_state` says."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args: Any) -> None:  # keep test output clean
+            pass
+
+        def do_POST(self) -> None:
+            body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
+            server_state.requests.append(body)
+            server_state.headers.append(dict(self.headers.items()))
+            if server_state.status != 200:
+                failure = json.dumps({"error": {"message": "fake failure", "type": "error", "code": server_state.status}})
+                self._send(server_state.status, "application/json", failure.encode())
+                return
+            usage = {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}
+            if body.get("stream"):
+                pieces = [server_state.reply[i : i + 5] for i in range(0, len(server_state.reply), 5)]
+                events = []
+                for piece in pieces:
+                    chunk = {
+                        "id": "c1",
+                        "object": "chat.completion.chunk",
+                        "created": 0,
+                        "model": body.get("model"),
+                        "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}],
+                    }
+                    events.append(f"data: {json.dumps(chunk)}\n\n")
+                final = {
+                    "id": "c1",
+                    "object": "chat.completion.chunk",
+                    "created": 0,
+                    "model": body.get("model"),
+                    "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
+                    "usage": usage,
+                }
+                events.append(f"data: {json.dumps(final)}\n\ndata: [DONE]\n\n")
+                if server_state.delay:
+                    self._trickle(events, server_state.delay)
+                else:
+                    self._send(200, "text/event-stream", "".join(events).encode())
+                return
+            if server_state.delay:
+                time.sleep(server_state.delay * 10)  # a slow whole answer (to kill a client while it waits)
+            payload = {
+                "id": "c1",
+                "object": "chat.completion",
+                "created": 0,
+                "model": body.get("model"),
+                "choices": [
+                    {"index": 0, "message": {"role": "assistant", "content": server_state.reply}, "finish_reason": "stop"}
+                ],
+                "usage": usage,
+            }
+            self._send(200, "application/json", json.dumps(payload).encode())
+
+        def _trickle(self, events: list[str], delay: float) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Connection", "close")
+            self.end_headers()
+            try:
+                for event in events:
+                    self.wfile.write(event.encode())
+                    self.wfile.flush()
+                    time.sleep(delay)
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the client cancelled
+
+        def _send(self, status: int, content_type: str, data: bytes) -> None:
+            self.send_response(status)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+    return Handler
+
+
+@contextmanager
+def serving(state: FakeLLMServer) -> Iterator[FakeLLMServer]:
+    """Serve `state` on a free loopback port until the block ends."""
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), llm_handler(state))
+    state.port = httpd.server_address[1]
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        yield state
+    finally:
+        httpd.shutdown()
+        httpd.server_close()

@@ -1,0 +1,204 @@
+"""The docs cannot drift: the options, config keys, functions, store methods, MCP tools, files and
+tests they name are checked against the code (CI runs these with the rest of the suite)."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from ocat import cli_reference
+from ocat.cli import build_mcp_parser, build_parser
+
+REPO = Path(__file__).resolve().parent.parent
+DOCS = REPO / "docs"
+DEFAULTS = REPO / "config" / "default.yaml"
+DOC_FILES = sorted(DOCS.glob("*.md")) + [REPO / "README.md"]
+REGENERATE = "python -m ocat.cli_reference --write docs/cli.md"
+
+
+def _cli_doc() -> str:
+    return (DOCS / "cli.md").read_text(encoding="utf-8")
+
+
+def test_the_option_list_in_cli_md_is_what_the_parsers_generate() -> None:
+    committed = cli_reference.committed_section(_cli_doc())
+    assert committed == cli_reference.render(), f"docs/cli.md's option list is out of date: run {REGENERATE}"
+
+
+def test_every_option_is_also_explained_in_the_hand_written_part_of_cli_md() -> None:
+    document = _cli_doc()
+    start, end = document.index(cli_reference.BEGIN), document.index(cli_reference.END)
+    prose = document[:start] + document[end:]
+    parsers = (build_parser(), build_mcp_parser())
+    flags = {flag for parser in parsers for action in parser._actions for flag in action.option_strings}
+    missing = sorted(flag for flag in flags if not re.search(f"`{re.escape(flag)}[ `]", prose))
+    assert missing == [], f"say what these options do in docs/cli.md (beyond the generated list): {missing}"
+
+
+def test_the_generator_replaces_only_the_text_between_the_markers() -> None:
+    document = f"# Title\n\nprose before\n\n{cli_reference.BEGIN}\nstale\n{cli_reference.END}\n\nprose after\n"
+    written = cli_reference.replace_section(document, "fresh\n")
+    assert written == f"# Title\n\nprose before\n\n{cli_reference.BEGIN}\nfresh\n{cli_reference.END}\n\nprose after\n"
+    assert cli_reference.committed_section(written) == "fresh\n"
+    assert cli_reference.replace_section(written, "fresh\n") == written
+    with pytest.raises(ValueError):
+        cli_reference.replace_section("no markers here\n", "fresh\n")
+
+
+def test_check_says_when_a_file_is_stale_and_write_fixes_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    doc = tmp_path / "cli.md"
+    doc.write_text(f"intro\n{cli_reference.BEGIN}\nold\n{cli_reference.END}\noutro\n", encoding="utf-8")
+    assert cli_reference.main(["--check", str(doc)]) == 1
+    assert "out of date" in capsys.readouterr().err
+    assert cli_reference.main(["--write", str(doc)]) == 0
+    assert cli_reference.main(["--check", str(doc)]) == 0
+    assert doc.read_text(encoding="utf-8").startswith("intro\n") and doc.read_text(encoding="utf-8").endswith("outro\n")
+
+
+def _shipped_defaults() -> dict[str, object]:
+    sections = yaml.safe_load(DEFAULTS.read_text(encoding="utf-8"))
+    return {f"{section}.{key}": value for section, keys in sections.items() for key, value in keys.items()}
+
+
+def _documented_defaults() -> dict[str, object]:
+    """The `| `section.key` | `default` | ... |` rows of docs/configuration.md's key table, read as YAML."""
+    text = (DOCS / "configuration.md").read_text(encoding="utf-8").split("## Every key\n")[1].split("\n## ")[0]
+    rows = re.findall(r"^\| `([a-z_]+\.[a-z_0-9]+)` \| `([^`]*)` \|", text, flags=re.MULTILINE)
+    return {key: yaml.safe_load(value) for key, value in rows}
+
+
+def test_configuration_md_lists_every_shipped_key_with_its_default() -> None:
+    shipped, documented = _shipped_defaults(), _documented_defaults()
+    assert sorted(set(shipped) - set(documented)) == [], "add these keys to docs/configuration.md's key table"
+    assert sorted(set(documented) - set(shipped)) == [], "docs/configuration.md lists keys config/default.yaml lacks"
+    wrong = {key: (documented[key], value) for key, value in shipped.items() if documented[key] != value}
+    assert wrong == {}, "docs/configuration.md gives these defaults as (documented, shipped)"
+
+
+# `section.key` names in backticks, e.g. `vector_store.memory_threshold` or `llm.model=MODEL`.
+_KEY_MENTION = re.compile(r"`(?:--set )?((?:vector_store|chunking|embedding|llm|display|keys)\.[a-z_0-9]+)[`=: ]")
+# Misspelt on purpose: the examples of what a typo in a key does.
+_TYPOS = {"llm.temprature", "llm.modle"}
+
+
+def test_every_config_key_the_docs_name_exists() -> None:
+    shipped = _shipped_defaults()
+    named = {(doc.name, key) for doc in DOC_FILES for key in _KEY_MENTION.findall(doc.read_text(encoding="utf-8"))}
+    assert sorted((doc, key) for doc, key in named if key not in shipped and key not in _TYPOS) == []
+
+
+def test_every_store_method_the_docs_name_exists() -> None:
+    from ocat.memory.store import MemoryStore
+
+    named = {
+        (doc.name, method)
+        for doc in DOC_FILES
+        for method in re.findall(r"\bstore\.([a-z_]+)\(", doc.read_text(encoding="utf-8"))
+    }
+    assert {doc for doc, _ in named} >= {"python-api.md"}, "python-api.md names no store methods: has its form changed?"
+    assert sorted((doc, m) for doc, m in named if not callable(getattr(MemoryStore, m, None))) == []
+
+
+def _mcp_tools() -> dict[str, set[str]]:
+    """Each MCP tool's name and argument names, as the server advertises them."""
+    from ocat.mcp_server.server import build_server
+
+    server = build_server(None)  # type: ignore[arg-type]  # the tools are only called when a client calls
+    return {tool.name: set(tool.parameters.get("properties", {})) for tool in server._tool_manager.list_tools()}
+
+
+def test_mcp_md_documents_every_tool_and_argument() -> None:
+    text = (DOCS / "mcp.md").read_text(encoding="utf-8")
+    sections = dict(re.findall(r"^### `([a-z_]+)`\n(.*?)(?=^##)", text, flags=re.MULTILINE | re.DOTALL))
+    tools = _mcp_tools()
+    assert sorted(sections) == sorted(tools), "docs/mcp.md's tool sections (### `name`) vs the tools served"
+    for name, arguments in tools.items():
+        documented = set(re.findall(r"^\| `([a-z_]+)`", sections[name], flags=re.MULTILINE))
+        paired = re.findall(r"^\| `([a-z_]+)`, `([a-z_]+)`", sections[name], flags=re.MULTILINE)  # | `a`, `b` |
+        documented |= {argument for pair in paired for argument in pair}
+        assert documented == arguments, f"docs/mcp.md's {name} arguments (documented vs served)"
+
+
+def test_every_file_the_docs_name_exists() -> None:
+    named = {
+        (doc.name, path)
+        for doc in DOC_FILES
+        for path in re.findall(r"`((?:ocat|tests|config|themes|bench)/[\w./-]+)`", doc.read_text(encoding="utf-8"))
+    }
+    # ocat/_shipped/ exists in an installed wheel only (pyproject.toml puts config/ and themes/ there).
+    shipped_only = ("ocat/_shipped/",)
+    missing = [(doc, path) for doc, path in named if not path.startswith(shipped_only) and not (REPO / path).exists()]
+    assert sorted(missing) == []
+
+
+def test_every_test_the_docs_cite_exists() -> None:
+    defined = {
+        name
+        for test in (REPO / "tests").rglob("*.py")
+        for name in re.findall(r"def (test_\w+)", test.read_text(encoding="utf-8"))
+    }
+    cited = {
+        (doc.name, name) for doc in DOC_FILES for name in re.findall(r"`(test_\w+)`", doc.read_text(encoding="utf-8"))
+    }
+    assert sorted((doc, name) for doc, name in cited if name not in defined) == []
+
+
+def _resolves(dotted: str) -> bool:
+    """Whether `ocat.a.b.name` names a module, or an attribute of the longest module prefix."""
+    parts = dotted.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            target: object = importlib.import_module(".".join(parts[:cut]))
+        except ModuleNotFoundError:
+            continue
+        for name in parts[cut:]:
+            if not hasattr(target, name):
+                return False
+            target = getattr(target, name)
+        return True
+    return False
+
+
+def test_every_ocat_name_the_docs_cite_exists() -> None:
+    cited = {
+        (doc.name, name)
+        for doc in DOC_FILES
+        for name in re.findall(r"`(ocat(?:\.\w+)+)", doc.read_text(encoding="utf-8"))
+    }
+    assert sorted((doc, name) for doc, name in cited if not _resolves(name)) == []
+
+
+def test_every_function_python_api_md_lists_exists_where_it_says() -> None:
+    # Rows such as | `search_store(store, ...)` (`ocat.memory.search`) | ... |; the module is ocat.memory unless named.
+    text = (DOCS / "python-api.md").read_text(encoding="utf-8")
+    rows = re.findall(r"^\| `([A-Za-z_]\w*)\((?:[^|]|\\\|)*?(?:\(`(ocat[\w.]*)`\))? \|", text, flags=re.MULTILINE)
+    assert len(rows) > 10, "python-api.md's table of calls has changed form"
+    named = [f"{module or 'ocat.memory'}.{name}" for name, module in rows]
+    assert sorted(dotted for dotted in named if not _resolves(dotted)) == []
+
+
+# The classes the docs name methods of (`ChatSession.recall`), and where each lives.
+_CLASSES = {
+    "ChatSession": "ocat.session",
+    "MemoryStore": "ocat.memory.store",
+    "StoreLease": "ocat.memory.owner",
+    "OnnxMiniLMEmbedder": "ocat.memory.embeddings",
+}
+
+
+def test_every_method_the_docs_name_on_ocat_classes_exists() -> None:
+    pattern = re.compile(rf"`({'|'.join(_CLASSES)})\.(\w+)")
+    cited = {(doc.name, cls, name) for doc in DOC_FILES for cls, name in pattern.findall(doc.read_text(encoding="utf-8"))}
+    assert cited, "the docs name no methods of these classes: has the pattern changed?"
+    assert sorted(c for c in cited if not _has(_CLASSES[c[1]], c[1], c[2])) == []
+
+
+def _has(module: str, cls: str, name: str) -> bool:
+    """Whether the class has `name`: a method or class attribute, or an attribute its code sets on self."""
+    found = getattr(importlib.import_module(module), cls)
+    return hasattr(found, name) or re.search(rf"self\.{name}\s*[:=]", inspect.getsource(found)) is not None
