@@ -166,7 +166,8 @@ def _assemble(layers: list[Layer], *, config_path: str | None) -> Settings:
         section: cls(**{key: merged[f"{section}.{key}"][0] for key in SPECS[section]})
         for section, cls in SECTION_CLASSES.items()
     }
-    return Settings(**sections, config_path=config_path)
+    named = frozenset(key for key, (_, source) in merged.items() if source.rank > 0)
+    return Settings(**sections, config_path=config_path, named=named)
 
 
 def _remember_secrets(settings: Settings) -> None:

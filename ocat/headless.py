@@ -249,17 +249,20 @@ def _add(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> in
 
 
 def format_hits(found: list[Found], *, with_stores: bool = False) -> str:
-    """Hits as a ranked, aligned plain-text list; each hit's store too when several were searched."""
+    """Hits as a ranked, aligned plain-text list with each hit's short id (for `/vget`, `/vdelete`);
+    each hit's store too when several were searched."""
     if not found:
         return "No memories found."
     from ocat.operations.search import ADMITTED_LEGEND, HitLine
 
     lines = []
+    id_width = max(len(one.shown_id) for one in found)
     for rank, one in enumerate(found, start=1):
         words = HitLine.of(one.hit, one.why)
         store = f"  [{one.store}]" if with_stores else ""
         where = f"{words.origin}{store}"
-        lines.append(f"{rank:>2}. {words.marked_score:<5} {one.hit.kind:<8} {words.when}  {where}  ({words.why})")
+        head = f"{rank:>2}. {words.marked_score:<5} {one.hit.kind:<8} {one.shown_id.ljust(id_width)}"
+        lines.append(f"{head}  {words.when}  {where}  ({words.why})")
         lines.append(f"    {one.hit.excerpt(100)}")
     lines.append(f"({ADMITTED_LEGEND})")
     return "\n".join(lines)

@@ -251,14 +251,25 @@ def provider_error(exc: Exception, settings: LLMSettings) -> ProviderError:
     return ProviderError(redact(_describe_failure(exc, settings), secrets=[settings.api_key]))
 
 
+def _about_credentials(message: str) -> bool:
+    """Whether a provider's error is about a missing or wrong key."""
+    lowered = message.lower()
+    return any(words in lowered for words in ("credential", "api_key", "api key", "auth token"))
+
+
 def _describe_failure(exc: Exception, settings: LLMSettings) -> str:
     name = type(exc).__name__
     detail = str(exc).strip().splitlines()[0] if str(exc).strip() else name
     model = settings.model
-    if name == "AuthenticationError":
+    # A missing key comes as AuthenticationError from some providers and as InternalServerError
+    # ("Missing credentials ... set the OPENAI_API_KEY environment variable") from others:
+    # either way, say which variable to set, as `credentials_problem` does before a turn.
+    if name == "AuthenticationError" or _about_credentials(str(exc)):
         missing = missing_credentials(settings)
-        hint = f" Set {', '.join(missing)} or llm.api_key." if missing else " Check llm.api_key."
-        return f"authentication failed for {model}.{hint}"
+        if missing:
+            return f"no credentials for {model}: set {', '.join(missing)} (or llm.api_key), or try --dummy-mode"
+    if name == "AuthenticationError":
+        return f"authentication failed for {model}. Check llm.api_key."
     if name == "RateLimitError":
         return f"rate limited by the provider of {model}; try again shortly"
     if name in ("Timeout", "APITimeoutError") or "timed out" in detail.lower():

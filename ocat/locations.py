@@ -36,6 +36,11 @@ def state_dir() -> Path:
     return _xdg("XDG_STATE_HOME", ".local/state") / APP_NAME
 
 
+def choices_file() -> Path:
+    """The choices made in the chat (/theme, /showcontext) that outlast it (ocat.choices)."""
+    return state_dir() / "choices.json"
+
+
 def user_config_file() -> Path:
     """The config file read when `--config` and `OCAT_CONFIG` are not given."""
     return config_dir() / "config.yaml"

@@ -129,6 +129,18 @@ class DocumentChunk:
     metadata: dict[str, Any]
 
 
+# The sources a memory is stored with (ocat.memory.ingest.Source), in words for people:
+# every face shows a memory's source through `SearchHit.origin`.
+SOURCE_WORDS: dict[str, str] = {
+    "vadd_command": "note",
+    "vdoc_command": "file",
+    "cli": "file",
+    "chat": "chat",
+    "mcp": "MCP",
+    "import": "import",
+}
+
+
 @dataclass(frozen=True)
 class SearchHit:
     """One retrieved memory: what it is, how relevant, and whether it passes the gate."""
@@ -175,10 +187,15 @@ class SearchHit:
 
     @property
     def origin(self) -> str:
-        """Where a memory came from, for people: its thread (short id), or its file or source."""
+        """Where a memory came from, for people: its thread (short id), or its file's name, or its
+        source in words ("note", "file", "MCP", "import"; a label an MCP client gave, as given)."""
         if self.kind == "exchange":
             return f"thread {str(self.metadata.get('thread_id', ''))[:8]}"
-        return Path(str(self.metadata.get("source_file") or "")).name or str(self.metadata.get("source", "note"))
+        name = Path(str(self.metadata.get("source_file") or "")).name
+        if name:
+            return name
+        source = str(self.metadata.get("source") or "")
+        return SOURCE_WORDS.get(source, source or "note")
 
     def excerpt(self, width: int = 160) -> str:
         """The text on one line, cut to width characters."""

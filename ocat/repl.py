@@ -10,7 +10,7 @@ import asyncio
 import sys
 from typing import IO, Callable, Sequence
 
-from ocat.commands import CommandResult, Confirm, ShowThemes, is_command, run_command, run_step
+from ocat.commands import Choose, CommandResult, Confirm, Send, ShowThemes, is_command, run_command, run_step
 from ocat.commands.results import Request
 from ocat.errors import OcatError
 from ocat.history import history_file
@@ -28,6 +28,8 @@ def render_result(result: CommandResult) -> str:
     lines = [printable(result.text)] if result.text else []
     if result.rows:
         lines.extend(_aligned(result.rows, result.columns))
+    if result.markdown:
+        lines.extend(["", printable(result.markdown).rstrip("\n")])
     return "\n".join(lines)
 
 
@@ -115,9 +117,14 @@ def run_repl(session: ChatSession, *, out: IO[str] | None = None, err: IO[str] |
         if not prompt.strip():
             continue
         if is_command(prompt.strip()):
-            if not _run_command_line(session, prompt.strip(), read_line if interactive else None, out, err):
+            go_on, send = _run_command_line(session, prompt.strip(), read_line if interactive else None, out, err)
+            if not go_on:
                 return 0
-            continue
+            if send is None:
+                continue
+            prompt = send  # /retry: the prompt goes again, as if typed
+            if interactive:
+                out.write(printable(f"› {prompt}") + "\n")
         had_memory = session.memory_on
         try:
             answer, memories = asyncio.run(_stream_answer(session, prompt, out, err))
@@ -141,12 +148,17 @@ def run_repl(session: ChatSession, *, out: IO[str] | None = None, err: IO[str] |
 
 def _run_command_line(
     session: ChatSession, text: str, ask: Callable[[str], str] | None, out: IO[str], err: IO[str]
-) -> bool:
+) -> tuple[bool, str | None]:
     """Run a slash command and carry out what it asks (`ask` reads the user's answer on a
-    terminal; piped, the way to do it by typing is shown instead); False when the chat should end."""
+    terminal; piped, the way to do it by typing is shown instead). Returns whether the chat
+    goes on, and a prompt to send next (`Send`: /retry)."""
+    send = None
     try:
         result = run_command(session, text)
         while result.request is not None and not result.quit:
+            if isinstance(result.request, Send):
+                send = result.request.prompt
+                break
             shown = render_result(result)
             if shown:
                 (err if result.error else out).write(shown + "\n")
@@ -154,14 +166,14 @@ def _run_command_line(
     except KeyboardInterrupt:
         # Ctrl+C during a long /vdoc: whole batches are stored, and the same command completes it.
         err.write("ocat: interrupted; what was stored is kept, and the same command completes it\n")
-        return True
+        return True, None
     if result.quit:
-        return False
+        return False, None
     if result.conversation_replaced:
         for exchange in session.history:
             out.write(printable(f"› {exchange.user_prompt}\n{exchange.assistant_response}") + "\n\n")
     (err if result.error else out).write(render_result(result) + "\n")
-    return True
+    return True, send
 
 
 def _answer(request: Request, ask: Callable[[str], str] | None, out: IO[str]) -> CommandResult:
@@ -174,6 +186,7 @@ def _answer(request: Request, ask: Callable[[str], str] | None, out: IO[str]) ->
         if _read_answer(ask, printable(f"{request.question} Go ahead? [y/N] ")).lower() not in ("y", "yes"):
             return CommandResult(text=request.declined)
         return run_step("the confirmed command", request.then)
+    assert isinstance(request, Choose)  # Send is handled by the caller
     out.write(printable(request.title) + "\n")
     if ask is None:
         # Piped: the values themselves, to type (`/continue ID`).

@@ -322,6 +322,17 @@ class ChatSession:
             self.unsaved = [e for e in self.unsaved if e.exchange_id != exchange_id]
         return dropped
 
+    def take_back_last(self) -> Exchange | None:
+        """Remove this conversation's last exchange, from memory too, so it can be asked again
+        and replaced (not joined by a second answer); None when there is none."""
+        if not self.history:
+            return None
+        last = self.history[-1]
+        if self.store is not None and not self.dummy:
+            self.store.delete([last.exchange_id])  # a StoreError leaves the conversation as it was
+        self.forget(last.exchange_id)
+        return last
+
     def new_thread(self) -> None:
         """Start over: a fresh thread with no history (memory stays)."""
         self.thread_id = new_id()

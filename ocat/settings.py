@@ -131,6 +131,8 @@ class Settings:
     display: DisplaySettings
     keys: KeysSettings
     config_path: str | None = None  # the user file that was read, or None
+    # The dotted keys the user file, OCAT_* variables or flags set (the rest are the shipped defaults).
+    named: frozenset[str] = frozenset()
 
     @property
     def store_path(self) -> Path:

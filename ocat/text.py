@@ -53,3 +53,8 @@ def local_time(timestamp: object, fmt: str = "%Y-%m-%d %H:%M", missing: str = "-
         return datetime.fromtimestamp(timestamp).strftime(fmt)
     except (OverflowError, OSError, ValueError):
         return missing
+
+
+def count_of(count: int, one: str, many: str | None = None) -> str:
+    """'1 memory', '2 memories', '0 memories': a count with its noun (`many` defaults to one + 's')."""
+    return f"{count} {one if count == 1 else (many or one + 's')}"

@@ -68,7 +68,7 @@ def test_non_utf8_text_is_decoded_with_a_fallback_not_dropped(cli: Cli, tmp_path
     latin.write_bytes("Crème brûlée: caramélisez le sucre à la flamme.".encode("cp1252"))
     run = cli("--add-to-vector-store", str(latin))
     assert run.returncode == 0, run.stderr
-    assert run.stdout.startswith("Added 1 chunk(s)")
+    assert run.stdout.startswith("Added 1 chunk")
     assert "ocat: warning:" in run.stderr and "is not UTF-8 (byte 2); read it as Windows-1252" in run.stderr
     found = cli("--query-vector-store", "crème brûlée", "--output", "json").json()["result"]["results"]
     assert found[0]["text"] == "Crème brûlée: caramélisez le sucre à la flamme."
@@ -88,7 +88,7 @@ def test_an_empty_file_adds_nothing_and_says_so(seeded: Cli, tmp_path: Path) -> 
     empty.write_text("  \n\n")
     run = seeded("--add-to-vector-store", str(empty))
     assert run.returncode == 0, run.stderr
-    assert run.stdout.startswith(f"Added 0 chunk(s) from {empty}")
+    assert run.stdout.startswith(f"Added 0 chunks from {empty}")
     assert f"ocat: warning: {empty} is empty; nothing to add from it" in run.stderr
     assert_kept(seeded)
 

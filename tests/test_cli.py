@@ -69,9 +69,9 @@ def test_add_query_and_stats_on_a_fresh_machine(cli: Cli, notes: Path) -> None:
 
 def test_text_output_is_readable_and_adding_twice_adds_nothing(cli: Cli, notes: Path) -> None:
     first = cli("--add-to-vector-store", str(notes))
-    assert first.returncode == 0 and first.stdout.startswith("Added 1 chunk(s)")
+    assert first.returncode == 0 and first.stdout.startswith("Added 1 chunk")
     second = cli("--add-to-vector-store", str(notes))
-    assert "Added 0 chunk(s)" in second.stdout and "1 already stored" in second.stdout
+    assert "Added 0 chunks" in second.stdout and "1 already stored" in second.stdout
     query = cli("--query-vector-store", "htmx or react", "--results", "1")
     assert query.returncode == 0
     assert " 1. " in query.stdout and "notes.md" in query.stdout and "PostgreSQL" in query.stdout

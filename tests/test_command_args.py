@@ -142,7 +142,7 @@ def test_an_unbalanced_quote_is_a_message_and_rest_of_line_text_keeps_it(session
 def test_vdoc_takes_a_path_with_spaces_quoted_or_not(session: ChatSession, tmp_path: Path) -> None:
     notes = tmp_path / "my notes.md"
     notes.write_text("Standup moved to 9:30.")
-    assert "Added 1 chunk(s)" in run_command(session, f"/vdoc {notes}").text
+    assert "Added 1 chunk" in run_command(session, f"/vdoc {notes}").text
     assert "already stored" in run_command(session, f'/vdoc "{notes}"').text
     assert error_of(session, "/vdoc") == "/vdoc needs a file or folder: /vdoc notes.md"
     assert error_of(session, '/vdoc ""') == "/vdoc needs a file or folder: /vdoc notes.md"

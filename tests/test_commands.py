@@ -64,7 +64,7 @@ def test_vadd_vquery_vget_and_vdelete_with_confirmation(session: ChatSession, st
     assert found.rows and "flowerpot" in found.rows[0][-1]
     chunk_id = store.documents.get(include=[])["ids"][0]
     shown = run_command(session, f"/vget {chunk_id[:12]}")
-    assert ("text", "the spare key is under the blue flowerpot") in shown.rows
+    assert shown.markdown == "the spare key is under the blue flowerpot" and ("source", "note") in shown.rows
     ask = run_command(session, f"/vdelete {chunk_id[:12]}")
     assert isinstance(ask.request, Confirm) and ask.request.typed.endswith("--yes")
     assert "This deletes" in ask.request.question and store.count("document") == 1
@@ -77,7 +77,7 @@ def test_vadd_vquery_vget_and_vdelete_with_confirmation(session: ChatSession, st
 def test_vdoc_adds_a_file_and_vget_session_lists_exchanges(session: ChatSession, tmp_path: Path) -> None:
     notes = tmp_path / "notes.md"
     notes.write_text("Standup moved to 9:30.")
-    assert "Added 1 chunk(s)" in run_command(session, f"/vdoc {notes}").text
+    assert "Added 1 chunk" in run_command(session, f"/vdoc {notes}").text
     assert run_command(session, f"/vdoc {tmp_path / 'missing.md'}").error
     session.record("hi", "hello", [])
     assert len(run_command(session, "/vget session").rows) == 1
@@ -92,7 +92,7 @@ def test_vdoc_docs_name_reads_inside_the_docs_folder_only(store: MemoryStore, tm
     without = ChatSession(load_settings(env={}), store=store)
     assert "vector_store.docs_folder" in run_command(without, "/vdoc docs:guides/setup.md").text
     session = ChatSession(load_settings(env={}, overrides={"vector_store.docs_folder": str(docs)}), store=store)
-    assert "Added 1 chunk(s)" in run_command(session, "/vdoc docs:guides/setup.md").text
+    assert "Added 1 chunk" in run_command(session, "/vdoc docs:guides/setup.md").text
     assert not run_command(session, "/vdoc docs:guides").error  # the folder: its file replaces its old self
     assert store.count("document") == 1
     for escape in ("docs:../secret.md", "docs:link.md", f"docs:{tmp_path / 'secret.md'}"):

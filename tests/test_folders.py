@@ -169,7 +169,7 @@ def test_cli_folder_ingest_and_where_filters(cli: Cli, tmp_path: Path) -> None:
 
     (notes / "coffee.txt").unlink()
     again = cli("--add-to-vector-store", str(notes))
-    assert again.returncode == 0 and "1 chunk(s) of files no longer in the folder removed" in again.stdout
+    assert again.returncode == 0 and "1 chunk of files no longer in the folder removed" in again.stdout
 
     malformed = cli("--query-vector-store", "x", "--where", "no-operator")
     assert malformed.returncode == 2 and "--where expects KEY=VALUE" in malformed.stderr

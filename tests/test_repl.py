@@ -72,3 +72,14 @@ def test_a_long_vdoc_reports_its_progress_on_stderr(cli: Cli, tmp_path: Path) ->
     assert run.returncode == 0, run.stderr
     assert "big.txt: 256/" in run.stderr and "chunks stored" in run.stderr
     assert "Added " in run.stdout
+
+
+def test_retry_in_line_mode_replaces_the_last_answer(cli: Cli, llm_server: FakeLLMServer) -> None:
+    llm_server.reply = "An answer."
+    run = cli(*chat_args(llm_server), input="what is the capital of Australia?\n/retry\n/quit\n")
+    assert run.returncode == 0, run.stderr
+    assert "Asking again" in run.stdout and run.stdout.count("An answer.") >= 2
+    assert [r["messages"][-1]["content"] for r in llm_server.requests] == ["what is the capital of Australia?"] * 2
+    # The second request does not carry the first answer as history: it was taken back.
+    assert not any(m["role"] == "assistant" for m in llm_server.requests[1]["messages"])
+    assert cli("--vector-store-stats", "--output", "json").json()["result"]["exchanges"] == 1

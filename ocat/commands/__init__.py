@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
 
 from ocat.commands.arguments import Arg, check_declaration, parse_arguments
-from ocat.commands.results import Choose, CommandResult, Confirm, ShowThemes
+from ocat.commands.results import Choose, CommandResult, Confirm, Send, ShowThemes
 from ocat.errors import OcatError, UsageError
 
 if TYPE_CHECKING:
@@ -157,9 +157,10 @@ def require_model(session: ChatSession):  # noqa: ANN201 - MemoryStore, imported
 # Registering the commands is importing them.
 from ocat.commands import memory as _memory  # noqa: E402,F401
 from ocat.commands import conversation as _conversation  # noqa: E402,F401
+from ocat.commands import threads as _threads  # noqa: E402,F401
 
 
 __all__ = [
-    "REGISTRY", "Arg", "Choose", "Command", "CommandResult", "Confirm", "ShowThemes", "command", "commands",
+    "REGISTRY", "Arg", "Choose", "Command", "CommandResult", "Confirm", "Send", "ShowThemes", "command", "commands",
     "is_command", "require_model", "require_store", "run_command", "run_step",
 ]

@@ -12,9 +12,10 @@ from ocat.errors import UsageError
 from ocat.limits import MAX_RESULTS, MIN_RESULTS
 from ocat.locations import display_path
 from ocat.models import Exchange
-from ocat.text import local_time
+from ocat.text import count_of, local_time
 
 if TYPE_CHECKING:
+    from ocat.memory.store import MemoryStore
     from ocat.session import ChatSession
 
 
@@ -36,9 +37,11 @@ def _vquery(session: ChatSession, query: str, count: int | None) -> CommandResul
     rows = []
     for rank, one in enumerate(found.found, start=1):
         words = HitLine.of(one.hit, one.why)
-        rows.append((str(rank), words.marked_score, words.why, words.origin, words.when, one.hit.excerpt(60)))
-    text = f"{len(rows)} result(s) for {query!r} (* = given to the model in a chat)" if rows else "No memories found."
-    return CommandResult(text=text, columns=("#", "score", "why", "from", "date", "excerpt"), rows=rows)
+        rows.append((str(rank), one.shown_id, words.marked_score, words.why, words.origin, words.when,
+                     one.hit.excerpt(60)))
+    text = (f"{count_of(len(rows), 'result')} for {query!r} (* = given to the model in a chat; "
+            "/vget ID shows one)") if rows else "No memories found."
+    return CommandResult(text=text, columns=("#", "id", "score", "why", "from", "date", "excerpt"), rows=rows)
 
 
 @command("vadd", "store text as a memory", arguments=(Arg("text", "the text to remember", kind="rest"),),
@@ -104,30 +107,30 @@ def _vdoc(session: ChatSession, path: str) -> CommandResult:
     return CommandResult(text="\n".join([outcome.sentence(short_path=True), *outcome.notes]))
 
 
-def _exchange_rows(exchanges: list[Exchange]) -> list[tuple[str, ...]]:
-    return [(e.exchange_id[:8], local_time(e.timestamp), e.user_prompt, e.assistant_response) for e in exchanges]
+def _exchange_rows(store: MemoryStore, exchanges: list[Exchange]) -> list[tuple[str, ...]]:
+    from ocat.operations.records import short_id
+
+    return [(short_id(store, e.exchange_id), local_time(e.timestamp), e.user_prompt, e.assistant_response)
+            for e in exchanges]
 
 
 @command("vget", "show a memory by id, or this session's or thread's exchanges",
          arguments=(Arg("target", "an id, 'session' or 'thread'", metavar="ID|session|thread"),),
          example="/vget session")
 def _vget(session: ChatSession, target: str) -> CommandResult:
-    from ocat.operations.records import get_record
+    from ocat.operations.records import get_record, record_details, record_markdown
 
     store = require_store(session)
     columns = ("id", "date", "prompt", "answer")
     if target in ("session", "thread"):
         exchanges = (store.get_session(session.session_id) if target == "session"
                      else store.get_thread(session.thread_id))
-        return CommandResult(text=f"{len(exchanges)} exchange(s) in this {target}", columns=columns,
-                             rows=_exchange_rows(exchanges))
+        return CommandResult(text=f"{count_of(len(exchanges), 'exchange')} in this {target}", columns=columns,
+                             rows=_exchange_rows(store, exchanges))
     record = get_record(store, target)
-    if isinstance(record, Exchange):
-        fields = record.to_record()
-        return CommandResult(text=f"Exchange {record.exchange_id}", columns=("field", "value"),
-                             rows=[(k, str(v)) for k, v in fields.items()])
-    rows = [("text", record.text), *((k, str(v)) for k, v in sorted(record.metadata.items()))]
-    return CommandResult(text=f"Document chunk {record.id}", columns=("field", "value"), rows=rows)
+    title = f"Exchange {record.exchange_id}" if isinstance(record, Exchange) else f"Document chunk {record.id}"
+    return CommandResult(text=title, columns=("field", "value"), rows=record_details(record),
+                         markdown=record_markdown(record))
 
 
 @command(

@@ -3,7 +3,8 @@
 A command never tells a front end how to draw: it returns text and rows, says whether the
 conversation was replaced, and, when it needs the user, a request: `Confirm` (yes or no
 before something is done) or `Choose` (a pick from a list), each carrying the step that
-completes it, or `ShowThemes` (themes belong to the full-screen chat).
+completes it, `ShowThemes` (themes belong to the full-screen chat), or `Send` (a prompt to
+send as the next turn).
 """
 
 from __future__ import annotations
@@ -42,7 +43,14 @@ class ShowThemes:
     name: str
 
 
-Request = Union[Confirm, Choose, ShowThemes]
+@dataclass(frozen=True)
+class Send:
+    """Send `prompt` as the next turn of the chat, as if typed (/retry asks the question again)."""
+
+    prompt: str
+
+
+Request = Union[Confirm, Choose, ShowThemes, Send]
 
 
 @dataclass(frozen=True)
@@ -53,6 +61,9 @@ class CommandResult:
     text: str = ""
     columns: tuple[str, ...] = ()
     rows: Sequence[tuple[str, ...]] = ()
+    # A memory's whole text as Markdown (/vget), after the rows: the full-screen chat renders
+    # it, the line mode prints it as it is.
+    markdown: str = ""
     error: bool = False
     quit: bool = False
     # The session's conversation was replaced: a front end showing it shows it afresh.

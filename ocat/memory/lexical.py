@@ -102,6 +102,11 @@ class LexicalIndex:
                 "ts REAL NOT NULL)"
             )
             self._db.execute("CREATE INDEX IF NOT EXISTS thread_order_by_time ON thread_order(thread_id, ts)")
+            # Titles the user gave threads (/rename); a thread without one is named by its first prompt.
+            self._db.execute(
+                "CREATE TABLE IF NOT EXISTS thread_titles "
+                "(thread_id TEXT PRIMARY KEY, title TEXT NOT NULL) WITHOUT ROWID"
+            )
             self._upgrade()
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open the lexical index {self.path}: {exc}") from exc
@@ -283,6 +288,30 @@ class LexicalIndex:
                 ).fetchone()
                 found.append((thread_id, int(count), float(first), float(last), head[0] if head else ""))
         return found
+
+    def set_title(self, thread_id: str, title: str | None) -> None:
+        """Name a thread (None: drop its name, so its first prompt names it again)."""
+        with self._lock:
+            if title is None:
+                self._db.execute("DELETE FROM thread_titles WHERE thread_id = ?", (thread_id,))
+            else:
+                self._db.execute(
+                    "INSERT INTO thread_titles(thread_id, title) VALUES (?, ?) "
+                    "ON CONFLICT(thread_id) DO UPDATE SET title = excluded.title",
+                    (thread_id, title),
+                )
+
+    def titles(self, thread_ids: Sequence[str]) -> dict[str, str]:
+        """The titles given to these threads (threads without one are left out)."""
+        unique = list(dict.fromkeys(thread_ids))
+        if not unique:
+            return {}
+        marks = ",".join("?" * len(unique))
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT thread_id, title FROM thread_titles WHERE thread_id IN ({marks})", unique
+            ).fetchall()
+        return {str(thread_id): str(title) for thread_id, title in rows}
 
     def id_groups(self, kind: str, prefix_length: int, glob: str) -> list[tuple[str, int, str]]:
         """Indexed ids matching `glob`, grouped by their first `prefix_length` characters:

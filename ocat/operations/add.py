@@ -69,8 +69,10 @@ class AddSummary:
 
 
 def chunks(count: int) -> str:
-    """'3 chunk(s)'."""
-    return f"{count} chunk(s)"
+    """'1 chunk', '3 chunks'."""
+    from ocat.text import count_of
+
+    return count_of(count, "chunk")
 
 
 def add_file_or_folder(

@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Sequence
 
 from ocat.errors import UsageError
-from ocat.models import DocumentChunk, Exchange, SearchHit
+from ocat.models import SOURCE_WORDS, DocumentChunk, Exchange, SearchHit
+from ocat.text import count_of, local_time
 
 if TYPE_CHECKING:
     from ocat.memory.store import MemoryStore
@@ -26,6 +27,72 @@ def get_record(store: MemoryStore, id_or_prefix: str) -> Record:
     return record
 
 
+# The fewest characters of an id shown: as many as `/vget` and `/threads` always showed.
+SHORT_ID_LENGTH = 8
+
+
+def short_id(store: MemoryStore, full_id: str, least: int = SHORT_ID_LENGTH) -> str:
+    """The shortest start of `full_id`, at least `least` characters, that no other id in `store`
+    shares (the whole id when none is shorter), so `/vget` and `/vdelete` take it back
+    (`store.resolve_id`); an id the index does not hold is shown whole."""
+
+    def unique(length: int) -> bool:
+        prefix = full_id[:length]
+        found = store.lexical.resolve_prefix("exchange", prefix) + store.lexical.resolve_prefix("document", prefix)
+        return found == [full_id]
+
+    # A longer start matches no more ids than a shorter one: search for the shortest unique one.
+    low, high = min(least, len(full_id)), len(full_id)
+    if not unique(high):
+        return full_id
+    while low < high:
+        middle = (low + high) // 2
+        if unique(middle):
+            high = middle
+        else:
+            low = middle + 1
+    return full_id[:low]
+
+
+# A document chunk's metadata that `record_details` says in its own words, or that means nothing to a reader.
+_SHOWN_APART = frozenset({"kind", "source", "source_file", "source_path", "chunk_index", "total_chunks",
+                          "manual_entry", "content_hash", "document_id", "date_added", "section"})
+
+
+def record_details(record: Record) -> list[tuple[str, str]]:
+    """A record's metadata for people, as (what, value): ids, where from, dates as local dates.
+
+    The text itself is `record_markdown`; `/vget` shows both.
+    """
+    if isinstance(record, Exchange):
+        rows = [("id", record.exchange_id), ("thread", record.thread_id), ("session", record.session_id),
+                ("date", local_time(record.timestamp))]
+        if record.thread_continuation_seq:
+            rows.append(("resumed", count_of(record.thread_continuation_seq, "time")))
+        return rows
+    meta = record.metadata
+    source = str(meta.get("source") or "")
+    rows = [("id", record.id), ("source", SOURCE_WORDS.get(source, source or "note"))]
+    where = str(meta.get("source_file") or meta.get("source_path") or "")
+    if where:
+        rows.append(("file", where))
+    if meta.get("section"):
+        rows.append(("section", str(meta["section"])))
+    index, total = meta.get("chunk_index"), meta.get("total_chunks")
+    if isinstance(index, int) and isinstance(total, int) and total > 1:
+        rows.append(("part", f"{index + 1} of {total}"))
+    rows.append(("date", local_time(meta.get("date_added"))))
+    rows.extend((key, str(value)) for key, value in sorted(meta.items()) if key not in _SHOWN_APART)
+    return rows
+
+
+def record_markdown(record: Record) -> str:
+    """A record's whole text as Markdown: an exchange's prompt and answer, a document chunk's text."""
+    if isinstance(record, Exchange):
+        return f"**Prompt**\n\n{record.user_prompt}\n\n**Answer**\n\n{record.assistant_response}\n"
+    return record.text
+
+
 def record_id(record: Record) -> str:
     """A record's id, whatever its kind."""
     return record.exchange_id if isinstance(record, Exchange) else record.id
@@ -34,7 +101,8 @@ def record_id(record: Record) -> str:
 def describe_record(record: Record) -> str:
     """A record named for a person: 'the exchange 3f2a9c1e ('the prompt')' or 'the document chunk ID'."""
     if isinstance(record, Exchange):
-        return f"the exchange {record.exchange_id[:8]} ({record.user_prompt[:60]!r})"
+        prompt = record.user_prompt if len(record.user_prompt) <= 60 else record.user_prompt[:59].rstrip() + "…"
+        return f"the exchange {record.exchange_id[:8]} ({prompt!r})"
     return f"the document chunk {record.id}"
 
 
@@ -53,13 +121,22 @@ def delete_records(store: MemoryStore, ids: Sequence[str]) -> int:
 
 @dataclass(frozen=True)
 class ThreadSummary:
-    """A thread as listed: its id, last activity, size and first prompt."""
+    """A thread as listed: its id, last activity, size, first prompt and title."""
 
     thread_id: str
     exchanges: int
     first_active: float
     last_active: float
     first_prompt: str
+    # The title the user gave it (/rename), or "" (then its first prompt names it).
+    given_title: str = ""
+
+    @property
+    def title(self) -> str:
+        """What the thread is called: the title given to it, else its first prompt, shortened."""
+        from ocat.operations.threads import default_title
+
+        return self.given_title or default_title(self.first_prompt)
 
 
 def recent_threads(store: MemoryStore, count: int) -> list[ThreadSummary]:
@@ -69,8 +146,9 @@ def recent_threads(store: MemoryStore, count: int) -> list[ThreadSummary]:
     if summaries:
         got = store.fetch("exchange", [head for *_, head in summaries if head], vectors=False)
         heads = {i: str(m.get("user_prompt", "")) for i, m in zip(got["ids"], got["metadatas"])}
+    titles = store.lexical.titles([thread_id for thread_id, *_ in summaries])
     return [
-        ThreadSummary(thread_id, size, first, last, heads.get(head, ""))
+        ThreadSummary(thread_id, size, first, last, heads.get(head, ""), titles.get(thread_id, ""))
         for thread_id, size, first, last, head in summaries
     ]
 

@@ -8,11 +8,14 @@ keeps to a token budget.)
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from datetime import datetime
+from decimal import ROUND_FLOOR, Decimal
 from typing import TYPE_CHECKING, Any, Sequence
 
 from ocat.models import SearchHit
+from ocat.text import count_of
 
 if TYPE_CHECKING:
     from ocat.memory.filters import Filters
@@ -31,6 +34,14 @@ class Found:
     hit: SearchHit
     why: str
     store: str
+    # The shortest start of the hit's id unique in its store (ocat.operations.records.short_id),
+    # shown by the text faces so `/vget` and `/vdelete` can be given it; "" when not worked out.
+    short_id: str = ""
+
+    @property
+    def shown_id(self) -> str:
+        """The id a text face shows: the short one, else the first characters of the whole one."""
+        return self.short_id or self.hit.id[:8]
 
 
 @dataclass(frozen=True)
@@ -59,14 +70,17 @@ def search(
     merged by score, each with the reason it is or is not given to the model in a chat."""
     from ocat.memory.retrieval import RetrievalLimits, reasons
     from ocat.memory.search import search_stores
+    from ocat.operations.records import short_id
 
     count = count or settings.context_results
     limits = RetrievalLimits.from_settings(settings, results=count)
     found = search_stores(stores, query, limits, filters, limit=count)
     why = reasons([f.hit for f in found])
+    by_name = {s.name: s for s in stores}
     return SearchResult(
         query=query,
-        found=[Found(f.hit, w, f.store) for f, w in zip(found, why)],
+        found=[Found(f.hit, w, f.store, short_id(by_name[f.store], f.hit.id) if f.store in by_name else "")
+               for f, w in zip(found, why)],
         stores=[s.name for s in stores],
     )
 
@@ -104,6 +118,15 @@ def iso_date(timestamp: float | None) -> str | None:
         return None
 
 
+def score_text(score: float) -> str:
+    """A score to two decimals, rounded down: 0.6996 shows 0.69, so a hit shown at the
+    threshold (0.70 at 0.70) really reaches it and the admitted mark never contradicts it."""
+    if not math.isfinite(score) or abs(score) >= 1e9:  # no score is; a quantize would fail
+        return f"{score:.2f}"
+    # Through the decimal digits Python prints, not score * 100: 0.29 * 100 is 28.999….
+    return str(Decimal(repr(score)).quantize(Decimal("0.01"), rounding=ROUND_FLOOR))
+
+
 ADMITTED_MARK = "*"
 ADMITTED_LEGEND = "* = given to the model in a chat: relevant, or the context of a relevant memory"
 
@@ -122,7 +145,7 @@ class HitLine:
     @classmethod
     def of(cls, hit: SearchHit, why: str) -> HitLine:
         """The words for `hit`."""
-        return cls(score=f"{hit.score:.2f}", admitted=hit.admitted, why=why, origin=hit.origin, when=hit.when())
+        return cls(score=score_text(hit.score), admitted=hit.admitted, why=why, origin=hit.origin, when=hit.when())
 
     @property
     def marked_score(self) -> str:
@@ -139,6 +162,5 @@ def used_memories(memories: Sequence[SearchHit]) -> tuple[str, list[HitLine]]:
     2 memories") and each memory's words (`/showcontext on`; `summary` shows the title alone)."""
     from ocat.memory.retrieval import reasons
 
-    noun = "memory" if len(memories) == 1 else "memories"
-    title = f"Using context from {len(memories)} {noun}"
+    title = f"Using context from {count_of(len(memories), 'memory', 'memories')}"
     return title, [HitLine.of(hit, why) for hit, why in zip(memories, reasons(memories))]

@@ -21,6 +21,7 @@ from textual.message import Message
 from textual.widgets import Footer, Static
 from textual.worker import Worker, WorkerState
 
+from ocat.choices import with_saved_choices
 from ocat.commands import is_command, run_command
 from ocat.errors import OcatError
 from ocat.session import ChatSession
@@ -29,6 +30,7 @@ from ocat.themes import load_themes
 from ocat.ui.keys import default_keys, keymap
 from ocat.ui.command_view import CommandView
 from ocat.ui.memory_view import MemoryView
+from ocat.ui.palette import SlashCommands
 from ocat.ui.status import answering_line, usage_line
 from ocat.ui.widgets import (
     CommandSuggestions,
@@ -49,6 +51,8 @@ class OcatApp(MemoryView, CommandView, App[int]):
 
     CSS_PATH = "ocat.tcss"
     TITLE = "ocat"
+    # Ctrl+P lists ocat's slash commands beside Textual's own (theme, keys, quit...).
+    COMMANDS = App.COMMANDS | {SlashCommands}
     BINDINGS = [
         # The remappable keys come from config/default.yaml (the user's `keys.*` remap them).
         Binding(default_keys().cancel, "cancel", "Cancel answer", id="app.cancel"),
@@ -68,6 +72,8 @@ class OcatApp(MemoryView, CommandView, App[int]):
     def __init__(self, session: ChatSession, *, serve: bool = True, quick_exit: bool = False) -> None:
         """`quick_exit` (the real chat, not tests): closing never waits for workers (ocat.ui.quick_exit)."""
         super().__init__()
+        # The theme and context display chosen in an earlier chat, where the config names none.
+        session.settings = with_saved_choices(session.settings)
         self.session = session
         self.serve = serve
         self.quick_exit = quick_exit
@@ -83,6 +89,8 @@ class OcatApp(MemoryView, CommandView, App[int]):
         self._memory_note: NoticeMessage | None = None
         # Giving the store up, once the window has closed (see on_unmount).
         self.closing: threading.Thread | None = None
+        # Theme files that could not be loaded (ocat.themes), for /theme to list.
+        self.theme_problems: list[str] = []
         self.set_keymap(keymap(session.settings.keys))
 
     def compose(self) -> ComposeResult:
@@ -119,6 +127,7 @@ class OcatApp(MemoryView, CommandView, App[int]):
         from textual.theme import Theme
 
         specs, problems = load_themes()
+        self.theme_problems = problems  # /theme lists them too: a toast goes away
         for spec in specs:
             self.register_theme(Theme(**spec))
         for problem in problems:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Callable
 from textual import work
 from textual.containers import VerticalScroll
 
-from ocat.commands import Choose, CommandResult, Confirm, ShowThemes, run_step
+from ocat.commands import Choose, CommandResult, Confirm, Send, ShowThemes, run_step
 from ocat.errors import OcatError
 from ocat.text import printable
 from ocat.ui.screens import ChoicePicker, ConfirmDialog
@@ -37,12 +37,19 @@ class CommandView(AppBase):
 
     session: ChatSession
     command: Worker[None] | None
+    theme_problems: list[str]
+    turn: Worker[None] | None
 
     if TYPE_CHECKING:  # the app's own, used here
         async def _append(self, widget: Widget) -> None: ...
         def _notice(self, text: str, *, error: bool = False) -> None: ...
         def _failure_text(self, what: str, exc: BaseException) -> str: ...
         async def _refresh_count(self) -> None: ...
+        def chat_turn(self, prompt: str) -> Worker[None]: ...
+
+    def _send_now(self, prompt: str) -> None:
+        """Start a turn for `prompt` (a command asked to send it), once the command has ended."""
+        self.turn = self.chat_turn(prompt)
 
     @work(exclusive=True, group="command")
     async def run_slash_command(self, name: str, step: Callable[[], CommandResult]) -> None:
@@ -109,6 +116,10 @@ class CommandView(AppBase):
 
             self.push_screen(ChoicePicker(request.title, request.options), picked)
             return replace(result, request=None, text="")
+        if isinstance(request, Send):
+            # After this command's result is shown: the turn mounts the prompt below it.
+            self.call_later(self._send_now, request.prompt)
+            return replace(result, request=None)
         assert isinstance(request, ShowThemes)
         try:
             return CommandResult(text=self._switch_theme(request.name))
@@ -128,9 +139,19 @@ class CommandView(AppBase):
         conversation.scroll_end(animate=False)
 
     def _switch_theme(self, name: str) -> str:
+        """List the themes (the current one marked, broken theme files after), or switch to one
+        and keep it for the next runs (ocat.choices)."""
+        from ocat.choices import save_choice
+
         if not name:
-            return "Themes: " + ", ".join(sorted(self.available_themes))
+            names = [f"{theme} (current)" if theme == self.theme else theme for theme in sorted(self.available_themes)]
+            lines = ["Themes: " + ", ".join(names)]
+            if self.theme_problems:
+                lines.append(f"Not loaded ({len(self.theme_problems)} broken theme file(s)):")
+                lines += [f"  {problem}" for problem in self.theme_problems]
+            return "\n".join(lines)
         if name not in self.available_themes:
             raise OcatError(f"no theme {name!r}; /theme lists them")
         self.theme = name
-        return f"Theme: {name}"
+        save_choice("display.theme", name)
+        return f"Theme: {name} (kept for next time)"

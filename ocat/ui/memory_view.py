@@ -11,6 +11,7 @@ import threading
 from typing import TYPE_CHECKING, Callable
 
 from textual import work
+from textual.events import Resize
 from textual.message import Message
 from textual.widgets import Static
 
@@ -161,7 +162,8 @@ class MemoryView(AppBase):
             self._notice(text, error=error)
         self._refresh_header()
 
-    def _header_text(self) -> str:
+    def _header_text(self, width: int | None = None) -> str:
+        """The header line fitted to `width` columns (the window's, less the padding, when None)."""
         settings = self.session.settings
         config = display_path(settings.config_path) if settings.config_path else "default config"
         if settings.vector_store.host:
@@ -169,13 +171,19 @@ class MemoryView(AppBase):
         else:
             where = display_path(str(settings.store_path))
         model = "dummy" if self.session.dummy else settings.llm.model
-        # Model and memory state first: they are what a narrow window must still show.
-        return f"ocat · {model} · {self.memory_state} · {where} · {config}"
+        if width is None:
+            width = self.size.width - 2  # the header's padding
+        return fit_header(model, self.memory_state, [where, config], width)
 
-    def _refresh_header(self) -> None:
+    def on_resize(self, event: Resize) -> None:
+        # The header is fitted to the width, not wrapped: refit it whenever the window changes.
+        # (This runs before App's own handler has recorded the new size: the event has it.)
+        self._refresh_header(event.size.width - 2)
+
+    def _refresh_header(self, width: int | None = None) -> None:
         found = self.query("#header")  # gone once the window is closing
         if found:
-            found.first(Static).update(plain(self._header_text()))
+            found.first(Static).update(plain(self._header_text(width)))
 
     async def _refresh_count(self) -> None:
         """Show the store's exchange count, read off the UI thread (it may be a server round trip)."""
@@ -225,3 +233,29 @@ class MemoryView(AppBase):
         if self.closing is None:
             self.closing = threading.Thread(target=self.session.close, name="ocat-close-store")
             self.closing.start()
+
+
+def fit_header(model: str, state: str, paths: list[str], width: int) -> str:
+    """`ocat · model · memory state · paths`, within `width` columns (0: no limit).
+
+    The model and the memory state are what a narrow window must still show: the paths go
+    first (the last one first; the one that half fits is cut at its start, with an ellipsis),
+    then `ocat`, and only then is the model shortened. /vstats shows the paths in full.
+    """
+    def line(parts: list[str]) -> str:
+        return " · ".join(parts)
+
+    parts = ["ocat", model, state, *paths]
+    if width <= 0 or len(line(parts)) <= width:
+        return line(parts)
+    while len(parts) > 3 and len(line(parts)) > width:
+        dropped = parts.pop()
+        room = width - len(line(parts)) - len(" · ")
+        if room >= 12:  # enough of a path's end to recognise it
+            return line([*parts, "…" + dropped[len(dropped) - room + 1:]])
+    if len(line(parts)) > width:
+        parts = parts[1:]  # the name of the program is the least needed
+    room = width - len(line(parts)) + len(model)
+    if room < len(model):
+        parts[-2] = model[: max(room - 1, 8)] + "…"
+    return line(parts)  # narrower still: the header's CSS cuts the end with an ellipsis

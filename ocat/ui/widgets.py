@@ -302,10 +302,10 @@ def memory_indicator(memories: list[SearchHit], mode: str) -> Static | Collapsib
 
 
 def command_view(result: CommandResult) -> Vertical:
-    """A command's result: its message and, if any, a table."""
-    from textual.widgets import DataTable
+    """A command's result: its message and, if any, a table and a memory's text as Markdown."""
+    from textual.widgets import DataTable, Markdown
 
-    parts: list[Static | DataTable[str]] = []
+    parts: list[Static | DataTable[str] | Markdown] = []
     if result.text:
         parts.append(NoticeMessage(result.text, error=result.error))
     if result.rows:
@@ -313,4 +313,7 @@ def command_view(result: CommandResult) -> Vertical:
         table.add_columns(*result.columns)
         table.add_rows([tuple(plain(cell) for cell in row) for row in result.rows])  # type: ignore[misc]
         parts.append(table)
+    if result.markdown:
+        # Rendered like an answer (Markdown, never Rich markup), terminal controls shown as escapes.
+        parts.append(Markdown(printable(result.markdown), classes="result-markdown"))
     return Vertical(*parts, classes="command-result")

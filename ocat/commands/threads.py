@@ -1,0 +1,129 @@
+"""The thread commands: /threads, /continue, /rename, /deletethread, /export, /retry."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ocat.commands import Arg, Choose, CommandResult, Confirm, Send, command, require_store
+from ocat.commands.conversation import listed_count
+from ocat.limits import DEFAULT_LISTED
+from ocat.locations import display_path
+from ocat.text import local_time
+
+if TYPE_CHECKING:
+    from ocat.session import ChatSession
+
+
+@command("threads", "list recent threads: id, last active, exchanges, title",
+         arguments=(listed_count("threads"),), example="/threads 20")
+def _threads(session: ChatSession, count: int) -> CommandResult:
+    from ocat.operations.records import recent_threads
+
+    threads = recent_threads(require_store(session), count)
+    rows = [(t.thread_id[:8], local_time(t.last_active), str(t.exchanges), t.title) for t in threads]
+    text = f"{len(rows)} recent thread(s); /continue ID resumes one" if rows else "No threads yet."
+    return CommandResult(text=text, columns=("thread", "last active", "exchanges", "title"), rows=rows)
+
+
+@command("continue", "resume a thread by id or prefix; without one, pick from a list", aliases=("resume",),
+         arguments=(Arg("thread", "a thread's id or its start", optional=True, metavar="THREAD_ID"),),
+         example="/continue 3f2a9c1e")
+def _continue(session: ChatSession, thread: str | None) -> CommandResult:
+    from ocat.operations.records import recent_threads, resolve_thread
+
+    if thread:
+        return _resume(session, resolve_thread(require_store(session), thread))
+    threads = recent_threads(require_store(session), DEFAULT_LISTED)
+    if not threads:
+        return CommandResult(text="No threads yet.")
+    options = [(t.thread_id, f"{local_time(t.last_active)}  {t.exchanges:>3} exchange(s)  {t.title}") for t in threads]
+    return CommandResult(request=Choose(
+        title="Pick a thread to continue, or /continue ID",
+        options=options,
+        then=lambda thread_id: _resume(session, thread_id),
+        typed="/continue ID",
+    ))
+
+
+def _resume(session: ChatSession, thread_id: str) -> CommandResult:
+    exchanges = session.resume(thread_id)
+    return CommandResult(
+        text=f"Continuing thread {thread_id[:8]}: {len(exchanges)} exchange(s), "
+        f"continuation {session.continuation_seq}.",
+        conversation_replaced=True,
+    )
+
+
+@command("rename", "give this thread a title (/threads and the picker show it); empty: its first prompt again",
+         arguments=(Arg("title", "the new title", kind="rest", optional=True),),
+         example="/rename kitchen renovation")
+def _rename(session: ChatSession, title: str | None) -> CommandResult:
+    from ocat.operations.threads import default_title, rename_thread
+
+    given = rename_thread(require_store(session), session.thread_id, title or "")
+    if given:
+        return CommandResult(text=f"This thread is now called {given!r}.")
+    first = session.history[0].user_prompt if session.history else ""
+    return CommandResult(text=f"This thread is called by its first prompt again: {default_title(first)!r}.")
+
+
+@command("deletethread", "delete a whole thread from memory (this one without an id); asks first",
+         aliases=("rmthread",),
+         arguments=(Arg("thread", "a thread's id or its start", optional=True, metavar="THREAD_ID"),),
+         example="/deletethread 3f2a9c1e")
+def _deletethread(session: ChatSession, thread: str | None) -> CommandResult:
+    from ocat.operations.records import resolve_thread
+    from ocat.operations.threads import thread_title
+
+    store = require_store(session)
+    thread_id = resolve_thread(store, thread) if thread else session.thread_id
+    exchanges = store.get_thread(thread_id)
+    if not exchanges:
+        return CommandResult(text="This thread has nothing in memory yet." if not thread else
+                             f"No thread {thread_id!r} in memory.", error=bool(thread))
+    title = thread_title(store, thread_id, exchanges)
+    return CommandResult(request=Confirm(
+        question=f"This deletes the thread {title!r} ({len(exchanges)} exchange(s)) from memory.",
+        then=lambda: _delete_thread(session, thread_id),
+        typed=f"/deletethread {thread_id}",
+        declined="Nothing was deleted.",
+    ))
+
+
+def _delete_thread(session: ChatSession, thread_id: str) -> CommandResult:
+    from ocat.operations.threads import delete_thread
+
+    deleted = delete_thread(require_store(session), thread_id)
+    text = f"Deleted the thread {deleted.title!r} ({deleted.exchanges} exchange(s))."
+    if thread_id != session.thread_id:
+        return CommandResult(text=text)
+    # The conversation on screen was that thread: it is gone from memory, so start afresh.
+    session.new_thread()
+    return CommandResult(text=text + " A new thread starts.", conversation_replaced=True)
+
+
+@command("export", "write this conversation as Markdown (to PATH, or a file named after it here)",
+         arguments=(Arg("path", "a file, or a folder to put it in", kind="path", optional=True),),
+         example="/export ~/notes/garden.md")
+def _export(session: ChatSession, path: str | None) -> CommandResult:
+    from ocat.operations.threads import conversation_markdown, default_title, export_path, write_markdown
+
+    if not session.history:
+        return CommandResult(text="Nothing to export yet: this conversation is empty.", error=True)
+    title = default_title(session.history[0].user_prompt)
+    if session.store is not None:
+        from ocat.operations.threads import thread_title
+
+        title = thread_title(session.store, session.thread_id, session.history)
+    target = export_path(path, title)
+    write_markdown(target, conversation_markdown(title, session.history))
+    return CommandResult(text=f"Wrote {len(session.history)} exchange(s) to {display_path(str(target))}.")
+
+
+@command("retry", "ask the last prompt again: its answer is replaced, in memory too", aliases=("regenerate",))
+def _retry(session: ChatSession) -> CommandResult:
+    last = session.take_back_last()
+    if last is None:
+        return CommandResult(text="Nothing to retry yet: this conversation is empty.", error=True)
+    return CommandResult(text="Asking again; the earlier answer is forgotten.", conversation_replaced=True,
+                         request=Send(last.user_prompt))
