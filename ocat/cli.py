@@ -285,10 +285,6 @@ def _run_app(args: argparse.Namespace) -> int:
                 # The chat still opens: the person may fix the key, or only browse memory.
                 print(f"ocat: {problem}", file=sys.stderr)
             # Line mode by request, or when piped: the same chat, scriptable.
-            from ocat.choices import with_saved_choices
-
-            # The line mode honours /showcontext's saved choice too (the window applies its own).
-            settings = with_saved_choices(settings)
             return run_repl(open_chat(settings, dummy=args.dummy_mode, serve=True, stream=sys.stderr))
         from ocat.ui.app import OcatApp
 

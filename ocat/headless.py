@@ -280,7 +280,8 @@ def _query(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> 
     stores = _open_stores(settings, args)
     for index, query in enumerate(queries):
         reporter.restart_clock()
-        found = search(stores, query, settings.vector_store, count=args.results, filters=filters)
+        found = search(stores, query, settings.vector_store, count=args.results, filters=filters,
+                       short_ids=reporter.output == "text")
         result = {"query": query, "results": [hit_record(f.hit, why=f.why, store=f.store) for f in found.found]}
         text = format_hits(found.found, with_stores=len(stores) > 1)
         if len(queries) > 1 or args.query_vector_store == "-":

@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
 
+from ocat.text import count_of
+
 if TYPE_CHECKING:
     from ocat.memory.model_files import DownloadProgress
     from ocat.session import ChatSession
@@ -32,23 +34,18 @@ class MemoryLoaded:
         `kept` counts the exchanges this chat holds that memory could not take yet.
         """
         if self.error:
-            said = f"The {exchange_count(kept)} said so far, and what you say next," if kept else "What you say"
+            said = f"The {count_of(kept, 'exchange')} said so far, and what you say next," if kept else "What you say"
             # Kept exchanges are written if memory comes back (the model arrives, or the store
             # opens again on a later turn).
             still = f" {said} stays in this chat and is remembered if memory comes back."
             return f"Memory is off: {self.error}. The chat works without it.{still}", True
         verb = "is" if self.saved == 1 else "are"
-        saved = f"; the {exchange_count(self.saved)} made meanwhile {verb} remembered too" if self.saved else ""
+        saved = f"; the {count_of(self.saved, 'exchange')} made meanwhile {verb} remembered too" if self.saved else ""
         if self.downloaded:
             return f"{self.downloaded} Memory is on{saved}.", False
         if self.saved:
             return f"Memory is ready{saved}.", False
         return None
-
-
-def exchange_count(count: int) -> str:
-    """"1 exchange", "2 exchanges"."""
-    return f"{count} exchange" if count == 1 else f"{count} exchanges"
 
 
 def load_memory(

@@ -10,7 +10,7 @@ from pathlib import Path
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from ocat.text import local_time
+from ocat.text import local_time, shorten
 
 RecordKind = Literal["exchange", "document"]
 # Every kind of record, in the order the store lists them.
@@ -200,7 +200,7 @@ class SearchHit:
     def excerpt(self, width: int = 160) -> str:
         """The text on one line, cut to width characters."""
         flat = " ".join(self.text.split())
-        return flat if len(flat) <= width else flat[: width - 1].rstrip() + "…"
+        return shorten(flat, width)
 
 
 @dataclass(frozen=True)

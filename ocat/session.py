@@ -48,7 +48,11 @@ class ChatSession:
         continuation_seq: int = 0,
         history: list[Exchange] | None = None,
     ) -> None:
-        self.settings = settings
+        from ocat.choices import with_saved_choices
+
+        # The theme and context display chosen in an earlier chat, where the config names none:
+        # every chat (full screen, line mode) starts from them.
+        self.settings = with_saved_choices(settings)
         self.store = store
         self.dummy = dummy
         self.thread_id = thread_id or new_id()

@@ -55,6 +55,11 @@ def local_time(timestamp: object, fmt: str = "%Y-%m-%d %H:%M", missing: str = "-
         return missing
 
 
+def shorten(text: str, width: int) -> str:
+    """`text` cut to `width` characters, ending in "…" when it was cut."""
+    return text if len(text) <= width else text[: width - 1].rstrip() + "…"
+
+
 def count_of(count: int, one: str, many: str | None = None) -> str:
     """'1 memory', '2 memories', '0 memories': a count with its noun (`many` defaults to one + 's')."""
     return f"{count} {one if count == 1 else (many or one + 's')}"

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 def _vquery(session: ChatSession, query: str, count: int | None) -> CommandResult:
     from ocat.operations.search import HitLine, search
 
-    found = search([require_model(session)], query, session.settings.vector_store, count=count)
+    found = search([require_model(session)], query, session.settings.vector_store, count=count, short_ids=True)
     rows = []
     for rank, one in enumerate(found.found, start=1):
         words = HitLine.of(one.hit, one.why)

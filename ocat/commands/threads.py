@@ -106,7 +106,8 @@ def _delete_thread(session: ChatSession, thread_id: str) -> CommandResult:
          arguments=(Arg("path", "a file, or a folder to put it in", kind="path", optional=True),),
          example="/export ~/notes/garden.md")
 def _export(session: ChatSession, path: str | None) -> CommandResult:
-    from ocat.operations.threads import conversation_markdown, default_title, export_path, write_markdown
+    from ocat.operations.threads import conversation_markdown, default_title, export_path
+    from ocat.operations.transfer import write_whole
 
     if not session.history:
         return CommandResult(text="Nothing to export yet: this conversation is empty.", error=True)
@@ -116,7 +117,8 @@ def _export(session: ChatSession, path: str | None) -> CommandResult:
 
         title = thread_title(session.store, session.thread_id, session.history)
     target = export_path(path, title)
-    write_markdown(target, conversation_markdown(title, session.history))
+    text = conversation_markdown(title, session.history)
+    write_whole(target, lambda out: out.write(text))
     return CommandResult(text=f"Wrote {len(session.history)} exchange(s) to {display_path(str(target))}.")
 
 

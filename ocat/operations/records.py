@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Sequence
 
 from ocat.errors import UsageError
 from ocat.models import SOURCE_WORDS, DocumentChunk, Exchange, SearchHit
-from ocat.text import count_of, local_time
+from ocat.text import count_of, local_time, shorten
 
 if TYPE_CHECKING:
     from ocat.memory.store import MemoryStore
@@ -101,8 +101,7 @@ def record_id(record: Record) -> str:
 def describe_record(record: Record) -> str:
     """A record named for a person: 'the exchange 3f2a9c1e ('the prompt')' or 'the document chunk ID'."""
     if isinstance(record, Exchange):
-        prompt = record.user_prompt if len(record.user_prompt) <= 60 else record.user_prompt[:59].rstrip() + "…"
-        return f"the exchange {record.exchange_id[:8]} ({prompt!r})"
+        return f"the exchange {record.exchange_id[:8]} ({shorten(record.user_prompt, 60)!r})"
     return f"the document chunk {record.id}"
 
 

@@ -65,9 +65,14 @@ def search(
     *,
     count: int | None = None,
     filters: Filters | None = None,
+    short_ids: bool = False,
 ) -> SearchResult:
     """The `count` (default `context_results`) most relevant memories for `query` in `stores`,
-    merged by score, each with the reason it is or is not given to the model in a chat."""
+    merged by score, each with the reason it is or is not given to the model in a chat.
+
+    `short_ids`: also work out each hit's shortest unique id, for a face that shows ids to
+    type back (a few index reads per hit; JSON and MCP give whole ids and skip them).
+    """
     from ocat.memory.retrieval import RetrievalLimits, reasons
     from ocat.memory.search import search_stores
     from ocat.operations.records import short_id
@@ -76,7 +81,7 @@ def search(
     limits = RetrievalLimits.from_settings(settings, results=count)
     found = search_stores(stores, query, limits, filters, limit=count)
     why = reasons([f.hit for f in found])
-    by_name = {s.name: s for s in stores}
+    by_name = {s.name: s for s in stores} if short_ids else {}
     return SearchResult(
         query=query,
         found=[Found(f.hit, w, f.store, short_id(by_name[f.store], f.hit.id) if f.store in by_name else "")

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
-from ocat.errors import InputFileError, UsageError
-from ocat.text import local_time
+from ocat.errors import UsageError
+from ocat.text import local_time, shorten
 
 if TYPE_CHECKING:
     from ocat.memory.store import MemoryStore
@@ -25,7 +25,7 @@ def default_title(first_prompt: str) -> str:
     line = next((text.strip() for text in first_prompt.splitlines() if text.strip()), "")
     if not line:
         return "(untitled)"
-    return line if len(line) <= TITLE_CHARS else line[: TITLE_CHARS - 1].rstrip() + "…"
+    return shorten(line, TITLE_CHARS)
 
 
 def rename_thread(store: MemoryStore, thread_id: str, title: str) -> str:
@@ -91,14 +91,3 @@ def export_path(target: str | None, title: str, *, folder: Path | None = None) -
     path = Path(target).expanduser()
     return path / default if path.is_dir() else path
 
-
-def write_markdown(path: Path, text: str) -> None:
-    """Write the file whole or not at all (beside it first, then renamed)."""
-    partial = path.with_name(path.name + ".partial")
-    try:
-        partial.write_text(text, encoding="utf-8")
-        partial.replace(path)
-    except OSError as exc:
-        raise InputFileError(f"cannot write {path}: {exc.strerror or exc}") from exc
-    finally:
-        partial.unlink(missing_ok=True)

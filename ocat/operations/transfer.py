@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Callable
+from typing import IO, TYPE_CHECKING, Callable, TypeVar
 
 from ocat.errors import InputFileError
 
 if TYPE_CHECKING:
     from ocat.memory.store import MemoryStore
     from ocat.memory.transfer import TransferResult
+
+T = TypeVar("T")
 
 
 def export_to_stream(store: MemoryStore, out: IO[str]) -> TransferResult:
@@ -20,14 +22,19 @@ def export_to_stream(store: MemoryStore, out: IO[str]) -> TransferResult:
 
 
 def export_to_file(store: MemoryStore, path: Path) -> TransferResult:
-    """Write every record to `path`: beside it first, then renamed, so a failed export (a full
-    disk, a store error, Ctrl+C) never leaves half a file under its name, nor a `.partial`."""
+    """Write every record to `path`, whole or not at all (`write_whole`)."""
     from ocat.memory.transfer import export_memory
 
+    return write_whole(path, lambda handle: export_memory(store, handle, path=str(path)))
+
+
+def write_whole(path: Path, fill: Callable[[IO[str]], T]) -> T:
+    """Write a file with `fill`: beside it first, then renamed, so a failure (a full disk, a
+    store error, Ctrl+C) never leaves half a file under its name, nor a `.partial`."""
     partial = path.with_name(path.name + ".partial")
     try:
         with partial.open("w", encoding="utf-8") as handle:
-            outcome = export_memory(store, handle, path=str(path))
+            outcome = fill(handle)
         partial.replace(path)
     except OSError as exc:
         raise InputFileError(f"cannot write {path}: {exc.strerror or exc}") from exc

@@ -21,7 +21,6 @@ from textual.message import Message
 from textual.widgets import Footer, Static
 from textual.worker import Worker, WorkerState
 
-from ocat.choices import with_saved_choices
 from ocat.commands import is_command, run_command
 from ocat.errors import OcatError
 from ocat.session import ChatSession
@@ -72,8 +71,6 @@ class OcatApp(MemoryView, CommandView, App[int]):
     def __init__(self, session: ChatSession, *, serve: bool = True, quick_exit: bool = False) -> None:
         """`quick_exit` (the real chat, not tests): closing never waits for workers (ocat.ui.quick_exit)."""
         super().__init__()
-        # The theme and context display chosen in an earlier chat, where the config names none.
-        session.settings = with_saved_choices(session.settings)
         self.session = session
         self.serve = serve
         self.quick_exit = quick_exit

@@ -18,7 +18,7 @@ from textual.widgets import Static
 from ocat.errors import Cancelled, OcatError
 from ocat.locations import display_path
 from ocat.models import Exchange
-from ocat.memory_loading import exchange_count
+from ocat.text import count_of
 from ocat.ui.widgets import NoticeMessage, TaskProgress, plain
 
 if TYPE_CHECKING:
@@ -155,7 +155,7 @@ class MemoryView(AppBase):
             self.memory_state = "memory off"
         else:
             assert store is not None
-            self.memory_state = exchange_count(store.count("exchange"))
+            self.memory_state = count_of(store.count("exchange"), "exchange")
         notice = loaded.notice(len(self.session.unsaved))
         if notice is not None:
             text, error = notice
@@ -194,7 +194,7 @@ class MemoryView(AppBase):
             count = await asyncio.to_thread(store.count, "exchange")
         except OcatError:
             return  # the header keeps its last count; the failing command says what went wrong
-        self.memory_state = exchange_count(count)
+        self.memory_state = count_of(count, "exchange")
         self._refresh_header()
 
     def _say_what_was_remembered(self, exchange: Exchange, had_memory: bool) -> None:
