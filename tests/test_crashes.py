@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.cli import Cli, Running, stats
+from tests.support.cli import Cli, Running, stats, stored_beyond
 from tests.support.data import WORDS, write_exchanges
 from tests.support.fakes import FakeLLMServer
 
@@ -75,7 +75,7 @@ def test_kill_9_during_a_document_add_leaves_it_detectably_partial_and_re_adding
     document = tmp_path / "big.txt"
     paragraphs = write_document(document, 1200)
     running = Running(cli, "--add-to-vector-store", str(document), *SMALL_CHUNKS)
-    running.wait_for("big.txt: 256/")
+    running.wait_until(lambda seen: stored_beyond(seen, 256))  # the first write batch is stored
     running.kill()
 
     before = stats(cli)
@@ -100,7 +100,7 @@ def test_ctrl_c_during_a_document_add_stops_cleanly_and_re_adding_completes_it(c
     document = tmp_path / "long.md"
     write_document(document, 900)
     running = Running(cli, "--add-to-vector-store", str(document), *SMALL_CHUNKS)
-    running.wait_for("long.md: 256/")
+    running.wait_until(lambda seen: stored_beyond(seen, 256))  # the first write batch is stored
     assert running.kill(signal.SIGINT) == 130
     message = running.wait_for("running the same command again completes it\n")
     assert "ocat: interrupted" in message and "Traceback" not in message
@@ -208,7 +208,7 @@ def test_a_crash_between_the_chroma_and_the_lexical_write_is_repaired_on_open(cl
 def test_ctrl_c_mid_stream_in_the_line_mode_chat_cancels_the_turn_and_stores_nothing(
     cli: Cli, llm_server: FakeLLMServer
 ) -> None:
-    llm_server.reply = "A long answer that streams slowly. " * 10
+    llm_server.reply = "A long answer that streams slowly. " * 40  # 12 s: Ctrl+C lands mid-stream on a loaded machine too
     llm_server.delay = 0.3
     args = ["--plain", "--model", "openai/fake-model", "--set", f"llm.api_base={llm_server.api_base}",
             "--set", "llm.api_key=k"]

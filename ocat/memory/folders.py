@@ -265,6 +265,8 @@ def add_folder(
     # embedding call and a Chroma add) costs about the same whatever its size, so one
     # write per small file was 13% of a folder add (docs/PERFORMANCE.md).
     report = (lambda done: chunks_stored(folder, done, len(pending))) if chunks_stored else None
+    if report and pending:
+        report(0)  # before the first embedding: a front end shows the total at once
     store.add_chunks(pending, progress=report)
     removed = _remove_gone(store, folder, [file for file, _ in texts], unreadable)
     return PathAddResult(source_path=str(folder), files=results, removed_chunks=removed)

@@ -128,7 +128,9 @@ def add_text(
     """Store a text as memory, chunked by `options`; the same text twice is stored once.
 
     `extra` is metadata added to every chunk (it cannot replace the fields ocat sets).
-    Chunks are embedded and written a batch at a time; `progress(done, total)` follows them.
+    Chunks are embedded a few at a time (`EMBED_STEP`) and written a batch at a time;
+    `progress(done, total)` is called before the first step and after each, and may raise
+    (Cancelled) to stop there, what was embedded being written first.
     Cut short (a crash, Ctrl+C), the document stays detectably partial (`partial_documents`)
     and adding it again stores only the missing chunks.
     """
@@ -152,6 +154,8 @@ def store_document(
     result, missing = plan_document(store, chunks, previous=previous, source_path=source_path)
     already = len(chunks) - len(missing)
     report = (lambda done: progress(already + done, len(chunks))) if progress else None
+    if report and missing:
+        report(0)  # before the first embedding: a front end shows the total at once
     store.add_chunks(missing, progress=report)
     return result
 
@@ -281,7 +285,8 @@ def add_path(
     A folder is a knowledge folder (see `ocat.memory.folders`): markdown split at `## `
     headings, metadata from each file's path, and files gone from it removed from memory.
     `progress` is told each file of a folder as it starts; `notify` gets warnings (a file
-    that is empty, or not UTF-8); `chunks_stored(file, done, total)` follows each write batch.
+    that is empty, or not UTF-8); `chunks_stored(file, done, total)` is told the total before
+    anything is embedded, then follows each written step.
     """
     if path.is_dir():
         from ocat.memory.folders import add_folder_path
@@ -307,8 +312,9 @@ def add_path(
 
 
 def throttled_progress(say: Callable[[int, int], None], every: float = 1.0) -> Callable[[int, int], None]:
-    """A progress callback for long writes: passes on the first batch, then at most one call
-    per `every` seconds, and the last; silent for a write of one batch."""
+    """A progress callback for long writes: passes on the first call (an add's is before
+    anything is embedded), then at most one call per `every` seconds, and the last; silent
+    for a write of one batch (`WRITE_BATCH`)."""
     last = [0.0]
 
     def report(done: int, total: int) -> None:

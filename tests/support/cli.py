@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import queue
+import re
 import signal
 import subprocess
 import sys
@@ -13,7 +14,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Mapping
+from typing import IO, Any, Callable, Mapping
 
 
 @dataclass
@@ -60,6 +61,11 @@ class Cli:
         return CliResult(completed.returncode, completed.stdout, completed.stderr)
 
 
+def stored_beyond(stderr: str, count: int) -> bool:
+    """Whether an add's progress lines (`NAME: done/total chunks stored`) went past `count`."""
+    return any(int(done) > count for done in re.findall(r": (\d+)/\d+ chunks stored", stderr))
+
+
 def stats(cli: Cli) -> dict[str, Any]:
     """The store's counts, as `--vector-store-stats` reports them."""
     run = cli("--vector-store-stats", "--output", "json")
@@ -91,6 +97,18 @@ class Running:
         # Read by character: a streamed answer has no newline until it is finished.
         while piece := stream.read(1):
             into.put(piece)
+
+    def wait_until(self, holds: Callable[[str], bool], *, stream: str = "stderr", timeout: float = 240) -> str:
+        """Wait until `holds(everything read so far)`; return that text."""
+        deadline = time.monotonic() + timeout
+        while not holds("".join(self.seen[stream])):
+            if time.monotonic() > deadline or (self.process.poll() is not None and self.lines[stream].empty()):
+                raise AssertionError(f"never happened on {stream}: {''.join(self.seen[stream])!r}")
+            try:
+                self.seen[stream].append(self.lines[stream].get(timeout=0.5))
+            except queue.Empty:
+                pass
+        return "".join(self.seen[stream])
 
     def wait_for(self, text: str, *, stream: str = "stderr", timeout: float = 240) -> str:
         """Wait until `text` has appeared on the stream; return everything read so far."""
