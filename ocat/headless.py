@@ -17,7 +17,7 @@ from typing import IO, TYPE_CHECKING, Any, Callable
 
 from ocat.errors import InputFileError, OcatError, ProviderError, UsageError
 from ocat.redact import redact
-from ocat.text import printable
+from ocat.text import count_of, printable
 
 if TYPE_CHECKING:
     from ocat.config import Settings
@@ -333,9 +333,13 @@ def _export(args: argparse.Namespace, settings: Settings, reporter: Reporter) ->
         return 0
     path = Path(args.export_memory).expanduser()
     outcome = export_to_file(store, path)
-    text = f"Exported {outcome.exchanges} exchange(s) and {outcome.documents} document chunk(s) to {path}"
+    counts = [count_of(outcome.exchanges, "exchange"), count_of(outcome.documents, "document chunk")]
+    if outcome.titles:
+        counts.append(count_of(outcome.titles, "thread title"))
+    text = f"Exported {', '.join(counts[:-1])} and {counts[-1]} to {path}"
     result = {
-        "path": outcome.path, "exchanges": outcome.exchanges, "documents": outcome.documents, "records": outcome.records
+        "path": outcome.path, "exchanges": outcome.exchanges, "documents": outcome.documents,
+        "records": outcome.records, "titles": outcome.titles,
     }
     return reporter.succeed(result, text)
 
@@ -351,7 +355,11 @@ def _import(args: argparse.Namespace, settings: Settings, reporter: Reporter) ->
     progress = throttled_progress(lambda done, total: reporter.note(f"imported {done}/{total} records"))
     outcome = import_file(_open_store(settings), path, checked, progress)
     skipped = outcome.records - outcome.added
-    text = f"Imported {outcome.added} record(s) from {path}" + (f"; {skipped} already stored" if skipped else "")
+    text = f"Imported {count_of(outcome.added, 'record')} from {path}"
+    if skipped:
+        text += f"; {skipped} already stored"
+    if outcome.titles_added:
+        text += f"; {count_of(outcome.titles_added, 'thread title')} restored"
     return reporter.succeed(asdict(outcome) | {"records": outcome.records}, text)
 
 

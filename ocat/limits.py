@@ -30,3 +30,6 @@ def whole_number(text: str, lo: int, hi: int) -> int:
     if not _WHOLE_NUMBER.fullmatch(cleaned) or not lo <= int(cleaned) <= hi:
         raise ValueError(f'must be a whole number from {lo} to {hi}, not "{text}"')
     return int(cleaned)
+
+# A thread's title (`/rename TITLE`, and a title in an `--import-memory` file), in characters.
+MAX_TITLE_CHARS = 200

@@ -280,3 +280,31 @@ def _describe_failure(exc: Exception, settings: LLMSettings) -> str:
     if name == "NotFoundError" or "LLM Provider NOT provided" in detail:
         return f"unknown model {model!r}: {detail}"
     return f"{model} failed ({name}): {detail}"
+
+
+# -- what litellm knows of a provider's models (ocat.model_list lists them) ------------------------
+
+
+def _provider_of(model: str) -> str:
+    """The litellm provider a model name belongs to ("openai" for a bare gpt-4o), or ""."""
+    if "/" in model:
+        return model.split("/", 1)[0]
+    try:
+        return str(_litellm().get_llm_provider(model)[1])
+    except Exception:
+        return ""
+
+
+def known_chat_models(model: str) -> tuple[str, tuple[str, ...]]:
+    """litellm's offline list of the chat models of `model`'s provider: (provider, names, each in
+    the form `model` has); no names when litellm has no list for it (it may not know them all)."""
+    litellm = _litellm()
+    provider = _provider_of(model)
+    listed = getattr(litellm, "models_by_provider", {}).get(provider) if provider else None
+    if not listed:
+        return provider, ()
+    prefix = model.split("/", 1)[0] if "/" in model else ""
+    costs = getattr(litellm, "model_cost", {})
+    chat = [name for name in listed
+            if (costs.get(name) or costs.get(f"{provider}/{name}") or {}).get("mode", "chat") == "chat"]
+    return provider, tuple(sorted({n if not prefix or n.startswith(prefix + "/") else f"{prefix}/{n}" for n in chat}))

@@ -41,3 +41,11 @@ def log_failure(what: str, exc: BaseException) -> str:
     except OSError as error:  # a log that cannot be written must not hide the failure itself
         where = f"the log {display_path(path)} could not be written: {error.strerror or error}"
     return redact(f"{what} failed unexpectedly: {type(exc).__name__}: {exc} ({where})")
+
+
+def failure_text(what: str, exc: BaseException) -> str:
+    """What to tell the user of a failure: an expected one's own message (OcatError); anything
+    else logged (log_failure), with where the log is."""
+    from ocat.errors import OcatError
+
+    return str(exc) if isinstance(exc, OcatError) else log_failure(what, exc)

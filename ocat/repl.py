@@ -7,17 +7,22 @@ stdin is a pipe, so the same chat can be scripted.
 from __future__ import annotations
 
 import asyncio
+import shutil
 import sys
 from typing import IO, Callable, Sequence
 
 from ocat.commands import Choose, CommandResult, Confirm, Send, ShowThemes, is_command, run_command, run_step
-from ocat.commands.results import Request
+from ocat.commands.results import BrowseMemory, EditPrompt, Request
 from ocat.errors import OcatError
 from ocat.history import history_file
 from ocat.models import SearchHit
 from ocat.operations.add import progress_printer
 from ocat.session import ChatSession
-from ocat.text import printable
+from ocat.text import printable, shorten
+
+
+# A fitted column (/vquery's excerpt) never gets narrower than this, however narrow the terminal.
+MIN_FIT_WIDTH = 12
 
 
 def render_result(result: CommandResult) -> str:
@@ -27,16 +32,25 @@ def render_result(result: CommandResult) -> str:
     """
     lines = [printable(result.text)] if result.text else []
     if result.rows:
-        lines.extend(_aligned(result.rows, result.columns))
+        lines.extend(_aligned(result.rows, result.columns, fit=result.fit_column))
     if result.markdown:
         lines.extend(["", printable(result.markdown).rstrip("\n")])
     return "\n".join(lines)
 
 
-def _aligned(rows: Sequence[tuple[str, ...]], columns: tuple[str, ...] = ()) -> list[str]:
+def _aligned(
+    rows: Sequence[tuple[str, ...]], columns: tuple[str, ...] = (), fit: int | None = None, width: int | None = None
+) -> list[str]:
+    """Rows in columns two spaces apart; column `fit` (if any) takes what the terminal's width
+    (or `width`) leaves the others, its cells cut with "…"."""
     printed = [tuple(printable(cell) for cell in row) for row in rows]
     table = [columns, *printed] if columns else printed
     widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
+    if fit is not None:
+        total = width or shutil.get_terminal_size().columns
+        others = sum(w for i, w in enumerate(widths) if i != fit) + 2 * (len(widths) - 1)
+        widths[fit] = min(widths[fit], max(MIN_FIT_WIDTH, total - others))
+        table = [tuple(shorten(c, widths[fit]) if i == fit else c for i, c in enumerate(row)) for row in table]
     return ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in table]
 
 
@@ -55,8 +69,29 @@ def memory_summary(memories: list[SearchHit], mode: str) -> list[str]:
     return lines
 
 
-def _line_reader(interactive: bool) -> Callable[..., str]:
-    """Reads one line: prompt_toolkit on a terminal (given the prompt to show), else stdin."""
+def _completer(session: ChatSession):  # noqa: ANN202 - a prompt_toolkit Completer, imported lazily
+    """Tab completes command names, /model's models and /vdoc's paths (ocat.completion), in a
+    thread: the first /model completion waits for the provider's list, never the typing."""
+    from prompt_toolkit.completion import Completer, Completion, ThreadedCompleter
+
+    from ocat import model_list
+    from ocat.completion import command_names, complete
+
+    class Completions(Completer):
+        def get_completions(self, document, complete_event):  # noqa: ANN001, ANN202 - prompt_toolkit's
+            text = document.text_before_cursor
+            settings = session.settings.llm
+            models = model_list.models_for(settings, dummy=session.dummy).names if text.startswith("/model ") else ()
+            found = complete(text, models=models, docs_folder=session.settings.vector_store.docs_folder)
+            for candidate in found.candidates if found is not None else command_names(text):
+                yield Completion(candidate.text, start_position=-len(text), display=candidate.label)
+
+    return ThreadedCompleter(Completions())
+
+
+def _line_reader(interactive: bool, session: ChatSession | None = None) -> Callable[..., str]:
+    """Reads one line: prompt_toolkit on a terminal (given the prompt to show, completing what
+    `session` offers), else stdin."""
     if not interactive:
         def read_piped() -> str:
             line = sys.stdin.readline()
@@ -70,8 +105,10 @@ def _line_reader(interactive: bool) -> Callable[..., str]:
 
     path = history_file()
     path.parent.mkdir(parents=True, exist_ok=True)
-    prompt_session: PromptSession[str] = PromptSession(history=FileHistory(str(path)))
-    return lambda message="› ": prompt_session.prompt(message)
+    # Ctrl+X Ctrl+E opens the line in $EDITOR, as in bash (/edit does too).
+    prompt_session: PromptSession[str] = PromptSession(history=FileHistory(str(path)), enable_open_in_editor=True,
+                                                       completer=_completer(session) if session else None)
+    return lambda message="› ", default="": prompt_session.prompt(message, default=default)
 
 
 async def _stream_answer(session: ChatSession, prompt: str, out: IO[str], err: IO[str]) -> tuple[str, list[SearchHit]]:
@@ -96,7 +133,7 @@ def run_repl(session: ChatSession, *, out: IO[str] | None = None, err: IO[str] |
     out = out or sys.stdout
     err = err or sys.stderr
     interactive = sys.stdin.isatty()
-    read_line = _line_reader(interactive)
+    read_line = _line_reader(interactive, session)
     if interactive:
         state = "memory on" if session.memory_on else "memory off"
         out.write(f"ocat · {session.settings.llm.model} · {state} · /help for commands, /quit to leave\n")
@@ -109,20 +146,34 @@ def run_repl(session: ChatSession, *, out: IO[str] | None = None, err: IO[str] |
         err.write(printable(line) + "\n")
 
     session.on_progress = progress_printer(say)
+    # What the next prompt starts with (/edit), and the exchange it replaces when sent (/edit last).
+    prefill, editing_last = "", ""
     while True:
         try:
-            prompt = read_line()
+            prompt = read_line(default=prefill) if prefill and interactive else read_line()
         except (EOFError, KeyboardInterrupt):
             return 0
+        # Only the very next line can replace the exchange: a blank line or a command keeps it.
+        prefill, replaces, editing_last = "", editing_last, ""
         if not prompt.strip():
             continue
+        if replaces and not is_command(prompt.strip()):
+            from ocat.commands.editing import replace_last
+
+            replaced = run_step("/edit last", lambda: replace_last(session, replaces, prompt))
+            (err if replaced.error else out).write(render_result(replaced) + "\n")
+            if not isinstance(replaced.request, Send):
+                continue
         if is_command(prompt.strip()):
             go_on, send = _run_command_line(session, prompt.strip(), read_line if interactive else None, out, err)
             if not go_on:
                 return 0
+            if isinstance(send, EditPrompt):
+                prefill, editing_last = _edit_prompt(send, interactive, err)
+                continue
             if send is None:
                 continue
-            prompt = send  # /retry: the prompt goes again, as if typed
+            prompt = send.prompt  # /retry: the prompt goes again, as if typed
             if interactive:
                 out.write(printable(f"› {prompt}") + "\n")
         had_memory = session.memory_on
@@ -148,23 +199,23 @@ def run_repl(session: ChatSession, *, out: IO[str] | None = None, err: IO[str] |
 
 def _run_command_line(
     session: ChatSession, text: str, ask: Callable[[str], str] | None, out: IO[str], err: IO[str]
-) -> tuple[bool, str | None]:
+) -> tuple[bool, Send | EditPrompt | None]:
     """Run a slash command and carry out what it asks (`ask` reads the user's answer on a
     terminal; piped, the way to do it by typing is shown instead). Returns whether the chat
-    goes on, and a prompt to send next (`Send`: /retry)."""
-    send = None
+    goes on, and what the next prompt is to be (`Send`: /retry; `EditPrompt`: /edit)."""
+    send: Send | EditPrompt | None = None
     try:
         result = run_command(session, text)
         while result.request is not None and not result.quit:
-            if isinstance(result.request, Send):
-                send = result.request.prompt
+            if isinstance(result.request, (Send, EditPrompt)):
+                send = result.request
                 break
             shown = render_result(result)
             if shown:
                 (err if result.error else out).write(shown + "\n")
             result = _answer(result.request, ask, out)
     except KeyboardInterrupt:
-        # Ctrl+C during a long /vdoc: whole batches are stored, and the same command completes it.
+        # Ctrl+C during a long /vdoc: the chunks embedded so far are stored whole, and the same command completes it.
         err.write("ocat: interrupted; what was stored is kept, and the same command completes it\n")
         return True, None
     if result.quit:
@@ -176,17 +227,38 @@ def _run_command_line(
     return True, send
 
 
+def _edit_prompt(request: EditPrompt, interactive: bool, err: IO[str]) -> tuple[str, str]:
+    """Carry out /edit in line mode: what the next prompt starts with, and the exchange it
+    replaces. /edit last puts the last prompt there (piped: the next line replaces it);
+    /edit writes the prompt in $EDITOR, shown at the next prompt to send with Enter."""
+    if request.replaces:
+        return request.prompt, request.replaces
+    if not interactive:
+        err.write("ocat: /edit needs a terminal to open the editor in\n")
+        return "", ""
+    from ocat.editor import edit_text
+
+    try:
+        return edit_text(""), ""
+    except OcatError as exc:
+        err.write(f"ocat: {printable(str(exc))}\n")
+        return "", ""
+
+
 def _answer(request: Request, ask: Callable[[str], str] | None, out: IO[str]) -> CommandResult:
     """Carry out a command's request in line mode: ask on a terminal, else say how to do it by typing."""
     if isinstance(request, ShowThemes):
         return CommandResult(text="ocat: themes apply to the full-screen chat", error=True)
+    if isinstance(request, BrowseMemory):
+        return CommandResult(text="The memory browser is a screen of the full-screen chat (ocat without --plain). "
+                                  "Here: /threads, /vquery WORDS, /vget ID, /vdelete ID.", error=True)
     if isinstance(request, Confirm):
         if ask is None:
             return CommandResult(text=f"{request.question}\nTo confirm: {request.typed}")
         if _read_answer(ask, printable(f"{request.question} Go ahead? [y/N] ")).lower() not in ("y", "yes"):
             return CommandResult(text=request.declined)
         return run_step("the confirmed command", request.then)
-    assert isinstance(request, Choose)  # Send is handled by the caller
+    assert isinstance(request, Choose)  # Send and EditPrompt are handled by the caller
     out.write(printable(request.title) + "\n")
     if ask is None:
         # Piped: the values themselves, to type (`/continue ID`).

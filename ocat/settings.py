@@ -118,6 +118,8 @@ class KeysSettings:
     quit: str = _field("Leave ocat.", pattern=_KEYS)
     copy_answer: str = _field("Copy the last answer.", pattern=_KEYS)
     copy_code: str = _field("Copy the last code block of the last answer.", pattern=_KEYS)
+    editor: str = _field("Open the prompt in $VISUAL / $EDITOR.", pattern=_KEYS)
+    memory: str = _field("Open the memory browser.", pattern=_KEYS)
 
 
 @dataclass(frozen=True)

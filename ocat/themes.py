@@ -31,7 +31,7 @@ def check_theme(data: Any, source: str) -> dict[str, Any]:
         raise ValueError(f"{source}: a theme file holds a mapping of theme fields")
     unknown = set(data) - {"name", "dark", *COLOUR_FIELDS}
     if unknown:
-        raise ValueError(f"{source}: unknown field(s) {', '.join(sorted(unknown))}")
+        raise ValueError(f"{source}: unknown field{'s' if len(unknown) > 1 else ''} {', '.join(sorted(unknown))}")
     name = data.get("name")
     if not isinstance(name, str) or not _NAME.fullmatch(name):
         raise ValueError(f"{source}: 'name' must be lower-case letters, digits, '-' or '_'")

@@ -38,7 +38,7 @@ async def test_continue_without_an_id_picks_a_thread_from_a_list() -> None:
         options = app.screen.query_one(OptionList)
         labels = [str(options.get_option_at_index(i).prompt) for i in range(options.option_count)]
         assert len(labels) == 2
-        assert any("2 exchange(s)" in label and "plan the garden" in label for label in labels)
+        assert any("2 exchanges" in label and "plan the garden" in label for label in labels)
         # A multi-line first prompt is shown by its first line only.
         assert any("file the taxes" in label and "April" not in label for label in labels)
         garden = next(i for i, label in enumerate(labels) if "garden" in label)
@@ -319,7 +319,7 @@ async def test_a_long_vdoc_shows_progress_and_esc_stops_it_keeping_what_was_stor
         notice = str(list(app.query(NoticeMessage))[-1].render())
         assert "cancelled at" in notice and "completes it" in notice
         stored = store.count("document")
-        assert 256 <= stored < 8000
+        assert 0 < stored < 8000
         await send(app, pilot, f"/vdoc {big}")
         await app.command.wait()
         await pilot.pause()

@@ -35,7 +35,8 @@ DOCUMENTED_DEFAULTS = {
     },
     "display": {"theme": "textual-dark", "context_mode": "summary"},
     "keys": {"send": "enter", "newline": "ctrl+j,shift+enter", "cancel": "escape", "quit": "ctrl+q",
-             "copy_answer": "ctrl+o", "copy_code": "ctrl+b"},
+             "copy_answer": "ctrl+o", "copy_code": "ctrl+b",
+             "editor": "ctrl+g", "memory": "ctrl+r"},
 }
 
 

@@ -237,5 +237,5 @@ def test_export_needs_no_model(cli: Cli, tmp_path: Any) -> None:
     done = cli("--export-memory", str(tmp_path / "memory.jsonl"), env=offline)
 
     assert done.returncode == 0, done.stderr
-    assert "Exported 0 exchange(s)" in done.stdout and done.stderr == ""
+    assert "Exported 0 exchanges and 0 document chunks to" in done.stdout and done.stderr == ""
     assert not chroma_model_dir().exists()

@@ -39,10 +39,10 @@ def test_deleting_a_thread_asks_then_removes_all_its_exchanges(session: ChatSess
     other.record("and then?", "beans", [])
     session.record("unrelated", "yes", [])
     ask = run_command(session, f"/deletethread {other.thread_id[:8]}").request
-    assert isinstance(ask, Confirm) and "'plan the garden' (2 exchange(s))" in ask.question
+    assert isinstance(ask, Confirm) and "'plan the garden' (2 exchanges)" in ask.question
     assert store.count("exchange") == 3  # asking deletes nothing
     done = ask.then()
-    assert done.text == "Deleted the thread 'plan the garden' (2 exchange(s))." and not done.conversation_replaced
+    assert done.text == "Deleted the thread 'plan the garden' (2 exchanges)." and not done.conversation_replaced
     assert store.count("exchange") == 1 and store.get_thread(other.thread_id) == []
     # This thread: gone from memory, and the chat starts a new one.
     old = session.thread_id
@@ -58,7 +58,7 @@ def test_export_writes_the_conversation_as_markdown(session: ChatSession, tmp_pa
     run_command(session, "/rename garden plans")
     done = run_command(session, f"/export {tmp_path}")
     written = tmp_path / "ocat-garden-plans.md"
-    assert done.text.startswith("Wrote 1 exchange(s) to") and written.is_file()
+    assert done.text.startswith("Wrote 1 exchange to") and written.is_file()
     text = written.read_text()
     assert text.startswith("# garden plans\n")
     assert "> # not a heading\n> second line" in text  # a prompt cannot change the outline

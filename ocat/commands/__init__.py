@@ -158,6 +158,8 @@ def require_model(session: ChatSession):  # noqa: ANN201 - MemoryStore, imported
 from ocat.commands import memory as _memory  # noqa: E402,F401
 from ocat.commands import conversation as _conversation  # noqa: E402,F401
 from ocat.commands import threads as _threads  # noqa: E402,F401
+from ocat.commands import editing as _editing  # noqa: E402,F401
+from ocat.commands import browse as _browse  # noqa: E402,F401
 
 
 __all__ = [

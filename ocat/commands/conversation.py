@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from ocat.commands import Arg, CommandResult, ShowThemes, command
 from ocat.config import CONTEXT_MODES
 from ocat.limits import DEFAULT_LISTED, MAX_LISTED, MIN_LISTED
-from ocat.text import local_time
+from ocat.text import count_of, local_time
 
 if TYPE_CHECKING:
     from ocat.session import ChatSession
@@ -29,7 +29,7 @@ def _clear(session: ChatSession) -> CommandResult:
 @command("history", "show this conversation's last prompts", arguments=(listed_count("prompts"),), example="/history 5")
 def _history(session: ChatSession, count: int) -> CommandResult:
     rows = [(local_time(e.timestamp), e.user_prompt) for e in session.history[-count:]]
-    return CommandResult(text=f"{len(rows)} prompt(s)", columns=("when", "prompt"), rows=rows)
+    return CommandResult(text=count_of(len(rows), "prompt"), columns=("when", "prompt"), rows=rows)
 
 
 @command("model", "show or switch the model; the next turn uses it",
@@ -39,7 +39,20 @@ def _model(session: ChatSession, name: str | None) -> CommandResult:
     if name:
         _change_setting(session, "llm", "model", name)
         return CommandResult(text=f"Model: {name} from the next turn on.")
-    return CommandResult(text=f"Model: {session.settings.llm.model}")
+    from ocat import model_list
+
+    current = session.settings.llm.model
+    # Asked for: fetched again (a short timeout; commands run in a thread), and kept for completion.
+    listed = model_list.remember_models(session.settings.llm,
+                                        model_list.list_models(session.settings.llm, dummy=session.dummy))
+    if listed.problem:
+        return CommandResult(text=f"Model: {current}\nNo list of models: {listed.problem}")
+    if not listed.names:
+        return CommandResult(text=f"Model: {current}\n{listed.source} lists no models")
+    text = (f"Model: {current}\n{count_of(len(listed.names), 'model')} from {listed.source}"
+            " (/model NAME switches; Tab completes a name)")
+    return CommandResult(text=text, columns=("model",),
+                         rows=[(f"{n} (current)" if n == current else n,) for n in listed.names])
 
 
 @command("showcontext", "show or set how used memories are shown: off, on or summary (kept for next time)",

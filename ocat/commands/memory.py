@@ -19,6 +19,11 @@ if TYPE_CHECKING:
     from ocat.session import ChatSession
 
 
+# A /vquery excerpt as the command gives it: more than the widest terminal shows; each face
+# cuts it to the width it has (CommandResult.fit_column).
+EXCERPT_CHARS = 400
+
+
 @command(
     "vquery",
     "search memory: rank, score, where from, date, excerpt",
@@ -38,10 +43,11 @@ def _vquery(session: ChatSession, query: str, count: int | None) -> CommandResul
     for rank, one in enumerate(found.found, start=1):
         words = HitLine.of(one.hit, one.why)
         rows.append((str(rank), one.shown_id, words.marked_score, words.why, words.origin, words.when,
-                     one.hit.excerpt(60)))
+                     one.hit.excerpt(EXCERPT_CHARS)))
     text = (f"{count_of(len(rows), 'result')} for {query!r} (* = given to the model in a chat; "
             "/vget ID shows one)") if rows else "No memories found."
-    return CommandResult(text=text, columns=("#", "id", "score", "why", "from", "date", "excerpt"), rows=rows)
+    return CommandResult(text=text, columns=("#", "id", "score", "why", "from", "date", "excerpt"), rows=rows,
+                         fit_column=6)
 
 
 @command("vadd", "store text as a memory", arguments=(Arg("text", "the text to remember", kind="rest"),),

@@ -3,8 +3,9 @@
 A command never tells a front end how to draw: it returns text and rows, says whether the
 conversation was replaced, and, when it needs the user, a request: `Confirm` (yes or no
 before something is done) or `Choose` (a pick from a list), each carrying the step that
-completes it, `ShowThemes` (themes belong to the full-screen chat), or `Send` (a prompt to
-send as the next turn).
+completes it, `ShowThemes` (themes belong to the full-screen chat), `Send` (a prompt to
+send as the next turn), `EditPrompt` (the next prompt, to edit first), or `BrowseMemory`
+(the full-screen memory browser).
 """
 
 from __future__ import annotations
@@ -50,7 +51,25 @@ class Send:
     prompt: str
 
 
-Request = Union[Confirm, Choose, ShowThemes, Send]
+@dataclass(frozen=True)
+class EditPrompt:
+    """Edit the next prompt before it is sent. Without `replaces` (/edit): open the prompt being
+    written in the user's editor ($VISUAL, $EDITOR). With it (/edit last): put `prompt`, the
+    last exchange's, back to edit; sending it replaces that exchange (id `replaces`) through
+    `ocat.commands.editing.replace_last`, sending a command or nothing leaves the exchange be."""
+
+    prompt: str = ""
+    replaces: str = ""
+
+
+@dataclass(frozen=True)
+class BrowseMemory:
+    """Open the memory browser (the full-screen chat's), searching for `query` when given."""
+
+    query: str = ""
+
+
+Request = Union[Confirm, Choose, ShowThemes, Send, EditPrompt, BrowseMemory]
 
 
 @dataclass(frozen=True)
@@ -61,6 +80,9 @@ class CommandResult:
     text: str = ""
     columns: tuple[str, ...] = ()
     rows: Sequence[tuple[str, ...]] = ()
+    # The column (an index) that takes the width the others leave, its cells cut with "…" to
+    # fit (/vquery's excerpt): the rows hold the whole text, each face fits it to its width.
+    fit_column: int | None = None
     # A memory's whole text as Markdown (/vget), after the rows: the full-screen chat renders
     # it, the line mode prints it as it is.
     markdown: str = ""

@@ -8,7 +8,7 @@ from ocat.commands import Arg, Choose, CommandResult, Confirm, Send, command, re
 from ocat.commands.conversation import listed_count
 from ocat.limits import DEFAULT_LISTED
 from ocat.locations import display_path
-from ocat.text import local_time
+from ocat.text import count_of, local_time
 
 if TYPE_CHECKING:
     from ocat.session import ChatSession
@@ -21,7 +21,7 @@ def _threads(session: ChatSession, count: int) -> CommandResult:
 
     threads = recent_threads(require_store(session), count)
     rows = [(t.thread_id[:8], local_time(t.last_active), str(t.exchanges), t.title) for t in threads]
-    text = f"{len(rows)} recent thread(s); /continue ID resumes one" if rows else "No threads yet."
+    text = f"{count_of(len(rows), 'recent thread')}; /continue ID resumes one" if rows else "No threads yet."
     return CommandResult(text=text, columns=("thread", "last active", "exchanges", "title"), rows=rows)
 
 
@@ -36,7 +36,8 @@ def _continue(session: ChatSession, thread: str | None) -> CommandResult:
     threads = recent_threads(require_store(session), DEFAULT_LISTED)
     if not threads:
         return CommandResult(text="No threads yet.")
-    options = [(t.thread_id, f"{local_time(t.last_active)}  {t.exchanges:>3} exchange(s)  {t.title}") for t in threads]
+    options = [(t.thread_id, f"{local_time(t.last_active)}  {count_of(t.exchanges, 'exchange'):>13}  {t.title}")
+               for t in threads]
     return CommandResult(request=Choose(
         title="Pick a thread to continue, or /continue ID",
         options=options,
@@ -47,11 +48,11 @@ def _continue(session: ChatSession, thread: str | None) -> CommandResult:
 
 def _resume(session: ChatSession, thread_id: str) -> CommandResult:
     exchanges = session.resume(thread_id)
-    return CommandResult(
-        text=f"Continuing thread {thread_id[:8]}: {len(exchanges)} exchange(s), "
-        f"continuation {session.continuation_seq}.",
-        conversation_replaced=True,
-    )
+    text = f"Resumed thread {thread_id[:8]}: {count_of(len(exchanges), 'exchange')}"
+    # The first resume is continuation 1; a later one says how often the thread was resumed before.
+    before = session.continuation_seq - 1
+    text += f" (resumed {count_of(before, 'time')} before)." if before > 0 else "."
+    return CommandResult(text=text, conversation_replaced=True)
 
 
 @command("rename", "give this thread a title (/threads and the picker show it); empty: its first prompt again",
@@ -83,7 +84,7 @@ def _deletethread(session: ChatSession, thread: str | None) -> CommandResult:
                              f"No thread {thread_id!r} in memory.", error=bool(thread))
     title = thread_title(store, thread_id, exchanges)
     return CommandResult(request=Confirm(
-        question=f"This deletes the thread {title!r} ({len(exchanges)} exchange(s)) from memory.",
+        question=f"This deletes the thread {title!r} ({count_of(len(exchanges), 'exchange')}) from memory.",
         then=lambda: _delete_thread(session, thread_id),
         typed=f"/deletethread {thread_id}",
         declined="Nothing was deleted.",
@@ -94,7 +95,7 @@ def _delete_thread(session: ChatSession, thread_id: str) -> CommandResult:
     from ocat.operations.threads import delete_thread
 
     deleted = delete_thread(require_store(session), thread_id)
-    text = f"Deleted the thread {deleted.title!r} ({deleted.exchanges} exchange(s))."
+    text = f"Deleted the thread {deleted.title!r} ({count_of(deleted.exchanges, 'exchange')})."
     if thread_id != session.thread_id:
         return CommandResult(text=text)
     # The conversation on screen was that thread: it is gone from memory, so start afresh.
@@ -119,7 +120,7 @@ def _export(session: ChatSession, path: str | None) -> CommandResult:
     target = export_path(path, title)
     text = conversation_markdown(title, session.history)
     write_whole(target, lambda out: out.write(text))
-    return CommandResult(text=f"Wrote {len(session.history)} exchange(s) to {display_path(str(target))}.")
+    return CommandResult(text=f"Wrote {count_of(len(session.history), 'exchange')} to {display_path(str(target))}.")
 
 
 @command("retry", "ask the last prompt again: its answer is replaced, in memory too", aliases=("regenerate",))

@@ -272,13 +272,20 @@ class LexicalIndex:
             ).fetchall()
         return {record_id: (before, after) for record_id, before, after in rows}
 
-    def recent_threads(self, limit: int) -> list[tuple[str, int, float, float, str]]:
-        """The most recently active threads: (thread_id, exchanges, first ts, last ts, first exchange id)."""
+    def recent_threads(
+        self, limit: int, only: Sequence[str] | None = None
+    ) -> list[tuple[str, int, float, float, str]]:
+        """The most recently active threads (of `only`, when given): (thread_id, exchanges, first ts,
+        last ts, first exchange id)."""
+        chosen = ""
+        if only is not None:
+            only = list(dict.fromkeys(only))[:limit]
+            chosen = f"WHERE thread_id IN ({','.join('?' * len(only))}) " if only else "WHERE 0 "
         with self._lock:
             rows = self._db.execute(
-                "SELECT thread_id, count(*), min(ts), max(ts) FROM thread_order GROUP BY thread_id "
+                f"SELECT thread_id, count(*), min(ts), max(ts) FROM thread_order {chosen}GROUP BY thread_id "
                 "ORDER BY max(ts) DESC LIMIT ?",
-                (limit,),
+                (*(only or ()), limit),
             ).fetchall()
             found = []
             for thread_id, count, first, last in rows:
@@ -288,6 +295,15 @@ class LexicalIndex:
                 ).fetchone()
                 found.append((thread_id, int(count), float(first), float(last), head[0] if head else ""))
         return found
+
+    def recent_exchanges(self, limit: int, since: float | None = None) -> list[str]:
+        """The ids of the `limit` newest exchanges (not older than `since`, when given), newest first."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT record_id FROM thread_order WHERE ts >= ? ORDER BY ts DESC, record_id LIMIT ?",
+                (since if since is not None else float("-inf"), limit),
+            ).fetchall()
+        return [str(row[0]) for row in rows]
 
     def set_title(self, thread_id: str, title: str | None) -> None:
         """Name a thread (None: drop its name, so its first prompt names it again)."""

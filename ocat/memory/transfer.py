@@ -1,7 +1,9 @@
 """Export and import of memory as JSON Lines, streamed so any size fits in bounded memory.
 
 Exchanges are `{"kind": "exchange", <the nine exchange fields>}`; document chunks are
-`{"kind": "document", "id", "text", "metadata"}`. Import re-embeds with the store's own
+`{"kind": "document", "id", "text", "metadata"}`; the titles given to exported threads
+(/rename) are `{"kind": "thread", "thread_id", "title"}`, last (a file without them, from
+before titles were exported, imports as ever). Import re-embeds with the store's own
 model, which is also how memory moves to a new embedding model.
 """
 
@@ -16,11 +18,13 @@ from pathlib import Path
 from typing import IO, Any, Callable, Iterable, Iterator
 
 from ocat.errors import InputFileError, StoreError
+from ocat.limits import MAX_TITLE_CHARS
 from ocat.locations import cache_dir
 # Chroma keeps integers as signed 64-bit numbers; a larger one silently becomes an approximate float.
 from ocat.memory.filters import FIRST_DATE, INT64_MAX, INT64_MIN, LAST_DATE
 from ocat.memory.store import WRITE_BATCH, MemoryStore
 from ocat.models import EXCHANGE_FIELDS, RECORD_KINDS, DocumentChunk, Exchange
+from ocat.text import printable
 
 _STRING_FIELDS = ("exchange_id", "thread_id", "session_id", "user_prompt", "assistant_response")
 # The times a date can show in every time zone (years 1 to 9999, with a day to spare at each
@@ -31,16 +35,32 @@ _LATEST = datetime.fromisoformat(LAST_DATE).replace(tzinfo=timezone.utc).timesta
 _RESERVED_KEY_STARTS = ("#", "$", "chroma:")
 # How long an import waits for another one's batch (a batch takes seconds) before giving up.
 LOCK_WAIT_SECONDS = 600
+# Thread ids per query when an export looks up titles (SQLite caps a query's parameters).
+_TITLE_BATCH = 500
+
+
+@dataclass(frozen=True)
+class ThreadTitle:
+    """A title given to a thread (/rename), as a line of an export file."""
+
+    thread_id: str
+    title: str
+
+
+Line = Exchange | DocumentChunk | ThreadTitle
 
 
 @dataclass(frozen=True)
 class TransferResult:
-    """How many records an export wrote or an import read and added."""
+    """How many records an export wrote or an import read and added, and the thread titles with them."""
 
     path: str
     exchanges: int
     documents: int
     added: int = 0
+    # Thread titles written (export) or in the file (import), and those an import gave a thread.
+    titles: int = 0
+    titles_added: int = 0
 
     @property
     def records(self) -> int:
@@ -49,14 +69,24 @@ class TransferResult:
 
 
 def export_memory(store: MemoryStore, out: IO[str], *, path: str = "-") -> TransferResult:
-    """Write every exchange, then every document chunk, one JSON object per line."""
+    """Write every exchange, then every document chunk, then the titles of the exported
+    threads that have one, one JSON object per line."""
     counts = {"exchange": 0, "document": 0}
+    threads: set[str] = set()  # one id per thread, not per exchange: small beside the store
     for kind in RECORD_KINDS:
         for record in store.iter_records(kind):
             out.write(json.dumps(_to_line(record), ensure_ascii=False) + "\n")
             counts[kind] += 1
+            if isinstance(record, Exchange):
+                threads.add(record.thread_id)
+    titles = 0
+    for batch in _batches(sorted(threads), _TITLE_BATCH):
+        for thread_id, title in sorted(store.lexical.titles(batch).items()):
+            line = {"kind": "thread", "thread_id": thread_id, "title": title}
+            out.write(json.dumps(line, ensure_ascii=False) + "\n")
+            titles += 1
     out.flush()
-    return TransferResult(path=path, exchanges=counts["exchange"], documents=counts["document"])
+    return TransferResult(path=path, exchanges=counts["exchange"], documents=counts["document"], titles=titles)
 
 
 def _to_line(record: Exchange | DocumentChunk) -> dict[str, Any]:
@@ -69,10 +99,12 @@ def _to_line(record: Exchange | DocumentChunk) -> dict[str, Any]:
 def check_import_file(path: Path) -> TransferResult:
     """Read a JSONL file through and check every line, writing nothing: how many exchanges and
     documents it holds, or an InputFileError naming the first bad line."""
-    counts = {"exchange": 0, "document": 0}
+    counts = {"exchange": 0, "document": 0, "thread": 0}
     for _, record in _records(path):
         counts[_kind(record)] += 1
-    return TransferResult(path=str(path), exchanges=counts["exchange"], documents=counts["document"])
+    return TransferResult(
+        path=str(path), exchanges=counts["exchange"], documents=counts["document"], titles=counts["thread"]
+    )
 
 
 def import_memory(
@@ -89,24 +121,49 @@ def import_memory(
     Records already in the store (same id) are skipped, so an interrupted import can
     simply be run again; `added` counts only the records this import stored.
     `progress(done, total)` follows the records as they are written.
+
+    A thread title in the file names its thread when the file holds that thread's exchanges
+    and the thread has no title in the store yet (a title given since is kept, as a stored
+    record is).
     """
     checked = checked or check_import_file(path)
     total = checked.records
     added = done = 0
     lock = _write_lock(store)
+    threads: set[str] = set()
     # A second pass writes (rather than one list held in memory), exchanges first, then documents.
     for kind in RECORD_KINDS:
         for batch in _batches((r for _, r in _records(path) if _kind(r) == kind), WRITE_BATCH):
+            threads.update(r.thread_id for r in batch if isinstance(r, Exchange))
             # Checking which ids are stored and writing the rest is one step under the lock: two
             # imports of one file through a shared store would otherwise both count a batch as added.
             added += _write_locked(store, batch, lock)
             done += len(batch)
             if progress:
                 progress(done, total)
-    return TransferResult(path=str(path), exchanges=checked.exchanges, documents=checked.documents, added=added)
+    titles_added = _restore_titles(store, path, threads) if checked.titles else 0
+    return TransferResult(
+        path=str(path), exchanges=checked.exchanges, documents=checked.documents, added=added,
+        titles=checked.titles, titles_added=titles_added,
+    )
 
 
-def _kind(record: Exchange | DocumentChunk) -> str:
+def _restore_titles(store: MemoryStore, path: Path, threads: set[str]) -> int:
+    """Give the file's threads their titles (the last one for a thread, if it has several); how many were given."""
+    titles = {r.thread_id: r.title for _, r in _records(path) if isinstance(r, ThreadTitle) and r.thread_id in threads}
+    given = 0
+    for batch in _batches(sorted(titles), _TITLE_BATCH):
+        named = store.lexical.titles(batch)
+        for thread_id in batch:
+            if thread_id not in named:
+                store.lexical.set_title(thread_id, titles[thread_id])
+                given += 1
+    return given
+
+
+def _kind(record: Line) -> str:
+    if isinstance(record, ThreadTitle):
+        return "thread"
     return "exchange" if isinstance(record, Exchange) else "document"
 
 
@@ -153,7 +210,7 @@ def _write_lock(store: MemoryStore) -> Any:
     return FileLock(str(folder / name), timeout=LOCK_WAIT_SECONDS, thread_local=False)
 
 
-def _records(path: Path) -> Iterator[tuple[int, Exchange | DocumentChunk]]:
+def _records(path: Path) -> Iterator[tuple[int, Line]]:
     try:
         # utf-8-sig: a file saved by an editor that adds a byte order mark is still read.
         handle = path.open("r", encoding="utf-8-sig")
@@ -174,7 +231,7 @@ class _Refused(Exception):
     """Why a line cannot be imported; `parse_line` names the file and the line."""
 
 
-def parse_line(line: str, number: int, path: Path | str) -> Exchange | DocumentChunk:
+def parse_line(line: str, number: int, path: Path | str) -> Line:
     """One JSONL line as a record, or an InputFileError naming the file and line.
 
     A record that passes is one Chroma stores exactly as it is (no value dropped, rounded or
@@ -186,7 +243,7 @@ def parse_line(line: str, number: int, path: Path | str) -> Exchange | DocumentC
         raise InputFileError(f"{path}:{number}: {exc}; nothing was imported") from None
 
 
-def _parse(line: str) -> Exchange | DocumentChunk:
+def _parse(line: str) -> Line:
     try:
         data = json.loads(line)
     except RecursionError:
@@ -200,9 +257,11 @@ def _parse(line: str) -> Exchange | DocumentChunk:
         return _exchange(data)
     if kind == "document":
         return _document(data)
+    if kind == "thread":
+        return _thread_title(data)
     if "kind" not in data:
-        raise _Refused("the record has no kind (expected 'exchange' or 'document')")
-    raise _Refused(f"unknown kind {_shown(kind)} (expected 'exchange' or 'document')")
+        raise _Refused("the record has no kind (expected 'exchange', 'document' or 'thread')")
+    raise _Refused(f"unknown kind {_shown(kind)} (expected 'exchange', 'document' or 'thread')")
 
 
 def _exchange(data: dict[str, Any]) -> Exchange:
@@ -246,6 +305,25 @@ def _document(data: dict[str, Any]) -> DocumentChunk:
     for key, value in metadata.items():
         _check_metadata(key, value)
     return DocumentChunk(id=record_id, text=text, metadata=metadata)
+
+
+def _thread_title(data: dict[str, Any]) -> ThreadTitle:
+    """A thread's title as /rename would store it: one line of printable text, whitespace runs as one space."""
+    thread_id, title = data.get("thread_id"), data.get("title")
+    if not isinstance(thread_id, str) or not thread_id:
+        raise _Refused("thread_id must be a non-empty string")
+    _check_text(thread_id, "thread_id")
+    if not isinstance(title, str):
+        raise _Refused("title must be a string")
+    _check_text(title, "title")
+    if printable(title) != title or "\n" in title:
+        raise _Refused(f"title {_shown(title)} holds a line break or a control character")
+    cleaned = " ".join(title.split())
+    if not cleaned:
+        raise _Refused("title must not be empty")
+    if len(cleaned) > MAX_TITLE_CHARS:
+        raise _Refused(f"title is {len(cleaned)} characters; a title is at most {MAX_TITLE_CHARS}")
+    return ThreadTitle(thread_id, cleaned)
 
 
 def _check_metadata(key: str, value: Any) -> None:

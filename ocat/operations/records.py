@@ -138,9 +138,9 @@ class ThreadSummary:
         return self.given_title or default_title(self.first_prompt)
 
 
-def recent_threads(store: MemoryStore, count: int) -> list[ThreadSummary]:
-    """The `count` most recently active threads, most recent first."""
-    summaries = store.lexical.recent_threads(count)
+def recent_threads(store: MemoryStore, count: int, only: Sequence[str] | None = None) -> list[ThreadSummary]:
+    """The `count` most recently active threads (of `only`, when given), most recent first."""
+    summaries = store.lexical.recent_threads(count, only)
     heads: dict[str, str] = {}
     if summaries:
         got = store.fetch("exchange", [head for *_, head in summaries if head], vectors=False)

@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
 from ocat.errors import UsageError
-from ocat.text import local_time, shorten
+from ocat.limits import MAX_TITLE_CHARS
+from ocat.text import count_of, local_time, shorten
 
 if TYPE_CHECKING:
     from ocat.memory.store import MemoryStore
@@ -31,8 +32,8 @@ def default_title(first_prompt: str) -> str:
 def rename_thread(store: MemoryStore, thread_id: str, title: str) -> str:
     """Give a thread a title (an empty one brings back its first prompt as its name); returns it."""
     cleaned = " ".join(title.split())
-    if len(cleaned) > 200:
-        raise UsageError(f"a title is at most 200 characters; this one has {len(cleaned)}")
+    if len(cleaned) > MAX_TITLE_CHARS:
+        raise UsageError(f"a title is at most {MAX_TITLE_CHARS} characters; this one has {len(cleaned)}")
     store.lexical.set_title(thread_id, cleaned or None)
     return cleaned
 
@@ -71,7 +72,7 @@ def conversation_markdown(title: str, exchanges: Sequence[Exchange]) -> str:
     """
     lines = [f"# {title}", ""]
     if exchanges:
-        lines += [f"{len(exchanges)} exchanges, {local_time(exchanges[0].timestamp)} to "
+        lines += [f"{count_of(len(exchanges), 'exchange')}, {local_time(exchanges[0].timestamp)} to "
                   f"{local_time(exchanges[-1].timestamp)}; thread {exchanges[0].thread_id}", ""]
     for exchange in exchanges:
         lines.append(f"## You, {local_time(exchange.timestamp, '%Y-%m-%d %H:%M')}")

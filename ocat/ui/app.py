@@ -22,9 +22,8 @@ from textual.widgets import Footer, Static
 from textual.worker import Worker, WorkerState
 
 from ocat.commands import is_command, run_command
-from ocat.errors import OcatError
 from ocat.session import ChatSession
-from ocat.text import printable, without_controls
+from ocat.text import count_of, printable, without_controls
 from ocat.themes import load_themes
 from ocat.ui.keys import default_keys, keymap
 from ocat.ui.command_view import CommandView
@@ -54,11 +53,14 @@ class OcatApp(MemoryView, CommandView, App[int]):
     COMMANDS = App.COMMANDS | {SlashCommands}
     BINDINGS = [
         # The remappable keys come from config/default.yaml (the user's `keys.*` remap them).
+        # First of the app's keys, so the footer shows it even at 80 columns.
+        Binding(default_keys().memory, "memory", "Memory", id="app.memory"),
         Binding(default_keys().cancel, "cancel", "Cancel answer", id="app.cancel"),
         Binding("ctrl+c", "cancel_or_quit", "Cancel/Copy/Quit", show=False, priority=True, id="app.cancel_or_quit"),
         Binding(default_keys().quit, "quit", "Quit", id="app.quit"),
         Binding(default_keys().copy_answer, "copy_last", "Copy answer", id="app.copy_last"),
         Binding(default_keys().copy_code, "copy_code", "Copy code", id="app.copy_code"),
+        Binding(default_keys().editor, "edit_prompt", "Editor", show=False, id="app.edit_prompt"),
     ]
 
     class ModelChecked(Message):
@@ -169,7 +171,7 @@ class OcatApp(MemoryView, CommandView, App[int]):
         text = message.text.strip()
         busy = self._work_under_way()
         if not busy and not prompt_box.held:
-            self._begin(text)
+            self._begin(text, message.replaces)
             return
         # Sent while an answer or a command runs (or behind prompts already held): held, in
         # order, instead of dropped. Each Enter is its own prompt; none is merged or replaced.
@@ -189,8 +191,14 @@ class OcatApp(MemoryView, CommandView, App[int]):
         await asyncio.sleep(0)
         self._notice(f"Queued «{preview}»: it sends {until}.")
 
-    def _begin(self, text: str) -> None:
-        if is_command(text):
+    def _begin(self, text: str, replaces: str = "") -> None:
+        """Run a command or start a turn; `replaces`: text is the edited prompt of that exchange
+        (/edit last), which is taken back first (ocat.commands.editing), unless text is a command."""
+        if replaces and not is_command(text):
+            from ocat.commands.editing import replace_last
+
+            self.command = self.run_slash_command("/edit", lambda: replace_last(self.session, replaces, text))
+        elif is_command(text):
             self.command = self.run_slash_command(text.split(maxsplit=1)[0], lambda: run_command(self.session, text))
         else:
             self.turn = self.chat_turn(text)
@@ -280,11 +288,9 @@ class OcatApp(MemoryView, CommandView, App[int]):
 
     def _failure_text(self, what: str, exc: BaseException) -> str:
         """An expected failure's own message; anything else, logged, with where the log is."""
-        if isinstance(exc, OcatError):
-            return str(exc)
-        from ocat.logs import log_failure
+        from ocat.logs import failure_text
 
-        return log_failure(what, exc)
+        return failure_text(what, exc)
 
     def _conversation(self) -> VerticalScroll | None:
         """The conversation, or None once the window is closing: a worker (a queued command,
@@ -335,6 +341,39 @@ class OcatApp(MemoryView, CommandView, App[int]):
         pasted into a shell, an answer's `ESC[201~` would end bracketed paste and run the rest."""
         super().copy_to_clipboard(without_controls(text))
 
+    def action_edit_prompt(self) -> None:
+        """Open the prompt box's text in $VISUAL / $EDITOR (ocat.editor); what is saved comes back
+        in the box, to send with Enter. A failed editor leaves the box as it was, and says why."""
+        box = self.query_one(PromptInput)
+        edited, problem = self._in_editor(box.text)
+        if edited is None:
+            self._notice(problem, error=True)
+        else:
+            box.text = edited
+            box.move_cursor(box.document.end)
+        box.focus()
+
+    def _in_editor(self, text: str) -> tuple[str | None, str]:
+        """The editor's result for `text`, or None and why it failed. The terminal is the editor's
+        meanwhile (App.suspend); a driver that cannot hand it over (headless, the web) runs the
+        editor as it is, which suits a GUI editor (`code --wait`)."""
+        from textual.app import SuspendNotSupported
+
+        def edit() -> tuple[str | None, str]:
+            # Nothing may leave App.suspend() by an exception: it would not resume the screen.
+            from ocat.editor import edit_text
+
+            try:
+                return edit_text(text), ""
+            except Exception as exc:
+                return None, self._failure_text("the editor", exc)
+
+        try:
+            with self.suspend():
+                return edit()
+        except SuspendNotSupported:
+            return edit()
+
     def action_copy_last(self) -> None:
         """Copy the last answer as plain Markdown text."""
         if self.last_answer:
@@ -350,8 +389,8 @@ class OcatApp(MemoryView, CommandView, App[int]):
             self.notify("The last answer has no code block.", severity="warning")
             return
         self.copy_to_clipboard(code)
-        self.notify(f"Copied a code block ({len(code.splitlines())} line(s)).")
+        self.notify(f"Copied a code block ({count_of(len(code.splitlines()), 'line')}).")
 
     def on_assistant_message_code_clicked(self, message: AssistantMessage.CodeClicked) -> None:
         self.copy_to_clipboard(message.code)
-        self.notify(f"Copied a code block ({len(message.code.splitlines())} line(s)).")
+        self.notify(f"Copied a code block ({count_of(len(message.code.splitlines()), 'line')}).")

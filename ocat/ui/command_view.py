@@ -15,8 +15,9 @@ from textual import work
 from textual.containers import VerticalScroll
 
 from ocat.commands import Choose, CommandResult, Confirm, Send, ShowThemes, run_step
+from ocat.commands.results import BrowseMemory, EditPrompt
 from ocat.errors import OcatError
-from ocat.text import printable
+from ocat.text import count_of, printable
 from ocat.ui.screens import ChoicePicker, ConfirmDialog
 from ocat.ui.widgets import TaskProgress, UserMessage, command_view
 
@@ -26,10 +27,15 @@ if TYPE_CHECKING:
     from textual.worker import Worker
 
     from ocat.session import ChatSession
+    from ocat.ui.memory_browser import MemoryBrowser
 
     AppBase = App[int]
 else:
     AppBase = object  # a mixin of OcatApp (an App) at run time
+
+
+# The app's actions that belong to the chat screen alone.
+_CHAT_ONLY_ACTIONS = frozenset({"copy_last", "copy_code", "edit_prompt", "memory"})
 
 
 class CommandView(AppBase):
@@ -46,6 +52,7 @@ class CommandView(AppBase):
         def _failure_text(self, what: str, exc: BaseException) -> str: ...
         async def _refresh_count(self) -> None: ...
         def chat_turn(self, prompt: str) -> Worker[None]: ...
+        def action_edit_prompt(self) -> None: ...
 
     def _send_now(self, prompt: str) -> None:
         """Start a turn for `prompt` (a command asked to send it), once the command has ended."""
@@ -120,11 +127,27 @@ class CommandView(AppBase):
             # After this command's result is shown: the turn mounts the prompt below it.
             self.call_later(self._send_now, request.prompt)
             return replace(result, request=None)
+        if isinstance(request, BrowseMemory):
+            self.open_memory_browser(request.query)
+            return replace(result, request=None, text="")
+        if isinstance(request, EditPrompt):
+            # After this command's result is shown: the editor takes the terminal meanwhile.
+            self.call_later(self._edit_prompt, request)
+            return replace(result, request=None)
         assert isinstance(request, ShowThemes)
         try:
             return CommandResult(text=self._switch_theme(request.name))
         except OcatError as exc:
             return CommandResult(text=str(exc), error=True)
+
+    def _edit_prompt(self, request: EditPrompt) -> None:
+        """/edit: the prompt box's text in the editor; /edit last: the last prompt back in the box."""
+        from ocat.ui.widgets import PromptInput
+
+        if request.replaces:
+            self.query_one(PromptInput).edit_last(request.prompt, request.replaces)
+        else:
+            self.action_edit_prompt()
 
     async def _redraw_conversation(self) -> None:
         """Show the session's conversation afresh (after /continue or /clear)."""
@@ -147,7 +170,7 @@ class CommandView(AppBase):
             names = [f"{theme} (current)" if theme == self.theme else theme for theme in sorted(self.available_themes)]
             lines = ["Themes: " + ", ".join(names)]
             if self.theme_problems:
-                lines.append(f"Not loaded ({len(self.theme_problems)} broken theme file(s)):")
+                lines.append(f"Not loaded ({count_of(len(self.theme_problems), 'broken theme file')}):")
                 lines += [f"  {problem}" for problem in self.theme_problems]
             return "\n".join(lines)
         if name not in self.available_themes:
@@ -155,3 +178,42 @@ class CommandView(AppBase):
         self.theme = name
         save_choice("display.theme", name)
         return f"Theme: {name} (kept for next time)"
+
+    # -- the memory browser ------------------------------------------------------------
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """The chat's own keys (copy the answer, the editor, the browser) do nothing over another
+        screen (the memory browser, a dialog): hidden there, so its footer shows its own keys."""
+        if action in _CHAT_ONLY_ACTIONS and len(self.screen_stack) > 1:
+            return False
+        return True
+
+    def action_memory(self) -> None:
+        """Open the memory browser (`keys.memory`)."""
+        self.open_memory_browser("")
+
+    def open_memory_browser(self, query: str) -> None:
+        """Show the memory browser; a thread picked there is continued (as /continue would)."""
+        from ocat.ui.memory_browser import MemoryBrowser
+
+        if isinstance(self.screen, MemoryBrowser):
+            return
+
+        def closed(thread_id: str | None) -> None:
+            if thread_id:
+                from ocat.ui.widgets import PromptInput
+
+                # As if typed: while an answer or a command runs it waits its turn (never cancels it).
+                self.post_message(PromptInput.Submitted(f"/continue {thread_id}"))
+            else:
+                self.call_later(self._refresh_count)  # the browser may have deleted memories
+
+        self.push_screen(MemoryBrowser(self.session, query), closed)
+
+    async def on_memory_browser_threads_deleted(self, message: MemoryBrowser.ThreadsDeleted) -> None:
+        """The thread on screen was deleted in the browser: start a new one, as /deletethread does."""
+        if self.session.thread_id not in message.threads:
+            return
+        self.session.new_thread()
+        await self._redraw_conversation()
+        self._notice("The thread on screen was deleted from memory; a new thread starts.")

@@ -14,6 +14,8 @@ _BINDING_IDS = {
     "quit": "app.quit",
     "copy_answer": "app.copy_last",
     "copy_code": "app.copy_code",
+    "editor": "app.edit_prompt",
+    "memory": "app.memory",
 }
 
 

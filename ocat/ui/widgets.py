@@ -13,13 +13,14 @@ from textual import events
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
-from textual.widgets import OptionList, Static, TextArea
-from textual.widgets.option_list import Option
+from textual.widgets import Static, TextArea
 
-from ocat.commands import REGISTRY, CommandResult, commands
+from ocat.commands import REGISTRY, CommandResult
 from ocat.history import append_history, load_history
 from ocat.models import SearchHit
 from ocat.ui.keys import default_keys
+from ocat.ui.plain import plain
+from ocat.ui.suggestions import CommandSuggestions, partial_command
 from ocat.text import printable
 
 if TYPE_CHECKING:
@@ -29,66 +30,11 @@ if TYPE_CHECKING:
 # in answer.py: what the first frame does not show loads after it.
 
 
-def plain(text: str, **style: object) -> Text:
-    """Untrusted text (prompts, answers, memories) for the screen: never markup, never a terminal control."""
-    return Text(printable(text), **style)  # type: ignore[arg-type]
-
-
-class CommandSuggestions(OptionList):
-    """The slash commands that match what is being typed, each with what it does."""
-
-    def __init__(self, **kwargs: object) -> None:
-        super().__init__(**kwargs)  # type: ignore[arg-type]
-        self.display = False
-        self.can_focus = False  # the prompt keeps the focus; it steers this list
-        # The name the list was built for: a list already built for the text is left alone,
-        # so the highlight the user chose survives (see show_for).
-        self._built_for: str | None = None
-
-    def show_for(self, text: str) -> None:
-        """Offer the commands whose name starts with the typed `/word`; hide otherwise.
-
-        Calling it again for the same name changes nothing: the prompt box calls it before it
-        acts on a key, since keys typed in a burst act before the list hears of the text.
-        """
-        typed = partial_command(text)
-        if typed == self._built_for:
-            return  # up to date (or hidden with Esc, until the name changes)
-        self._built_for = typed
-        if typed is None and not self.display:
-            return  # ordinary typing: nothing to rebuild on every key
-        matches = [] if typed is None else [c for c in commands() if any(
-            n.startswith(typed) for n in (c.name, *c.aliases))]
-        self.clear_options()
-        if not matches:
-            self.display = False
-            return
-        width = max(len(c.usage) for c in matches)
-        self.add_options(
-            Option(Text(f"{c.usage:<{width}}  {c.help}", no_wrap=True, overflow="ellipsis"), id=c.name)
-            for c in matches
-        )
-        self.highlighted = 0
-        self.display = True
-
-    def chosen(self) -> str | None:
-        """The highlighted command's name."""
-        if not self.display or self.highlighted is None:
-            return None
-        return self.get_option_at_index(self.highlighted).id
-
-
-def partial_command(text: str) -> str | None:
-    """The command name being typed (`/vq` gives `vq`), or None once it is more than a name."""
-    if not text.startswith("/") or text.startswith("//") or any(ch.isspace() for ch in text):
-        return None
-    return text[1:].lower()
-
-
 class PromptInput(TextArea):
     """Multi-line input: Enter sends, Ctrl+J inserts a newline, Up/Down at the edges walk history.
 
-    While a command name is being typed, the matching commands are listed above the box:
+    While a command name is being typed, the matching commands are listed above the box (and
+    while /model's or /vdoc's argument is typed, the matching models or paths):
     Up/Down choose, Tab (or Enter on a partial name) completes, Esc hides the list.
 
     Every key acts in the order it was typed, however fast the keys come (see `_on_key`).
@@ -105,10 +51,12 @@ class PromptInput(TextArea):
     ]
 
     class Submitted(Message):
-        """The user sent the text in the box (it has already left the box)."""
+        """The user sent the text in the box (it has already left the box); `replaces`: the id
+        of the exchange it was the edited prompt of (/edit last), else ""."""
 
-        def __init__(self, text: str) -> None:
+        def __init__(self, text: str, replaces: str = "") -> None:
             self.text = text
+            self.replaces = replaces
             super().__init__()
 
     def __init__(self, *, history: list[str] | None = None, **kwargs: object) -> None:
@@ -121,22 +69,26 @@ class PromptInput(TextArea):
         self._walked_away: dict[int, str] = {}
         # Prompts sent while an answer or a command runs, oldest first; the app sends them.
         self.held: list[str] = []
+        # The exchange whose prompt the box holds for editing (/edit last): sending replaces it.
+        self.editing_last = ""
 
     def _suggestions(self) -> CommandSuggestions | None:
         found = self.screen.query(CommandSuggestions)
         return found.first() if found else None
 
     def on_text_area_changed(self, event: TextArea.Changed) -> None:
+        if self.editing_last and not self.text.strip():
+            self.edit_last("", "")  # cleared: the last exchange is kept
         suggestions = self._suggestions()
         if suggestions is not None:
             suggestions.show_for(self.text)
 
     def _complete(self, suggestions: CommandSuggestions) -> bool:
-        """Replace the typed name with the chosen command; False when there is nothing to complete."""
-        name = suggestions.chosen()
-        if name is None:
+        """Replace the typed name (or argument) with the chosen entry; False when there is nothing to complete."""
+        completed = suggestions.completion()
+        if completed is None:
             return False
-        self.text = f"/{name} " if REGISTRY[name].arguments else f"/{name}"
+        self.text = completed
         self.move_cursor(self.document.end)
         return True
 
@@ -147,16 +99,20 @@ class PromptInput(TextArea):
         typed = partial_command(text.strip())
         if suggestions is not None and typed is not None and typed not in REGISTRY and self._complete(suggestions):
             return
+        if suggestions is not None and suggestions.enter_completes(text) and self._complete(suggestions):
+            return  # a value listed for the argument (/model NAME, /vdoc PATH)
         if text.strip():
             if not self.prompt_history or self.prompt_history[-1] != text:
                 self.prompt_history.append(text)
                 append_history(text)
             self._history_index = None
             self._walked_away.clear()
+            replaces = self.editing_last
+            self.edit_last("", "")
             # Emptied here, in typing order, not by whoever handles Submitted: keys typed after
             # this Enter may already wait in this box's queue, and belong to the next prompt.
             self.text = ""
-            self.post_message(self.Submitted(text))
+            self.post_message(self.Submitted(text, replaces))
 
     def action_newline(self) -> None:
         """Insert a line break where the cursor is."""
@@ -176,6 +132,15 @@ class PromptInput(TextArea):
         self._walked_away.clear()
         self.text = "\n\n".join(parts)
         self.move_cursor(self.document.end)
+
+    def edit_last(self, prompt: str, exchange_id: str) -> None:
+        """Hold `prompt`, the last exchange's, for editing: sending it replaces that exchange
+        (the box's title says so). An empty `exchange_id` ends the editing, leaving the text."""
+        self.editing_last = exchange_id
+        self.border_title = "editing the last prompt: Enter replaces its answer" if exchange_id else ""
+        if prompt:
+            self.text = "\n\n".join(part for part in (prompt, self.text) if part.strip())
+            self.move_cursor(self.document.end)
 
     def hold(self, text: str) -> None:
         """Keep a prompt sent while the app is busy, after any already waiting."""
@@ -305,10 +270,15 @@ def command_view(result: CommandResult) -> Vertical:
     """A command's result: its message and, if any, a table and a memory's text as Markdown."""
     from textual.widgets import DataTable, Markdown
 
-    parts: list[Static | DataTable[str] | Markdown] = []
+    parts: list[Static | DataTable[str] | DataTable[Text] | Markdown] = []
     if result.text:
         parts.append(NoticeMessage(result.text, error=result.error))
-    if result.rows:
+    if result.rows and result.fit_column is not None:
+        from ocat.ui.fitted_table import FittedTable
+
+        parts.append(FittedTable(result.columns, result.rows, result.fit_column,
+                                 show_cursor=False, zebra_stripes=True, classes="result-table"))
+    elif result.rows:
         table: DataTable[str] = DataTable(show_cursor=False, zebra_stripes=True, classes="result-table")
         table.add_columns(*result.columns)
         table.add_rows([tuple(plain(cell) for cell in row) for row in result.rows])  # type: ignore[misc]

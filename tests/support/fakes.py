@@ -48,6 +48,8 @@ class FakeLLMServer:
     # The headers of each request (to check which API key a client sent).
     headers: list[dict[str, str]] = field(default_factory=list)
     port: int = 0
+    # What GET /v1/models lists (the ids of an OpenAI-style model list).
+    models: tuple[str, ...] = ("fake-model", "fake-large")
 
     @property
     def api_base(self) -> str:
@@ -61,6 +63,14 @@ def llm_handler(server_state: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, *args: Any) -> None:  # keep test output clean
             pass
+
+        def do_GET(self) -> None:
+            server_state.headers.append(dict(self.headers.items()))
+            if self.path.rstrip("/") != "/v1/models":
+                self._send(404, "application/json", b'{"error": {"message": "not found"}}')
+                return
+            listed = {"object": "list", "data": [{"id": m, "object": "model"} for m in server_state.models]}
+            self._send(200, "application/json", json.dumps(listed).encode())
 
         def do_POST(self) -> None:
             body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")

@@ -1,0 +1,67 @@
+"""/vquery's excerpts take the width the conversation has: the whole table fits at 80 columns,
+and a wider window shows more of each excerpt, cut with "…" (app and line mode)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from ocat.commands import CommandResult
+from ocat.repl import render_result
+from tests.support.pilot import make_app, memory_ready, send, wait_for_command
+
+NOTE = ("the spare key is under the blue flowerpot by the back door, and the alarm code is written "
+        "on the inside of the fuse box lid in the garage; the neighbours at number twelve keep a "
+        "second key and know to water the tomatoes on Tuesdays and Fridays while we are away")
+
+
+def table_lines(table: Any) -> list[str]:
+    return ["".join(segment.text for segment in table.render_line(y)) for y in range(table.size.height)]
+
+
+@pytest.mark.slow  # the app's memory runs the real model
+@pytest.mark.anyio
+@pytest.mark.parametrize("size", [(80, 24), (120, 30), (160, 50)], ids=["80x24", "120x30", "160x50"])
+async def test_vquery_excerpts_fit_the_width_and_end_in_an_ellipsis(size: tuple[int, int]) -> None:
+    from ocat.ui.fitted_table import FittedTable
+
+    app = make_app(dummy=True)
+    async with app.run_test(size=size) as pilot:
+        await memory_ready(app, pilot)
+        await send(app, pilot, f"/vadd {NOTE}")
+        await wait_for_command(app, pilot)
+        await send(app, pilot, '/vquery "where is the spare key" 3')
+        await wait_for_command(app, pilot)
+        await pilot.pause()
+        table = list(app.query(FittedTable))[-1]
+        width = size[0]
+        # The table lies inside the window and needs no sideways scrolling.
+        assert table.region.right <= width and table.virtual_size.width <= table.scrollable_content_region.width
+        lines = table_lines(table)
+        assert all(len(line.rstrip()) <= table.size.width for line in lines)
+        excerpt = str(table.get_row_at(0)[-1])
+        assert excerpt.endswith("…") and excerpt[:-1] in " ".join(NOTE.split())
+        assert any(excerpt in line for line in lines)  # shown whole, not clipped
+        # The excerpt column takes what the other columns leave: the table is as wide as its space.
+        assert table.virtual_size.width == table.scrollable_content_region.width
+        if width >= 120:
+            assert len(excerpt) > width - 80
+            # Narrowed, the table is fitted again.
+            await pilot.resize_terminal(80, 24)
+            await pilot.pause()
+            await pilot.pause()
+            assert table.region.right <= 80 and table.virtual_size.width == table.scrollable_content_region.width
+            assert len(str(table.get_row_at(0)[-1])) < len(excerpt)
+
+
+def test_line_mode_fits_the_excerpt_to_the_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    result = CommandResult(text="1 result", columns=("#", "id", "excerpt"), rows=[("1", "abcd1234", NOTE)],
+                           fit_column=2)
+    for columns in (80, 160):
+        monkeypatch.setenv("COLUMNS", str(columns))
+        lines = render_result(result).splitlines()
+        assert all(len(line) <= columns for line in lines), columns
+        assert lines[-1].endswith("…") and len(lines[-1]) == columns
+    monkeypatch.setenv("COLUMNS", "400")
+    assert render_result(result).splitlines()[-1].endswith(NOTE)  # room for all of it: not cut
