@@ -70,6 +70,11 @@ def idf(doc_freq: int, total: int) -> float:
     return math.log(1.0 + (total - doc_freq + 0.5) / (doc_freq + 0.5))
 
 
+# A document chunk's id, `doc-KEY-N` (32 hex digits of its document's key, ocat.memory.ingest.chunk_id,
+# and its index), or its short form with only the start of the key (hex only: nothing a GLOB reads).
+CHUNK_ID = re.compile(r"^doc-([0-9a-f]{1,32})-(\d+)$")
+
+
 class LexicalIndex:
     """FTS5 tables (one per record kind) in one SQLite file, safe to share between threads."""
 
@@ -339,6 +344,19 @@ class LexicalIndex:
                 (prefix_length, glob),
             ).fetchall()
         return [(str(head), int(count), str(sample)) for head, count, sample in rows]
+
+    def resolve_chunk(self, short: str) -> list[str]:
+        """The document chunk ids `short` stands for in a chunk's short form, `doc-HEAD-N` (the
+        start of its document's key and its index); at most two. [] when `short` is not of that form."""
+        form = CHUNK_ID.match(short)
+        if form is None:
+            return []
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT record_id FROM ids_document WHERE record_id GLOB ? LIMIT 2",
+                (f"doc-{form.group(1)}*-{form.group(2)}",),
+            ).fetchall()
+        return [str(row[0]) for row in rows]
 
     def resolve_prefix(self, kind: str, prefix: str, *, threads: bool = False) -> list[str]:
         """Ids (or thread ids) starting with `prefix`; at most two, enough to tell unique from ambiguous."""

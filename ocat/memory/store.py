@@ -204,6 +204,8 @@ class MemoryStore:
         if self.get(prefix) is not None:
             return prefix  # an exact id wins even when it is also the start of another
         found = self.lexical.resolve_prefix("exchange", prefix) + self.lexical.resolve_prefix("document", prefix)
+        if not found:  # a document chunk's short form, as /vquery shows it: doc-3f2a9c1e-12
+            found = self.lexical.resolve_chunk(prefix)
         if not found:
             raise UsageError(f"no memory with an id starting {prefix!r}")
         if len(found) > 1:

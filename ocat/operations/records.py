@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 from ocat.errors import UsageError
 from ocat.models import SOURCE_WORDS, DocumentChunk, Exchange, SearchHit
@@ -32,26 +32,42 @@ SHORT_ID_LENGTH = 8
 
 
 def short_id(store: MemoryStore, full_id: str, least: int = SHORT_ID_LENGTH) -> str:
-    """The shortest start of `full_id`, at least `least` characters, that no other id in `store`
-    shares (the whole id when none is shorter), so `/vget` and `/vdelete` take it back
-    (`store.resolve_id`); an id the index does not hold is shown whole."""
+    """The shortest form of `full_id` no other id in `store` shares, so `/vget` and `/vdelete`
+    take it back (`store.resolve_id`): the shortest start of it, at least `least` characters;
+    for a document chunk (`doc-KEY-N`, whose chunks share the start) the shortest start of its
+    key with its index, `doc-3f2a9c1e-12`. The whole id when no shorter form is unique, or
+    when the index does not hold it."""
+    from ocat.memory.lexical import CHUNK_ID
+
+    chunk = CHUNK_ID.match(full_id)
+    if chunk is not None and len(chunk.group(1)) == 32:
+        key, index = chunk.groups()
+        length = _shortest(least, len(key),
+                           lambda n: store.lexical.resolve_chunk(f"doc-{key[:n]}-{index}") == [full_id])
+        return full_id if length is None else f"doc-{key[:length]}-{index}"
 
     def unique(length: int) -> bool:
         prefix = full_id[:length]
         found = store.lexical.resolve_prefix("exchange", prefix) + store.lexical.resolve_prefix("document", prefix)
         return found == [full_id]
 
-    # A longer start matches no more ids than a shorter one: search for the shortest unique one.
-    low, high = min(least, len(full_id)), len(full_id)
+    length = _shortest(least, len(full_id), unique)
+    return full_id if length is None else full_id[:length]
+
+
+def _shortest(least: int, most: int, unique: Callable[[int], bool]) -> int | None:
+    """The smallest length from `least` to `most` for which `unique` holds (None if not even
+    `most`): a longer form matches no more ids than a shorter one, so a binary search finds it."""
+    low, high = min(least, most), most
     if not unique(high):
-        return full_id
+        return None
     while low < high:
         middle = (low + high) // 2
         if unique(middle):
             high = middle
         else:
             low = middle + 1
-    return full_id[:low]
+    return low
 
 
 # A document chunk's metadata that `record_details` says in its own words, or that means nothing to a reader.
