@@ -108,3 +108,7 @@ async def test_retry_in_the_app_replaces_the_stored_answer(llm_server: Any) -> N
         # The screen shows the question once, with the new answer.
         assert [str(w.render()) for w in app.query(UserMessage)] == ["what is the capital of Australia?"]
         assert [w.source for w in app.query(AssistantMessage)] == ["Canberra"]
+        # What /retry said comes before the prompt it sends again, not between it and its answer.
+        shown = [str(w.render()) for w in app.query("NoticeMessage, UserMessage")]  # in screen order
+        assert shown.index("Asking again; the earlier answer is forgotten.") < shown.index(
+            "what is the capital of Australia?")

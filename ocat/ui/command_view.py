@@ -95,6 +95,7 @@ class CommandView(AppBase):
         if result.quit:
             self.exit(0)
             return
+        send = result.request.prompt if isinstance(result.request, Send) else None
         if result.request is not None:
             result = self._carry_out(name, result)
         if result.conversation_replaced:
@@ -102,6 +103,9 @@ class CommandView(AppBase):
         if result.text or result.rows:
             await self._append(command_view(result))
         await self._refresh_count()  # commands add and delete memories
+        if send is not None:
+            # Only now: the turn mounts its prompt below what the command said ("Asking again…").
+            self._send_now(send)
 
     def _carry_out(self, name: str, result: CommandResult) -> CommandResult:
         """Answer a command's request: a dialog for Confirm and Choose (its answer runs the
@@ -124,9 +128,7 @@ class CommandView(AppBase):
             self.push_screen(ChoicePicker(request.title, request.options), picked)
             return replace(result, request=None, text="")
         if isinstance(request, Send):
-            # After this command's result is shown: the turn mounts the prompt below it.
-            self.call_later(self._send_now, request.prompt)
-            return replace(result, request=None)
+            return replace(result, request=None)  # sent by _run_and_show, once the result is shown
         if isinstance(request, BrowseMemory):
             self.open_memory_browser(request.query)
             return replace(result, request=None, text="")
