@@ -141,6 +141,13 @@ SOURCE_WORDS: dict[str, str] = {
 }
 
 
+def source_word(metadata: Mapping[str, Any]) -> str:
+    """A stored memory's `source` in words ("note", "file", "MCP", "import"; a label an MCP
+    client gave, as given); a memory stored without one is a note."""
+    source = str(metadata.get("source") or "")
+    return SOURCE_WORDS.get(source, source or "note")
+
+
 @dataclass(frozen=True)
 class SearchHit:
     """One retrieved memory: what it is, how relevant, and whether it passes the gate."""
@@ -194,8 +201,7 @@ class SearchHit:
         name = Path(str(self.metadata.get("source_file") or "")).name
         if name:
             return name
-        source = str(self.metadata.get("source") or "")
-        return SOURCE_WORDS.get(source, source or "note")
+        return source_word(self.metadata)
 
     def excerpt(self, width: int = 160) -> str:
         """The text on one line, cut to width characters."""

@@ -107,8 +107,7 @@ def _delete_thread(session: ChatSession, thread_id: str) -> CommandResult:
          arguments=(Arg("path", "a file, or a folder to put it in", kind="path", optional=True),),
          example="/export ~/notes/garden.md")
 def _export(session: ChatSession, path: str | None) -> CommandResult:
-    from ocat.operations.threads import conversation_markdown, default_title, export_path
-    from ocat.operations.transfer import write_whole
+    from ocat.operations.threads import default_title, export_conversation
 
     if not session.history:
         return CommandResult(text="Nothing to export yet: this conversation is empty.", error=True)
@@ -117,9 +116,7 @@ def _export(session: ChatSession, path: str | None) -> CommandResult:
         from ocat.operations.threads import thread_title
 
         title = thread_title(session.store, session.thread_id, session.history)
-    target = export_path(path, title)
-    text = conversation_markdown(title, session.history)
-    write_whole(target, lambda out: out.write(text))
+    target = export_conversation(title, session.history, path)
     return CommandResult(text=f"Wrote {count_of(len(session.history), 'exchange')} to {display_path(str(target))}.")
 
 

@@ -173,7 +173,10 @@ class MemoryStore:
         self.lexical.add(self._kind(collection), rows)
 
     def delete(self, ids: Sequence[str]) -> int:
-        """Delete exchanges or chunks by id; returns how many existed."""
+        """Delete exchanges or chunks by id; returns how many existed (none for no ids: Chroma
+        refuses an empty list)."""
+        if not ids:
+            return 0
         removed = 0
         for collection in (self.exchanges, self.documents):
             try:

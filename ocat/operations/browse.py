@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
-from ocat.models import SOURCE_WORDS, DocumentChunk, Exchange, RecordKind, SearchHit
+from ocat.models import DocumentChunk, Exchange, RecordKind, SearchHit, source_word
 from ocat.text import count_of, local_time
 
 if TYPE_CHECKING:
@@ -174,19 +174,24 @@ class Deleted:
 def delete_entries(store: MemoryStore, entries: Sequence[Entry]) -> Deleted:
     """Delete every memory the entries stand for: a thread's exchanges (and its title), a
     document's chunks, an exchange, a note, a passage."""
+    from ocat.errors import UsageError
+    from ocat.operations.threads import delete_thread
+
     ids: list[str] = []
     threads: list[str] = []
+    removed = 0
     for entry in entries:
         if entry.kind == "thread":
-            ids += [e.exchange_id for e in store.get_thread(entry.key)]
+            try:
+                removed += delete_thread(store, entry.key).exchanges  # its exchanges and its title
+            except UsageError:
+                continue  # gone already (another process, or an exchange of it listed too)
             threads.append(entry.key)
         elif entry.kind == "document":
             ids += [chunk.id for chunk in _document_chunks(store, entry.key)]
         else:
             ids.append(entry.key)
-    removed = store.delete(list(dict.fromkeys(ids)))
-    for thread_id in threads:
-        store.lexical.set_title(thread_id, None)
+    removed += store.delete(list(dict.fromkeys(ids)))
     return Deleted(removed, tuple(threads))
 
 
@@ -195,8 +200,7 @@ def export_entry(store: MemoryStore, entry: Entry, folder: Path | None = None) -
     `folder` (default: the current folder), named after its title; returns the file and how
     many exchanges it holds."""
     from ocat.errors import UsageError
-    from ocat.operations.threads import conversation_markdown, export_path, thread_title
-    from ocat.operations.transfer import write_whole
+    from ocat.operations.threads import export_conversation, thread_title
 
     if not entry.opens_thread:
         raise UsageError("only a thread (or an exchange of one) is exported as a conversation; c copies this")
@@ -204,10 +208,7 @@ def export_entry(store: MemoryStore, entry: Entry, folder: Path | None = None) -
     if not exchanges:
         raise UsageError("this thread is no longer in memory")
     title = thread_title(store, entry.opens_thread, exchanges)
-    target = export_path(str(folder) if folder else None, title)
-    text = conversation_markdown(title, exchanges)
-    write_whole(target, lambda out: out.write(text))
-    return target, len(exchanges)
+    return export_conversation(title, exchanges, str(folder) if folder else None), len(exchanges)
 
 
 # -- reading -------------------------------------------------------------------------------
@@ -236,11 +237,6 @@ def _exchange_entry(exchange: Exchange, score: float | None = None, admitted: bo
                  score=score, admitted=admitted, thread_id=exchange.thread_id)
 
 
-def _source_word(metadata: dict[str, object]) -> str:
-    source = str(metadata.get("source") or "")
-    return SOURCE_WORDS.get(source, source or "note")
-
-
 def _documents(store: MemoryStore, since: float | None) -> list[Entry]:
     """Every note, and every document as one entry (its chunks grouped by their document id)."""
     from ocat.operations.threads import default_title
@@ -257,11 +253,11 @@ def _documents(store: MemoryStore, since: float | None) -> list[Entry]:
             continue
         where = str(meta.get("source_file") or meta.get("source_path") or "")
         if not where:
-            notes.append(Entry("note", record.id, default_title(record.text), added, _source_word(meta)))
+            notes.append(Entry("note", record.id, default_title(record.text), added, source_word(meta)))
             continue
         key = str(meta.get("document_id") or where)
         sizes[key] = sizes.get(key, 0) + 1
-        files.setdefault(key, {"where": where, "added": added, "source": _source_word(meta)})
+        files.setdefault(key, {"where": where, "added": added, "source": source_word(meta)})
     documents = [
         Entry("document", key, Path(str(info["where"])).name or str(info["where"]), _number(info["added"]),
               str(info["source"]), size=sizes[key])
@@ -289,7 +285,7 @@ def _hit_entry(hit: SearchHit) -> Entry:
     title = default_title(hit.text)
     if where:
         title = f"{Path(where).name}: {title}"
-    return Entry(kind, hit.id, title, hit.timestamp, _source_word(meta), score=hit.score, admitted=hit.admitted)
+    return Entry(kind, hit.id, title, hit.timestamp, source_word(meta), score=hit.score, admitted=hit.admitted)
 
 
 def _best_per_thread(store: MemoryStore, entries: list[Entry]) -> list[Entry]:

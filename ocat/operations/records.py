@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Sequence
 
 from ocat.errors import UsageError
-from ocat.models import SOURCE_WORDS, DocumentChunk, Exchange, SearchHit
+from ocat.models import DocumentChunk, Exchange, SearchHit, source_word
 from ocat.text import count_of, local_time, shorten
 
 if TYPE_CHECKING:
@@ -87,8 +87,7 @@ def record_details(record: Record) -> list[tuple[str, str]]:
             rows.append(("resumed", count_of(record.thread_continuation_seq, "time")))
         return rows
     meta = record.metadata
-    source = str(meta.get("source") or "")
-    rows = [("id", record.id), ("source", SOURCE_WORDS.get(source, source or "note"))]
+    rows = [("id", record.id), ("source", source_word(meta))]
     where = str(meta.get("source_file") or meta.get("source_path") or "")
     if where:
         rows.append(("file", where))

@@ -133,6 +133,13 @@ def score_text(score: float) -> str:
 
 
 ADMITTED_MARK = "*"
+
+
+def marked_score(score: float, admitted: bool) -> str:
+    """A score as shown (`score_text`), with `*` when the memory is given to the model."""
+    return score_text(score) + (ADMITTED_MARK if admitted else "")
+
+
 ADMITTED_LEGEND = "* = given to the model in a chat: relevant, or the context of a relevant memory"
 
 

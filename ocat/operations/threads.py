@@ -92,3 +92,12 @@ def export_path(target: str | None, title: str, *, folder: Path | None = None) -
     path = Path(target).expanduser()
     return path / default if path.is_dir() else path
 
+
+def export_conversation(title: str, exchanges: Sequence[Exchange], target: str | None) -> Path:
+    """Write a conversation as Markdown where `export_path` says, whole or not at all; returns the file."""
+    from ocat.operations.transfer import write_whole
+
+    path = export_path(target, title)
+    text = conversation_markdown(title, exchanges)
+    write_whole(path, lambda out: out.write(text))
+    return path

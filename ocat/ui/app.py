@@ -22,6 +22,7 @@ from textual.widgets import Footer, Static
 from textual.worker import Worker, WorkerState
 
 from ocat.commands import is_command, run_command
+from ocat.logs import failure_text
 from ocat.session import ChatSession
 from ocat.text import count_of, printable, without_controls
 from ocat.themes import load_themes
@@ -270,7 +271,7 @@ class OcatApp(MemoryView, CommandView, App[int]):
         except Exception as exc:  # every failure of a turn is shown, and the prompt comes back
             if not pieces:
                 await answer.remove()
-            self._notice(self._failure_text("the answer", exc), error=True)
+            self._notice(failure_text("the answer", exc), error=True)
             # The prompt comes back, ready to retry, cursor at its end (before anything typed since).
             boxes = self.query(PromptInput)  # none once the window is closing
             if boxes:
@@ -285,12 +286,6 @@ class OcatApp(MemoryView, CommandView, App[int]):
         exchange = await asyncio.to_thread(self.session.record, prompt, text, memories)
         self._say_what_was_remembered(exchange, had_memory)
         await self._refresh_count()
-
-    def _failure_text(self, what: str, exc: BaseException) -> str:
-        """An expected failure's own message; anything else, logged, with where the log is."""
-        from ocat.logs import failure_text
-
-        return failure_text(what, exc)
 
     def _conversation(self) -> VerticalScroll | None:
         """The conversation, or None once the window is closing: a worker (a queued command,
@@ -366,7 +361,7 @@ class OcatApp(MemoryView, CommandView, App[int]):
             try:
                 return edit_text(text), ""
             except Exception as exc:
-                return None, self._failure_text("the editor", exc)
+                return None, failure_text("the editor", exc)
 
         try:
             with self.suspend():

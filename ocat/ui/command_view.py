@@ -1,8 +1,8 @@
 """Slash commands in the window: run off the UI thread with a progress bar, requests answered
 with dialogs (ocat.ui.screens), results shown in the conversation.
 
-A mixin of `OcatApp` (ocat.ui.app): it uses the app's session, `_append`, `_notice`,
-`_failure_text` and `_refresh_count`.
+A mixin of `OcatApp` (ocat.ui.app): it uses the app's session, `_append`, `_notice`
+and `_refresh_count`.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from textual.containers import VerticalScroll
 from ocat.commands import Choose, CommandResult, Confirm, Send, ShowThemes, run_step
 from ocat.commands.results import BrowseMemory, EditPrompt
 from ocat.errors import OcatError
+from ocat.logs import failure_text
 from ocat.text import count_of, printable
 from ocat.ui.screens import ChoicePicker, ConfirmDialog
 from ocat.ui.widgets import TaskProgress, UserMessage, command_view
@@ -49,7 +50,6 @@ class CommandView(AppBase):
     if TYPE_CHECKING:  # the app's own, used here
         async def _append(self, widget: Widget) -> None: ...
         def _notice(self, text: str, *, error: bool = False) -> None: ...
-        def _failure_text(self, what: str, exc: BaseException) -> str: ...
         async def _refresh_count(self) -> None: ...
         def chat_turn(self, prompt: str) -> Worker[None]: ...
         def action_edit_prompt(self) -> None: ...
@@ -69,7 +69,7 @@ class CommandView(AppBase):
         try:
             await self._run_and_show(name, step)
         except Exception as exc:
-            self._notice(self._failure_text(name, exc), error=True)
+            self._notice(failure_text(name, exc), error=True)
 
     async def _run_and_show(self, name: str, step: Callable[[], CommandResult]) -> None:
         progress: list[TaskProgress] = []

@@ -368,11 +368,9 @@ class MemoryBrowser(Screen[str | None]):
 
 
 def _score(entry: Entry) -> str:
-    from ocat.operations.search import ADMITTED_MARK, score_text
+    from ocat.operations.search import marked_score
 
-    if entry.score is None:
-        return ""
-    return score_text(entry.score) + (ADMITTED_MARK if entry.admitted else "")
+    return "" if entry.score is None else marked_score(entry.score, entry.admitted)
 
 
 def _titled(entry: Entry, width: int) -> str:

@@ -123,8 +123,7 @@ class CommandSuggestions(OptionList):
 
         session = self.app.session  # type: ignore[attr-defined]
         try:
-            listed = model_list.list_models(session.settings.llm, dummy=session.dummy)
-            model_list.remember_models(session.settings.llm, listed)
+            model_list.models_for(session.settings.llm, dummy=session.dummy)
         finally:
             self.app.call_from_thread(self._models_arrived)
 
