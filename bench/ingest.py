@@ -7,7 +7,8 @@ In one run, on the same texts:
   `ocat --add-to-vector-store DIR`; the raw figure is `OnnxMiniLMEmbedder.embed` on exactly
   the chunks the configured chunking makes of those files;
 - exchanges: a JSON Lines export of N distinct exchanges (default 10,000) is imported with
-  `ocat --import-memory FILE`; the raw figure is `embed` on their texts.
+  `ocat --import-memory FILE`; the raw figure is `embed` on their texts and their prompts
+  (the store embeds each exchange's prompt alone too: its prompt side).
 
 Each CLI run is a fresh process on a fresh store, so its wall time includes start-up and
 loading the model (a few seconds). The CLI's peak RSS is reported too.
@@ -217,10 +218,10 @@ def bench_add(args: argparse.Namespace, scratch: Path) -> dict[str, Any]:
 
 
 def bench_import(args: argparse.Namespace, scratch: Path, base: list[Any], count: int) -> dict[str, Any]:
-    """--import-memory of `count` exchanges against the raw model on their texts."""
+    """--import-memory of `count` exchanges against the raw model on their texts and prompts."""
     export = scratch / f"export-{count}.jsonl"
     write_export(export, count, base)
-    texts = [e.text for e in synthetic_exchanges(base, count)]
+    texts = [text for e in synthetic_exchanges(base, count) for text in (e.text, e.user_prompt)]
     raw = raw_embed(texts, args.model)
     cli = run_cli(
         ["--import-memory", str(export)], scratch / f"home-{count}", scratch / f"store-{count}", args.model, args.checkout

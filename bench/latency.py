@@ -49,7 +49,8 @@ STRIDE = 7
 
 class HalvesEmbedder:
     """The real model's name and size, but each stored text's vector is the normalised sum of
-    the real vectors of its two halves (store building only; queries use the real model)."""
+    the real vectors of its two halves, and a prompt's is its own real vector (store building
+    only; queries use the real model)."""
 
     def __init__(self, halves: Any, rows: dict[str, tuple[int, int]], name: str, dimensions: int) -> None:
         self.halves = halves
@@ -61,6 +62,7 @@ class HalvesEmbedder:
         """The synthetic vector of each text (a KeyError means the bench built it wrong)."""
         import numpy as np
 
+        # A prompt alone (the prompt side of an exchange) is one half: twice the same half.
         pairs = np.asarray([self.rows[t] for t in texts])
         sums = self.halves[pairs[:, 0]] + self.halves[pairs[:, 1]]
         return (sums / np.linalg.norm(sums, axis=1, keepdims=True)).tolist()
@@ -117,6 +119,7 @@ def synthetic_embedder(base: list[Any], count: int, embedder: Any, cache: Path |
             cache.write_text(json.dumps({"texts": halves, "vectors": vectors.tolist()}))
     row = {text: i for i, text in enumerate(halves)}
     rows = {e.text: (row[e.user_prompt], row[e.assistant_response]) for e in synthetic_exchanges(base, count)}
+    rows.update((e.user_prompt, (row[e.user_prompt], row[e.user_prompt])) for e in base)
     return HalvesEmbedder(vectors, rows, embedder.name, embedder.dimensions)
 
 
@@ -155,6 +158,7 @@ class Breakdown:
         ("dense search (chroma query)", None, "search"),
         ("dense search, ids only (chroma query)", None, "nearest"),
         ("read by id (chroma get)", None, "fetch"),
+        ("prompt side (chroma get)", "prompts", "similarities"),
         ("lexical search (fts5)", "lexical", "search"),
         ("doc freqs", "lexical", "doc_freqs"),
         ("term sets (sqlite)", "lexical", "term_sets"),
@@ -166,8 +170,8 @@ class Breakdown:
         self.totals = {label: 0.0 for label, _, _ in self.PARTS}
         self._undo: list[Callable[[], None]] = []
         for label, attr, method in self.PARTS:
-            owner = getattr(store, attr) if attr else store
-            if hasattr(owner, method):
+            owner = getattr(store, attr, None) if attr else store
+            if owner is not None and hasattr(owner, method):
                 self._wrap(owner, method, label)
 
     def _wrap(self, owner: Any, method: str, label: str) -> None:

@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from ocat.models import Exchange
 from tests.support.cli import Cli, Running, stats, stored_beyond
 from tests.support.data import WORDS, write_exchanges
 from tests.support.fakes import FakeLLMServer
@@ -174,35 +175,60 @@ def test_kill_9_mid_stream_keeps_finished_exchanges_and_stores_no_half_answer(
 
 # Dies by SIGKILL the moment the second batch reaches the lexical index: Chroma has the
 # batch, the lexical index never gets it.
-KILL_BETWEEN_WRITES = r"""
-import os, signal, sys
-from ocat.memory.lexical import LexicalIndex
-real_add, calls = LexicalIndex.add, []
-def add(self, kind, rows):
-    calls.append(kind)
+# Import 600 exchanges (batches of 256) and die at the second call of a write that follows
+# Chroma's: the second batch is in Chroma, not in what that write keeps.
+KILL_AT_SECOND_WRITE = r"""
+import importlib, os, signal, sys
+module, cls, method = sys.argv[2].rsplit(".", 2)
+owner = getattr(importlib.import_module(module), cls)
+real, calls = getattr(owner, method), []
+def write(self, *args):
+    calls.append(1)
     if len(calls) == 2:
         os.kill(os.getpid(), signal.SIGKILL)
-    return real_add(self, kind, rows)
-LexicalIndex.add = add
+    return real(self, *args)
+setattr(owner, method, write)
 from ocat.cli import main
 sys.exit(main(["--import-memory", sys.argv[1]]))
 """
 
 
-def test_a_crash_between_the_chroma_and_the_lexical_write_is_repaired_on_open(cli: Cli, tmp_path: Path) -> None:
+def import_and_die_at_the_second(cli: Cli, tmp_path: Path, write: str) -> list[Exchange]:
+    """Import 600 exchanges in a process killed at the second call of `write` (module.Class.method)."""
     source = tmp_path / "memory.jsonl"
     exchanges = write_exchanges(source, 600)
     env = {**os.environ, "OCAT_VECTOR_STORE_PATH": str(cli.store_path)}
-    died = subprocess.run([sys.executable, "-c", KILL_BETWEEN_WRITES, str(source)], env=env, cwd=cli.home,
+    died = subprocess.run([sys.executable, "-c", KILL_AT_SECOND_WRITE, str(source), write], env=env, cwd=cli.home,
                           capture_output=True, text=True, timeout=300)
     assert died.returncode == -signal.SIGKILL, died.stderr
+    return exchanges
+
+
+def test_a_crash_between_the_chroma_and_the_lexical_write_is_repaired_on_open(cli: Cli, tmp_path: Path) -> None:
+    exchanges = import_and_die_at_the_second(cli, tmp_path, "ocat.memory.lexical.LexicalIndex.add")
     assert lexical_count(cli, "exchange") == 256  # the first batch only
     assert stats(cli)["exchanges"] == 512  # Chroma has two batches; opening it rebuilt the index
     assert lexical_count(cli, "exchange") == 512
     # A record of the batch the lexical index missed is found by a fresh process's search.
     assert top_hit(cli, exchanges[300].text)["id"] == exchanges[300].exchange_id
-    assert cli("--import-memory", str(source), "--output", "json").json()["result"]["added"] == 88
+    assert cli("--import-memory", str(tmp_path / "memory.jsonl"), "--output", "json").json()["result"]["added"] == 88
     assert stats(cli)["exchanges"] == 600 and lexical_count(cli, "exchange") == 600
+
+
+def prompt_vector_count(cli: Cli) -> int:
+    """Prompt vectors beside the store, read from outside ocat."""
+    with sqlite3.connect(cli.store_path / "ocat-prompts-default.sqlite3") as db:
+        return int(db.execute("SELECT count(*) FROM prompt_vectors").fetchone()[0])
+
+
+def test_a_crash_between_an_exchange_and_its_prompt_vector_is_repaired_on_open(cli: Cli, tmp_path: Path) -> None:
+    exchanges = import_and_die_at_the_second(cli, tmp_path, "ocat.memory.prompts.PromptVectors.write")
+    assert prompt_vector_count(cli) == 256  # the second batch's exchanges are in Chroma, their prompts are not
+    assert stats(cli)["exchanges"] == 512  # opening the store embedded the missing prompts
+    assert prompt_vector_count(cli) == 512
+    assert top_hit(cli, exchanges[300].user_prompt)["id"] == exchanges[300].exchange_id
+    assert cli("--import-memory", str(tmp_path / "memory.jsonl"), "--output", "json").json()["result"]["added"] == 88
+    assert prompt_vector_count(cli) == 600
 
 
 def test_ctrl_c_mid_stream_in_the_line_mode_chat_cancels_the_turn_and_stores_nothing(

@@ -45,7 +45,7 @@ def test_adding_the_same_exchange_twice_stores_it_once(store: MemoryStore, fake_
     assert store.add_exchange(ex) is False
     assert store.add_exchanges([ex, ex]) == 0
     assert store.count("exchange") == 1
-    assert sum(fake_embedder.calls) == 1  # nothing re-embedded for a known id
+    assert fake_embedder.calls == [2]  # the exchange and its prompt, in one call; nothing re-embedded for a known id
 
 
 def test_thread_and_session_are_returned_oldest_first(store: MemoryStore) -> None:

@@ -69,11 +69,11 @@ def open_store(
     chosen = embedder if embedder is not None else embedder_for(settings.embedding)
     location = location_for(settings)
     if location.host:
-        return MemoryStore.open(location, chosen, name=settings.vector_store.collection)
+        return MemoryStore.open(location, chosen, name=settings.vector_store.collection, notify=notify)
     assert location.path is not None
     lease = acquire(location.path, serve=serve, notify=notify, wait_seconds=wait_seconds)
     try:
-        store = MemoryStore.open(lease.location, chosen, name=settings.vector_store.collection)
+        store = MemoryStore.open(lease.location, chosen, name=settings.vector_store.collection, notify=notify)
     except BaseException:
         lease.release()
         raise

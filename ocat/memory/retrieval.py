@@ -13,7 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Collection, Literal, Sequence
 
-from ocat.memory.lexical import term_set, terms
+from ocat.memory.lexical import terms
+from ocat.memory.neighbours import Candidate, Neighbours, record_terms
 from ocat.memory.scoring import Calibration, coverage
 from ocat.memory.store import MemoryStore
 from ocat.models import RecordKind, SearchHit
@@ -25,15 +26,6 @@ Mode = Literal["hybrid", "dense", "lexical"]
 # Candidates fetched from each side per result wanted: enough for fusion to reorder.
 POOL_FACTOR = 4
 MIN_POOL = 30
-# Neighbour spreading (see _spread_to_neighbours), measured on the dev set: the exchange
-# after a hit inherits 0.8 of its score, the one before it 0.7, from the best 30 hits.
-NEXT_WEIGHT = 0.8
-PREVIOUS_WEIGHT = 0.7
-NEIGHBOUR_SOURCES = 30
-# A neighbour is lifted only when it continues its hit's subject: the two exchanges' vectors
-# have at least this cosine. Adjacent exchanges in LoCoMo's conversations have a median of
-# 0.59; in chats-dev, where threads hop between subjects, 0.22 (unrelated pairs: 0.15-0.44).
-COHERENCE = 0.3
 # A hit whose fused score is more than this below the best hit of its kind is left out even
 # above the threshold: on chats-dev 75% of targets are within 0.27 of the best hit and half
 # of the other top-10 hits more than 0.64 below; 0.35 keeps LoCoMo's admitted rate (docs/RETRIEVAL.md).
@@ -130,7 +122,7 @@ def _retrieve(
 
 
 def _verdicts(
-    kept: Sequence[_Candidate],
+    kept: Sequence[Candidate],
     records: dict[str, tuple[str, dict[str, Any]]],
     kind: RecordKind,
     threshold: float,
@@ -201,17 +193,6 @@ def within_budget(hits: Sequence[SearchHit], budget: int) -> list[SearchHit]:
     return kept
 
 
-@dataclass(frozen=True)
-class _Candidate:
-    """One record's scores for a search: `rank` orders the list, `z` is its own fused score."""
-
-    id: str
-    rank: float
-    z: float
-    # The exchange whose score lifted this one (its thread neighbour), when the lift is what ranks it.
-    source: str | None = None
-
-
 def _ranked(
     store: MemoryStore,
     kind: RecordKind,
@@ -222,7 +203,7 @@ def _ranked(
     mode: Mode,
     *,
     keep: int,
-) -> list[_Candidate]:
+) -> list[Candidate]:
     """One kind's candidates for all the queries, best first (each record's best over the queries).
 
     Only the best `keep` are read further, so a neighbour that could not rank among them is
@@ -235,36 +216,51 @@ def _ranked(
     # Per query: candidate id -> cosine similarity (0.0 when there is no query vector).
     cosines = store.nearest(kind, vectors, pool, where=where) if vectors is not None else [{} for _ in query_terms]
     if mode == "dense":
-        return [_Candidate(i, c, c) for i, c in sorted(cosines[0].items(), key=lambda p: p[1], reverse=True)]
+        return [Candidate(i, c, c) for i, c in sorted(cosines[0].items(), key=lambda p: p[1], reverse=True)]
     found = [[i for i, _ in store.lexical.search(kind, q, pool)] for q in query_terms]
     if vectors is None:
         cosines = [dict.fromkeys(ids, 0.0) for ids in found]
     else:
         _add_lexical_cosines(store, kind, vectors, found, cosines, where)
     candidates = list(dict.fromkeys(i for per_query in cosines for i in per_query))
-    record_terms = _term_sets(store, kind, candidates)
+    if kind == "exchange" and vectors is not None and store.calibration.prompt_side:
+        _add_prompt_side(store, candidates, vectors, cosines)
+    terms_of = record_terms(store, kind, candidates)
     doc_freqs = store.lexical.doc_freqs(kind, [t for q in query_terms for t in q])
     total = max(1, store.lexical.count(kind))
     calibration: Calibration = store.calibration
     neighbours = (
-        _Neighbours(store, vectors, doc_freqs, total, keep) if kind == "exchange" and vectors is not None else None
+        Neighbours(store, vectors, doc_freqs, total, keep) if kind == "exchange" and vectors is not None else None
     )
-    best: dict[str, _Candidate] = {}
+    best: dict[str, Candidate] = {}
     for q, (q_terms, per_query) in enumerate(zip(query_terms, cosines)):
-        covered = {i: coverage(q_terms, record_terms.get(i, frozenset()), doc_freqs, total) for i in per_query}
+        covered = {i: coverage(q_terms, terms_of.get(i, frozenset()), doc_freqs, total) for i in per_query}
         if mode == "lexical":
             # The lexical baseline keeps BM25's order; its score is the coverage.
-            return [_Candidate(i, covered[i], covered[i]) for i in per_query]
+            return [Candidate(i, covered[i], covered[i]) for i in per_query]
         z = {i: calibration.combine(cosine, covered[i]) for i, cosine in per_query.items()}
-        scored = {i: _Candidate(i, value, value) for i, value in z.items()}
+        scored = {i: Candidate(i, value, value) for i, value in z.items()}
         if neighbours is not None:
             scored = neighbours.spread(scored, q, q_terms)
         for i, c in scored.items():
             if i not in best or c.rank > best[i].rank:
                 best[i] = c
     # From here on `rank` is a relevance in [0, 1], comparable across kinds.
-    ranked = [_Candidate(c.id, calibration.relevance_of(c.rank), c.z, c.source) for c in best.values()]
+    ranked = [Candidate(c.id, calibration.relevance_of(c.rank), c.z, c.source) for c in best.values()]
     return sorted(ranked, key=lambda c: c.rank, reverse=True)
+
+
+def _add_prompt_side(
+    store: MemoryStore, candidates: list[str], vectors: list[list[float]], cosines: list[dict[str, float]]
+) -> None:
+    """Score each exchange by the better of its own cosine and its prompt's (one read of the
+    candidates' prompt vectors): a question that asks again what was once asked finds it
+    even under a long answer (ocat.memory.prompts)."""
+    prompts = store.prompts.similarities(candidates, vectors)
+    for q, per_query in enumerate(cosines):
+        for i, cosine in per_query.items():
+            if i in prompts and prompts[i][q] > cosine:
+                per_query[i] = prompts[i][q]
 
 
 def _add_lexical_cosines(
@@ -295,101 +291,3 @@ def _add_lexical_cosines(
         for i in ids:
             if i not in per_query and i in row:
                 per_query[i] = float(similarities[row[i], q])
-
-
-def _term_sets(store: MemoryStore, kind: RecordKind, ids: list[str]) -> dict[str, frozenset[str]]:
-    """Candidates' terms from the lexical index; from their texts in Chroma for any it lacks
-    (the index can trail Chroma for a moment when another process writes)."""
-    found = store.lexical.term_sets(kind, ids)
-    lacking = [i for i in ids if i not in found]
-    if lacking:
-        got = store.fetch(kind, lacking, vectors=False)
-        found.update((i, term_set(t or "")) for i, t in zip(got["ids"], got["documents"]))
-    return found
-
-
-class _Neighbours:
-    """Neighbour spreading for one search: a strong exchange lifts the exchanges around it in
-    its thread, when they continue its subject.
-
-    A subject is often raised in one exchange and answered in the next: on LoCoMo the evidence
-    was the neighbour of the best hit so often that spreading added ~6 points of R@5. In a
-    user's chats with an assistant, one thread hops between unrelated subjects, and lifting
-    every neighbour put unrelated exchanges among the memories with scores close to the
-    hit's own. So a neighbour is lifted only when its vector is close to its hit's
-    (cosine >= COHERENCE: two exchanges on one subject), and it keeps its own score: it
-    ranks by what it inherits but is shown only as its hit's context.
-    """
-
-    def __init__(
-        self, store: MemoryStore, queries: list[list[float]], doc_freqs: dict[str, int], total: int, keep: int
-    ) -> None:
-        self.store = store
-        self.keep = keep
-        self.queries = queries
-        self.doc_freqs = doc_freqs
-        self.total = total
-        self._vectors: dict[str, Any] = {}
-        self._terms: dict[str, frozenset[str]] = {}
-        self._links: dict[str, tuple[str | None, str | None]] = {}
-
-    def spread(self, scored: dict[str, _Candidate], q: int, q_terms: list[str]) -> dict[str, _Candidate]:
-        """`scored` (query `q`'s candidates) with the coherent neighbours of its best
-        NEIGHBOUR_SOURCES lifted; each keeps its own fused score, outside the pool too."""
-        top = sorted(scored, key=lambda i: scored[i].z, reverse=True)[:NEIGHBOUR_SOURCES]
-        self._links.update(self.store.lexical.neighbours([i for i in top if i not in self._links]))
-        lifts: dict[str, tuple[float, str]] = {}
-        for source in top:
-            before, after = self._links.get(source, (None, None))
-            for neighbour, weight in ((after, NEXT_WEIGHT), (before, PREVIOUS_WEIGHT)):
-                lifted = weight * scored[source].z
-                floor = scored[neighbour].z if neighbour in scored else 0.0
-                if neighbour and lifted > floor and lifted > lifts.get(neighbour, (0.0, ""))[0]:
-                    lifts[neighbour] = (lifted, source)
-        # A lift below the `keep`-th score of this query cannot enter the list read further (the
-        # best over several queries only raises that bar): skip its reads, the search's hot path.
-        bar = sorted((c.z for c in scored.values()), reverse=True)[self.keep - 1] if len(scored) >= self.keep else 0.0
-        lifts = {n: pair for n, pair in lifts.items() if pair[0] >= bar}
-        if not lifts:
-            return scored
-        self._load_vectors([*lifts, *(s for _, s in lifts.values())])
-        coherent = {n: pair for n, pair in lifts.items() if self._coherent(n, pair[1])}
-        own = self._own_z([n for n in coherent if n not in scored], q, q_terms)
-        spread = dict(scored)
-        for neighbour, (lifted, source) in coherent.items():
-            z = scored[neighbour].z if neighbour in scored else own[neighbour]
-            if lifted > z:
-                spread[neighbour] = _Candidate(neighbour, lifted, z, source)
-        return spread
-
-    def _own_z(self, ids: list[str], q: int, q_terms: list[str]) -> dict[str, float]:
-        """The fused score of records outside the pool for query `q` (their terms read in one go)."""
-        import numpy as np
-
-        lacking = [i for i in ids if i not in self._terms]
-        if lacking:
-            self._terms.update(_term_sets(self.store, "exchange", lacking))
-        calibration = self.store.calibration
-        own = {}
-        for i in ids:
-            vector = self._vectors.get(i)
-            cosine = float(np.clip(np.dot(vector, self.queries[q]), 0.0, 1.0)) if vector is not None else 0.0
-            covered = coverage(q_terms, self._terms.get(i, frozenset()), self.doc_freqs, self.total)
-            own[i] = calibration.combine(cosine, covered)
-        return own
-
-    def _load_vectors(self, ids: list[str]) -> None:
-        import numpy as np
-
-        missing = [i for i in dict.fromkeys(ids) if i not in self._vectors]
-        if missing:
-            got = self.store.fetch("exchange", missing, vectors=True, texts=False)
-            for i, vector in zip(got["ids"], got["embeddings"]):
-                if vector is not None:
-                    self._vectors[i] = np.asarray(vector, dtype=np.float32)
-
-    def _coherent(self, a: str, b: str) -> bool:
-        import numpy as np
-
-        va, vb = self._vectors.get(a), self._vectors.get(b)
-        return va is not None and vb is not None and float(np.dot(va, vb)) >= COHERENCE

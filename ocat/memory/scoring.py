@@ -19,13 +19,18 @@ from ocat.memory.model_files import LOCAL_MODEL_NAME
 
 @dataclass(frozen=True)
 class Calibration:
-    """z = cosine_weight * cosine + coverage_weight * coverage; relevance = sigmoid(scale * (z - center))."""
+    """z = cosine_weight * cosine + coverage_weight * coverage; relevance = sigmoid(scale * (z - center)).
+
+    With `prompt_side`, an exchange's cosine is the better of its own vector's and its
+    prompt's (ocat.memory.prompts); without it (stores made before prompt vectors), its own.
+    """
 
     cosine_weight: float
     coverage_weight: float
     center: float
     scale: float
     source: str = "default"
+    prompt_side: bool = False
 
     def combine(self, cosine: float, coverage: float) -> float:
         """The uncalibrated fused score z of one record for one query."""
@@ -41,22 +46,38 @@ class Calibration:
 
     @classmethod
     def from_metadata(cls, metadata: Mapping[str, Any]) -> Calibration | None:
-        """The calibration stored on a collection, if any."""
+        """The calibration stored on a collection, if any (a store made before `prompt_side`
+        existed has none recorded: it scored without it)."""
+        fields = {k: metadata[f"calibration_{k}"] for k in cls.__dataclass_fields__ if f"calibration_{k}" in metadata}
         try:
-            return cls(**{k: metadata[f"calibration_{k}"] for k in cls.__dataclass_fields__})
-        except KeyError:
+            return cls(**fields)
+        except TypeError:  # a required number is missing
             return None
 
+    def upgraded(self, shipped: Calibration) -> Calibration:
+        """The calibration a store should use from now on: `shipped` if this one is a fit ocat
+        shipped before (its stores get the prompt side and its fit), else this one (a fit the
+        user made, kept)."""
+        return shipped if (self.source, self.center, self.prompt_side) in _EARLIER_FITS else self
 
-# Fitted on ../shared/eval/locomo-dev.json with bench/recall.py (docs/RETRIEVAL.md): the
-# fused score z = cosine + coverage that 90% of off-topic questions stay below (z* = 0.65)
-# is mapped to relevance 0.65, the default threshold; scale 6 spreads the dev set's
-# answerable questions (median z 1.08 -> 0.95) and off-topic ones (median 0.43 -> 0.29).
-_MINILM = Calibration(cosine_weight=1.0, coverage_weight=1.0, center=0.547, scale=6.0, source="locomo-dev fit")
+
+# Fitted on ../shared/eval/locomo-dev.json and chats-dev with bench/recall.py
+# (docs/RETRIEVAL.md): the fused score z = max(cosine of the exchange, cosine of its prompt)
+# + coverage at which the gate serves both sets best (z* = 0.70) is mapped to relevance 0.65,
+# the default threshold (center = 0.70 - ln(0.65 / 0.35) / 6); scale 6 spreads answerable
+# questions (median z about 1.1 -> 0.95) from off-topic ones (median about 0.5 -> 0.35).
+_MINILM = Calibration(
+    cosine_weight=1.0, coverage_weight=1.0, center=0.597, scale=6.0, source="dev fit, prompt side", prompt_side=True
+)
 CALIBRATIONS: dict[str, Calibration] = {LOCAL_MODEL_NAME: _MINILM}
 # A model without a fit of its own borrows MiniLM's (sentence embedding models put related
 # text in a similar cosine range); stores record which calibration they use.
-FALLBACK = Calibration(cosine_weight=1.0, coverage_weight=1.0, center=0.547, scale=6.0, source="fallback: MiniLM fit")
+FALLBACK = Calibration(
+    cosine_weight=1.0, coverage_weight=1.0, center=0.597, scale=6.0, source="fallback: MiniLM fit", prompt_side=True
+)
+# Fits shipped before, recorded on older stores, that opening such a store replaces (after
+# it has given every exchange its prompt vector): (source, center, prompt_side).
+_EARLIER_FITS = {("locomo-dev fit", 0.547, False), ("fallback: MiniLM fit", 0.547, False)}
 
 
 def calibration_for(model: str) -> Calibration:

@@ -15,7 +15,9 @@ from ocat.locations import cache_dir
 from ocat.memory.backend import StoreLocation, collection_names, open_client, open_collection
 from ocat.memory.embeddings import Embedder
 from ocat.memory.lexical import LexicalIndex
+from ocat.memory.prompts import PromptVectors
 from ocat.memory.scoring import Calibration, calibration_for
+from ocat.memory.upkeep import settled_calibration, sync_lexical, sync_prompts
 from ocat.models import RECORD_KINDS, DocumentChunk, Exchange, RecordKind
 
 if TYPE_CHECKING:
@@ -50,6 +52,7 @@ class MemoryStore:
         name: str,
         location: StoreLocation,
         lexical: LexicalIndex | None = None,
+        notify: Callable[[str], None] | None = None,
     ) -> None:
         self.client = client
         self.embedder = embedder
@@ -69,43 +72,29 @@ class MemoryStore:
             )
             for collection_name in (exchanges_name, documents_name)
         )
-        # The calibration recorded when the store was made wins, so scores keep their meaning.
-        self.calibration = Calibration.from_metadata(self.exchanges.metadata or {}) or shipped
         self.lexical = lexical if lexical is not None else LexicalIndex(lexical_index_path(location, name))
+        self.prompts = PromptVectors(beside_index(self.lexical, "prompts"), embedder)
         # Set by open_store: this process's hold on the store folder (see ocat.memory.owner).
         self.lease: StoreLease | None = None
-        self._sync_lexical()
+        sync_lexical(self)
+        self.calibration: Calibration = settled_calibration(self, shipped, complete=sync_prompts(self, notify))
 
     @classmethod
-    def open(cls, location: StoreLocation, embedder: Embedder, *, name: str = "default") -> MemoryStore:
-        """Open (creating if needed) the store `name` at a location."""
-        return cls(open_client(location), embedder, name=name, location=location)
+    def open(
+        cls,
+        location: StoreLocation,
+        embedder: Embedder,
+        *,
+        name: str = "default",
+        notify: Callable[[str], None] | None = None,
+    ) -> MemoryStore:
+        """Open (creating if needed) the store `name` at a location; `notify` hears of long upgrades."""
+        return cls(open_client(location), embedder, name=name, location=location, notify=notify)
 
     def close(self) -> None:
         """Give the store up: stop serving it and release the owner lock, if held."""
         if self.lease is not None:
             self.lease.release()
-
-    def _sync_lexical(self) -> None:
-        """Rebuild a kind's lexical index when it disagrees with Chroma.
-
-        That happens for a store made before the index existed, after a crash between the
-        two writes, or when a Chroma server was written by another client.
-        """
-        for kind in RECORD_KINDS:
-            if self.lexical.count(kind) == self.count(kind):
-                continue
-            self.lexical.clear(kind)
-            page: list[Row] = []
-            for record in self.iter_records(kind):
-                if isinstance(record, Exchange):
-                    page.append((record.exchange_id, record.text, record.to_metadata()))
-                else:
-                    page.append((record.id, record.text, record.metadata))
-                if len(page) >= READ_PAGE:
-                    self.lexical.add(kind, page)
-                    page = []
-            self.lexical.add(kind, page)
 
     # -- writing ---------------------------------------------------------------
 
@@ -138,14 +127,23 @@ class MemoryStore:
             fresh = sorted(self._missing(collection, _unique_by_id(batch)), key=lambda row: len(row[1]))
             handled += len(batch) - len(fresh)
             vectors: list[Sequence[float]] = []
+            prompt_vectors: list[Sequence[float]] = []
             try:
                 for start in range(0, len(fresh), step):
-                    vectors += self.embedder.embed([row[1] for row in fresh[start : start + step]])
+                    texts = [row[1] for row in fresh[start : start + step]]
+                    if collection is self.exchanges:  # the prompt side, in the same call
+                        asked = [str(row[2].get("user_prompt", "")) for row in fresh[start : start + step]]
+                        embedded = self.embedder.embed(texts + asked)
+                        prompt_vectors += embedded[len(texts) :]
+                        embedded = embedded[: len(texts)]
+                    else:
+                        embedded = self.embedder.embed(texts)
+                    vectors += embedded
                     if progress:
                         progress(handled + len(vectors))
             finally:
                 if vectors:
-                    self._write(collection, fresh[: len(vectors)], vectors)
+                    self._write(collection, fresh[: len(vectors)], vectors, prompt_vectors)
             added += len(fresh)
             handled += len(fresh)
             if not fresh and progress:
@@ -159,7 +157,9 @@ class MemoryStore:
             raise StoreError(f"cannot read the memory store: {exc}") from exc
         return [r for r in rows if r[0] not in present]
 
-    def _write(self, collection: Collection, rows: list[Row], vectors: list[Sequence[float]]) -> None:
+    def _write(
+        self, collection: Collection, rows: list[Row], vectors: list[Sequence[float]], prompts: list[Sequence[float]]
+    ) -> None:
         ids = [row[0] for row in rows]
         texts = [row[1] for row in rows]
         # Chroma refuses an empty metadata dict but takes None (its types do not say so): an
@@ -169,7 +169,9 @@ class MemoryStore:
             collection.add(ids=ids, embeddings=vectors, documents=texts, metadatas=metadatas)
         except Exception as exc:
             raise StoreError(f"cannot write to the memory store: {exc}") from exc
-        # Chroma first: if we die between the two, the next open sees the counts differ and rebuilds.
+        # Chroma first: if we die between the writes, the next open sees the counts differ and
+        # rebuilds the lexical index, or embeds the missing prompts.
+        self.prompts.write(ids[: len(prompts)], prompts)
         self.lexical.add(self._kind(collection), rows)
 
     def delete(self, ids: Sequence[str]) -> int:
@@ -185,6 +187,8 @@ class MemoryStore:
                     collection.delete(ids=found)
             except Exception as exc:
                 raise StoreError(f"cannot delete from the memory store: {exc}") from exc
+            if collection is self.exchanges:
+                self.prompts.delete(found)
             self.lexical.delete(self._kind(collection), found)
             removed += len(found)
         return removed
@@ -338,6 +342,13 @@ def lexical_index_path(location: StoreLocation, name: str) -> Path:
     folder = cache_dir() / "ocat" / "lexical"
     folder.mkdir(parents=True, exist_ok=True)
     return folder / f"{location.host}-{location.port}-{name}.sqlite3"
+
+
+def beside_index(lexical: LexicalIndex, what: str) -> Path:
+    """A file of derived data beside the lexical index: `ocat-<what>-<store>.sqlite3` next to
+    `ocat-lexical-<store>.sqlite3` (in the store's folder, or the cache for a server)."""
+    index = Path(lexical.path)
+    return index.with_name(index.name.replace("ocat-lexical-", f"ocat-{what}-", 1))
 
 
 _T = TypeVar("_T")

@@ -58,7 +58,8 @@ class MemoryView(AppBase):
             super().__init__()
 
     class MemoryNote(Message):
-        """Something memory is waiting for (another process holding the store), to show meanwhile."""
+        """What opening memory is waiting for (another process holding the store) or doing (a
+        one-time upgrade), to show meanwhile."""
 
         def __init__(self, text: str) -> None:
             self.text = text
@@ -140,7 +141,9 @@ class MemoryView(AppBase):
                 conversation.mount(self._memory_note)
         else:
             self._memory_note.update(plain(message.text))
-        if self.memory_state == "memory loading…":
+        # A wait for another process is said in the header too; other notes (a store's one-time
+        # upgrade) are work under way, still "loading".
+        if self.memory_state == "memory loading…" and "waiting for the store" in message.text:
             self.memory_state = "memory waiting…"
             self._refresh_header()
 
@@ -149,7 +152,9 @@ class MemoryView(AppBase):
             await self._download.remove()
             self._download = None
         store = self.session.store
-        self._memory_note = None
+        if self._memory_note is not None:
+            await self._memory_note.remove()  # what it said (a wait, an upgrade) is over
+            self._memory_note = None
         loaded = message.loaded
         if loaded.error:
             self.memory_state = "memory off"

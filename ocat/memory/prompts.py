@@ -1,0 +1,174 @@
+"""The prompt side of each exchange: a second vector, of the user's prompt alone.
+
+An exchange is embedded as "User: ...\\nAssistant: ...". With an assistant's long answers that
+vector is mostly the answer, so a question that asks again what the user once asked can be
+far from it. Retrieval scores an exchange by the better of the two cosines (docs/RETRIEVAL.md:
+on chats-dev R@5 +2.6 and quiet off-topic +1.7 points, LoCoMo held).
+
+The vectors are derived data, like the lexical index: each can be embedded again from the
+prompt Chroma keeps. They live in a small SQLite file beside the lexical index (float32
+blobs under the exchange's id) because a chat turn reads a hundred of them by id, and
+SQLite does that in well under a millisecond, where a Chroma read by id took 4.5 ms at 100k
+exchanges (docs/PERFORMANCE.md). Opening a store embeds whatever is missing.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
+
+from ocat.errors import StoreError
+
+if TYPE_CHECKING:
+    from chromadb.api.models.Collection import Collection
+
+    from ocat.memory.embeddings import Embedder
+
+# Prompts embedded per step of a backfill (each step is one SQLite transaction).
+BACKFILL_STEP = 256
+READ_PAGE = 1000
+# SQLite's limit on the parameters of one statement is 32,766 nowadays; stay well below it.
+IDS_PER_SELECT = 900
+
+
+class PromptVectors:
+    """The prompt vectors of one store's exchanges, keyed by exchange id; safe to share between threads."""
+
+    def __init__(self, path: Path | str, embedder: Embedder) -> None:
+        self.path = str(path)
+        self.embedder = embedder
+        self._lock = threading.Lock()
+        try:
+            self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            # A rowid table: a 1.5 KB vector fits in its leaf page, where WITHOUT ROWID would
+            # spill every row to an overflow page (3x the file, 4x slower reads at 100k).
+            self._db.execute(
+                "CREATE TABLE IF NOT EXISTS prompt_vectors (record_id TEXT PRIMARY KEY, vector BLOB NOT NULL)"
+            )
+            self._db.execute(
+                "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID"
+            )
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot open the prompt vectors {self.path}: {exc}") from exc
+        # A store's model never changes, but a cache file (a server's store) could outlive the
+        # collection it was made for: vectors of another model are dropped, and embedded again.
+        made_by = self._read("SELECT value FROM meta WHERE key = 'model'", ())
+        if not made_by or made_by[0][0] != embedder.name:
+            self._write("DELETE FROM prompt_vectors WHERE ?", [(1,)])
+            self._write("INSERT OR REPLACE INTO meta VALUES ('model', ?)", [(embedder.name,)])
+
+    def count(self) -> int:
+        """How many exchanges have a prompt vector."""
+        return int(self._read("SELECT count(*) FROM prompt_vectors", ())[0][0])
+
+    def write(self, ids: Sequence[str], vectors: Sequence[Sequence[float]]) -> None:
+        """Store prompt vectors (an id already present gets the new one: the same prompt, the same vector)."""
+        import numpy as np
+
+        rows = [(i, np.asarray(v, dtype=np.float32).tobytes()) for i, v in zip(ids, vectors, strict=True)]
+        self._write("INSERT OR REPLACE INTO prompt_vectors VALUES (?, ?)", rows)
+
+    def delete(self, ids: Sequence[str]) -> None:
+        """Forget the prompt vectors of deleted exchanges."""
+        self._write("DELETE FROM prompt_vectors WHERE record_id = ?", [(i,) for i in ids])
+
+    def similarities(self, ids: Sequence[str], queries: Sequence[Sequence[float]]) -> dict[str, list[float]]:
+        """Each id's cosine with each query vector, in one read; ids without a vector are left out
+        (an exchange written a moment ago by an older ocat, until the next open embeds it)."""
+        import numpy as np
+
+        unique = list(dict.fromkeys(ids))
+        if not unique or not queries:
+            return {}
+        found: list[tuple[str, bytes]] = []
+        for start in range(0, len(unique), IDS_PER_SELECT):
+            part = unique[start : start + IDS_PER_SELECT]
+            marks = ",".join("?" * len(part))
+            found += self._read(
+                f"SELECT record_id, vector FROM prompt_vectors WHERE record_id IN ({marks})", part
+            )
+        width = 4 * self.embedder.dimensions
+        found = [(i, blob) for i, blob in found if len(blob) == width]
+        if not found:
+            return {}
+        matrix = np.frombuffer(b"".join(blob for _, blob in found), dtype=np.float32).reshape(len(found), -1)
+        # Both sides are unit vectors: the dot product is the cosine similarity.
+        cosines = np.clip(matrix @ np.asarray(queries, dtype=np.float32).T, 0.0, 1.0)
+        return {i: [float(c) for c in row] for (i, _), row in zip(found, cosines)}
+
+    def backfill(self, exchanges: Collection, *, announce: Callable[[int], None] | None = None) -> int:
+        """Embed the prompts of exchanges that have no prompt vector, and drop the vectors of
+        exchanges that are gone; returns how many were embedded.
+
+        Reads Chroma only when the counts differ: a store made before prompt vectors existed,
+        a crash between the writes, or a server written by an older client. `announce` is
+        told how many prompts are to be embedded, before the first is.
+        """
+        if self.count() == _count(exchanges):
+            return 0
+        have = {row[0] for row in self._read("SELECT record_id FROM prompt_vectors", ())}
+        todo: list[tuple[str, str]] = []
+        seen: set[str] = set()
+        for record_id, metadata in _pages(exchanges):
+            seen.add(record_id)
+            if record_id not in have:
+                todo.append((record_id, str((metadata or {}).get("user_prompt", ""))))
+        if todo and announce:
+            announce(len(todo))
+        for start in range(0, len(todo), BACKFILL_STEP):
+            step = todo[start : start + BACKFILL_STEP]
+            self.write([i for i, _ in step], self.embedder.embed([prompt for _, prompt in step]))
+        self.delete([i for i in have if i not in seen])
+        return len(todo)
+
+    def close(self) -> None:
+        """Close the database."""
+        with self._lock:
+            self._db.close()
+
+    def _read(self, sql: str, parameters: Sequence[Any]) -> list[Any]:
+        try:
+            with self._lock:
+                return self._db.execute(sql, parameters).fetchall()
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot read the prompt vectors {self.path}: {exc}") from exc
+
+    def _write(self, sql: str, rows: list[tuple[Any, ...]]) -> None:
+        if not rows:
+            return
+        try:
+            with self._lock:
+                self._db.execute("BEGIN IMMEDIATE")
+                try:
+                    self._db.executemany(sql, rows)
+                except BaseException:
+                    self._db.execute("ROLLBACK")
+                    raise
+                self._db.execute("COMMIT")
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot write the prompt vectors {self.path}: {exc}") from exc
+
+
+def _count(collection: Collection) -> int:
+    try:
+        return int(collection.count())
+    except Exception as exc:
+        raise StoreError(f"cannot read the memory store: {exc}") from exc
+
+
+def _pages(collection: Collection) -> Iterator[tuple[str, Any]]:
+    """(id, metadata) of every record, a page at a time (never the whole collection at once)."""
+    offset = 0
+    while True:
+        try:
+            got = collection.get(include=["metadatas"], limit=READ_PAGE, offset=offset)
+        except Exception as exc:
+            raise StoreError(f"cannot read the memory store: {exc}") from exc
+        yield from zip(got["ids"], list(got["metadatas"] or []))
+        if len(got["ids"]) < READ_PAGE:
+            return
+        offset += READ_PAGE
