@@ -73,10 +73,12 @@ def load_memory(
 
 
 def warm_up(session: ChatSession) -> None:
-    """Load the local model's ONNX session now (once memory is on), not in the first turn's search."""
+    """Load the local model's ONNX session now (once memory is on), and measure the store's
+    floor if it has none (ocat.memory.floor): neither is left to the first turn's search."""
     if session.fetched is None or session.store is None:
         return
     try:
         session.store.embedder.embed(["warm up"])
-    except Exception:  # a model that cannot run is reported by the first turn that needs it
+        session.store.floor.shift()
+    except Exception:  # a model or store that cannot run is reported by the first turn that needs it
         pass

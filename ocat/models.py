@@ -236,3 +236,7 @@ class StoreStats:
     partial_documents: int = 0
     # The local embedding model's folder; None while it is not downloaded (or for a litellm model).
     model_path: str | None = None
+    # The store's floor (ocat.memory.floor): the median best fused score of generic questions,
+    # None until measured; and how much more an exchange's fused score must be because of it.
+    floor: float | None = None
+    floor_raise: float = 0.0

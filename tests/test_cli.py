@@ -63,6 +63,8 @@ def test_add_query_and_stats_on_a_fresh_machine(cli: Cli, notes: Path) -> None:
         "similarity_threshold": 0.65,
         "partial_documents": 0,
         "model_path": os.environ["OCAT_EMBEDDING_MODEL_PATH"],
+        "floor": None,  # no exchanges: nothing measured
+        "floor_raise": 0.0,
         "stores": ["default"],
     }
 

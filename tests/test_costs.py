@@ -60,6 +60,7 @@ def test_a_chat_turns_queries_share_one_embedding_call_and_one_chroma_query(
     store: MemoryStore, fake_embedder: FakeEmbedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _fill(store)
+    store.floor.shift()  # measured once per store, not per turn (tests/test_floor.py)
     log: list[tuple[str, Any]] = []
     monkeypatch.setattr(store, "exchanges", CountingCollection(store.exchanges, log))
     fake_embedder.calls.clear()

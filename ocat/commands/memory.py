@@ -67,6 +67,7 @@ def _vstats(session: ChatSession) -> CommandResult:
     shown = asdict(found.selected[0])
     shown["path"] = display_path(shown["path"])
     shown["model_path"] = display_path(shown["model_path"]) if shown["model_path"] else "not downloaded yet"
+    shown["floor"] = "not measured yet" if shown["floor"] is None else shown["floor"]
     shown["stores"] = ", ".join(found.available)
     return CommandResult(text="Memory", columns=("key", "value"), rows=[(k, str(v)) for k, v in shown.items()])
 

@@ -93,6 +93,8 @@ def store_stats(store: MemoryStore, settings: Settings) -> StoreStats:
         similarity_threshold=settings.vector_store.similarity_threshold,
         partial_documents=len(partial_documents(store)),
         model_path=_local_model_path(settings),
+        floor=round(known.median, 3) if (known := store.floor.current()) else None,
+        floor_raise=round(store.floor.known_shift(), 3),
     )
 
 

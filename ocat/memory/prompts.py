@@ -56,10 +56,10 @@ class PromptVectors:
             raise StoreError(f"cannot open the prompt vectors {self.path}: {exc}") from exc
         # A store's model never changes, but a cache file (a server's store) could outlive the
         # collection it was made for: vectors of another model are dropped, and embedded again.
-        made_by = self._read("SELECT value FROM meta WHERE key = 'model'", ())
-        if not made_by or made_by[0][0] != embedder.name:
+        if self.get_meta("model") != embedder.name:
             self._write("DELETE FROM prompt_vectors WHERE ?", [(1,)])
-            self._write("INSERT OR REPLACE INTO meta VALUES ('model', ?)", [(embedder.name,)])
+            self._write("DELETE FROM meta WHERE ?", [(1,)])
+            self.set_meta("model", embedder.name)
 
     def count(self) -> int:
         """How many exchanges have a prompt vector."""
@@ -124,6 +124,15 @@ class PromptVectors:
             self.write([i for i, _ in step], self.embedder.embed([prompt for _, prompt in step]))
         self.delete([i for i in have if i not in seen])
         return len(todo)
+
+    def get_meta(self, key: str) -> str | None:
+        """A value kept beside the vectors (the store's floor: ocat.memory.floor), or None."""
+        found = self._read("SELECT value FROM meta WHERE key = ?", (key,))
+        return str(found[0][0]) if found else None
+
+    def set_meta(self, key: str, value: str) -> None:
+        """Keep a value beside the vectors."""
+        self._write("INSERT OR REPLACE INTO meta VALUES (?, ?)", [(key, value)])
 
     def close(self) -> None:
         """Close the database."""

@@ -108,14 +108,18 @@ def _retrieve(
         if count <= 0 or store.lexical.count(kind) == 0:
             continue
         pool = max(MIN_POOL, POOL_FACTOR * count) + len(exclude_ids)
-        ranked = _ranked(store, kind, query_terms, vectors, pool, where, mode, keep=2 * count + len(exclude_ids))
+        # An exchange is judged against its store's floor (ocat.memory.floor); the baselines are not.
+        shift = store.floor.shift() if kind == "exchange" and mode == "hybrid" else 0.0
+        ranked = _ranked(
+            store, kind, query_terms, vectors, pool, where, mode, keep=2 * count + len(exclude_ids), shift=shift
+        )
         wanted = [c for c in ranked if c.id not in exclude_ids][: 2 * count]
         # Texts and metadata are read only now, and only for these few (neighbours included).
         got = store.fetch(kind, [c.id for c in wanted], where=where, vectors=False)
         records = {i: (t or "", dict(m or {})) for i, t, m in zip(got["ids"], got["documents"], got["metadatas"])}
         kept = [c for c in wanted if c.id in records][:count]
         ranked_hits.extend(
-            (c.rank, hit) for c, hit in zip(kept, _verdicts(kept, records, kind, threshold, store.calibration))
+            (c.rank, hit) for c, hit in zip(kept, _verdicts(kept, records, kind, threshold, store.calibration, shift))
         )
     ranked_hits.sort(key=lambda pair: pair[0], reverse=True)
     return [hit for _, hit in ranked_hits]
@@ -127,6 +131,7 @@ def _verdicts(
     kind: RecordKind,
     threshold: float,
     calibration: Calibration,
+    shift: float = 0.0,
 ) -> list[SearchHit]:
     """One kind's hits with their verdicts: own memory, outranked, or context of another hit.
 
@@ -136,10 +141,10 @@ def _verdicts(
     model only with it.
     """
     best = max((c.z for c in kept), default=0.0)
-    standing = {c.id for c in kept if calibration.relevance_of(c.z) >= threshold and c.z >= best - MARGIN}
+    standing = {c.id for c in kept if calibration.relevance_of(c.z - shift) >= threshold and c.z >= best - MARGIN}
     hits = []
     for c in kept:
-        own = calibration.relevance_of(c.z)
+        own = calibration.relevance_of(c.z - shift)
         context_of = c.source if c.id not in standing and c.source is not None else None
         hits.append(
             SearchHit(
@@ -150,6 +155,19 @@ def _verdicts(
             )
         )
     return hits
+
+
+def best_exchange_z(store: MemoryStore, queries: Sequence[str]) -> list[float]:
+    """Each query's best fused score among the store's exchanges, before any floor (0.0 when
+    none): the probe of ocat.memory.floor. One embedding call, then one search per query."""
+    if store.lexical.count("exchange") == 0:
+        return [0.0 for _ in queries]
+    vectors = store.embedder.embed(list(queries))
+    best = []
+    for query, vector in zip(queries, vectors):
+        ranked = _ranked(store, "exchange", [terms(query)], [vector], MIN_POOL, None, "hybrid", keep=10)
+        best.append(max((c.z for c in ranked), default=0.0))
+    return best
 
 
 def admitted(hits: Sequence[SearchHit]) -> list[SearchHit]:
@@ -203,6 +221,7 @@ def _ranked(
     mode: Mode,
     *,
     keep: int,
+    shift: float = 0.0,
 ) -> list[Candidate]:
     """One kind's candidates for all the queries, best first (each record's best over the queries).
 
@@ -245,8 +264,8 @@ def _ranked(
         for i, c in scored.items():
             if i not in best or c.rank > best[i].rank:
                 best[i] = c
-    # From here on `rank` is a relevance in [0, 1], comparable across kinds.
-    ranked = [Candidate(c.id, calibration.relevance_of(c.rank), c.z, c.source) for c in best.values()]
+    # From here on `rank` is a relevance in [0, 1], comparable across kinds (`shift`: the store's floor).
+    ranked = [Candidate(c.id, calibration.relevance_of(c.rank - shift), c.z, c.source) for c in best.values()]
     return sorted(ranked, key=lambda c: c.rank, reverse=True)
 
 

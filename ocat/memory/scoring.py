@@ -40,6 +40,10 @@ class Calibration:
         """A fused score mapped to a calibrated relevance in [0, 1]."""
         return 1.0 / (1.0 + math.exp(-self.scale * (z - self.center)))
 
+    def z_at(self, relevance: float) -> float:
+        """The fused score that maps to `relevance` (the inverse of relevance_of)."""
+        return self.center + math.log(relevance / (1.0 - relevance)) / self.scale
+
     def to_metadata(self) -> dict[str, Any]:
         """Flat keys for a Chroma collection's metadata."""
         return {f"calibration_{k}": v for k, v in asdict(self).items()}

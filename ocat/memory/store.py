@@ -14,6 +14,7 @@ from ocat.errors import StoreError, UsageError
 from ocat.locations import cache_dir
 from ocat.memory.backend import StoreLocation, collection_names, open_client, open_collection
 from ocat.memory.embeddings import Embedder
+from ocat.memory.floor import StoreFloor
 from ocat.memory.lexical import LexicalIndex
 from ocat.memory.prompts import PromptVectors
 from ocat.memory.scoring import Calibration, calibration_for
@@ -78,6 +79,7 @@ class MemoryStore:
         self.lease: StoreLease | None = None
         sync_lexical(self)
         self.calibration: Calibration = settled_calibration(self, shipped, complete=sync_prompts(self, notify))
+        self.floor = StoreFloor(self)
 
     @classmethod
     def open(

@@ -1,0 +1,97 @@
+"""A store's floor (ocat.memory.floor): measured once, kept, measured again as the store grows,
+and what an exchange's relevance is judged against."""
+
+from __future__ import annotations
+
+import statistics
+import time
+from typing import Any
+
+import pytest
+
+from ocat.errors import StoreError
+from ocat.memory import MemoryStore, RetrievalLimits, retrieve
+from ocat.memory import floor as floor_module
+from ocat.memory.floor import FLOOR_MARGIN, MIN_EXCHANGES, StoreFloor
+from ocat.memory.generic_questions import GENERIC_QUESTIONS
+from ocat.memory.retrieval import best_exchange_z
+from ocat.models import Exchange
+
+LIMITS = RetrievalLimits(exchange_results=5, document_results=5, exchange_threshold=0.65, document_threshold=0.7)
+
+
+def everyday(count: int, start: int = 0) -> list[Exchange]:
+    """Exchanges on the subjects generic questions ask about: a store they find a lot in."""
+    return [
+        Exchange(user_prompt=q, assistant_response=f"Here is how, step by step, about {q}",
+                 thread_id=f"t{i}", session_id="s", timestamp=float(i))
+        for i, q in enumerate(GENERIC_QUESTIONS[start : start + count], start=start)
+    ]
+
+
+def reopen(store: MemoryStore) -> MemoryStore:
+    return MemoryStore.open(store.location, store.embedder, name=store.name)
+
+
+def test_a_small_store_is_judged_by_the_calibration_alone(store: MemoryStore) -> None:
+    store.add_exchanges(everyday(MIN_EXCHANGES - 1))
+    assert store.floor.shift() == 0.0
+    assert store.floor.current() is None  # not even measured
+
+
+def test_a_store_where_generic_questions_find_a_lot_asks_more(store: MemoryStore) -> None:
+    store.add_exchanges(everyday(30))
+    shift = store.floor.shift()
+    measured = store.floor.current()
+    assert measured is not None and measured.exchanges == 30
+    assert measured.median == pytest.approx(statistics.median(best_exchange_z(store, GENERIC_QUESTIONS)))
+    assert shift == pytest.approx(measured.median + FLOOR_MARGIN - store.calibration.z_at(0.65)) and shift > 0
+    question = "how do I clean a cast iron pan?"
+    [judged] = retrieve(store, question, LIMITS, limit=1)
+    store.floor.shift = lambda: 0.0  # type: ignore[method-assign]
+    [alone] = retrieve(store, question, LIMITS, limit=1)
+    assert judged.id == alone.id and judged.score < alone.score  # the same hit, asked more of
+
+
+def test_the_floor_is_kept_and_the_next_open_does_not_measure_again(store: MemoryStore) -> None:
+    store.add_exchanges(everyday(30))
+    first = store.floor.shift()
+    again = reopen(store)
+    calls = len(store.embedder.calls)  # type: ignore[attr-defined]
+    assert again.floor.shift() == pytest.approx(first)
+    assert len(store.embedder.calls) == calls  # type: ignore[attr-defined]
+
+
+def test_a_grown_store_is_measured_again_in_the_background(store: MemoryStore) -> None:
+    store.add_exchanges(everyday(30))
+    store.floor.shift()
+    store.add_exchanges(everyday(25, start=30))  # more than MIN_CHANGE since the measurement
+    store.floor.shift()  # answers with the last measurement, and starts a new one
+    deadline = time.monotonic() + 30
+    while (store.floor.current() or floor_module.Floor(0, 0)).exchanges != 55 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert store.floor.current() is not None and store.floor.current().exchanges == 55  # type: ignore[union-attr]
+
+
+def test_a_failed_measurement_leaves_the_calibration_alone(store: MemoryStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    store.add_exchanges(everyday(30))
+
+    def fail(self: StoreFloor) -> Any:
+        raise StoreError("cannot read the memory store: gone")
+
+    monkeypatch.setattr(StoreFloor, "measure", fail)
+    assert store.floor.shift() == 0.0
+    assert retrieve(store, "how do I clean a cast iron pan?", LIMITS)  # search goes on
+
+
+def test_documents_are_not_judged_against_the_exchanges_floor(store: MemoryStore) -> None:
+    from ocat.memory.ingest import add_text
+    from ocat.chunking import ChunkingOptions
+
+    store.add_exchanges(everyday(30))
+    assert store.floor.shift() > 0
+    add_text(store, "To season a cast iron pan, oil it thinly and bake it upside down for an hour.", ChunkingOptions("fixed_size", 400, 0, 400, True))
+    judged = [h for h in retrieve(store, "how do I season a cast iron pan?", LIMITS) if h.kind == "document"]
+    store.floor.shift = lambda: 0.0  # type: ignore[method-assign]
+    alone = [h for h in retrieve(store, "how do I season a cast iron pan?", LIMITS) if h.kind == "document"]
+    assert judged and judged[0].score == pytest.approx(alone[0].score)
