@@ -39,7 +39,8 @@ MIN_EXCHANGES = 20
 # Measure again once the store has grown (or shrunk) by this share, or by MIN_CHANGE exchanges.
 STALE_SHARE = 0.1
 MIN_CHANGE = 20
-META_KEY = "floor"
+# Versioned with GENERIC_QUESTIONS and FLOOR_MARGIN: a change to either measures every store again.
+META_KEY = "floor/1"
 
 
 @dataclass(frozen=True)
