@@ -1,10 +1,10 @@
 """A store's floor: what generic questions find in *this* store, so that a past exchange must
 stand out from it to reach the model.
 
-The calibration is one map for every store, but stores differ: in a user's years of chats
+The calibration is one map for every store, but stores differ: in a user's many chats
 with an assistant almost any everyday question finds an exchange on a neighbouring subject
-(on chats-dev the median generic question's best fused score is 0.62), where in two people's
-small talk it finds little (0.30-0.41 on LoCoMo). A fixed threshold that keeps LoCoMo's
+(on chats-dev the median generic question's best fused score is 0.63), where in two people's
+small talk it finds little (0.31-0.41 on LoCoMo). A fixed threshold that keeps LoCoMo's
 evidence admitted let a tenth of off-topic questions and three quarters of "near" ones
 through on chats. So each store measures its floor, the median over GENERIC_QUESTIONS of
 the best exchange's fused score z, and an exchange's z is judged against
