@@ -367,7 +367,8 @@ class ChatSession:
 
 def open_chat(settings: Settings, *, dummy: bool, serve: bool, stream: IO[str]) -> ChatSession:
     """`ChatSession.open` for a terminal: a first-use download of the model reports its
-    progress, and where the model went, on `stream` (stderr)."""
+    progress, and where the model went, on `stream` (stderr). A long-lived chat (`serve`)
+    warms memory up in the background."""
     from ocat.memory.model_files import ProgressPrinter
 
     printer = ProgressPrinter(stream)
@@ -376,4 +377,12 @@ def open_chat(settings: Settings, *, dummy: bool, serve: bool, stream: IO[str]) 
         session = ChatSession.open(settings, dummy=dummy, serve=serve, progress=printer)
     finally:
         printer.finish(session.fetched if session is not None else None)
+    if serve:
+        # A chat that waits for its first prompt readies the model and the store's floor
+        # meanwhile, as the full-screen chat does; a one-shot (`--ask`) asks at once.
+        import threading
+
+        from ocat.memory_loading import warm_up
+
+        threading.Thread(target=warm_up, args=(session,), name="ocat-warm-up", daemon=True).start()
     return session
