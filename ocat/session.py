@@ -384,5 +384,7 @@ def open_chat(settings: Settings, *, dummy: bool, serve: bool, stream: IO[str]) 
 
         from ocat.memory_loading import warm_up
 
-        threading.Thread(target=warm_up, args=(session,), name="ocat-warm-up", daemon=True).start()
+        # Not a daemon: leaving the chat at once waits for it (a second or two) rather than
+        # aborting in the model's native threads at interpreter shutdown.
+        threading.Thread(target=warm_up, args=(session,), name="ocat-warm-up", daemon=False).start()
     return session

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import statistics
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,6 +17,8 @@ from ocat.memory.floor import FLOOR_MARGIN, MIN_EXCHANGES, StoreFloor
 from ocat.memory.generic_questions import GENERIC_QUESTIONS
 from ocat.memory.retrieval import best_exchange_z
 from ocat.models import Exchange
+from tests.support.cli import Cli
+from tests.support.data import write_exchanges
 
 LIMITS = RetrievalLimits(exchange_results=5, document_results=5, exchange_threshold=0.65, document_threshold=0.7)
 
@@ -95,3 +98,20 @@ def test_documents_are_not_judged_against_the_exchanges_floor(store: MemoryStore
     store.floor.shift = lambda: 0.0  # type: ignore[method-assign]
     alone = [h for h in retrieve(store, "how do I season a cast iron pan?", LIMITS) if h.kind == "document"]
     assert judged and judged[0].score == pytest.approx(alone[0].score)
+
+
+def test_a_one_shot_command_on_a_grown_store_waits_for_the_new_measurement_and_exits_cleanly(
+    cli: Cli, tmp_path: Path
+) -> None:
+    source = tmp_path / "memory.jsonl"
+    write_exchanges(source, 30)
+    assert cli("--import-memory", str(source)).returncode == 0
+    first = cli("--query-vector-store", "note about items", "--output", "json")  # measures the floor
+    assert first.returncode == 0, first.stderr
+    write_exchanges(source, 60)  # the same 30, and 30 more
+    assert cli("--import-memory", str(source)).returncode == 0
+    # Stale now: measured again in a thread, which the process waits for instead of aborting
+    # in the model's native threads at shutdown.
+    again = cli("--query-vector-store", "note about items", "--output", "json")
+    assert again.returncode == 0 and "terminate" not in again.stderr, again.stderr
+    assert cli("--vector-store-stats", "--output", "json").json()["result"]["floor"] is not None

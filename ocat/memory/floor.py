@@ -135,4 +135,8 @@ class StoreFloor:
                 with self._lock:
                     self._refreshing = False
 
-        threading.Thread(target=run, name="ocat-store-floor", daemon=True).start()
+        # Not a daemon: a one-shot command that ends meanwhile waits for it (about a second) rather
+        # than leaving the model's native threads running into interpreter shutdown, which aborts
+        # the process ("terminate called without an active exception"). The chat leaves by
+        # os._exit and does not wait.
+        threading.Thread(target=run, name="ocat-store-floor", daemon=False).start()
