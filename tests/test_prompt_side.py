@@ -94,10 +94,10 @@ def test_a_failed_backfill_opens_the_store_with_its_old_calibration(
     store.add_exchanges(exchanges(3))
     make_old(store, EARLIER)
 
-    def fail(*_: Any, **__: Any) -> int:
-        raise StoreError("cannot write to the memory store: disk full")
+    def fail(*_: Any, **__: Any) -> None:
+        raise StoreError("cannot write the prompt vectors: disk full")
 
-    monkeypatch.setattr(PromptVectors, "backfill", fail)
+    monkeypatch.setattr(PromptVectors, "write", fail)
     again = reopen(store)
     assert again.calibration.center == 0.547 and not again.calibration.prompt_side
     assert again.exchanges.metadata["calibration_center"] == 0.547

@@ -50,6 +50,8 @@ if TYPE_CHECKING:
     from filelock import FileLock
 
 SERVER_FILE = ".ocat-server.json"
+# What every note of a wait for another process's store says (the chat shows "memory waiting…" for these).
+WAITING_FOR_THE_STORE = "waiting for the store at"
 # How often a process waiting for the store says again what it waits for, and for how long.
 NOTIFY_EVERY_SECONDS = 30.0
 # `recover` restarts a server child that does not answer for this long (a busy one answers
@@ -250,12 +252,12 @@ def acquire(
             if notify and wait_seconds > 0 and (why != told or time.monotonic() - told_at >= NOTIFY_EVERY_SECONDS):
                 if told is None:
                     notify(
-                        f"waiting for the store at {path}: {why}. ocat waits up to {duration_words(wait_seconds)} "
+                        f"{WAITING_FOR_THE_STORE} {path}: {why}. ocat waits up to {duration_words(wait_seconds)} "
                         "(Ctrl+C or quit to give up)…"
                     )
                 else:
                     notify(
-                        f"still waiting for the store at {path} after {duration_words(waited)} "
+                        f"still {WAITING_FOR_THE_STORE} {path} after {duration_words(waited)} "
                         f"(up to {duration_words(wait_seconds)}; Ctrl+C or quit to give up): {why}…"
                     )
                 told, told_at = why, time.monotonic()

@@ -8,8 +8,9 @@ on chats-dev R@5 +2.6 and quiet off-topic +1.7 points, LoCoMo held).
 The vectors are derived data, like the lexical index: each can be embedded again from the
 prompt Chroma keeps. They live in a small SQLite file beside the lexical index (float32
 blobs under the exchange's id) because a chat turn reads a hundred of them by id, and
-SQLite does that in well under a millisecond, where a Chroma read by id took 4.5 ms at 100k
-exchanges (docs/PERFORMANCE.md). Opening a store embeds whatever is missing.
+SQLite does that in about a millisecond, where a Chroma read by id took 4.5 ms at 100k
+exchanges (docs/RETRIEVAL.md). Opening a store embeds whatever is missing
+(ocat.memory.upkeep.sync_prompts).
 """
 
 from __future__ import annotations
@@ -17,18 +18,13 @@ from __future__ import annotations
 import sqlite3
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from ocat.errors import StoreError
 
 if TYPE_CHECKING:
-    from chromadb.api.models.Collection import Collection
-
     from ocat.memory.embeddings import Embedder
 
-# Prompts embedded per step of a backfill (each step is one SQLite transaction).
-BACKFILL_STEP = 256
-READ_PAGE = 1000
 # SQLite's limit on the parameters of one statement is 32,766 nowadays; stay well below it.
 IDS_PER_SELECT = 900
 
@@ -57,8 +53,8 @@ class PromptVectors:
         # A store's model never changes, but a cache file (a server's store) could outlive the
         # collection it was made for: vectors of another model are dropped, and embedded again.
         if self.get_meta("model") != embedder.name:
-            self._write("DELETE FROM prompt_vectors WHERE ?", [(1,)])
-            self._write("DELETE FROM meta WHERE ?", [(1,)])
+            self._write("DELETE FROM prompt_vectors", [()])
+            self._write("DELETE FROM meta", [()])
             self.set_meta("model", embedder.name)
 
     def count(self) -> int:
@@ -100,30 +96,9 @@ class PromptVectors:
         cosines = np.clip(matrix @ np.asarray(queries, dtype=np.float32).T, 0.0, 1.0)
         return {i: [float(c) for c in row] for (i, _), row in zip(found, cosines)}
 
-    def backfill(self, exchanges: Collection, *, announce: Callable[[int], None] | None = None) -> int:
-        """Embed the prompts of exchanges that have no prompt vector, and drop the vectors of
-        exchanges that are gone; returns how many were embedded.
-
-        Reads Chroma only when the counts differ: a store made before prompt vectors existed,
-        a crash between the writes, or a server written by an older client. `announce` is
-        told how many prompts are to be embedded, before the first is.
-        """
-        if self.count() == _count(exchanges):
-            return 0
-        have = {row[0] for row in self._read("SELECT record_id FROM prompt_vectors", ())}
-        todo: list[tuple[str, str]] = []
-        seen: set[str] = set()
-        for record_id, metadata in _pages(exchanges):
-            seen.add(record_id)
-            if record_id not in have:
-                todo.append((record_id, str((metadata or {}).get("user_prompt", ""))))
-        if todo and announce:
-            announce(len(todo))
-        for start in range(0, len(todo), BACKFILL_STEP):
-            step = todo[start : start + BACKFILL_STEP]
-            self.write([i for i, _ in step], self.embedder.embed([prompt for _, prompt in step]))
-        self.delete([i for i in have if i not in seen])
-        return len(todo)
+    def ids(self) -> set[str]:
+        """The ids of every exchange that has a prompt vector."""
+        return {row[0] for row in self._read("SELECT record_id FROM prompt_vectors", ())}
 
     def get_meta(self, key: str) -> str | None:
         """A value kept beside the vectors (the store's floor: ocat.memory.floor), or None."""
@@ -161,23 +136,3 @@ class PromptVectors:
         except sqlite3.Error as exc:
             raise StoreError(f"cannot write the prompt vectors {self.path}: {exc}") from exc
 
-
-def _count(collection: Collection) -> int:
-    try:
-        return int(collection.count())
-    except Exception as exc:
-        raise StoreError(f"cannot read the memory store: {exc}") from exc
-
-
-def _pages(collection: Collection) -> Iterator[tuple[str, Any]]:
-    """(id, metadata) of every record, a page at a time (never the whole collection at once)."""
-    offset = 0
-    while True:
-        try:
-            got = collection.get(include=["metadatas"], limit=READ_PAGE, offset=offset)
-        except Exception as exc:
-            raise StoreError(f"cannot read the memory store: {exc}") from exc
-        yield from zip(got["ids"], list(got["metadatas"] or []))
-        if len(got["ids"]) < READ_PAGE:
-            return
-        offset += READ_PAGE

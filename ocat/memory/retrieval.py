@@ -109,9 +109,9 @@ def _retrieve(
             continue
         pool = max(MIN_POOL, POOL_FACTOR * count) + len(exclude_ids)
         # An exchange is judged against its store's floor (ocat.memory.floor); the baselines are not.
-        shift = store.floor.shift() if kind == "exchange" and mode == "hybrid" else 0.0
+        judged = store.calibration.raised(store.floor.shift() if kind == "exchange" and mode == "hybrid" else 0.0)
         ranked = _ranked(
-            store, kind, query_terms, vectors, pool, where, mode, keep=2 * count + len(exclude_ids), shift=shift
+            store, kind, query_terms, vectors, pool, where, mode, keep=2 * count + len(exclude_ids), judged=judged
         )
         wanted = [c for c in ranked if c.id not in exclude_ids][: 2 * count]
         # Texts and metadata are read only now, and only for these few (neighbours included).
@@ -119,7 +119,7 @@ def _retrieve(
         records = {i: (t or "", dict(m or {})) for i, t, m in zip(got["ids"], got["documents"], got["metadatas"])}
         kept = [c for c in wanted if c.id in records][:count]
         ranked_hits.extend(
-            (c.rank, hit) for c, hit in zip(kept, _verdicts(kept, records, kind, threshold, store.calibration, shift))
+            (c.rank, hit) for c, hit in zip(kept, _verdicts(kept, records, kind, threshold, judged))
         )
     ranked_hits.sort(key=lambda pair: pair[0], reverse=True)
     return [hit for _, hit in ranked_hits]
@@ -131,7 +131,6 @@ def _verdicts(
     kind: RecordKind,
     threshold: float,
     calibration: Calibration,
-    shift: float = 0.0,
 ) -> list[SearchHit]:
     """One kind's hits with their verdicts: own memory, outranked, or context of another hit.
 
@@ -141,10 +140,10 @@ def _verdicts(
     model only with it.
     """
     best = max((c.z for c in kept), default=0.0)
-    standing = {c.id for c in kept if calibration.relevance_of(c.z - shift) >= threshold and c.z >= best - MARGIN}
+    standing = {c.id for c in kept if calibration.relevance_of(c.z) >= threshold and c.z >= best - MARGIN}
     hits = []
     for c in kept:
-        own = calibration.relevance_of(c.z - shift)
+        own = calibration.relevance_of(c.z)
         context_of = c.source if c.id not in standing and c.source is not None else None
         hits.append(
             SearchHit(
@@ -221,7 +220,7 @@ def _ranked(
     mode: Mode,
     *,
     keep: int,
-    shift: float = 0.0,
+    judged: Calibration | None = None,
 ) -> list[Candidate]:
     """One kind's candidates for all the queries, best first (each record's best over the queries).
 
@@ -264,8 +263,9 @@ def _ranked(
         for i, c in scored.items():
             if i not in best or c.rank > best[i].rank:
                 best[i] = c
-    # From here on `rank` is a relevance in [0, 1], comparable across kinds (`shift`: the store's floor).
-    ranked = [Candidate(c.id, calibration.relevance_of(c.rank - shift), c.z, c.source) for c in best.values()]
+    # From here on `rank` is a relevance in [0, 1], comparable across kinds: by `judged`, the
+    # store's calibration raised by its floor for exchanges.
+    ranked = [Candidate(c.id, (judged or calibration).relevance_of(c.rank), c.z, c.source) for c in best.values()]
     return sorted(ranked, key=lambda c: c.rank, reverse=True)
 
 

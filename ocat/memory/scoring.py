@@ -10,7 +10,7 @@ parameters are fitted per embedding model on the dev set (docs/RETRIEVAL.md), so
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import AbstractSet, Any, Mapping, Sequence
 
 from ocat.memory.lexical import idf
@@ -39,6 +39,10 @@ class Calibration:
     def relevance_of(self, z: float) -> float:
         """A fused score mapped to a calibrated relevance in [0, 1]."""
         return 1.0 / (1.0 + math.exp(-self.scale * (z - self.center)))
+
+    def raised(self, shift: float) -> Calibration:
+        """This map asking `shift` more of every fused score (a store's floor: ocat.memory.floor)."""
+        return replace(self, center=self.center + shift) if shift else self
 
     def z_at(self, relevance: float) -> float:
         """The fused score that maps to `relevance` (the inverse of relevance_of)."""

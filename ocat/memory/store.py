@@ -132,15 +132,13 @@ class MemoryStore:
             prompt_vectors: list[Sequence[float]] = []
             try:
                 for start in range(0, len(fresh), step):
-                    texts = [row[1] for row in fresh[start : start + step]]
-                    if collection is self.exchanges:  # the prompt side, in the same call
-                        asked = [str(row[2].get("user_prompt", "")) for row in fresh[start : start + step]]
-                        embedded = self.embedder.embed(texts + asked)
-                        prompt_vectors += embedded[len(texts) :]
-                        embedded = embedded[: len(texts)]
-                    else:
-                        embedded = self.embedder.embed(texts)
-                    vectors += embedded
+                    part = fresh[start : start + step]
+                    texts = [row[1] for row in part]
+                    # An exchange's prompt side (ocat.memory.prompts) is embedded in the same call.
+                    asked = [str(row[2].get("user_prompt", "")) for row in part] if collection is self.exchanges else []
+                    embedded = self.embedder.embed(texts + asked)
+                    vectors += embedded[: len(texts)]
+                    prompt_vectors += embedded[len(texts) :]
                     if progress:
                         progress(handled + len(vectors))
             finally:

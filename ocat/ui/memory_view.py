@@ -141,9 +141,11 @@ class MemoryView(AppBase):
                 conversation.mount(self._memory_note)
         else:
             self._memory_note.update(plain(message.text))
+        from ocat.memory.owner import WAITING_FOR_THE_STORE  # memory has loaded its modules by now
+
         # A wait for another process is said in the header too; other notes (a store's one-time
         # upgrade) are work under way, still "loading".
-        if self.memory_state == "memory loading…" and "waiting for the store" in message.text:
+        if self.memory_state == "memory loading…" and WAITING_FOR_THE_STORE in message.text:
             self.memory_state = "memory waiting…"
             self._refresh_header()
 
