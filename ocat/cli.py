@@ -12,11 +12,15 @@ import os
 import sys
 import threading
 from collections.abc import Callable
-from typing import NoReturn, Sequence
+from typing import TYPE_CHECKING, NoReturn, Sequence
 
 from ocat import __version__
 from ocat.errors import OcatError, UsageError
 from ocat.limits import MAX_RESULTS, MIN_RESULTS, whole_number
+from ocat.text import printable
+
+if TYPE_CHECKING:
+    from ocat.session import ChatSession
 
 # dest of each headless action -> the action's name in JSON output.
 ACTIONS: dict[str, str] = {
@@ -290,8 +294,9 @@ def _run_app(args: argparse.Namespace) -> int:
 
         # The window paints first; litellm, chromadb and the embedding model load in
         # workers after it, and the app reports missing credentials in the chat.
-        app = OcatApp(ChatSession(settings, dummy=args.dummy_mode), quick_exit=True)
-        _leave_now(app.run() or 0, app.closing)
+        session = ChatSession(settings, dummy=args.dummy_mode)
+        app = OcatApp(session, quick_exit=True)
+        _leave_now(app.run() or 0, app.closing, session)
     except OcatError as exc:
         _say("ocat", str(exc))
         return exc.exit_code
@@ -307,9 +312,12 @@ def _run_app(args: argparse.Namespace) -> int:
 
 # How long the process waits, once the window has closed, for the store to be given up.
 CLOSE_WAIT_SECONDS = 0.2
+# How long it waits when exchanges were not in memory yet: they are kept in a file first
+# (a moment), then tried once more (ocat.session.ChatSession.close).
+KEEP_WAIT_SECONDS = 10.0
 
 
-def _leave_now(code: int, closing: threading.Thread | None) -> NoReturn:
+def _leave_now(code: int, closing: threading.Thread | None, session: ChatSession | None = None) -> NoReturn:
     """Leave at once when the chat window closes, whatever is still shutting down.
 
     Python would otherwise wait for every worker thread (litellm still importing, memory
@@ -318,8 +326,12 @@ def _leave_now(code: int, closing: threading.Thread | None) -> NoReturn:
     the store is made for: the OS releases the owner lock and the server's watchdog stops it
     (ocat.memory.owner). Every exchange was written when its turn ended.
     """
+    unsaved = session is not None and bool(session.unsaved)
     if closing is not None:
-        closing.join(timeout=CLOSE_WAIT_SECONDS)
+        closing.join(timeout=KEEP_WAIT_SECONDS if unsaved else CLOSE_WAIT_SECONDS)
+    if session is not None and session.closing_note:
+        # Said once the window is gone, on the terminal it leaves: what became of what memory could not take.
+        print(f"ocat: {printable(session.closing_note)}", file=sys.stderr)
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()

@@ -307,12 +307,21 @@ def _ask(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> in
     if problem:
         raise ProviderError(problem)
     session = open_chat(settings, dummy=args.dummy_mode, serve=False, stream=reporter.stderr)
-    memories = session.recall(prompt)
-    completion = llm.complete(session.request(prompt, memories).messages, settings.llm, dummy=args.dummy_mode)
-    exchange = session.record(prompt, completion.text, memories)
-    if session.memory_error:
-        reporter.note(f"ocat: warning: memory is off: {session.memory_error}")
-    stored = session.memory_on and not args.dummy_mode
+    try:
+        if session.loaded is not None and session.loaded.recovered:
+            reporter.note(f"ocat: {session.loaded.recovered}")
+        memories = session.recall(prompt)
+        if session.problem:  # the search failed; the question is still answered, and remembered
+            reporter.note(f"ocat: warning: {session.problem}")
+        completion = llm.complete(session.request(prompt, memories).messages, settings.llm, dummy=args.dummy_mode)
+        exchange = session.record(prompt, completion.text, memories)
+        if session.memory_error:
+            reporter.note(f"ocat: warning: memory is off: {session.memory_error}")
+        stored = session.memory_on and not args.dummy_mode and exchange not in session.unsaved
+    finally:
+        closing = session.close()  # what memory could not take is kept for the next start, and said
+        if closing:
+            reporter.note(f"ocat: {closing}")
     result = {
         "text": completion.text,
         "usage": completion.usage.to_dict(),

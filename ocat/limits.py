@@ -33,3 +33,8 @@ def whole_number(text: str, lo: int, hi: int) -> int:
 
 # A thread's title (`/rename TITLE`, and a title in an `--import-memory` file), in characters.
 MAX_TITLE_CHARS = 200
+
+# The most chunks one document can have: an imported `total_chunks` or `chunk_index` past it
+# is refused, and a stored one past it (another client's metadata) is read as unknown. A 1 GB
+# file of one-line text makes about a million chunks at the shipped chunk size.
+MAX_DOCUMENT_CHUNKS = 10_000_000

@@ -27,6 +27,8 @@ class MemoryLoaded:
     downloaded: str | None = None
     # Exchanges said while memory loaded, written to it once it was ready.
     saved: int = 0
+    # What became of the exchanges earlier chats kept in a file (ocat.kept), in words, if any.
+    recovered: str | None = None
 
     def notice(self, kept: int = 0) -> tuple[str, bool] | None:
         """What to tell the user, and whether it is an error; None when there is nothing to say.
@@ -41,10 +43,13 @@ class MemoryLoaded:
             return f"Memory is off: {self.error}. The chat works without it.{still}", True
         verb = "is" if self.saved == 1 else "are"
         saved = f"; the {count_of(self.saved, 'exchange')} made meanwhile {verb} remembered too" if self.saved else ""
+        recovered = f" {self.recovered[:1].upper()}{self.recovered[1:]}" if self.recovered else ""
         if self.downloaded:
-            return f"{self.downloaded} Memory is on{saved}.", False
+            return f"{self.downloaded} Memory is on{saved}.{recovered}", False
         if self.saved:
-            return f"Memory is ready{saved}.", False
+            return f"Memory is ready{saved}.{recovered}", False
+        if recovered:
+            return recovered.strip(), False
         return None
 
 
@@ -68,8 +73,9 @@ def load_memory(
     if not session.model_ready:
         return MemoryLoaded(session.memory_error)
     saved = session.save_unsaved()
+    recovered = session.write_kept()
     downloaded = fetched.describe() if fetched is not None and fetched.downloaded else None
-    return MemoryLoaded(session.memory_error, downloaded=downloaded, saved=saved)
+    return MemoryLoaded(session.memory_error, downloaded=downloaded, saved=saved, recovered=recovered)
 
 
 def warm_up(session: ChatSession) -> None:

@@ -113,6 +113,8 @@ def _line_reader(interactive: bool, session: ChatSession | None = None) -> Calla
 
 async def _stream_answer(session: ChatSession, prompt: str, out: IO[str], err: IO[str]) -> tuple[str, list[SearchHit]]:
     memories = session.recall(prompt)
+    if session.problem:  # this turn's search failed; memory stays on
+        err.write(f"ocat: note: {printable(session.problem)}\n")
     # Which memories were used is a status, not the answer: stderr, so `echo ... | ocat` gives
     # the answer alone on stdout.
     for line in memory_summary(memories, session.settings.display.context_mode):
@@ -129,9 +131,19 @@ async def _stream_answer(session: ChatSession, prompt: str, out: IO[str], err: I
 
 
 def run_repl(session: ChatSession, *, out: IO[str] | None = None, err: IO[str] | None = None) -> int:
-    """Chat until /quit or end of input; returns the exit code."""
+    """Chat until /quit or end of input, then give memory up, saying what became of any exchange
+    it could not take (ocat.kept); returns the exit code."""
     out = out or sys.stdout
     err = err or sys.stderr
+    try:
+        return _chat(session, out, err)
+    finally:
+        note = session.close()
+        if note:
+            err.write(f"ocat: {printable(note)}\n")
+
+
+def _chat(session: ChatSession, out: IO[str], err: IO[str]) -> int:
     interactive = sys.stdin.isatty()
     read_line = _line_reader(interactive, session)
     if interactive:
@@ -192,9 +204,11 @@ def run_repl(session: ChatSession, *, out: IO[str] | None = None, err: IO[str] |
             err.write(f"ocat: {printable(log_failure('the answer', exc))}\n")
             continue
         out.write("\n")
-        session.record(prompt, answer, memories)
+        exchange = session.record(prompt, answer, memories)
         if had_memory and not session.memory_on:
             err.write(f"ocat: memory is off: {session.memory_error}\n")
+        elif exchange in session.unsaved and session.problem:
+            err.write(f"ocat: note: {printable(session.problem)}\n")
 
 
 def _run_command_line(

@@ -10,6 +10,7 @@ import sys
 import threading
 import time
 from datetime import datetime
+from pathlib import Path
 from typing import IO, TYPE_CHECKING, Callable
 
 from ocat import llm
@@ -70,9 +71,15 @@ class ChatSession:
         # `ocat.memory_loading.load_memory`, for the front end to report).
         self.fetched: FetchResult | None = None
         self.loaded: MemoryLoaded | None = None
-        # Exchanges of this conversation not yet in memory (made while memory loaded or the
-        # model downloaded); written as soon as memory can take them.
+        # Exchanges of this conversation not yet in memory (made while memory loaded, the model
+        # downloaded, or a write failed); tried again on every turn, and kept in a file under
+        # the state folder if the chat ends first (ocat.kept).
         self.unsaved: list[Exchange] = []
+        # What went wrong with memory on the last turn while memory stayed on (a search that
+        # failed, an exchange not written yet); None when nothing did. Faces show it.
+        self.problem: str | None = None
+        # What closing did with the exchanges still unsaved (ocat.kept), in words; None if none were.
+        self.closing_note: str | None = None
         self._unsaved_lock = threading.Lock()
         # Held while an exchange is written, so closing the store waits for that write.
         self._writing = threading.RLock()
@@ -219,14 +226,30 @@ class ChatSession:
                 written = self.store.add_exchanges(waiting)
             except OcatError as exc:
                 self.unsaved = waiting + self.unsaved
-                self._memory_failed(exc)
+                self._write_failed(exc)
                 return 0
         return written
 
+    def write_kept(self) -> str | None:
+        """Write what earlier chats on this store kept in a file (ocat.kept); what was done, in
+        words, or None when there was nothing."""
+        if self.store is None or self.dummy:
+            return None
+        from ocat.kept import write_kept
+
+        with self._writing:
+            store = self.store
+            return write_kept(self.settings, store).sentence() if store is not None else None
+
     def recall(self, prompt: str) -> list[SearchHit]:
         """Memories worth showing the model for this prompt, leaving out what is already in view."""
+        self.problem = None
         if not self.model_available():
             return []
+        if self.unsaved:
+            self.save_unsaved()  # every turn tries again what memory could not take before
+            if self.store is None:
+                return []
         assert self.store is not None
         from ocat.memory import RetrievalLimits, admitted
         from ocat.memory.retrieval import retrieve_any, within_budget
@@ -242,6 +265,11 @@ class ChatSession:
                 found = admitted(retrieve_any(self.store, queries, limits, exclude_ids=in_view))
                 return within_budget(found, self.settings.vector_store.memory_token_budget)
             except OcatError as exc:
+                if self._reachable():
+                    # A failed search is a failed search: this turn goes on without memories and
+                    # says so, and memory stays on for the exchange and the next turn.
+                    self.problem = f"memories were not searched for this turn: {exc}"
+                    return []
                 self._memory_failed(exc)
                 # Once: the owner this process reached the store through may just have closed.
                 if attempt == 2 or not self._reopen():
@@ -296,8 +324,8 @@ class ChatSession:
         except OcatError as exc:
             with self._unsaved_lock:
                 self.unsaved.append(exchange)
-            self._memory_failed(exc)
-            self._reopen()  # once, at once: writes the kept exchange if the store comes back
+            if not self._write_failed(exc):
+                self._reopen()  # once, at once: writes the kept exchange if the store comes back
         return exchange
 
     def resume(self, thread_id: str) -> list[Exchange]:
@@ -343,14 +371,76 @@ class ChatSession:
         self.continuation_seq = 0
         self.history = []
 
-    def close(self) -> None:
+    def close(self) -> str | None:
         """Give the store up (its lock, and its server if this process serves it), once any
-        write under way has finished."""
+        write under way has finished.
+
+        Exchanges still unsaved are first kept in a file that the next start writes
+        (ocat.kept), then tried once more; the file goes if they are written. Returns what
+        became of them, in words (also kept as `closing_note`), or None when there were none.
+        """
+        with self._unsaved_lock:
+            keeping = not self.dummy and self.settings.vector_store.enabled
+            left = list(self.unsaved) if keeping else []
+        kept: Path | None = None
+        failure = ""
+        if left:
+            from ocat.kept import keep
+
+            try:
+                # First, and quickly: a window closing may not wait for a slow store.
+                kept = keep(self.settings, left, self.session_id)
+            except OSError as exc:
+                failure = exc.strerror or str(exc)
+            if self.memory_on:
+                self.save_unsaved()
+            if not self.unsaved and kept is not None:
+                kept.unlink(missing_ok=True)
+                kept = None
         with self._writing:
             self._closed = True
             store, self.store = self.store, None
             if store is not None:
                 store.close()
+        self.closing_note = self._closing_words(left, kept, failure)
+        return self.closing_note
+
+    def _closing_words(self, left: list[Exchange], kept: Path | None, failure: str) -> str | None:
+        """What closing did with the exchanges that were not in memory yet."""
+        from ocat.locations import display_path
+        from ocat.text import count_of
+
+        if not left:
+            return None
+        count = count_of(len(left), "exchange")
+        if not self.unsaved:
+            return f"the {count} this chat kept {'is' if len(left) == 1 else 'are'} now in memory."
+        reason = self.memory_error or self.problem
+        what = f"{count} of this chat could not be written to memory" + (f" ({reason})" if reason else "")
+        if kept is None:
+            return f"{what}, nor kept in a file ({failure}): they are lost."
+        return f"{what}: kept in {display_path(kept)}; the next start on this store writes them to memory."
+
+    def _reachable(self) -> bool:
+        """Whether the store still answers (a count): a failure of one search or one write is
+        then that request's, and memory stays on."""
+        store = self.store
+        if store is None:
+            return False
+        try:
+            store.count("exchange")
+        except Exception:
+            return False
+        return True
+
+    def _write_failed(self, exc: OcatError) -> bool:
+        """A write failed: when the store still answers, keep memory on (the exchange waits in
+        `unsaved` for the next turn) and return True; else memory is off."""
+        if self._reachable():
+            self.problem = f"not written to memory yet ({exc}); this chat keeps it and tries again on the next turn"
+            return True
+        self._memory_failed(exc)
+        return False
 
     def _memory_failed(self, exc: OcatError) -> None:
         """Memory is off: say why, and give the store up at once (its lock and server with it), so

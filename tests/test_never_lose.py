@@ -5,7 +5,6 @@ stuck, stored dates that no calendar holds and paths that look like markup canno
 from __future__ import annotations
 
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -70,12 +69,12 @@ async def test_a_failed_write_is_shown_on_its_turn_kept_and_written_when_the_sto
         await send(app, pilot, "remember the boiler code 4471")
         assert any("Not remembered yet" in n and "disk is full" in n for n in notices(app))
         assert [e.user_prompt for e in app.session.unsaved] == ["remember the boiler code 4471"]
-        assert app.memory_state == "memory off" or not app.session.memory_on
+        # The store still answers: one failed write keeps memory on (issue 23), and the next
+        # turn tries the kept exchange again instead of waiting for memory to "come back".
+        assert app.session.memory_on
 
         monkeypatch.setattr(MemoryStore, "add_exchanges", real_add)
-        app.session._revive_at = time.monotonic()  # rather than wait the half minute between tries
         await send(app, pilot, "and the gate code is 1234")
-        assert any("Memory is back on" in n for n in notices(app))
         stored = app.session.store.get_session(app.session.session_id)
         assert [e.user_prompt for e in stored] == ["remember the boiler code 4471", "and the gate code is 1234"]
         assert app.session.unsaved == []

@@ -62,7 +62,10 @@ def test_a_store_failure_turns_memory_off_without_raising(store: MemoryStore) ->
 
         raise StoreError("disk on fire")
 
+    # The store stops answering altogether (a write that fails while it answers keeps memory
+    # on: tests/test_trust_big_prompt.py).
     store.add_exchanges = broken  # type: ignore[method-assign]
+    store.count = broken  # type: ignore[method-assign,assignment]
     session.record("hi", "hello", [])
     assert session.memory_on is False and "disk on fire" in (session.memory_error or "")
     assert len(session.history) == 1

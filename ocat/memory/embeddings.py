@@ -6,6 +6,7 @@ when an embedder is first used, never at module import, so opening the CLI stays
 
 from __future__ import annotations
 
+import re
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Protocol, Sequence
@@ -28,6 +29,21 @@ BATCH_SIZE = 32
 BATCH_TOKENS = 1024
 # Texts sent to a litellm embedding model per request.
 LITELLM_BATCH = 256
+# Words (runs of non-space) of a text a litellm embedding model is sent: providers refuse
+# input past their window (OpenAI's is 8,191 tokens) rather than cut it, and 4,000 words
+# stay within it for prose; the rest of the text was never going to count.
+LITELLM_MAX_WORDS = 4000
+_WORD = re.compile(r"\S+")
+
+
+def leading_words(text: str, count: int) -> str:
+    """`text` up to the end of its `count`-th word (whole when shorter): what a model that
+    reads a bounded window can use of it. Reads only that far, so a 3.5 MB text costs no
+    more than a short one (the tokenizer would otherwise split all of it before cutting)."""
+    for seen, word in enumerate(_WORD.finditer(text), start=1):
+        if seen == count:
+            return text[: word.end()]
+    return text
 
 
 class Embedder(Protocol):
@@ -93,7 +109,9 @@ class OnnxMiniLMEmbedder:
         self._load()
         import numpy as np
 
-        encodings = self._tokenizer.encode_batch(list(texts))
+        # Every word makes at least one word piece, so the first 2 x MAX_TOKENS words hold
+        # all the model reads: the vector is the same, the cost bounded.
+        encodings = self._tokenizer.encode_batch([leading_words(t, 2 * MAX_TOKENS) for t in texts])
         order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
         result: list[list[float]] = [[] for _ in texts]
         batch: list[int] = []
@@ -143,7 +161,7 @@ class LiteLLMEmbedder:
 
         vectors: list[list[float]] = []
         for start in range(0, len(texts), LITELLM_BATCH):
-            batch = list(texts[start : start + LITELLM_BATCH])
+            batch = [leading_words(t, LITELLM_MAX_WORDS) for t in texts[start : start + LITELLM_BATCH]]
             try:
                 raw = llm.embed(self.name, batch, api_base=self._api_base, api_key=self._api_key)
             except Exception as exc:

@@ -32,6 +32,13 @@ SCHEMA_VERSION = 1
 # would pass this; the rarest term is always searched. At 4,000, a store of up to ~4,000
 # records is searched with every term, exactly as before.
 POSTINGS_BUDGET = 4000
+# A query is searched by at most this many distinct terms (`query_terms`): a pasted book of
+# 290k distinct words once passed SQLite's limit on a statement's parameters and failed the
+# search. A prompt rarely has more than a hundred; past that, its most repeated terms say
+# what it is about.
+MAX_QUERY_TERMS = 256
+# Parameters per `IN (...)` list: SQLite's limit is 32,766 nowadays (999 in old builds).
+IDS_PER_SELECT = 500
 _TOKEN = re.compile(r"[^\W_]+")
 # Function words carry no topic; dropping them keeps FTS5 OR-queries small and fast.
 STOP_WORDS = frozenset(
@@ -57,6 +64,18 @@ def stem(word: str) -> str:
 def terms(text: str) -> list[str]:
     """The normalised terms of a text, in order (with repeats)."""
     return [stem(t) for t in _TOKEN.findall(text.lower()) if t not in STOP_WORDS and len(t) > 1]
+
+
+def query_terms(text: str) -> list[str]:
+    """The terms a query is searched and scored by: `terms(text)` when it has at most
+    MAX_QUERY_TERMS distinct ones, else only its most repeated (the longer first among equals),
+    in order. However large the query, a search reads a bounded number of terms."""
+    found = terms(text)
+    counts = Counter(found)
+    if len(counts) <= MAX_QUERY_TERMS:
+        return found
+    kept = {t for t, _ in sorted(counts.items(), key=lambda p: (-p[1], -len(p[0]), p[0]))[:MAX_QUERY_TERMS]}
+    return [t for t in found if t in kept]
 
 
 @lru_cache(maxsize=8192)
@@ -207,12 +226,13 @@ class LexicalIndex:
         Only the rarer terms are searched once the postings they make reach POSTINGS_BUDGET
         (the most common terms add least to BM25 and most to its cost).
         """
+        # The rarest MAX_QUERY_TERMS are searched at most: the MATCH expression stays small.
         unique = list(dict.fromkeys(query_terms))
         if not unique or k <= 0:
             return []
         with self._lock:
             try:
-                chosen = _within_budget(self._doc_freqs(kind, unique))
+                chosen = _within_budget(self._doc_freqs(kind, unique))[:MAX_QUERY_TERMS]
                 if not chosen:
                     return []
                 rows = self._db.execute(
@@ -234,8 +254,12 @@ class LexicalIndex:
             return self._doc_freqs(kind, unique)
 
     def _doc_freqs(self, kind: str, unique: list[str]) -> dict[str, int]:
-        marks = ",".join("?" * len(unique))
-        found = dict(self._db.execute(f"SELECT term, docs FROM df_{kind} WHERE term IN ({marks})", unique).fetchall())
+        found: dict[str, int] = {}
+        # In slices: a caller may pass more terms than one statement takes.
+        for start in range(0, len(unique), IDS_PER_SELECT):
+            part = unique[start : start + IDS_PER_SELECT]
+            marks = ",".join("?" * len(part))
+            found.update(self._db.execute(f"SELECT term, docs FROM df_{kind} WHERE term IN ({marks})", part).fetchall())
         return {t: int(found.get(t, 0)) for t in unique}
 
     def term_sets(self, kind: str, record_ids: Sequence[str]) -> dict[str, frozenset[str]]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Collection, Literal, Sequence
 
-from ocat.memory.lexical import terms
+from ocat.memory.lexical import query_terms as terms_of_query
 from ocat.memory.neighbours import Candidate, Neighbours, record_terms
 from ocat.memory.scoring import Calibration, coverage
 from ocat.memory.store import MemoryStore
@@ -97,7 +97,7 @@ def _retrieve(
     queries = [q for q in queries if q.strip()]
     if not queries:
         return []
-    query_terms = [terms(q) for q in queries]
+    query_terms = [terms_of_query(q) for q in queries]
     vectors = store.embedder.embed(queries) if mode != "lexical" else None
     ranked_hits: list[tuple[float, SearchHit]] = []
     per_kind: tuple[tuple[RecordKind, int, float], ...] = (
@@ -164,7 +164,7 @@ def best_exchange_z(store: MemoryStore, queries: Sequence[str]) -> list[float]:
     vectors = store.embedder.embed(list(queries))
     best = []
     for query, vector in zip(queries, vectors):
-        ranked = _ranked(store, "exchange", [terms(query)], [vector], MIN_POOL, None, "hybrid", keep=10)
+        ranked = _ranked(store, "exchange", [terms_of_query(query)], [vector], MIN_POOL, None, "hybrid", keep=10)
         best.append(max((c.z for c in ranked), default=0.0))
     return best
 

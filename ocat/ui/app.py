@@ -252,6 +252,8 @@ class OcatApp(MemoryView, CommandView, App[int]):
                 self._notice(f"Memory is off: {self.session.memory_error}", error=True)
                 self.memory_state = "memory off"
                 self._refresh_header()
+            elif self.session.problem:  # this turn's search failed; memory stays on
+                self._notice(f"Note: {self.session.problem}.", error=True)
             indicator = memory_indicator(memories, self.session.settings.display.context_mode)
             if indicator is not None:
                 await self._append(indicator)

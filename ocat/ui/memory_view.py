@@ -209,7 +209,10 @@ class MemoryView(AppBase):
         loading it is kept quietly, and written once memory is ready); memory that came back
         during the turn says so too. `had_memory`: memory was on when the turn began."""
         session = self.session
-        if exchange in session.unsaved and not self._memory_pending():
+        if exchange in session.unsaved and session.memory_on and session.problem:
+            # One write failed but memory answers: the exchange waits for the next turn.
+            self._notice(f"Not remembered yet: {session.problem}.", error=True)
+        elif exchange in session.unsaved and not self._memory_pending():
             self._notice(
                 f"Not remembered yet: {session.memory_error or 'memory is off'}. This chat keeps it, "
                 "and it is written to memory when memory is back.",
