@@ -417,9 +417,10 @@ class ChatSession:
             return f"the {count} this chat kept {'is' if len(left) == 1 else 'are'} now in memory."
         reason = self.memory_error or self.problem
         what = f"{count} of this chat could not be written to memory" + (f" ({reason})" if reason else "")
+        them = "it" if len(self.unsaved) == 1 else "them"
         if kept is None:
-            return f"{what}, nor kept in a file ({failure}): they are lost."
-        return f"{what}: kept in {display_path(kept)}; the next start on this store writes them to memory."
+            return f"{what}, nor kept in a file ({failure}): {'it is' if them == 'it' else 'they are'} lost."
+        return f"{what}: kept in {display_path(kept)}; the next start on this store writes {them} to memory."
 
     def _reachable(self) -> bool:
         """Whether the store still answers (a count): a failure of one search or one write is
