@@ -8,7 +8,9 @@ set: the key, where it was set, what it must be and what it was.
 from __future__ import annotations
 
 import difflib
+import math
 import os
+import re
 import types
 import typing
 from collections.abc import Callable, Mapping
@@ -121,9 +123,19 @@ def _describe(value: Any) -> str:
     return "null" if value is None else "a mapping" if isinstance(value, dict) else type(value).__name__
 
 
+# A number as people write it on a command line: YAML 1.1 takes `1e-3` and `1e309` for strings.
+_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?|[+-]?(inf|infinity|nan)", re.IGNORECASE)
+
+
 def _check_type(spec: Spec, value: Any) -> Any:
     if value is None and spec.nullable:
         return None
+    written = value
+    if spec.kind == "float" and isinstance(value, str) and _NUMBER.fullmatch(value.strip()):
+        value = float(value)
+    if spec.kind == "float" and isinstance(value, float) and not math.isfinite(value):
+        # 1e309 is past the largest float: it reads as infinity, which no setting can mean.
+        raise _Invalid(f"must be a finite number, got {str(written).strip()} (out of range)")
     ok = {
         "bool": isinstance(value, bool),
         "int": isinstance(value, int) and not isinstance(value, bool),

@@ -233,6 +233,7 @@ def acquire(
         path.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise StoreError(f"cannot use {path} as a memory store: {exc.strerror or exc}") from exc
+    _check_lock_file(path / LOCK_FILE)
     # Not thread-local: the chat opens the store in a worker thread and releases it from the main one.
     lock = FileLock(str(path / LOCK_FILE), thread_local=False)
     started = time.monotonic()
@@ -242,6 +243,9 @@ def acquire(
         try:
             lock.acquire(timeout=0)
         except Timeout:  # (a subclass of OSError, so it comes first)
+            # filelock retries a failed create as if it were contention; a lock file that is not
+            # there is held by nobody, so this is no wait but a failure.
+            _check_lock_file(path / LOCK_FILE)
             served = _read_server(path)
             if served is not None:
                 host, port = served
@@ -286,6 +290,20 @@ def acquire(
             raise
         atexit.register(lease.release)
         return lease
+
+
+def _check_lock_file(lock_path: Path) -> None:
+    """Make sure the lock file exists and can be opened for writing, or raise StoreError at once.
+
+    Only a lock another process holds is worth waiting for: filelock reads a create that fails
+    with ENOENT (a store under /proc/self, a folder removed meanwhile) as contention and would
+    retry it for the whole wait, which ocat reported as "another ocat process holds it".
+    """
+    try:
+        handle = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise StoreError(f"cannot create the store's lock file {lock_path}: {exc.strerror or exc}") from exc
+    os.close(handle)
 
 
 def _read_server(path: Path) -> tuple[str, int] | None:
