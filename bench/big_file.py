@@ -6,6 +6,7 @@ chunks (as Ctrl+C would) and extrapolates the full time from the rate so far; a 
 with --store pointing at the same folder measures completing a partial add.
 
     python bench/big_file.py --mb 50 --stop-after 2048
+    python bench/big_file.py --mb 10 --one-line --stop-after 1024   # one 10 MB line, no break
 """
 
 from __future__ import annotations
@@ -25,14 +26,16 @@ class Stop(Exception):
     """Raised from the progress callback to cancel the add, as Ctrl+C does."""
 
 
-def make_file(path: Path, megabytes: float) -> None:
-    """Paragraphs of random words until the file reaches the size."""
+def make_file(path: Path, megabytes: float, *, one_line: bool = False) -> None:
+    """Paragraphs of random words until the file reaches the size (`one_line`: all on one
+    line, with no sentence end or break to cut at)."""
     rng = random.Random(1)
     target = int(megabytes * 1024 * 1024)
     with path.open("w", encoding="utf-8") as handle:
         written = index = 0
         while written < target:
-            paragraph = f"{index} " + " ".join(rng.choice(WORDS) for _ in range(150)) + ".\n\n"
+            end = " " if one_line else ".\n\n"
+            paragraph = f"{index} " + " ".join(rng.choice(WORDS) for _ in range(150)) + end
             handle.write(paragraph)
             written += len(paragraph)
             index += 1
@@ -50,6 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mb", type=float, default=50.0)
     parser.add_argument("--stop-after", type=int, default=0, help="cancel after this many chunks (0: add it all)")
+    parser.add_argument("--one-line", action="store_true", help="the whole file on one line, with no break")
     parser.add_argument("--model", type=Path, default=DEFAULT_MODEL)
     parser.add_argument("--store", type=Path, help="keep the store (and the file) here")
     args = parser.parse_args(argv)
@@ -58,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     folder.mkdir(parents=True, exist_ok=True)
     big = folder / "big.txt"
     if not big.exists():
-        make_file(big, args.mb)
+        make_file(big, args.mb, one_line=args.one_line)
     options = options_from(shipped_settings().chunking)
     started = time.perf_counter()
     chunks = chunk_text(big.read_text(encoding="utf-8"), options)
