@@ -38,3 +38,12 @@ MAX_TITLE_CHARS = 200
 # is refused, and a stored one past it (another client's metadata) is read as unknown. A 1 GB
 # file of one-line text makes about a million chunks at the shipped chunk size.
 MAX_DOCUMENT_CHUNKS = 10_000_000
+
+
+def stored_count(value: object, *, least: int = 0) -> int | None:
+    """A chunk count or index read from stored metadata, or None when it is no usable whole
+    number (a string, a list, a float, a bool, or past MAX_DOCUMENT_CHUNKS): a store written by
+    an older ocat or another Chroma client may hold anything, and reading it must not fail."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        return None
+    return value if least <= value <= MAX_DOCUMENT_CHUNKS else None

@@ -13,6 +13,7 @@ from typing import Any, Callable, Literal, Mapping
 
 from ocat.chunking import ChunkingOptions, chunk_text, content_hash
 from ocat.errors import InputFileError
+from ocat.limits import stored_count
 from ocat.memory.store import WRITE_BATCH, MemoryStore
 from ocat.models import AddResult, DocumentChunk, now
 
@@ -51,23 +52,26 @@ class PartialDocument:
 def partial_documents(store: MemoryStore) -> list[PartialDocument]:
     """Every partially stored document (adding it again completes it).
 
-    Chunk ids carry their document's key, so the lexical index counts each document's
-    stored chunks in one query; one chunk's metadata per document says how many it should have.
+    Read from the primary store alone (each chunk's metadata, page by page; per document only
+    a count is kept), so it holds when a derived file is missing or damaged. A chunk whose
+    `total_chunks` or `document_id` is unusable (another client's metadata, an older import)
+    says nothing about completeness: such a document is never reported partial.
     """
-    head = len(chunk_id("0" * 32, 0)) - 1  # "doc-<32 hex>-"
-    groups = store.lexical.id_groups("document", head, "doc-*")
-    found = []
-    for start in range(0, len(groups), 500):
-        page = groups[start : start + 500]
-        got = store.fetch("document", [sample for _, _, sample in page], vectors=False)
-        metadata_of = dict(zip(got["ids"], got["metadatas"]))
-        for _, stored, sample in page:
-            metadata = metadata_of.get(sample) or {}
-            total = int(metadata.get("total_chunks") or 0)
-            if stored < total:
-                source = str(metadata.get("source_file") or metadata.get("source") or "")
-                found.append(PartialDocument(str(metadata.get("document_id", "")), source, stored, total))
-    return found
+    stored: dict[str, int] = {}
+    declared: dict[str, tuple[int, str]] = {}
+    for _, metadata in store.iter_metadata("document"):
+        document = metadata.get("document_id")
+        total = stored_count(metadata.get("total_chunks"), least=1)
+        if not isinstance(document, str) or not document or total is None:
+            continue
+        stored[document] = stored.get(document, 0) + 1
+        source = str(metadata.get("source_file") or metadata.get("source") or "")
+        declared[document] = (max(total, declared.get(document, (0, ""))[0]), source)
+    return [
+        PartialDocument(document, source, stored[document], total)
+        for document, (total, source) in sorted(declared.items())
+        if stored[document] < total
+    ]
 
 
 def document_chunks(
@@ -179,10 +183,10 @@ def plan_document(
         replaced = store.delete_documents_where({"$and": [previous, {"document_id": {"$ne": key}}]})
     present = store.documents_where({"document_id": key})
     if present:
-        declared = {int(c.metadata.get("total_chunks", -1)) for c in present}
+        declared = {stored_count(c.metadata.get("total_chunks")) for c in present}
         if declared == {len(present)}:
             # Complete already (perhaps chunked differently once): never store it twice.
-            ids = tuple(c.id for c in sorted(present, key=lambda c: int(c.metadata.get("chunk_index", 0))))
+            ids = tuple(c.id for c in sorted(present, key=lambda c: stored_count(c.metadata.get("chunk_index")) or 0))
             return AddResult(source_path=source_path, added_chunks=0, total_chunks=len(present), ids=ids), []
         if not {c.id for c in present} <= {c.id for c in chunks}:
             # A partial add made with other chunking settings: start that document over.

@@ -292,6 +292,21 @@ class MemoryStore:
                 return
             offset += page
 
+    def iter_metadata(self, kind: RecordKind, *, page: int = READ_PAGE) -> Iterator[tuple[str, dict[str, Any]]]:
+        """Every record's id and metadata, read page by page without texts or vectors."""
+        collection = self._collection(kind)
+        offset = 0
+        while True:
+            try:
+                got = collection.get(include=["metadatas"], limit=page, offset=offset)
+            except Exception as exc:
+                raise StoreError(f"cannot read the memory store: {exc}") from exc
+            ids = list(got["ids"])
+            yield from zip(ids, (dict(m or {}) for m in _column(got["metadatas"], len(ids))))
+            if len(ids) < page:
+                return
+            offset += page
+
     def count(self, kind: RecordKind) -> int:
         """How many records of one kind the store holds."""
         try:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import IO, Any, Callable, Iterable, Iterator
 
 from ocat.errors import InputFileError, StoreError
-from ocat.limits import MAX_TITLE_CHARS
+from ocat.limits import MAX_DOCUMENT_CHUNKS, MAX_TITLE_CHARS, stored_count
 from ocat.locations import cache_dir
 # Chroma keeps integers as signed 64-bit numbers; a larger one silently becomes an approximate float.
 from ocat.memory.filters import FIRST_DATE, INT64_MAX, INT64_MIN, LAST_DATE
@@ -304,7 +304,40 @@ def _document(data: dict[str, Any]) -> DocumentChunk:
         raise _Refused("document metadata must be an object")
     for key, value in metadata.items():
         _check_metadata(key, value)
+    _check_known_keys(metadata)
     return DocumentChunk(id=record_id, text=text, metadata=metadata)
+
+
+# The document metadata ocat itself reads, and what each must be: an import that stored
+# `total_chunks: "many"` made every later stats call fail, and `1e18` invented a partial document.
+_TEXT_KEYS = ("kind", "source", "source_file", "source_path", "source_folder", "filename", "section", "prefix",
+              "content_hash", "document_id")
+
+
+def _check_known_keys(metadata: dict[str, Any]) -> None:
+    """Refuse a value of a key ocat reads that is not of that key's type and range."""
+    for key in _TEXT_KEYS:
+        if key in metadata and not isinstance(metadata[key], str):
+            raise _Refused(f"metadata {_shown(key)} must be a string, not {_shown(metadata[key])}")
+    if "manual_entry" in metadata and not isinstance(metadata["manual_entry"], bool):
+        raise _Refused(f"metadata \"manual_entry\" must be true or false, not {_shown(metadata['manual_entry'])}")
+    for key in ("date_added", "timestamp"):
+        if key in metadata:
+            try:
+                _check_timestamp(metadata[key])
+            except _Refused:
+                raise _Refused(f"metadata {_shown(key)} must be a date (seconds since 1970, years 1 to 9999), "
+                               f"not {_shown(metadata[key])}") from None
+    total = metadata.get("total_chunks")
+    if "total_chunks" in metadata and stored_count(total, least=1) is None:
+        raise _Refused(f"metadata \"total_chunks\" must be a whole number from 1 to {MAX_DOCUMENT_CHUNKS:,}, "
+                       f"not {_shown(total)}")
+    if "chunk_index" in metadata:
+        index = stored_count(metadata["chunk_index"])
+        top = (total if isinstance(total, int) else MAX_DOCUMENT_CHUNKS) - 1
+        if index is None or index > top:
+            raise _Refused(f"metadata \"chunk_index\" must be a whole number from 0 to {top:,} "
+                           f"(below total_chunks), not {_shown(metadata['chunk_index'])}")
 
 
 def _thread_title(data: dict[str, Any]) -> ThreadTitle:

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Sequence
 
 from ocat.errors import UsageError
+from ocat.limits import stored_count
 from ocat.models import DocumentChunk, Exchange, SearchHit, source_word
 from ocat.text import count_of, local_time, shorten
 
@@ -93,8 +94,8 @@ def record_details(record: Record) -> list[tuple[str, str]]:
         rows.append(("file", where))
     if meta.get("section"):
         rows.append(("section", str(meta["section"])))
-    index, total = meta.get("chunk_index"), meta.get("total_chunks")
-    if isinstance(index, int) and isinstance(total, int) and total > 1:
+    index, total = stored_count(meta.get("chunk_index")), stored_count(meta.get("total_chunks"), least=1)
+    if index is not None and total is not None and total > 1:
         rows.append(("part", f"{index + 1} of {total}"))
     rows.append(("date", local_time(meta.get("date_added"))))
     rows.extend((key, str(value)) for key, value in sorted(meta.items()) if key not in _SHOWN_APART)
