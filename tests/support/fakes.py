@@ -57,6 +57,12 @@ class FakeLLMServer:
         return f"http://127.0.0.1:{self.port}/v1"
 
 
+def _canonical(headers: Any) -> dict[str, str]:
+    """Header names in one spelling (`Authorization`): HTTP names are case-insensitive, and
+    openai 3.x sends them in lower case where 2.x capitalised them."""
+    return {name.title(): value for name, value in headers}
+
+
 def llm_handler(server_state: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
     """The request handler class of a fake LLM server that replies as `server_state` says."""
 
@@ -65,7 +71,7 @@ def llm_handler(server_state: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
             pass
 
         def do_GET(self) -> None:
-            server_state.headers.append(dict(self.headers.items()))
+            server_state.headers.append(_canonical(self.headers.items()))
             if self.path.rstrip("/") != "/v1/models":
                 self._send(404, "application/json", b'{"error": {"message": "not found"}}')
                 return
@@ -75,7 +81,7 @@ def llm_handler(server_state: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
         def do_POST(self) -> None:
             body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
             server_state.requests.append(body)
-            server_state.headers.append(dict(self.headers.items()))
+            server_state.headers.append(_canonical(self.headers.items()))
             if server_state.status != 200:
                 failure = json.dumps({"error": {"message": "fake failure", "type": "error", "code": server_state.status}})
                 self._send(server_state.status, "application/json", failure.encode())
