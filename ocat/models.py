@@ -30,6 +30,11 @@ EXCHANGE_FIELDS: tuple[str, ...] = (
 )
 
 
+# The metadata key of an exchange that holds its thread's title (/rename): every exchange of a
+# titled thread carries it, so the title lives in the primary store and travels with the thread.
+THREAD_TITLE_KEY = "thread_title"
+
+
 def new_id() -> str:
     """A fresh random UUID string, used for exchange, thread and session ids."""
     return str(uuid.uuid4())

@@ -32,11 +32,24 @@ def printable(text: str) -> str:
     return _UNPRINTABLE.sub(_escape, text.replace("\r\n", "\n"))
 
 
+def unprintable_escaped(json_text: str) -> str:
+    """JSON text with the characters `printable` shows as escapes written as JSON `\\u` escapes:
+    the same JSON value, but one that cannot drive a terminal it is printed on."""
+    return _UNPRINTABLE.sub(lambda m: f"\\u{ord(m.group()):04x}", json_text)
+
+
 def without_controls(text: str) -> str:
     """`text` with the terminal control characters removed (newlines and tabs kept), for the
     clipboard: a pasted `ESC[201~` would otherwise end a shell's bracketed paste early and run
     what follows it."""
     return _UNPRINTABLE.sub("", text.replace("\r\n", "\n"))
+
+
+def clean_title(text: str) -> str:
+    """A thread title as ocat stores it: terminal controls, DEL, C1 and bidirectional controls
+    removed, line breaks and runs of whitespace as one space, no space at either end. The one
+    rule for every way a title comes in (/rename, an import), so an export always imports."""
+    return " ".join(_UNPRINTABLE.sub(" ", text).split())
 
 
 def local_time(timestamp: object, fmt: str = "%Y-%m-%d %H:%M", missing: str = "-") -> str:

@@ -95,9 +95,9 @@ def test_a_title_names_only_a_thread_whose_exchanges_the_file_holds(tmp_path: Pa
         ({"kind": "thread", "thread_id": "", "title": "x"}, "thread_id must be a non-empty string"),
         ({"kind": "thread", "thread_id": "t", "title": "   "}, "title must not be empty"),
         ({"kind": "thread", "thread_id": "t", "title": "x" * 201}, "title is 201 characters; a title is at most 200"),
-        ({"kind": "thread", "thread_id": "t", "title": "two\nlines"}, "holds a line break or a control character"),
-        ({"kind": "thread", "thread_id": "t", "title": "\x1b[31mred"}, "holds a line break or a control character"),
-        ({"kind": "thread", "thread_id": "t", "title": "abc\u202eevil"}, "holds a line break or a control character"),
+        # Line breaks, terminal controls and bidi overrides are dropped, not refused (issue 23:
+        # a backup that cannot be restored is data loss): tests/test_trust_titles.py.
+        ({"kind": "thread", "thread_id": "t", "title": "\x1b\x07\u202e"}, "title must not be empty"),
         ({"kind": "thread", "thread_id": "t", "title": "\udfff"}, "lone surrogate"),
     ],
 )

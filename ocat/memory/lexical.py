@@ -126,10 +126,15 @@ class LexicalIndex:
                 "ts REAL NOT NULL)"
             )
             self._db.execute("CREATE INDEX IF NOT EXISTS thread_order_by_time ON thread_order(thread_id, ts)")
-            # Titles the user gave threads (/rename); a thread without one is named by its first prompt.
+            # A copy of the titles the user gave threads (/rename), for listing threads: the titles
+            # themselves are in Chroma (ocat.models.THREAD_TITLE_KEY), and this table is rebuilt from
+            # there (ocat.memory.upkeep.sync_titles). A thread without one is named by its first prompt.
             self._db.execute(
                 "CREATE TABLE IF NOT EXISTS thread_titles "
                 "(thread_id TEXT PRIMARY KEY, title TEXT NOT NULL) WITHOUT ROWID"
+            )
+            self._db.execute(
+                "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID"
             )
             self._upgrade()
         except sqlite3.Error as exc:
@@ -357,6 +362,29 @@ class LexicalIndex:
                 f"SELECT thread_id, title FROM thread_titles WHERE thread_id IN ({marks})", unique
             ).fetchall()
         return {str(thread_id): str(title) for thread_id, title in rows}
+
+    def all_titles(self) -> dict[str, str]:
+        """Every thread title the index holds (for the upgrade that moves them into Chroma)."""
+        with self._lock:
+            rows = self._db.execute("SELECT thread_id, title FROM thread_titles").fetchall()
+        return {str(thread_id): str(title) for thread_id, title in rows}
+
+    def replace_titles(self, titles: Mapping[str, str]) -> None:
+        """Make the titles table exactly `titles` (a rebuild from the primary store)."""
+        with self._lock, self._transaction():
+            self._db.execute("DELETE FROM thread_titles")
+            self._db.executemany("INSERT INTO thread_titles(thread_id, title) VALUES (?, ?)", titles.items())
+
+    def get_meta(self, key: str) -> str | None:
+        """A value kept in the index about the index itself, or None."""
+        with self._lock:
+            row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return str(row[0]) if row else None
+
+    def set_meta(self, key: str, value: str) -> None:
+        """Keep a value about the index."""
+        with self._lock:
+            self._db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (key, value))
 
     def id_groups(self, kind: str, prefix_length: int, glob: str) -> list[tuple[str, int, str]]:
         """Indexed ids matching `glob`, grouped by their first `prefix_length` characters:

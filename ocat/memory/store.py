@@ -18,8 +18,8 @@ from ocat.memory.floor import StoreFloor
 from ocat.memory.lexical import LexicalIndex
 from ocat.memory.prompts import PromptVectors
 from ocat.memory.scoring import Calibration, calibration_for
-from ocat.memory.upkeep import settled_calibration, sync_lexical, sync_prompts
-from ocat.models import RECORD_KINDS, DocumentChunk, Exchange, RecordKind
+from ocat.memory.upkeep import settled_calibration, sync_lexical, sync_prompts, sync_titles
+from ocat.models import RECORD_KINDS, THREAD_TITLE_KEY, DocumentChunk, Exchange, RecordKind
 
 if TYPE_CHECKING:
     from chromadb.api import ClientAPI
@@ -77,7 +77,7 @@ class MemoryStore:
         self.prompts = PromptVectors(beside_index(self.lexical, "prompts"), embedder)
         # Set by open_store: this process's hold on the store folder (see ocat.memory.owner).
         self.lease: StoreLease | None = None
-        sync_lexical(self)
+        sync_titles(self, rebuilt=sync_lexical(self))
         self.calibration: Calibration = settled_calibration(self, shipped, complete=sync_prompts(self, notify))
         self.floor = StoreFloor(self)
 
@@ -124,26 +124,32 @@ class MemoryStore:
         added = handled = 0
         step = EMBED_STEP if progress else WRITE_BATCH
         for batch in _batches(rows, WRITE_BATCH):
-            # By length, as the embedder orders its input: then steps pad as little as one
-            # call for the batch would (unordered steps of 16 embedded 10% slower).
-            fresh = sorted(self._missing(collection, _unique_by_id(batch)), key=lambda row: len(row[1]))
+            # Embedded by length, as the embedder orders its input: then steps pad as little as
+            # one call for the batch would (unordered steps of 16 embedded 10% slower). Written in
+            # the order given, so an export imported again exports byte for byte the same.
+            fresh = self._missing(collection, _unique_by_id(batch))
+            by_length = sorted(range(len(fresh)), key=lambda i: len(fresh[i][1]))
             handled += len(batch) - len(fresh)
-            vectors: list[Sequence[float]] = []
-            prompt_vectors: list[Sequence[float]] = []
+            vectors: dict[int, Sequence[float]] = {}
+            prompt_vectors: dict[int, Sequence[float]] = {}
             try:
                 for start in range(0, len(fresh), step):
-                    part = fresh[start : start + step]
-                    texts = [row[1] for row in part]
+                    part = by_length[start : start + step]
+                    texts = [fresh[i][1] for i in part]
                     # An exchange's prompt side (ocat.memory.prompts) is embedded in the same call.
-                    asked = [str(row[2].get("user_prompt", "")) for row in part] if collection is self.exchanges else []
+                    asked = (
+                        [str(fresh[i][2].get("user_prompt", "")) for i in part] if collection is self.exchanges else []
+                    )
                     embedded = self.embedder.embed(texts + asked)
-                    vectors += embedded[: len(texts)]
-                    prompt_vectors += embedded[len(texts) :]
+                    vectors.update(zip(part, embedded[: len(texts)]))
+                    prompt_vectors.update(zip(part, embedded[len(texts) :]))
                     if progress:
                         progress(handled + len(vectors))
             finally:
                 if vectors:
-                    self._write(collection, fresh[: len(vectors)], vectors, prompt_vectors)
+                    done = sorted(vectors)
+                    self._write(collection, [fresh[i] for i in done], [vectors[i] for i in done],
+                                [prompt_vectors[i] for i in done if i in prompt_vectors])
             added += len(fresh)
             handled += len(fresh)
             if not fresh and progress:
@@ -160,6 +166,8 @@ class MemoryStore:
     def _write(
         self, collection: Collection, rows: list[Row], vectors: list[Sequence[float]], prompts: list[Sequence[float]]
     ) -> None:
+        if collection is self.exchanges:
+            self._carry_titles(rows)
         ids = [row[0] for row in rows]
         texts = [row[1] for row in rows]
         # Chroma refuses an empty metadata dict but takes None (its types do not say so): an
@@ -173,6 +181,30 @@ class MemoryStore:
         # rebuilds the lexical index, or embeds the missing prompts.
         self.prompts.write(ids[: len(prompts)], prompts)
         self.lexical.add(self._kind(collection), rows)
+
+    def _carry_titles(self, rows: list[Row]) -> None:
+        """A new exchange of a titled thread carries the title, as the thread's others do."""
+        titles = self.lexical.titles(list({str(row[2].get("thread_id", "")) for row in rows}))
+        for _, _, metadata in rows:
+            title = titles.get(str(metadata.get("thread_id", "")))
+            if title and THREAD_TITLE_KEY not in metadata:
+                metadata[THREAD_TITLE_KEY] = title
+
+    def set_thread_title(self, thread_id: str, title: str | None) -> int:
+        """Name a thread (None: drop its name) where the thread lives: every exchange of it
+        carries the title in Chroma, and the lexical index keeps a copy for listing. Returns
+        how many exchanges carry it."""
+        try:
+            ids = list(self.exchanges.get(where={"thread_id": thread_id}, include=[])["ids"])
+            for start in range(0, len(ids), WRITE_BATCH):
+                part = ids[start : start + WRITE_BATCH]
+                # Chroma merges an update into the stored metadata; None removes the key.
+                update = cast("list[Metadata]", [{THREAD_TITLE_KEY: title} for _ in part])
+                self.exchanges.update(ids=part, metadatas=update)
+        except Exception as exc:
+            raise StoreError(f"cannot name the thread in the memory store: {exc}") from exc
+        self.lexical.set_title(thread_id, title)
+        return len(ids)
 
     def delete(self, ids: Sequence[str]) -> int:
         """Delete exchanges or chunks by id; returns how many existed (none for no ids: Chroma

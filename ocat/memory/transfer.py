@@ -23,8 +23,8 @@ from ocat.locations import cache_dir
 # Chroma keeps integers as signed 64-bit numbers; a larger one silently becomes an approximate float.
 from ocat.memory.filters import FIRST_DATE, INT64_MAX, INT64_MIN, LAST_DATE
 from ocat.memory.store import WRITE_BATCH, MemoryStore
-from ocat.models import EXCHANGE_FIELDS, RECORD_KINDS, DocumentChunk, Exchange
-from ocat.text import printable
+from ocat.models import EXCHANGE_FIELDS, RECORD_KINDS, THREAD_TITLE_KEY, DocumentChunk, Exchange
+from ocat.text import clean_title, unprintable_escaped
 
 _STRING_FIELDS = ("exchange_id", "thread_id", "session_id", "user_prompt", "assistant_response")
 # The times a date can show in every time zone (years 1 to 9999, with a day to spare at each
@@ -70,23 +70,38 @@ class TransferResult:
 
 def export_memory(store: MemoryStore, out: IO[str], *, path: str = "-") -> TransferResult:
     """Write every exchange, then every document chunk, then the titles of the exported
-    threads that have one, one JSON object per line."""
+    threads that have one, one JSON object per line.
+
+    Read from the primary store alone: the titles too come from the exchanges' metadata, so a
+    missing or damaged derived file never stops an export.
+    """
     counts = {"exchange": 0, "document": 0}
-    threads: set[str] = set()  # one id per thread, not per exchange: small beside the store
-    for kind in RECORD_KINDS:
-        for record in store.iter_records(kind):
-            out.write(json.dumps(_to_line(record), ensure_ascii=False) + "\n")
-            counts[kind] += 1
-            if isinstance(record, Exchange):
-                threads.add(record.thread_id)
-    titles = 0
-    for batch in _batches(sorted(threads), _TITLE_BATCH):
-        for thread_id, title in sorted(store.lexical.titles(batch).items()):
-            line = {"kind": "thread", "thread_id": thread_id, "title": title}
-            out.write(json.dumps(line, ensure_ascii=False) + "\n")
-            titles += 1
+    titles: dict[str, tuple[float, str]] = {}  # one entry per titled thread: small beside the store
+    for _, metadata in store.iter_metadata("exchange"):
+        exchange = Exchange.from_metadata(metadata)
+        out.write(json_line(_to_line(exchange)))
+        counts["exchange"] += 1
+        title = metadata.get(THREAD_TITLE_KEY)
+        if isinstance(title, str) and title and exchange.timestamp >= titles.get(exchange.thread_id, (-1.0, ""))[0]:
+            titles[exchange.thread_id] = (exchange.timestamp, title)
+    for record in store.iter_records("document"):
+        out.write(json_line(_to_line(record)))
+        counts["document"] += 1
+    for thread_id, (_, title) in sorted(titles.items()):
+        # The import rule, applied here too: a title an older ocat stored with controls in it
+        # is written as it would be read back.
+        cleaned = clean_title(title)[:MAX_TITLE_CHARS]
+        if cleaned:
+            out.write(json_line({"kind": "thread", "thread_id": thread_id, "title": cleaned}))
     out.flush()
-    return TransferResult(path=path, exchanges=counts["exchange"], documents=counts["document"], titles=titles)
+    return TransferResult(path=path, exchanges=counts["exchange"], documents=counts["document"], titles=len(titles))
+
+
+def json_line(record: dict[str, Any]) -> str:
+    """One record as a line of JSON that is safe to `cat` to a terminal: besides the control
+    characters JSON escapes itself, DEL, the C1 controls and the bidirectional overrides are
+    written as \\u escapes too (they read back as the same characters)."""
+    return unprintable_escaped(json.dumps(record, ensure_ascii=False)) + "\n"
 
 
 def _to_line(record: Exchange | DocumentChunk) -> dict[str, Any]:
@@ -156,7 +171,7 @@ def _restore_titles(store: MemoryStore, path: Path, threads: set[str]) -> int:
         named = store.lexical.titles(batch)
         for thread_id in batch:
             if thread_id not in named:
-                store.lexical.set_title(thread_id, titles[thread_id])
+                store.set_thread_title(thread_id, titles[thread_id])
                 given += 1
     return given
 
@@ -349,9 +364,9 @@ def _thread_title(data: dict[str, Any]) -> ThreadTitle:
     if not isinstance(title, str):
         raise _Refused("title must be a string")
     _check_text(title, "title")
-    if printable(title) != title or "\n" in title:
-        raise _Refused(f"title {_shown(title)} holds a line break or a control character")
-    cleaned = " ".join(title.split())
+    # The rule /rename applies: controls and bidi overrides are dropped, not refused, so a
+    # backup made by any ocat restores.
+    cleaned = clean_title(title)
     if not cleaned:
         raise _Refused("title must not be empty")
     if len(cleaned) > MAX_TITLE_CHARS:

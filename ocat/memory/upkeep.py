@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Callable
 
 from ocat.errors import StoreError
 from ocat.memory.scoring import Calibration
-from ocat.models import RECORD_KINDS, Exchange
+from ocat.models import RECORD_KINDS, THREAD_TITLE_KEY, Exchange
 
 if TYPE_CHECKING:
     from ocat.memory.store import MemoryStore, Row
@@ -24,17 +24,21 @@ ANNOUNCE_BACKFILL = 500
 BACKFILL_STEP = 256
 
 
-def sync_lexical(store: MemoryStore) -> None:
-    """Rebuild a kind's lexical index when it disagrees with Chroma.
+def sync_lexical(store: MemoryStore) -> bool:
+    """Rebuild a kind's lexical index when it disagrees with Chroma; True if the exchanges'
+    index was rebuilt.
 
     That happens for a store made before the index existed, after a crash between the
-    two writes, or when a Chroma server was written by another client.
+    two writes, when a Chroma server was written by another client, or when the index file
+    was deleted (it is derived: nothing is lost).
     """
     from ocat.memory.store import READ_PAGE
 
+    rebuilt = False
     for kind in RECORD_KINDS:
         if store.lexical.count(kind) == store.count(kind):
             continue
+        rebuilt = rebuilt or kind == "exchange"
         store.lexical.clear(kind)
         page: list[Row] = []
         for record in store.iter_records(kind):
@@ -46,6 +50,43 @@ def sync_lexical(store: MemoryStore) -> None:
                 store.lexical.add(kind, page)
                 page = []
         store.lexical.add(kind, page)
+    return rebuilt
+
+
+# Set in the lexical index once its titles are known to be in Chroma too.
+TITLES_IN_STORE = "titles_in_store"
+
+
+def sync_titles(store: MemoryStore, *, rebuilt: bool) -> None:
+    """Keep thread titles in the primary store, and their copy in the lexical index level with it.
+
+    A store from before titles lived in Chroma has them only in the index: they are written
+    into Chroma once (a title given since, there, is kept). When the index was rebuilt (or
+    deleted), its copy is made again from Chroma.
+    """
+    lexical = store.lexical
+    upgrading = lexical.get_meta(TITLES_IN_STORE) is None
+    if upgrading:
+        present = _stored_titles(store)
+        for thread_id, title in lexical.all_titles().items():
+            if thread_id not in present:
+                store.set_thread_title(thread_id, title)
+    if rebuilt or upgrading:
+        lexical.replace_titles(_stored_titles(store))
+        lexical.set_meta(TITLES_IN_STORE, "1")
+
+
+def _stored_titles(store: MemoryStore) -> dict[str, str]:
+    """Every thread's title as Chroma holds it (the newest exchange's, should they differ)."""
+    newest: dict[str, tuple[float, str]] = {}
+    for _, metadata in store.iter_metadata("exchange"):
+        title, thread_id = metadata.get(THREAD_TITLE_KEY), metadata.get("thread_id")
+        if isinstance(title, str) and title and isinstance(thread_id, str):
+            when = metadata.get("timestamp")
+            stamp = float(when) if isinstance(when, (int, float)) and not isinstance(when, bool) else 0.0
+            if thread_id not in newest or stamp >= newest[thread_id][0]:
+                newest[thread_id] = (stamp, title)
+    return {thread_id: title for thread_id, (_, title) in newest.items()}
 
 
 def sync_prompts(store: MemoryStore, notify: Callable[[str], None] | None = None) -> bool:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Sequence
 
 from ocat.errors import UsageError
 from ocat.limits import MAX_TITLE_CHARS
-from ocat.text import count_of, local_time, shorten
+from ocat.text import clean_title, count_of, local_time, shorten
 
 if TYPE_CHECKING:
     from ocat.memory.store import MemoryStore
@@ -31,10 +31,10 @@ def default_title(first_prompt: str) -> str:
 
 def rename_thread(store: MemoryStore, thread_id: str, title: str) -> str:
     """Give a thread a title (an empty one brings back its first prompt as its name); returns it."""
-    cleaned = " ".join(title.split())
+    cleaned = clean_title(title)  # controls and bidi overrides out: what is stored always exports and imports
     if len(cleaned) > MAX_TITLE_CHARS:
         raise UsageError(f"a title is at most {MAX_TITLE_CHARS} characters; this one has {len(cleaned)}")
-    store.lexical.set_title(thread_id, cleaned or None)
+    store.set_thread_title(thread_id, cleaned or None)
     return cleaned
 
 
