@@ -31,6 +31,8 @@ ACTIONS: dict[str, str] = {
     "export_memory": "export",
     "import_memory": "import",
     "fetch_model": "fetch-model",
+    "check_store": "check",
+    "repair_store": "repair",
 }
 
 
@@ -39,7 +41,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="ocat",
         description="A terminal chat client that remembers. Without an action, opens the chat.",
-        epilog="Exit codes: 0 ok, 1 runtime failure, 2 usage error, 3 configuration error.",
+        epilog="Exit codes: 0 ok, 1 runtime failure, 2 usage error, 3 configuration error, "
+    "4 --check-store found problems.",
     )
     actions = parser.add_argument_group("actions (one at a time)").add_mutually_exclusive_group()
     actions.add_argument(
@@ -52,6 +55,16 @@ def build_parser() -> argparse.ArgumentParser:
     actions.add_argument("--ask", metavar="TEXT", help="ask the model once, with memory; '-' reads stdin")
     actions.add_argument("--export-memory", metavar="FILE", help="write all memory as JSON Lines ('-' for stdout)")
     actions.add_argument("--import-memory", metavar="FILE", help="add memory from a JSON Lines export")
+    actions.add_argument(
+        "--check-store",
+        action="store_true",
+        help="check the store: counts per side, orphans, damaged files, partial documents (changes nothing)",
+    )
+    actions.add_argument(
+        "--repair-store",
+        action="store_true",
+        help="rebuild every derived file from the store, and finish or remove partial documents",
+    )
     actions.add_argument(
         "--fetch-model",
         action="store_true",
@@ -177,7 +190,8 @@ def build_mcp_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="ocat mcp",
         description="Serve ocat's memory over MCP (stdio): memory_search, memory_save, memory_forget, memory_stats.",
-        epilog="Exit codes: 0 ok, 1 runtime failure, 2 usage error, 3 configuration error.",
+        epilog="Exit codes: 0 ok, 1 runtime failure, 2 usage error, 3 configuration error, "
+    "4 --check-store found problems.",
     )
     parser.add_argument("--config", metavar="PATH", help="config file (default: $XDG_CONFIG_HOME/ocat/config.yaml)")
     parser.add_argument("--store", metavar="NAME", help="the named store to serve; several (a,b) are served read-only")

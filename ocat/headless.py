@@ -372,7 +372,25 @@ def _import(args: argparse.Namespace, settings: Settings, reporter: Reporter) ->
     return reporter.succeed(asdict(outcome) | {"records": outcome.records}, text)
 
 
+def _check(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> int:
+    from ocat.operations.health import PROBLEMS_FOUND, check, health_record
+
+    found = check(settings, notify=_say_to_stderr)
+    reporter.succeed(health_record(found), "\n".join(found.lines()))
+    return 0 if found.healthy else PROBLEMS_FOUND
+
+
+def _repair(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> int:
+    from ocat.operations.health import PROBLEMS_FOUND, repair, repair_record
+
+    done = repair(settings, notify=_say_to_stderr)
+    reporter.succeed(repair_record(done), "\n".join(done.lines()))
+    return 0 if done.after.healthy else PROBLEMS_FOUND
+
+
 _HANDLERS: dict[str, Callable[[argparse.Namespace, Any, Reporter], int]] = {
+    "check": _check,
+    "repair": _repair,
     "stats": _stats,
     "add": _add,
     "query": _query,

@@ -251,6 +251,7 @@ class ChatSession:
             if self.store is None:
                 return []
         assert self.store is not None
+        rebuilt = self._rebuild_damaged()
         from ocat.memory import RetrievalLimits, admitted
         from ocat.memory.retrieval import retrieve_any, within_budget
 
@@ -263,6 +264,12 @@ class ChatSession:
         for attempt in (1, 2):
             try:
                 found = admitted(retrieve_any(self.store, queries, limits, exclude_ids=in_view))
+                if self.store.damaged:
+                    failed = "; ".join(self.store.damaged.values())
+                    self.problem = (f"{failed}; this turn's memories were found by their vectors alone, "
+                                    "and the file is rebuilt from the store on the next turn")
+                elif rebuilt:
+                    self.problem = f"{'; '.join(rebuilt)} rebuilt from the store"
                 return within_budget(found, self.settings.vector_store.memory_token_budget)
             except OcatError as exc:
                 if self._reachable():
@@ -421,6 +428,18 @@ class ChatSession:
         if kept is None:
             return f"{what}, nor kept in a file ({failure}): {'it is' if them == 'it' else 'they are'} lost."
         return f"{what}: kept in {display_path(kept)}; the next start on this store writes {them} to memory."
+
+    def _rebuild_damaged(self) -> list[str]:
+        """Rebuild the derived files an earlier search found failing (ocat.memory.derived); what
+        was rebuilt, in words. A rebuild that fails leaves the search to degrade again."""
+        store = self.store
+        if store is None or not store.damaged:
+            return []
+        try:
+            with self._writing:
+                return store.rebuild_derived()
+        except OcatError:
+            return []
 
     def _reachable(self) -> bool:
         """Whether the store still answers (a count): a failure of one search or one write is

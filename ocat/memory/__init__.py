@@ -12,10 +12,11 @@ Nothing heavy is imported until a store is opened.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from ocat.errors import StoreError
 from ocat.memory.backend import StoreLocation
+from ocat.memory.derived import DerivedFileError
 from ocat.memory.embeddings import Embedder, embedder_for
 from ocat.memory.ingest import add_path, add_text, partial_documents
 from ocat.memory.model_files import find_model, uses_local_model
@@ -57,23 +58,27 @@ def open_store(
     serve: bool = False,
     notify: Callable[[str], None] | None = None,
     wait_seconds: float = 600.0,
+    upkeep: bool = True,
 ) -> MemoryStore:
     """Open the configured store (creating it if new); raises StoreError if memory is disabled.
 
     A local store is opened as its one owner, or through its owner's server (see
     `ocat.memory.owner`); `serve=True` (long-lived processes) shares it with the others.
-    An owner that does not share it is waited for up to `wait_seconds`.
+    An owner that does not share it is waited for up to `wait_seconds`. `upkeep=False` opens
+    Chroma alone, leaving the derived files untouched (`ocat --check-store`, `--repair-store`).
     """
     if not settings.vector_store.enabled:
         raise StoreError("memory is disabled (vector_store.enabled is false, or --no-vector-store)")
     chosen = embedder if embedder is not None else embedder_for(settings.embedding)
     location = location_for(settings)
     if location.host:
-        return MemoryStore.open(location, chosen, name=settings.vector_store.collection, notify=notify)
+        return MemoryStore.open(location, chosen, name=settings.vector_store.collection, notify=notify, upkeep=upkeep)
     assert location.path is not None
     lease = acquire(location.path, serve=serve, notify=notify, wait_seconds=wait_seconds)
     try:
-        store = MemoryStore.open(lease.location, chosen, name=settings.vector_store.collection, notify=notify)
+        store = MemoryStore.open(
+            lease.location, chosen, name=settings.vector_store.collection, notify=notify, upkeep=upkeep
+        )
     except BaseException:
         lease.release()
         raise
@@ -93,9 +98,19 @@ def store_stats(store: MemoryStore, settings: Settings) -> StoreStats:
         similarity_threshold=settings.vector_store.similarity_threshold,
         partial_documents=len(partial_documents(store)),
         model_path=_local_model_path(settings),
-        floor=round(known.median, 3) if (known := store.floor.current()) else None,
-        floor_raise=round(store.floor.known_shift(), 3),
+        **_floor_of(store),
     )
+
+
+def _floor_of(store: MemoryStore) -> dict[str, Any]:
+    """The store's floor for stats, or none: it is derived data (kept in the prompt vector
+    file), and stats never fail for a derived file."""
+    try:
+        known = store.floor.current()
+        return {"floor": round(known.median, 3) if known else None, "floor_raise": round(store.floor.known_shift(), 3)}
+    except DerivedFileError as exc:
+        store.derived_failed(exc)
+        return {"floor": None, "floor_raise": 0.0}
 
 
 def _local_model_path(settings: Settings) -> str | None:

@@ -17,11 +17,13 @@ import re
 import sqlite3
 import threading
 from collections import Counter
+from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 from ocat.errors import StoreError
+from ocat.memory.derived import DerivedFileError
 from ocat.models import RECORD_KINDS
 
 # PRAGMA user_version of an index whose per-term document counts (df_<kind>) are filled in.
@@ -138,7 +140,7 @@ class LexicalIndex:
             )
             self._upgrade()
         except sqlite3.Error as exc:
-            raise StoreError(f"cannot open the lexical index {self.path}: {exc}") from exc
+            raise DerivedFileError(f"cannot open the lexical index {self.path}: {exc}", self.path) from exc
 
     def _upgrade(self) -> None:
         """Fill the term counts of an index made before they were kept (once, from the indexed texts)."""
@@ -169,7 +171,7 @@ class LexicalIndex:
 
     def add(self, kind: str, rows: Iterable[tuple[str, str, Mapping[str, Any]]]) -> None:
         """Index (id, text, metadata) rows; ids already indexed are left as they are."""
-        with self._lock, self._transaction():
+        with self._guarded(), self._transaction():
             self._counts.pop(kind, None)
             new_terms: Counter[str] = Counter()
             for record_id, text, metadata in rows:
@@ -189,7 +191,7 @@ class LexicalIndex:
 
     def delete(self, kind: str, record_ids: Sequence[str]) -> None:
         """Remove records from the index (unknown ids are ignored)."""
-        with self._lock, self._transaction():
+        with self._guarded(), self._transaction():
             self._counts.pop(kind, None)
             gone: Counter[str] = Counter()
             for record_id in record_ids:
@@ -205,7 +207,7 @@ class LexicalIndex:
 
     def clear(self, kind: str) -> None:
         """Empty one kind's index (before a rebuild)."""
-        with self._lock, self._transaction():
+        with self._guarded(), self._transaction():
             self._counts.pop(kind, None)
             self._db.execute(f"DELETE FROM fts_{kind}")
             self._db.execute(f"DELETE FROM ids_{kind}")
@@ -215,7 +217,7 @@ class LexicalIndex:
 
     def count(self, kind: str) -> int:
         """How many records of a kind are indexed."""
-        with self._lock:
+        with self._guarded():
             # Another process (writing through the owner's server) may have changed the index.
             version = self._db.execute("PRAGMA data_version").fetchone()[0]
             if version != self._data_version:
@@ -235,19 +237,16 @@ class LexicalIndex:
         unique = list(dict.fromkeys(query_terms))
         if not unique or k <= 0:
             return []
-        with self._lock:
-            try:
-                chosen = _within_budget(self._doc_freqs(kind, unique))[:MAX_QUERY_TERMS]
-                if not chosen:
-                    return []
-                rows = self._db.execute(
-                    f"SELECT i.record_id, -bm25(fts_{kind}) AS score FROM fts_{kind} "
-                    f"JOIN ids_{kind} i ON i.rowid = fts_{kind}.rowid "
-                    f"WHERE fts_{kind} MATCH ? ORDER BY bm25(fts_{kind}) LIMIT ?",
-                    (" OR ".join(f'"{t}"' for t in chosen), k),
-                ).fetchall()
-            except sqlite3.Error as exc:
-                raise StoreError(f"lexical search failed: {exc}") from exc
+        with self._guarded():
+            chosen = _within_budget(self._doc_freqs(kind, unique))[:MAX_QUERY_TERMS]
+            if not chosen:
+                return []
+            rows = self._db.execute(
+                f"SELECT i.record_id, -bm25(fts_{kind}) AS score FROM fts_{kind} "
+                f"JOIN ids_{kind} i ON i.rowid = fts_{kind}.rowid "
+                f"WHERE fts_{kind} MATCH ? ORDER BY bm25(fts_{kind}) LIMIT ?",
+                (" OR ".join(f'"{t}"' for t in chosen), k),
+            ).fetchall()
         return [(record_id, float(score)) for record_id, score in rows]
 
     def doc_freqs(self, kind: str, query_terms: Sequence[str]) -> dict[str, int]:
@@ -255,7 +254,7 @@ class LexicalIndex:
         unique = list(dict.fromkeys(query_terms))
         if not unique:
             return {}
-        with self._lock:
+        with self._guarded():
             return self._doc_freqs(kind, unique)
 
     def _doc_freqs(self, kind: str, unique: list[str]) -> dict[str, int]:
@@ -276,7 +275,7 @@ class LexicalIndex:
         if not unique:
             return {}
         marks = ",".join("?" * len(unique))
-        with self._lock:
+        with self._guarded():
             rows = self._db.execute(
                 f"SELECT i.record_id, f.body FROM ids_{kind} i JOIN fts_{kind} f ON f.rowid = i.rowid "
                 f"WHERE i.record_id IN ({marks})",
@@ -293,7 +292,7 @@ class LexicalIndex:
         if not unique:
             return {}
         marks = ",".join("?" * len(unique))
-        with self._lock:
+        with self._guarded():
             rows = self._db.execute(
                 "SELECT t.record_id, "
                 "(SELECT p.record_id FROM thread_order p WHERE p.thread_id = t.thread_id AND "
@@ -315,7 +314,7 @@ class LexicalIndex:
         if only is not None:
             only = list(dict.fromkeys(only))[:limit]
             chosen = f"WHERE thread_id IN ({','.join('?' * len(only))}) " if only else "WHERE 0 "
-        with self._lock:
+        with self._guarded():
             rows = self._db.execute(
                 f"SELECT thread_id, count(*), min(ts), max(ts) FROM thread_order {chosen}GROUP BY thread_id "
                 "ORDER BY max(ts) DESC LIMIT ?",
@@ -332,7 +331,7 @@ class LexicalIndex:
 
     def recent_exchanges(self, limit: int, since: float | None = None) -> list[str]:
         """The ids of the `limit` newest exchanges (not older than `since`, when given), newest first."""
-        with self._lock:
+        with self._guarded():
             rows = self._db.execute(
                 "SELECT record_id FROM thread_order WHERE ts >= ? ORDER BY ts DESC, record_id LIMIT ?",
                 (since if since is not None else float("-inf"), limit),
@@ -341,7 +340,7 @@ class LexicalIndex:
 
     def set_title(self, thread_id: str, title: str | None) -> None:
         """Name a thread (None: drop its name, so its first prompt names it again)."""
-        with self._lock:
+        with self._guarded():
             if title is None:
                 self._db.execute("DELETE FROM thread_titles WHERE thread_id = ?", (thread_id,))
             else:
@@ -357,7 +356,7 @@ class LexicalIndex:
         if not unique:
             return {}
         marks = ",".join("?" * len(unique))
-        with self._lock:
+        with self._guarded():
             rows = self._db.execute(
                 f"SELECT thread_id, title FROM thread_titles WHERE thread_id IN ({marks})", unique
             ).fetchall()
@@ -365,31 +364,31 @@ class LexicalIndex:
 
     def all_titles(self) -> dict[str, str]:
         """Every thread title the index holds (for the upgrade that moves them into Chroma)."""
-        with self._lock:
+        with self._guarded():
             rows = self._db.execute("SELECT thread_id, title FROM thread_titles").fetchall()
         return {str(thread_id): str(title) for thread_id, title in rows}
 
     def replace_titles(self, titles: Mapping[str, str]) -> None:
         """Make the titles table exactly `titles` (a rebuild from the primary store)."""
-        with self._lock, self._transaction():
+        with self._guarded(), self._transaction():
             self._db.execute("DELETE FROM thread_titles")
             self._db.executemany("INSERT INTO thread_titles(thread_id, title) VALUES (?, ?)", titles.items())
 
     def get_meta(self, key: str) -> str | None:
         """A value kept in the index about the index itself, or None."""
-        with self._lock:
+        with self._guarded():
             row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return str(row[0]) if row else None
 
     def set_meta(self, key: str, value: str) -> None:
         """Keep a value about the index."""
-        with self._lock:
+        with self._guarded():
             self._db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (key, value))
 
     def id_groups(self, kind: str, prefix_length: int, glob: str) -> list[tuple[str, int, str]]:
         """Indexed ids matching `glob`, grouped by their first `prefix_length` characters:
         (prefix, how many, the smallest id). One indexed scan, no Chroma round trip."""
-        with self._lock:
+        with self._guarded():
             rows = self._db.execute(
                 f"SELECT substr(record_id, 1, ?) AS head, count(*), min(record_id) FROM ids_{kind} "
                 "WHERE record_id GLOB ? GROUP BY head",
@@ -403,7 +402,7 @@ class LexicalIndex:
         form = CHUNK_ID.match(short)
         if form is None:
             return []
-        with self._lock:
+        with self._guarded():
             rows = self._db.execute(
                 "SELECT record_id FROM ids_document WHERE record_id GLOB ? LIMIT 2",
                 (f"doc-{form.group(1)}*-{form.group(2)}",),
@@ -417,7 +416,7 @@ class LexicalIndex:
             sql = "SELECT DISTINCT thread_id FROM thread_order WHERE thread_id LIKE ? ESCAPE '\\' LIMIT 2"
         else:
             sql = f"SELECT record_id FROM ids_{kind} WHERE record_id LIKE ? ESCAPE '\\' LIMIT 2"
-        with self._lock:
+        with self._guarded():
             return [row[0] for row in self._db.execute(sql, (pattern,)).fetchall()]
 
     def close(self) -> None:
@@ -427,6 +426,15 @@ class LexicalIndex:
 
     def _transaction(self) -> _Transaction:
         return _Transaction(self._db)
+
+    @contextmanager
+    def _guarded(self) -> Iterator[None]:
+        """Hold the lock; a failure of the file (damaged, gone) is a DerivedFileError naming it."""
+        with self._lock:
+            try:
+                yield
+            except sqlite3.Error as exc:
+                raise DerivedFileError(f"the lexical index {self.path} failed: {exc}", self.path) from exc
 
 
 def _within_budget(doc_freqs: Mapping[str, int]) -> list[str]:

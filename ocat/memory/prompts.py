@@ -20,7 +20,7 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
-from ocat.errors import StoreError
+from ocat.memory.derived import DerivedFileError
 
 if TYPE_CHECKING:
     from ocat.memory.embeddings import Embedder
@@ -49,7 +49,7 @@ class PromptVectors:
                 "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID"
             )
         except sqlite3.Error as exc:
-            raise StoreError(f"cannot open the prompt vectors {self.path}: {exc}") from exc
+            raise DerivedFileError(f"cannot open the prompt vectors {self.path}: {exc}", self.path) from exc
         # A store's model never changes, but a cache file (a server's store) could outlive the
         # collection it was made for: vectors of another model are dropped, and embedded again.
         if self.get_meta("model") != embedder.name:
@@ -119,7 +119,7 @@ class PromptVectors:
             with self._lock:
                 return self._db.execute(sql, parameters).fetchall()
         except sqlite3.Error as exc:
-            raise StoreError(f"cannot read the prompt vectors {self.path}: {exc}") from exc
+            raise DerivedFileError(f"cannot read the prompt vectors {self.path}: {exc}", self.path) from exc
 
     def _write(self, sql: str, rows: list[tuple[Any, ...]]) -> None:
         if not rows:
@@ -134,5 +134,5 @@ class PromptVectors:
                     raise
                 self._db.execute("COMMIT")
         except sqlite3.Error as exc:
-            raise StoreError(f"cannot write the prompt vectors {self.path}: {exc}") from exc
+            raise DerivedFileError(f"cannot write the prompt vectors {self.path}: {exc}", self.path) from exc
 

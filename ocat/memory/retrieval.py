@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Collection, Literal, Sequence
 
+from ocat.memory.derived import DerivedFileError
 from ocat.memory.lexical import query_terms as terms_of_query
 from ocat.memory.neighbours import Candidate, Neighbours, record_terms
 from ocat.memory.scoring import Calibration, coverage
@@ -22,7 +23,9 @@ from ocat.models import RecordKind, SearchHit
 if TYPE_CHECKING:
     from ocat.settings import VectorStoreSettings
 
-Mode = Literal["hybrid", "dense", "lexical"]
+# "vectors" is what a search falls back to when a derived file fails (ocat.memory.derived):
+# Chroma's nearest records alone, scored by the same calibration with no term coverage.
+Mode = Literal["hybrid", "dense", "lexical", "vectors"]
 # Candidates fetched from each side per result wanted: enough for fusion to reorder.
 POOL_FACTOR = 4
 MIN_POOL = 30
@@ -97,6 +100,26 @@ def _retrieve(
     queries = [q for q in queries if q.strip()]
     if not queries:
         return []
+    if mode == "hybrid":
+        try:
+            return _search(store, queries, limits, exclude_ids=exclude_ids, where=where, mode=mode)
+        except DerivedFileError as exc:
+            # A damaged index degrades this search to the vectors, never fails it; the next
+            # turn (or open) rebuilds the file from the store.
+            store.derived_failed(exc)
+            mode = "vectors"
+    return _search(store, queries, limits, exclude_ids=exclude_ids, where=where, mode=mode)
+
+
+def _search(
+    store: MemoryStore,
+    queries: Sequence[str],
+    limits: RetrievalLimits,
+    *,
+    exclude_ids: Collection[str],
+    where: dict[str, Any] | None,
+    mode: Mode,
+) -> list[SearchHit]:
     query_terms = [terms_of_query(q) for q in queries]
     vectors = store.embedder.embed(queries) if mode != "lexical" else None
     ranked_hits: list[tuple[float, SearchHit]] = []
@@ -105,7 +128,7 @@ def _retrieve(
         ("document", limits.document_results, limits.document_threshold),
     )
     for kind, count, threshold in per_kind:
-        if count <= 0 or store.lexical.count(kind) == 0:
+        if count <= 0 or (store.count(kind) if mode == "vectors" else store.lexical.count(kind)) == 0:
             continue
         pool = max(MIN_POOL, POOL_FACTOR * count) + len(exclude_ids)
         # An exchange is judged against its store's floor (ocat.memory.floor); the baselines are not.
@@ -235,6 +258,15 @@ def _ranked(
     cosines = store.nearest(kind, vectors, pool, where=where) if vectors is not None else [{} for _ in query_terms]
     if mode == "dense":
         return [Candidate(i, c, c) for i, c in sorted(cosines[0].items(), key=lambda p: p[1], reverse=True)]
+    if mode == "vectors":
+        nearest: dict[str, float] = {}
+        for per_query in cosines:
+            for i, cosine in per_query.items():
+                nearest[i] = max(cosine, nearest.get(i, 0.0))
+        scale = judged or store.calibration
+        fused = {i: store.calibration.combine(cosine, 0.0) for i, cosine in nearest.items()}
+        return sorted((Candidate(i, scale.relevance_of(z), z) for i, z in fused.items()),
+                      key=lambda c: c.rank, reverse=True)
     found = [[i for i, _ in store.lexical.search(kind, q, pool)] for q in query_terms]
     if vectors is None:
         cosines = [dict.fromkeys(ids, 0.0) for ids in found]

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Se
 from ocat.errors import StoreError, UsageError
 from ocat.locations import cache_dir
 from ocat.memory.backend import StoreLocation, collection_names, open_client, open_collection
+from ocat.memory.derived import DerivedFileError, checked, move_aside, sqlite_problem
 from ocat.memory.embeddings import Embedder
 from ocat.memory.floor import StoreFloor
 from ocat.memory.lexical import LexicalIndex
@@ -54,8 +55,12 @@ class MemoryStore:
         location: StoreLocation,
         lexical: LexicalIndex | None = None,
         notify: Callable[[str], None] | None = None,
+        upkeep: bool = True,
     ) -> None:
+        """`upkeep=False` opens Chroma alone, for `ocat --check-store` and `--repair-store`:
+        the derived files are neither checked, opened, nor brought level (in-memory stand-ins)."""
         self.client = client
+        self.notify = notify
         self.embedder = embedder
         self.name = name
         self.location = location
@@ -73,13 +78,24 @@ class MemoryStore:
             )
             for collection_name in (exchanges_name, documents_name)
         )
-        self.lexical = lexical if lexical is not None else LexicalIndex(lexical_index_path(location, name))
-        self.prompts = PromptVectors(beside_index(self.lexical, "prompts"), embedder)
         # Set by open_store: this process's hold on the store folder (see ocat.memory.owner).
         self.lease: StoreLease | None = None
-        sync_titles(self, rebuilt=sync_lexical(self))
-        self.calibration: Calibration = settled_calibration(self, shipped, complete=sync_prompts(self, notify))
+        # Derived files a search found failing since they were opened: rebuilt by `rebuild_derived`.
+        self.damaged: dict[str, str] = {}
+        self.calibration: Calibration = shipped
         self.floor = StoreFloor(self)
+        if not upkeep:
+            self.lexical = LexicalIndex(":memory:")
+            self.prompts = PromptVectors(":memory:", embedder)
+            return
+        if lexical is None:
+            index = lexical_index_path(location, name)
+            checked(index, "lexical index", notify)
+            checked(beside_index(index, "prompts"), "prompt vector file", notify)
+        self.lexical = lexical if lexical is not None else LexicalIndex(index)
+        self.prompts = PromptVectors(beside_index(self.lexical.path, "prompts"), embedder)
+        sync_titles(self, rebuilt=sync_lexical(self))
+        self.calibration = settled_calibration(self, shipped, complete=sync_prompts(self, notify))
 
     @classmethod
     def open(
@@ -89,9 +105,40 @@ class MemoryStore:
         *,
         name: str = "default",
         notify: Callable[[str], None] | None = None,
+        upkeep: bool = True,
     ) -> MemoryStore:
-        """Open (creating if needed) the store `name` at a location; `notify` hears of long upgrades."""
-        return cls(open_client(location), embedder, name=name, location=location, notify=notify)
+        """Open (creating if needed) the store `name` at a location; `notify` hears of long upgrades
+        and of derived files rebuilt; `upkeep=False` opens Chroma alone (see __init__)."""
+        return cls(open_client(location), embedder, name=name, location=location, notify=notify, upkeep=upkeep)
+
+    def derived_failed(self, exc: DerivedFileError) -> None:
+        """A derived file failed mid-search: note it, so the next turn rebuilds it."""
+        self.damaged[exc.path] = str(exc)
+
+    def rebuild_derived(self, *, move_healthy: bool = False) -> list[str]:
+        """Move the derived files aside (the ones a search found failing, or all of them with
+        `move_healthy`) and build them again from Chroma; returns what was rebuilt, in words.
+        The store's floor goes with the prompt file, and is measured again when next needed."""
+        index = Path(self.lexical.path)
+        files = {str(index): "lexical index", str(beside_index(index, "prompts")): "prompt vector file"}
+        chosen = files if move_healthy else {path: files[path] for path in self.damaged if path in files}
+        if not chosen:
+            return []
+        self.lexical.close()
+        self.prompts.close()
+        done = []
+        for path, what in chosen.items():
+            problem = self.damaged.get(path) or sqlite_problem(Path(path))
+            if Path(path).exists():
+                move_aside(Path(path), why="damaged" if problem else "replaced")
+            done.append(f"the {what} {path}" + (f" (it was damaged: {problem})" if problem else ""))
+        self.damaged = {}
+        self.lexical = LexicalIndex(index)
+        self.prompts = PromptVectors(beside_index(index, "prompts"), self.embedder)
+        self.floor = StoreFloor(self)
+        sync_titles(self, rebuilt=sync_lexical(self))
+        sync_prompts(self, self.notify)
+        return done
 
     def close(self) -> None:
         """Give the store up: stop serving it and release the owner lock, if held."""
@@ -324,6 +371,20 @@ class MemoryStore:
                 return
             offset += page
 
+    def iter_ids(self, kind: RecordKind, *, page: int = 10 * READ_PAGE) -> Iterator[str]:
+        """Every record's id, read page by page."""
+        collection = self._collection(kind)
+        offset = 0
+        while True:
+            try:
+                ids = list(collection.get(include=[], limit=page, offset=offset)["ids"])
+            except Exception as exc:
+                raise StoreError(f"cannot read the memory store: {exc}") from exc
+            yield from ids
+            if len(ids) < page:
+                return
+            offset += page
+
     def iter_metadata(self, kind: RecordKind, *, page: int = READ_PAGE) -> Iterator[tuple[str, dict[str, Any]]]:
         """Every record's id and metadata, read page by page without texts or vectors."""
         collection = self._collection(kind)
@@ -391,10 +452,10 @@ def lexical_index_path(location: StoreLocation, name: str) -> Path:
     return folder / f"{location.host}-{location.port}-{name}.sqlite3"
 
 
-def beside_index(lexical: LexicalIndex, what: str) -> Path:
+def beside_index(lexical: LexicalIndex | Path | str, what: str) -> Path:
     """A file of derived data beside the lexical index: `ocat-<what>-<store>.sqlite3` next to
     `ocat-lexical-<store>.sqlite3` (in the store's folder, or the cache for a server)."""
-    index = Path(lexical.path)
+    index = Path(lexical.path if isinstance(lexical, LexicalIndex) else lexical)
     return index.with_name(index.name.replace("ocat-lexical-", f"ocat-{what}-", 1))
 
 

@@ -1,0 +1,72 @@
+"""The derived files beside a store (the lexical index, the prompt vectors): checked when opened,
+moved aside when damaged, rebuilt from the primary store.
+
+Chroma holds what the user said and chose; these files hold what can be computed again from
+it. So a damaged one is never a reason to fail: it is moved aside as `<name>.damaged-<UTC
+time>` (with its -wal and -shm), a fresh one is built, and the user is told in one line.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable
+
+from ocat.errors import StoreError
+
+# The files SQLite keeps beside a database in WAL mode.
+SIDE_FILES = ("-wal", "-shm")
+
+
+class DerivedFileError(StoreError):
+    """A derived file failed to read or write (damaged, or gone): the search that met it goes
+    on without that side, and the file is rebuilt."""
+
+    def __init__(self, message: str, path: str) -> None:
+        super().__init__(message)
+        self.path = path
+
+
+def sqlite_problem(path: Path) -> str | None:
+    """What is wrong with the SQLite file at `path` (its header, its pages), or None when it
+    is sound or absent. Read-only, and cheap: `PRAGMA quick_check` reads each page once."""
+    if not path.exists():
+        return None
+    try:
+        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            rows = db.execute("PRAGMA quick_check").fetchall()
+        finally:
+            db.close()
+    except sqlite3.Error as exc:
+        return str(exc)
+    found = [str(row[0]) for row in rows]
+    return None if found == ["ok"] else "; ".join(found[:3])
+
+
+def move_aside(path: Path, *, why: str = "damaged") -> Path:
+    """Move a derived file (and its -wal and -shm) out of the way: `<name>.<why>-<UTC time>`."""
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    target = path.with_name(f"{path.name}.{why}-{stamp}")
+    for suffix in ("", *SIDE_FILES):
+        source = Path(f"{path}{suffix}")
+        if source.exists():
+            source.replace(Path(f"{target}{suffix}"))
+    return target
+
+
+def checked(path: Path, what: str, notify: Callable[[str], None] | None) -> str | None:
+    """Check a derived file before it is opened; a damaged one is moved aside (a fresh one is then
+    made and filled from the store) and `notify` is told. Returns the damage found, or None."""
+    problem = sqlite_problem(path)
+    if problem is None:
+        return None
+    try:
+        moved = move_aside(path)
+    except OSError as exc:
+        raise StoreError(f"the {what} {path} is damaged ({problem}) and cannot be moved aside: "
+                         f"{exc.strerror or exc}; delete it, and ocat rebuilds it") from exc
+    if notify is not None:
+        notify(f"the {what} {path} was damaged ({problem}); moved aside to {moved.name} and rebuilt from the store")
+    return problem
