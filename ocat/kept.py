@@ -76,7 +76,7 @@ class Recovered:
 def write_kept(settings: Settings, store: MemoryStore) -> Recovered:
     """Write every file kept for this store, then remove it; a file that fails stays (an
     exchange already written is skipped next time: ids are kept)."""
-    from ocat.memory.transfer import parse_line
+    from ocat.memory.import_lines import parse_line
     from ocat.models import Exchange
 
     folder = kept_folder(settings)

@@ -8,15 +8,14 @@ from __future__ import annotations
 
 import sys
 import threading
-import time
 from datetime import datetime
-from pathlib import Path
 from typing import IO, TYPE_CHECKING, Callable
 
 from ocat import llm
 from ocat.chat import TurnRequest, build_turn, retrieval_queries, system_prompt
 from ocat.errors import Cancelled, OcatError
 from ocat.models import Exchange, SearchHit, new_id
+from ocat.session_memory import SessionMemory
 
 if TYPE_CHECKING:
     from ocat.config import Settings
@@ -25,18 +24,11 @@ if TYPE_CHECKING:
     from ocat.memory_loading import MemoryLoaded
 
 
-# After a store failure the store is given up at once (so another ocat process can take it
-# over), opened again right away once, and after that at most every REVIVE_SECONDS, on the
-# next turn or command; a reopening waits at most REOPEN_WAIT_SECONDS for the store's lock.
-REVIVE_SECONDS = 30.0
-REOPEN_WAIT_SECONDS = 5.0
-
-
 def _note(message: str) -> None:
     print(f"ocat: {message}", file=sys.stderr)
 
 
-class ChatSession:
+class ChatSession(SessionMemory):
     """A thread as lived in this session: recall, build the messages, stream, then remember."""
 
     def __init__(
@@ -120,126 +112,6 @@ class ChatSession:
         session = cls(settings, dummy=dummy)
         session.loaded = load_memory(session, serve=serve, notify=_note, progress=progress)
         return session
-
-    def open_memory(
-        self, *, serve: bool, notify: Callable[[str], None] | None = None, wait_seconds: float = 600.0
-    ) -> bool:
-        """Open the configured store (the model is not needed for that); False, with
-        `memory_error` set, when memory is disabled or the store cannot open."""
-        self._serve, self._notify = serve, notify
-        self._opens_its_store = True
-        if not self.settings.vector_store.enabled:
-            return False
-        try:
-            from ocat.memory import open_store
-
-            # The chat is long-lived: it shares the store, so a CLI add meanwhile goes
-            # through it instead of racing it (ocat.memory.owner).
-            store = open_store(self.settings, serve=serve, notify=notify, wait_seconds=wait_seconds)
-            try:
-                store.count("exchange")
-            except BaseException:
-                store.close()
-                raise
-        except OcatError as exc:
-            self.memory_error = str(exc)
-            return False
-        self.store = store
-        return True
-
-    def revive(self) -> bool:
-        """True when memory is on; after a store failure, opens the store again (at most every
-        REVIVE_SECONDS) and writes what was kept meanwhile."""
-        if self.store is not None or self._revive_at is None:
-            return self.memory_on
-        if time.monotonic() < self._revive_at:
-            return False
-        return self._reopen()
-
-    def _reopen(self) -> bool:
-        # A client whose owner went away finds the next owner or becomes it; an owner whose
-        # server child died serves the store again.
-        self._revive_at = time.monotonic() + REVIVE_SECONDS
-        if self._closed or not self._opens_its_store:
-            return False  # closing, or a store handed in by the caller, which is not ours to reopen
-        if not self.open_memory(serve=self._serve, notify=self._notify, wait_seconds=REOPEN_WAIT_SECONDS):
-            return False
-        self._revive_at = None
-        self.memory_error = None
-        self.save_unsaved()
-        return self.memory_on
-
-    def prepare_model(self, *, progress: DownloadProgress | None = None) -> FetchResult | None:
-        """Make the embedding model ready, downloading it on first use (then `save_unsaved`
-        writes the exchanges kept meanwhile). On failure `memory_error` says what to do and
-        memory stays off."""
-        from ocat.memory.model_files import prepare_model, progress_words
-
-        def downloading(done: int, total: int | None) -> None:
-            self.model_download = progress_words(done, total)
-            if progress is not None:
-                progress(done, total)
-
-        try:
-            fetched = prepare_model(self.settings.embedding, progress=downloading)
-        except OcatError as exc:
-            self.memory_error = str(exc)
-            return None
-        finally:
-            self.model_download = None
-        self._model_is_ready()
-        return fetched
-
-    def _model_is_ready(self) -> None:
-        # Under the lock that `record` holds while it decides, so no exchange falls between
-        # "not ready: keep it" and the caller's save_unsaved.
-        with self._unsaved_lock:
-            self.model_ready = True
-            self.memory_error = None
-
-    @property
-    def memory_on(self) -> bool:
-        """True while memory is being read and written."""
-        return self.store is not None and self.model_ready
-
-    def model_available(self) -> bool:
-        """True once the store is open and the model ready; picks up a model fetched meanwhile by another process
-        (`ocat --fetch-model` after a failed download) with a look at the disk, never a download."""
-        if self.store is None:
-            return self.revive()
-        if self.model_ready:
-            return self.memory_on
-        from ocat.memory.model_files import find_model, uses_local_model
-
-        if uses_local_model(self.settings.embedding) and find_model(self.settings.embedding) is not None:
-            self._model_is_ready()
-            self.save_unsaved()
-        return self.model_ready
-
-    def save_unsaved(self) -> int:
-        """Write the exchanges kept while memory could not take them; returns how many were written."""
-        with self._writing, self._unsaved_lock:
-            if self.store is None or self.dummy:
-                return 0
-            waiting, self.unsaved = self.unsaved, []
-            try:
-                written = self.store.add_exchanges(waiting)
-            except OcatError as exc:
-                self.unsaved = waiting + self.unsaved
-                self._write_failed(exc)
-                return 0
-        return written
-
-    def write_kept(self) -> str | None:
-        """Write what earlier chats on this store kept in a file (ocat.kept); what was done, in
-        words, or None when there was nothing."""
-        if self.store is None or self.dummy:
-            return None
-        from ocat.kept import write_kept
-
-        with self._writing:
-            store = self.store
-            return write_kept(self.settings, store).sentence() if store is not None else None
 
     def recall(self, prompt: str) -> list[SearchHit]:
         """Memories worth showing the model for this prompt, leaving out what is already in view."""
@@ -377,103 +249,6 @@ class ChatSession:
         self.thread_id = new_id()
         self.continuation_seq = 0
         self.history = []
-
-    def close(self) -> str | None:
-        """Give the store up (its lock, and its server if this process serves it), once any
-        write under way has finished.
-
-        Exchanges still unsaved are first kept in a file that the next start writes
-        (ocat.kept), then tried once more; the file goes if they are written. Returns what
-        became of them, in words (also kept as `closing_note`), or None when there were none.
-        """
-        with self._unsaved_lock:
-            keeping = not self.dummy and self.settings.vector_store.enabled
-            left = list(self.unsaved) if keeping else []
-        kept: Path | None = None
-        failure = ""
-        if left:
-            from ocat.kept import keep
-
-            try:
-                # First, and quickly: a window closing may not wait for a slow store.
-                kept = keep(self.settings, left, self.session_id)
-            except OSError as exc:
-                failure = exc.strerror or str(exc)
-            if self.memory_on:
-                self.save_unsaved()
-            if not self.unsaved and kept is not None:
-                kept.unlink(missing_ok=True)
-                kept = None
-        with self._writing:
-            self._closed = True
-            store, self.store = self.store, None
-            if store is not None:
-                store.close()
-        self.closing_note = self._closing_words(left, kept, failure)
-        return self.closing_note
-
-    def _closing_words(self, left: list[Exchange], kept: Path | None, failure: str) -> str | None:
-        """What closing did with the exchanges that were not in memory yet."""
-        from ocat.locations import display_path
-        from ocat.text import count_of
-
-        if not left:
-            return None
-        count = count_of(len(left), "exchange")
-        if not self.unsaved:
-            return f"the {count} this chat kept {'is' if len(left) == 1 else 'are'} now in memory."
-        reason = self.memory_error or self.problem
-        what = f"{count} of this chat could not be written to memory" + (f" ({reason})" if reason else "")
-        them = "it" if len(self.unsaved) == 1 else "them"
-        if kept is None:
-            return f"{what}, nor kept in a file ({failure}): {'it is' if them == 'it' else 'they are'} lost."
-        return f"{what}: kept in {display_path(kept)}; the next start on this store writes {them} to memory."
-
-    def _rebuild_damaged(self) -> list[str]:
-        """Rebuild the derived files an earlier search found failing (ocat.memory.derived); what
-        was rebuilt, in words. A rebuild that fails leaves the search to degrade again."""
-        store = self.store
-        if store is None or not store.damaged:
-            return []
-        try:
-            with self._writing:
-                return store.rebuild_derived()
-        except OcatError:
-            return []
-
-    def _reachable(self) -> bool:
-        """Whether the store still answers (a count): a failure of one search or one write is
-        then that request's, and memory stays on."""
-        store = self.store
-        if store is None:
-            return False
-        try:
-            store.count("exchange")
-        except Exception:
-            return False
-        return True
-
-    def _write_failed(self, exc: OcatError) -> bool:
-        """A write failed: when the store still answers, keep memory on (the exchange waits in
-        `unsaved` for the next turn) and return True; else memory is off."""
-        if self._reachable():
-            self.problem = f"not written to memory yet ({exc}); this chat keeps it and tries again on the next turn"
-            return True
-        self._memory_failed(exc)
-        return False
-
-    def _memory_failed(self, exc: OcatError) -> None:
-        """Memory is off: say why, and give the store up at once (its lock and server with it), so
-        another ocat process is not left waiting for a store this one cannot use."""
-        self.memory_error = str(exc)
-        store, self.store = self.store, None
-        self._revive_at = time.monotonic() + REVIVE_SECONDS
-        if store is not None:
-            try:
-                store.close()
-            except Exception:  # giving up a broken store must not fail in turn
-                pass
-
 
 def open_chat(settings: Settings, *, dummy: bool, serve: bool, stream: IO[str]) -> ChatSession:
     """`ChatSession.open` for a terminal: a first-use download of the model reports its

@@ -8,7 +8,8 @@ import pytest
 
 from ocat.memory import lexical
 from ocat.memory import MemoryStore, StoreLocation
-from ocat.memory.lexical import LexicalIndex, stem, terms
+from ocat.memory.lexical import LexicalIndex
+from ocat.memory.terms import stem, terms
 from ocat.memory.retrieval import within_budget
 from ocat.memory.scoring import Calibration, coverage
 from ocat.models import Exchange, SearchHit

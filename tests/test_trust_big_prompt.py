@@ -39,7 +39,7 @@ def chat_args(server: FakeLLMServer) -> list[str]:
 
 
 def test_a_query_is_searched_by_a_bounded_number_of_terms() -> None:
-    from ocat.memory.lexical import MAX_QUERY_TERMS, query_terms, terms
+    from ocat.memory.terms import MAX_QUERY_TERMS, query_terms, terms
 
     assert query_terms("the printer on floor two") == terms("the printer on floor two")
     many = query_terms(huge_prompt(5000) + " printer printer printer")
@@ -48,7 +48,7 @@ def test_a_query_is_searched_by_a_bounded_number_of_terms() -> None:
 
 
 def test_a_search_with_more_terms_than_sqlite_takes_succeeds(store: MemoryStore) -> None:
-    from ocat.memory.lexical import terms
+    from ocat.memory.terms import terms
 
     session = session_on(store)
     session.record("qx000123 is where the printer lives", "noted", [])

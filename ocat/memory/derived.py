@@ -11,9 +11,13 @@ from __future__ import annotations
 import sqlite3
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from ocat.errors import StoreError
+from ocat.locations import cache_dir
+
+if TYPE_CHECKING:
+    from ocat.memory.backend import StoreLocation
 
 # The files SQLite keeps beside a database in WAL mode.
 SIDE_FILES = ("-wal", "-shm")
@@ -70,3 +74,20 @@ def checked(path: Path, what: str, notify: Callable[[str], None] | None) -> str 
     if notify is not None:
         notify(f"the {what} {path} was damaged ({problem}); moved aside to {moved.name} and rebuilt from the store")
     return problem
+
+
+def lexical_index_path(location: StoreLocation, name: str) -> Path:
+    """Where a store's lexical index lives: in the store's folder, or (server mode) in the cache."""
+    if location.path is not None:
+        location.path.mkdir(parents=True, exist_ok=True)
+        return location.path / f"ocat-lexical-{name}.sqlite3"
+    folder = cache_dir() / "ocat" / "lexical"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder / f"{location.host}-{location.port}-{name}.sqlite3"
+
+
+def beside_index(index: Path | str, what: str) -> Path:
+    """A file of derived data beside the lexical index: `ocat-<what>-<store>.sqlite3` next to
+    `ocat-lexical-<store>.sqlite3` (in the store's folder, or the cache for a server)."""
+    index = Path(index)
+    return index.with_name(index.name.replace("ocat-lexical-", f"ocat-{what}-", 1))

@@ -15,7 +15,8 @@ from typing import Callable, Iterator
 
 from ocat.memory.derived import SIDE_FILES, move_aside, sqlite_problem
 from ocat.memory.ingest import PartialDocument, partial_documents
-from ocat.memory.store import MemoryStore, beside_index, lexical_index_path
+from ocat.memory.derived import beside_index, lexical_index_path
+from ocat.memory.store import MemoryStore
 from ocat.models import RECORD_KINDS, RecordKind
 from ocat.text import count_of
 

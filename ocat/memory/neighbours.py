@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ocat.memory.lexical import term_set
+from ocat.memory.terms import term_set
 from ocat.memory.scoring import coverage
 from ocat.memory.store import MemoryStore
 from ocat.models import RecordKind

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Collection, Literal, Sequence
 
 from ocat.memory.derived import DerivedFileError
-from ocat.memory.lexical import query_terms as terms_of_query
+from ocat.memory.terms import query_terms as terms_of_query
 from ocat.memory.neighbours import Candidate, Neighbours, record_terms
 from ocat.memory.scoring import Calibration, coverage
 from ocat.memory.store import MemoryStore

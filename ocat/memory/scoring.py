@@ -13,7 +13,7 @@ import math
 from dataclasses import asdict, dataclass, replace
 from typing import AbstractSet, Any, Mapping, Sequence
 
-from ocat.memory.lexical import idf
+from ocat.memory.terms import idf
 from ocat.memory.model_files import LOCAL_MODEL_NAME
 
 

@@ -7,20 +7,19 @@ records, and enforces, which embedding model built it.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Sequence, TypeVar, cast
 
 from ocat.errors import StoreError, UsageError
-from ocat.locations import cache_dir
 from ocat.memory.backend import StoreLocation, collection_names, open_client, open_collection
-from ocat.memory.derived import DerivedFileError, checked, move_aside, sqlite_problem
+from ocat.memory.derived import DerivedFileError, beside_index, checked, lexical_index_path
 from ocat.memory.embeddings import Embedder
 from ocat.memory.floor import StoreFloor
 from ocat.memory.lexical import LexicalIndex
 from ocat.memory.prompts import PromptVectors
 from ocat.memory.scoring import Calibration, calibration_for
-from ocat.memory.upkeep import settled_calibration, sync_lexical, sync_prompts, sync_titles
-from ocat.models import RECORD_KINDS, THREAD_TITLE_KEY, DocumentChunk, Exchange, RecordKind
+from ocat.memory.titles import carry_titles, sync_titles
+from ocat.memory.upkeep import settled_calibration, sync_lexical, sync_prompts
+from ocat.models import RECORD_KINDS, DocumentChunk, Exchange, RecordKind
 
 if TYPE_CHECKING:
     from chromadb.api import ClientAPI
@@ -115,31 +114,6 @@ class MemoryStore:
         """A derived file failed mid-search: note it, so the next turn rebuilds it."""
         self.damaged[exc.path] = str(exc)
 
-    def rebuild_derived(self, *, move_healthy: bool = False) -> list[str]:
-        """Move the derived files aside (the ones a search found failing, or all of them with
-        `move_healthy`) and build them again from Chroma; returns what was rebuilt, in words.
-        The store's floor goes with the prompt file, and is measured again when next needed."""
-        index = Path(self.lexical.path)
-        files = {str(index): "lexical index", str(beside_index(index, "prompts")): "prompt vector file"}
-        chosen = files if move_healthy else {path: files[path] for path in self.damaged if path in files}
-        if not chosen:
-            return []
-        self.lexical.close()
-        self.prompts.close()
-        done = []
-        for path, what in chosen.items():
-            problem = self.damaged.get(path) or sqlite_problem(Path(path))
-            if Path(path).exists():
-                move_aside(Path(path), why="damaged" if problem else "replaced")
-            done.append(f"the {what} {path}" + (f" (it was damaged: {problem})" if problem else ""))
-        self.damaged = {}
-        self.lexical = LexicalIndex(index)
-        self.prompts = PromptVectors(beside_index(index, "prompts"), self.embedder)
-        self.floor = StoreFloor(self)
-        sync_titles(self, rebuilt=sync_lexical(self))
-        sync_prompts(self, self.notify)
-        return done
-
     def close(self) -> None:
         """Give the store up: stop serving it and release the owner lock, if held."""
         if self.lease is not None:
@@ -214,7 +188,7 @@ class MemoryStore:
         self, collection: Collection, rows: list[Row], vectors: list[Sequence[float]], prompts: list[Sequence[float]]
     ) -> None:
         if collection is self.exchanges:
-            self._carry_titles(rows)
+            carry_titles(self, rows)
         ids = [row[0] for row in rows]
         texts = [row[1] for row in rows]
         # Chroma refuses an empty metadata dict but takes None (its types do not say so): an
@@ -228,30 +202,6 @@ class MemoryStore:
         # rebuilds the lexical index, or embeds the missing prompts.
         self.prompts.write(ids[: len(prompts)], prompts)
         self.lexical.add(self._kind(collection), rows)
-
-    def _carry_titles(self, rows: list[Row]) -> None:
-        """A new exchange of a titled thread carries the title, as the thread's others do."""
-        titles = self.lexical.titles(list({str(row[2].get("thread_id", "")) for row in rows}))
-        for _, _, metadata in rows:
-            title = titles.get(str(metadata.get("thread_id", "")))
-            if title and THREAD_TITLE_KEY not in metadata:
-                metadata[THREAD_TITLE_KEY] = title
-
-    def set_thread_title(self, thread_id: str, title: str | None) -> int:
-        """Name a thread (None: drop its name) where the thread lives: every exchange of it
-        carries the title in Chroma, and the lexical index keeps a copy for listing. Returns
-        how many exchanges carry it."""
-        try:
-            ids = list(self.exchanges.get(where={"thread_id": thread_id}, include=[])["ids"])
-            for start in range(0, len(ids), WRITE_BATCH):
-                part = ids[start : start + WRITE_BATCH]
-                # Chroma merges an update into the stored metadata; None removes the key.
-                update = cast("list[Metadata]", [{THREAD_TITLE_KEY: title} for _ in part])
-                self.exchanges.update(ids=part, metadatas=update)
-        except Exception as exc:
-            raise StoreError(f"cannot name the thread in the memory store: {exc}") from exc
-        self.lexical.set_title(thread_id, title)
-        return len(ids)
 
     def delete(self, ids: Sequence[str]) -> int:
         """Delete exchanges or chunks by id; returns how many existed (none for no ids: Chroma
@@ -440,23 +390,6 @@ class MemoryStore:
 
     def _kind(self, collection: Collection) -> RecordKind:
         return "exchange" if collection is self.exchanges else "document"
-
-
-def lexical_index_path(location: StoreLocation, name: str) -> Path:
-    """Where a store's lexical index lives: in the store's folder, or (server mode) in the cache."""
-    if location.path is not None:
-        location.path.mkdir(parents=True, exist_ok=True)
-        return location.path / f"ocat-lexical-{name}.sqlite3"
-    folder = cache_dir() / "ocat" / "lexical"
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder / f"{location.host}-{location.port}-{name}.sqlite3"
-
-
-def beside_index(lexical: LexicalIndex | Path | str, what: str) -> Path:
-    """A file of derived data beside the lexical index: `ocat-<what>-<store>.sqlite3` next to
-    `ocat-lexical-<store>.sqlite3` (in the store's folder, or the cache for a server)."""
-    index = Path(lexical.path if isinstance(lexical, LexicalIndex) else lexical)
-    return index.with_name(index.name.replace("ocat-lexical-", f"ocat-{what}-", 1))
 
 
 _T = TypeVar("_T")

@@ -8,11 +8,12 @@ calibration its scores use.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from ocat.errors import StoreError
 from ocat.memory.scoring import Calibration
-from ocat.models import RECORD_KINDS, THREAD_TITLE_KEY, Exchange
+from ocat.models import RECORD_KINDS, Exchange
 
 if TYPE_CHECKING:
     from ocat.memory.store import MemoryStore, Row
@@ -51,42 +52,6 @@ def sync_lexical(store: MemoryStore) -> bool:
                 page = []
         store.lexical.add(kind, page)
     return rebuilt
-
-
-# Set in the lexical index once its titles are known to be in Chroma too.
-TITLES_IN_STORE = "titles_in_store"
-
-
-def sync_titles(store: MemoryStore, *, rebuilt: bool) -> None:
-    """Keep thread titles in the primary store, and their copy in the lexical index level with it.
-
-    A store from before titles lived in Chroma has them only in the index: they are written
-    into Chroma once (a title given since, there, is kept). When the index was rebuilt (or
-    deleted), its copy is made again from Chroma.
-    """
-    lexical = store.lexical
-    upgrading = lexical.get_meta(TITLES_IN_STORE) is None
-    if upgrading:
-        present = _stored_titles(store)
-        for thread_id, title in lexical.all_titles().items():
-            if thread_id not in present:
-                store.set_thread_title(thread_id, title)
-    if rebuilt or upgrading:
-        lexical.replace_titles(_stored_titles(store))
-        lexical.set_meta(TITLES_IN_STORE, "1")
-
-
-def _stored_titles(store: MemoryStore) -> dict[str, str]:
-    """Every thread's title as Chroma holds it (the newest exchange's, should they differ)."""
-    newest: dict[str, tuple[float, str]] = {}
-    for _, metadata in store.iter_metadata("exchange"):
-        title, thread_id = metadata.get(THREAD_TITLE_KEY), metadata.get("thread_id")
-        if isinstance(title, str) and title and isinstance(thread_id, str):
-            when = metadata.get("timestamp")
-            stamp = float(when) if isinstance(when, (int, float)) and not isinstance(when, bool) else 0.0
-            if thread_id not in newest or stamp >= newest[thread_id][0]:
-                newest[thread_id] = (stamp, title)
-    return {thread_id: title for thread_id, (_, title) in newest.items()}
 
 
 def sync_prompts(store: MemoryStore, notify: Callable[[str], None] | None = None) -> bool:
@@ -134,3 +99,32 @@ def settled_calibration(store: MemoryStore, shipped: Calibration, *, complete: b
         except Exception:
             return recorded  # not recorded, so not used: the next open tries again
     return settled
+
+
+def rebuild_derived(store: MemoryStore) -> list[str]:
+    """Move aside the derived files a search found failing (`store.damaged`) and build them again
+    from Chroma; returns what was rebuilt, in words. The store's floor goes with the prompt
+    file, and is measured again when next needed."""
+    from ocat.memory.floor import StoreFloor
+    from ocat.memory.lexical import LexicalIndex
+    from ocat.memory.prompts import PromptVectors
+    from ocat.memory.derived import beside_index, move_aside
+    from ocat.memory.titles import sync_titles
+
+    index = Path(store.lexical.path)
+    files = {str(index): "lexical index", str(beside_index(index, "prompts")): "prompt vector file"}
+    chosen = {path: (files[path], why) for path, why in store.damaged.items() if path in files}
+    if not chosen:
+        return []
+    store.lexical.close()
+    store.prompts.close()
+    for path in chosen:
+        if Path(path).exists():
+            move_aside(Path(path))
+    store.damaged = {}
+    store.lexical = LexicalIndex(index)
+    store.prompts = PromptVectors(beside_index(index, "prompts"), store.embedder)
+    store.floor = StoreFloor(store)
+    sync_titles(store, rebuilt=sync_lexical(store))
+    sync_prompts(store, store.notify)
+    return [f"the {what} {path} ({why})" for path, (what, why) in chosen.items()]

@@ -1,0 +1,85 @@
+"""Thread titles: user data, kept in Chroma on every exchange of the thread, with a copy in the
+lexical index for listing that is rebuilt from Chroma whenever the index is.
+
+`/rename` and an import name a thread through `set_thread_title`; a new exchange of a titled
+thread carries the title (`carry_titles`, from the store's write path); opening a store keeps
+the copy level (`sync_titles`), and moves the titles of a store made by an older ocat, which
+kept them in the index alone, into Chroma once.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, cast
+
+from ocat.errors import StoreError
+from ocat.models import THREAD_TITLE_KEY
+
+if TYPE_CHECKING:
+    from chromadb.api.types import Metadata
+
+    from ocat.memory.store import MemoryStore, Row
+
+# How many exchanges one Chroma update names.
+UPDATE_BATCH = 256
+
+
+def carry_titles(store: MemoryStore, rows: list[Row]) -> None:
+    """A new exchange of a titled thread carries the title, as the thread's others do."""
+    titles = store.lexical.titles(list({str(row[2].get("thread_id", "")) for row in rows}))
+    for _, _, metadata in rows:
+        title = titles.get(str(metadata.get("thread_id", "")))
+        if title and THREAD_TITLE_KEY not in metadata:
+            metadata[THREAD_TITLE_KEY] = title
+
+
+def set_thread_title(store: MemoryStore, thread_id: str, title: str | None) -> int:
+    """Name a thread (None: drop its name) where the thread lives: every exchange of it carries
+    the title in Chroma, and the lexical index keeps a copy for listing. Returns how many
+    exchanges carry it."""
+    try:
+        ids = list(store.exchanges.get(where={"thread_id": thread_id}, include=[])["ids"])
+        for start in range(0, len(ids), UPDATE_BATCH):
+            part = ids[start : start + UPDATE_BATCH]
+            # Chroma merges an update into the stored metadata; None removes the key.
+            update = cast("list[Metadata]", [{THREAD_TITLE_KEY: title} for _ in part])
+            store.exchanges.update(ids=part, metadatas=update)
+    except Exception as exc:
+        raise StoreError(f"cannot name the thread in the memory store: {exc}") from exc
+    store.lexical.set_title(thread_id, title)
+    return len(ids)
+
+
+# Set in the lexical index once its titles are known to be in Chroma too.
+TITLES_IN_STORE = "titles_in_store"
+
+
+def sync_titles(store: MemoryStore, *, rebuilt: bool) -> None:
+    """Keep thread titles in the primary store, and their copy in the lexical index level with it.
+
+    A store from before titles lived in Chroma has them only in the index: they are written
+    into Chroma once (a title given since, there, is kept). When the index was rebuilt (or
+    deleted), its copy is made again from Chroma.
+    """
+    lexical = store.lexical
+    upgrading = lexical.get_meta(TITLES_IN_STORE) is None
+    if upgrading:
+        present = _stored_titles(store)
+        for thread_id, title in lexical.all_titles().items():
+            if thread_id not in present:
+                set_thread_title(store, thread_id, title)
+    if rebuilt or upgrading:
+        lexical.replace_titles(_stored_titles(store))
+        lexical.set_meta(TITLES_IN_STORE, "1")
+
+
+def _stored_titles(store: MemoryStore) -> dict[str, str]:
+    """Every thread's title as Chroma holds it (the newest exchange's, should they differ)."""
+    newest: dict[str, tuple[float, str]] = {}
+    for _, metadata in store.iter_metadata("exchange"):
+        title, thread_id = metadata.get(THREAD_TITLE_KEY), metadata.get("thread_id")
+        if isinstance(title, str) and title and isinstance(thread_id, str):
+            when = metadata.get("timestamp")
+            stamp = float(when) if isinstance(when, (int, float)) and not isinstance(when, bool) else 0.0
+            if thread_id not in newest or stamp >= newest[thread_id][0]:
+                newest[thread_id] = (stamp, title)
+    return {thread_id: title for thread_id, (_, title) in newest.items()}
