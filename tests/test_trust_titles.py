@@ -189,3 +189,19 @@ def test_the_cli_round_trip_after_a_hostile_rename(cli: Cli, tmp_path: Path) -> 
     assert cli("--export-memory", str(again), env={"OCAT_VECTOR_STORE_PATH": str(other)}).returncode == 0
     assert again.read_bytes() == backup.read_bytes()
     assert f'"title": "{CLEANED}"' in again.read_text(encoding="utf-8")
+
+
+@pytest.mark.slow
+def test_rename_in_line_mode_cleans_the_title_and_the_backup_restores(cli: Cli, tmp_path: Path) -> None:
+    from tests.support.fakes import FakeLLMServer, serving
+
+    with serving(FakeLLMServer(reply="Noted.")) as server:
+        chat = cli("--plain", "--model", "openai/fake-model", "--set", f"llm.api_base={server.api_base}",
+                   "--set", "llm.api_key=sk-test", input=f"the kitchen plan\n/rename {HOSTILE}\n/threads\n/quit\n")
+    assert chat.returncode == 0, chat.stderr
+    assert CLEANED in chat.stdout + chat.stderr and "\x1b" not in chat.stdout
+    backup = tmp_path / "backup.jsonl"
+    assert cli("--export-memory", str(backup)).returncode == 0
+    restored = cli("--import-memory", str(backup), env={"OCAT_VECTOR_STORE_PATH": str(tmp_path / "other")})
+    assert restored.returncode == 0, restored.stderr
+    assert "1 thread title restored" in restored.stdout + restored.stderr
