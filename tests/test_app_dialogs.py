@@ -272,6 +272,9 @@ async def test_a_store_that_fails_mid_chat_turns_memory_off_and_the_chat_goes_on
         from ocat.memory import MemoryStore
 
         monkeypatch.setattr(MemoryStore, "nearest", broken)  # what retrieval reads vectors with
+        # ... and the store answers nothing else either: a search that fails while the store
+        # answers is only that turn's (tests/test_trust_big_prompt.py).
+        monkeypatch.setattr(MemoryStore, "count", broken)
         await send(app, pilot, "still there?")
         notices = [str(w.render()) for w in app.query(NoticeMessage)]
         assert any("Memory is off" in n and "disk I/O error" in n for n in notices)

@@ -21,6 +21,8 @@ if TYPE_CHECKING:
 
 # The files SQLite keeps beside a database in WAL mode.
 SIDE_FILES = ("-wal", "-shm")
+# Errors that say a file is in use or out of reach, not that it is damaged.
+_NOT_DAMAGE = ("locked", "busy", "unable to open")
 
 
 class DerivedFileError(StoreError):
@@ -44,7 +46,10 @@ def sqlite_problem(path: Path) -> str | None:
         finally:
             db.close()
     except sqlite3.Error as exc:
-        return str(exc)
+        text = str(exc)
+        # Busy (another process is writing) or not readable here: no sign of damage, and a
+        # file in use must not be moved from under its writer.
+        return None if any(word in text for word in _NOT_DAMAGE) else text
     found = [str(row[0]) for row in rows]
     return None if found == ["ok"] else "; ".join(found[:3])
 
