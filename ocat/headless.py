@@ -295,6 +295,8 @@ def _stdin_lines(reporter: Reporter) -> list[str]:
 
 
 def _ask(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> int:
+    import asyncio
+
     from ocat import llm
     from ocat.memory.retrieval import reasons
     from ocat.operations.search import hit_record
@@ -310,25 +312,27 @@ def _ask(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> in
     try:
         if session.loaded is not None and session.loaded.recovered:
             reporter.note(f"ocat: {session.loaded.recovered}")
-        memories = session.recall(prompt)
-        if session.problem:  # the search failed; the question is still answered, and remembered
-            reporter.note(f"ocat: warning: {session.problem}")
-        completion = llm.complete(session.request(prompt, memories).messages, settings.llm, dummy=args.dummy_mode)
-        exchange = session.record(prompt, completion.text, memories)
+        turn = session.turn(prompt)
+        turn.recall()
+        if turn.problem:  # the search failed; the question is still answered, and remembered
+            reporter.note(f"ocat: warning: {turn.problem}")
+        asyncio.run(turn.answer())
+        turn.finish()
+        stored = turn.stored  # before closing, which gives memory up
         if session.memory_error:
             reporter.note(f"ocat: warning: memory is off: {session.memory_error}")
-        stored = session.memory_on and not args.dummy_mode and exchange not in session.unsaved
     finally:
         closing = session.close()  # what memory could not take is kept for the next start, and said
         if closing:
             reporter.note(f"ocat: {closing}")
+    exchange = turn.exchange
     result = {
-        "text": completion.text,
-        "usage": completion.usage.to_dict(),
-        "memories": [hit_record(h, why=w) for h, w in zip(memories, reasons(memories))],
-        "exchange_id": exchange.exchange_id if stored else None,
+        "text": turn.text,
+        "usage": (turn.usage or llm.Usage()).to_dict(),
+        "memories": [hit_record(h, why=w) for h, w in zip(turn.memories, reasons(turn.memories))],
+        "exchange_id": exchange.exchange_id if exchange is not None and stored else None,
     }
-    return reporter.succeed(result, completion.text)
+    return reporter.succeed(result, turn.text)
 
 
 def _export(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> int:

@@ -42,15 +42,6 @@ class Usage:
         }
 
 
-@dataclass(frozen=True)
-class Completion:
-    """A whole answer."""
-
-    text: str
-    usage: Usage
-    model: str
-
-
 def _litellm() -> Any:
     # Without this litellm fetches its price list from the internet at import time,
     # which stalls start-up on a machine with no network.
@@ -155,20 +146,6 @@ def credentials_problem(settings: LLMSettings) -> str | None:
     return f"no credentials for {settings.model}: set {', '.join(missing)} (or llm.api_key), or try --dummy-mode"
 
 
-def complete(messages: list[Message], settings: LLMSettings, *, dummy: bool = False) -> Completion:
-    """One non-streaming completion; provider failures become ProviderError."""
-    if dummy:
-        text = dummy_reply(messages)
-        return Completion(text=text, usage=Usage(), model=DUMMY_MODEL)
-    litellm = _litellm()
-    try:
-        response = litellm.completion(**_call_args(messages, settings))
-    except Exception as exc:
-        raise provider_error(exc, settings) from exc
-    text = response.choices[0].message.content or ""
-    return Completion(text=text, usage=usage_of(response, settings.model), model=settings.model)
-
-
 class AnswerStream:
     """The model's answer piece by piece (`async for`); `usage` is set once it has finished."""
 
@@ -233,11 +210,6 @@ def embed(
     """
     response = _litellm().embedding(model=model, input=texts, api_base=api_base, api_key=api_key)
     return [item["embedding"] if isinstance(item, dict) else item.embedding for item in response.data]
-
-
-def usage_of(response: Any, model: str) -> Usage:
-    """Usage and cost of a litellm response (cost None when litellm has no price for the model)."""
-    return _priced(getattr(response, "usage", None), model)
 
 
 def provider_error(exc: Exception, settings: LLMSettings) -> ProviderError:

@@ -18,6 +18,7 @@ from ocat.history import history_file
 from ocat.models import SearchHit
 from ocat.operations.add import progress_printer
 from ocat.session import ChatSession
+from ocat.turn import Turn
 from ocat.text import printable, shorten
 
 
@@ -111,23 +112,19 @@ def _line_reader(interactive: bool, session: ChatSession | None = None) -> Calla
     return lambda message="› ", default="": prompt_session.prompt(message, default=default)
 
 
-async def _stream_answer(session: ChatSession, prompt: str, out: IO[str], err: IO[str]) -> tuple[str, list[SearchHit]]:
-    memories = session.recall(prompt)
-    if session.problem:  # this turn's search failed; memory stays on
-        err.write(f"ocat: note: {printable(session.problem)}\n")
+async def _stream_answer(turn: Turn, out: IO[str], err: IO[str]) -> None:
+    turn.recall()
+    if turn.problem:  # this turn's search failed; memory stays on
+        err.write(f"ocat: note: {printable(turn.problem)}\n")
     # Which memories were used is a status, not the answer: stderr, so `echo ... | ocat` gives
     # the answer alone on stdout.
-    for line in memory_summary(memories, session.settings.display.context_mode):
+    for line in memory_summary(turn.memories, turn.session.settings.display.context_mode):
         err.write(line + "\n")
     err.flush()
-    request = session.request(prompt, memories)
-    pieces: list[str] = []
-    async for piece in session.stream(request):
-        pieces.append(piece)
+    async for piece in turn:
         # The model may repeat escape sequences it read in a memory; they are shown, not obeyed.
         out.write(printable(piece))
         out.flush()
-    return "".join(pieces), memories
 
 
 def run_repl(session: ChatSession, *, out: IO[str] | None = None, err: IO[str] | None = None) -> int:
@@ -188,11 +185,12 @@ def _chat(session: ChatSession, out: IO[str], err: IO[str]) -> int:
             prompt = send.prompt  # /retry: the prompt goes again, as if typed
             if interactive:
                 out.write(printable(f"› {prompt}") + "\n")
-        had_memory = session.memory_on
+        turn = session.turn(prompt)
         try:
-            answer, memories = asyncio.run(_stream_answer(session, prompt, out, err))
+            asyncio.run(_stream_answer(turn, out, err))
         except KeyboardInterrupt:
             # A cancelled turn keeps what was shown but is not remembered.
+            turn.cancel()
             out.write("\n[cancelled]\n")
             continue
         except OcatError as exc:
@@ -204,11 +202,11 @@ def _chat(session: ChatSession, out: IO[str], err: IO[str]) -> int:
             err.write(f"ocat: {printable(log_failure('the answer', exc))}\n")
             continue
         out.write("\n")
-        exchange = session.record(prompt, answer, memories)
-        if had_memory and not session.memory_on:
+        turn.finish()
+        if turn.memory_lost:
             err.write(f"ocat: memory is off: {session.memory_error}\n")
-        elif exchange in session.unsaved and session.problem:
-            err.write(f"ocat: note: {printable(session.problem)}\n")
+        elif turn.exchange in session.unsaved and turn.problem:
+            err.write(f"ocat: note: {printable(turn.problem)}\n")
 
 
 def _run_command_line(

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from ocat.memory import MemoryStore
     from ocat.memory.model_files import DownloadProgress, FetchResult
     from ocat.memory_loading import MemoryLoaded
+    from ocat.turn import Turn
 
 
 def _note(message: str) -> None:
@@ -112,6 +113,12 @@ class ChatSession(SessionMemory):
         session = cls(settings, dummy=dummy)
         session.loaded = load_memory(session, serve=serve, notify=_note, progress=progress)
         return session
+
+    def turn(self, prompt: str) -> Turn:
+        """A new turn of this conversation: every face drives it (ocat.turn)."""
+        from ocat.turn import Turn
+
+        return Turn(self, prompt)
 
     def recall(self, prompt: str) -> list[SearchHit]:
         """Memories worth showing the model for this prompt, leaving out what is already in view."""

@@ -244,34 +244,32 @@ class OcatApp(MemoryView, CommandView, App[int]):
         started = time.monotonic()
         ticker = self.set_interval(0.1, lambda: status.update(answering_line(time.monotonic() - started)))
         answer = AssistantMessage()
-        pieces: list[str] = []
+        turn = self.session.turn(prompt)
         try:
-            had_memory = self.session.memory_on
-            memories = await asyncio.to_thread(self.session.recall, prompt)
-            if had_memory and not self.session.memory_on:
+            memories = await asyncio.to_thread(turn.recall)
+            if turn.memory_lost:
                 self._notice(f"Memory is off: {self.session.memory_error}", error=True)
                 self.memory_state = "memory off"
                 self._refresh_header()
-            elif self.session.problem:  # this turn's search failed; memory stays on
-                self._notice(f"Note: {self.session.problem}.", error=True)
+            elif turn.problem:  # this turn's search failed; memory stays on
+                self._notice(f"Note: {turn.problem}.", error=True)
             indicator = memory_indicator(memories, self.session.settings.display.context_mode)
             if indicator is not None:
                 await self._append(indicator)
             await self._append(answer)
             stream = AssistantMessage.get_stream(answer)
-            request = await asyncio.to_thread(self.session.request, prompt, memories)
-            answer_stream = self.session.stream(request)
+            await asyncio.to_thread(turn.prepare)
             try:
-                async for piece in answer_stream:
-                    pieces.append(piece)
+                async for piece in turn:
                     await stream.write(printable(piece))  # the stored answer stays as it came
             finally:
                 await stream.stop()
         except asyncio.CancelledError:
+            turn.cancel()
             self._notice("Cancelled: the partial answer stays on screen and is not remembered.")
             raise
         except Exception as exc:  # every failure of a turn is shown, and the prompt comes back
-            if not pieces:
+            if not turn.pieces:
                 await answer.remove()
             self._notice(failure_text("the answer", exc), error=True)
             # The prompt comes back, ready to retry, cursor at its end (before anything typed since).
@@ -282,11 +280,10 @@ class OcatApp(MemoryView, CommandView, App[int]):
         finally:
             ticker.stop()
             status.update("")
-        status.update(usage_line(answer_stream.usage, time.monotonic() - started))
-        text = "".join(pieces)
-        self.last_answer = text
-        exchange = await asyncio.to_thread(self.session.record, prompt, text, memories)
-        self._say_what_was_remembered(exchange, had_memory)
+        status.update(usage_line(turn.usage, turn.elapsed()))
+        self.last_answer = turn.text
+        await asyncio.to_thread(turn.finish)
+        self._say_what_was_remembered(turn)
         await self._refresh_count()
 
     def _conversation(self) -> VerticalScroll | None:

@@ -17,7 +17,6 @@ from textual.widgets import Static
 
 from ocat.errors import Cancelled, OcatError
 from ocat.locations import display_path
-from ocat.models import Exchange
 from ocat.text import count_of
 from ocat.ui.widgets import NoticeMessage, TaskProgress, plain
 
@@ -28,6 +27,7 @@ if TYPE_CHECKING:
     from textual.widget import Widget
 
     from ocat.memory_loading import MemoryLoaded
+    from ocat.turn import Turn
     from ocat.session import ChatSession
 
     AppBase = App[int]
@@ -204,14 +204,14 @@ class MemoryView(AppBase):
         self.memory_state = count_of(count, "exchange")
         self._refresh_header()
 
-    def _say_what_was_remembered(self, exchange: Exchange, had_memory: bool) -> None:
+    def _say_what_was_remembered(self, turn: Turn) -> None:
         """A turn that memory could not take says so on that turn (while memory is still
         loading it is kept quietly, and written once memory is ready); memory that came back
-        during the turn says so too. `had_memory`: memory was on when the turn began."""
-        session = self.session
-        if exchange in session.unsaved and session.memory_on and session.problem:
+        during the turn says so too."""
+        session, exchange = self.session, turn.exchange
+        if exchange in session.unsaved and session.memory_on and turn.problem:
             # One write failed but memory answers: the exchange waits for the next turn.
-            self._notice(f"Not remembered yet: {session.problem}.", error=True)
+            self._notice(f"Not remembered yet: {turn.problem}.", error=True)
         elif exchange in session.unsaved and not self._memory_pending():
             self._notice(
                 f"Not remembered yet: {session.memory_error or 'memory is off'}. This chat keeps it, "
@@ -220,7 +220,7 @@ class MemoryView(AppBase):
             )
             self.memory_state = "memory off"
             self._refresh_header()
-        elif not had_memory and session.memory_on and self.memory_state == "memory off":
+        elif not turn.had_memory and session.memory_on and self.memory_state == "memory off":
             self._notice("Memory is back on; what this chat kept meanwhile is remembered.")
 
     def _memory_pending(self) -> bool:

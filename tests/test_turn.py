@@ -1,0 +1,119 @@
+"""The chat turn, written once (ocat.turn): its steps, what it holds, and that no face writes it again."""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+from pathlib import Path
+from typing import AsyncIterator
+
+import pytest
+
+from ocat.config import load_settings
+from ocat.errors import ProviderError
+from ocat.memory import MemoryStore
+from ocat.session import ChatSession
+from ocat.turn import Turn, TurnError, TurnState
+
+OCAT = Path(__file__).resolve().parent.parent / "ocat"
+
+
+def dummy_session(store: MemoryStore) -> ChatSession:
+    session = ChatSession(load_settings(env={}, overrides={"vector_store.chat_window": 1}), store=store)
+    return session
+
+
+def test_a_turn_recalls_answers_and_records_with_its_memories(store: MemoryStore) -> None:
+    session = dummy_session(store)
+    remembered = session.record("my bike is a red gazelle", "nice bike", [])
+    session.new_thread()
+    session.dummy = True  # the deterministic answer; memory is still searched
+    turn = session.turn("what colour is my bike")
+    assert turn.state is TurnState.NEW
+    assert [m.id for m in turn.recall()] == [remembered.exchange_id]
+    assert turn.state is TurnState.RECALLED
+    text = asyncio.run(turn.answer())
+    assert text.startswith("[dummy] You said: what colour is my bike") and turn.text == text
+    assert turn.state is TurnState.ANSWERED and turn.usage is not None
+    assert turn.first_piece_at is not None and turn.answered_at is not None and turn.elapsed() >= 0
+    exchange = turn.finish()
+    assert turn.state is TurnState.FINISHED and turn.exchange is exchange
+    assert exchange.prior_exchange_ids == (remembered.exchange_id,)
+    assert session.history[-1] is exchange
+    assert not turn.stored  # dummy mode stores nothing
+
+
+def test_a_real_turn_is_stored_and_says_so(store: MemoryStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    session = dummy_session(store)
+
+    class Answer:
+        usage = None
+
+        async def __aiter__(self) -> AsyncIterator[str]:
+            for piece in ("Quartz", " it is."):
+                yield piece
+
+    monkeypatch.setattr(session, "stream", lambda request: Answer())
+    turn = session.turn("which counter top?")
+    asyncio.run(turn.answer())  # iterating recalls and prepares first
+    exchange = turn.finish()
+    assert turn.stored and store.get(exchange.exchange_id).assistant_response == "Quartz it is."
+
+
+def test_a_cancelled_or_failed_turn_records_nothing(store: MemoryStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    session = dummy_session(store)
+    cancelled = session.turn("never mind")
+    cancelled.recall()
+    cancelled.cancel()
+    assert cancelled.state is TurnState.CANCELLED
+    with pytest.raises(TurnError):
+        cancelled.finish()
+
+    class Failing:
+        usage = None
+
+        async def __aiter__(self) -> AsyncIterator[str]:
+            yield "half an"
+            raise ProviderError("the provider hung up")
+
+    monkeypatch.setattr(session, "stream", lambda request: Failing())
+    failed = session.turn("tell me everything")
+    with pytest.raises(ProviderError):
+        asyncio.run(failed.answer())
+    assert failed.state is TurnState.FAILED and failed.text == "half an"
+    assert isinstance(failed.error, ProviderError)
+    with pytest.raises(TurnError):
+        failed.finish()
+    assert store.count("exchange") == 0 and session.history == []
+
+
+def test_steps_out_of_order_are_refused(store: MemoryStore) -> None:
+    turn = Turn(dummy_session(store), "hi")
+    with pytest.raises(TurnError, match="this turn is new, not answered"):
+        turn.finish()
+    turn.recall()
+    with pytest.raises(TurnError, match="recalled, not new"):
+        turn.recall()
+
+
+def _calls_to(tree: ast.AST, names: set[str]) -> list[str]:
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in names:
+            owner = node.func.value
+            if isinstance(owner, ast.Name) and owner.id == "session" or (
+                isinstance(owner, ast.Attribute) and owner.attr == "session"
+            ):
+                found.append(node.func.attr)
+    return found
+
+
+def test_only_the_turn_chains_recall_request_stream_and_record() -> None:
+    """The turn is written once: no face (nor command) calls the session's steps itself."""
+    steps = {"recall", "request", "stream", "record"}
+    callers = {}
+    for path in OCAT.rglob("*.py"):
+        calls = _calls_to(ast.parse(path.read_text(encoding="utf-8")), steps)
+        if calls:
+            callers[str(path.relative_to(OCAT))] = sorted(set(calls))
+    assert callers == {"turn.py": ["recall", "record", "request", "stream"]}
