@@ -145,12 +145,14 @@ def evaluate(
     model_dir: Path = DEFAULT_MODEL,
     off_topic: int | None = None,
     context: int = 0,
+    via_cli: bool = False,
 ) -> dict[str, dict[str, Any]]:
     """Run every mode over every conversation; returns one row per mode.
 
     `context` > 0 searches like a chat turn whose conversation so far is the `context`
     questions asked before (the chat's two searches, `retrieval_queries`): with standalone
-    questions that measures what a topic change costs.
+    questions that measures what a topic change costs. `via_cli` ranks the hybrid mode with
+    the operation `--query-vector-store` runs, to show that it ranks as the chat does.
     """
     from ocat.chat import retrieval_queries
     from ocat.config import load_settings
@@ -158,15 +160,14 @@ def evaluate(
     from ocat.memory.retrieval import retrieve_any
     from ocat.models import Exchange
     from ocat.memory.embeddings import OnnxMiniLMEmbedder
+    from ocat.operations.search import search
 
     settings = load_settings(env={})
     vector_store = settings.vector_store
     embedder = OnnxMiniLMEmbedder(model_dir)
     results = {mode: ModeResult() for mode in modes}
-    ranking = RetrievalLimits(
-        exchange_results=max(KS), document_results=0,
-        exchange_threshold=vector_store.similarity_threshold, document_threshold=vector_store.memory_threshold,
-    )
+    # The chat's own limits, listing max(KS) of the same ranking: R@5 is the chat's top 5.
+    ranking = RetrievalLimits.from_settings(vector_store, results=max(KS))
     chat_limits = RetrievalLimits.from_settings(vector_store)
     with tempfile.TemporaryDirectory(prefix="ocat-recall-") as folder:
         for conv in conversations:
@@ -189,6 +190,9 @@ def evaluate(
                     if context and before:
                         queries = retrieval_queries(q["question"], before, context)
                         hits = retrieve_any(store, queries, ranking)
+                    elif via_cli and mode == "hybrid":
+                        # The operation `--query-vector-store --results 10` runs (ocat.operations.search).
+                        hits = search([store], q["question"], vector_store, count=max(KS)).hits
                     else:
                         hits = retrieve(store, q["question"], ranking, mode=mode)
                     result.latency_ms.append((time.perf_counter() - started) * 1000)
@@ -238,6 +242,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--chats", type=Path, default=DEFAULT_CHATS, help="chats-dev style folder")
     parser.add_argument("--sets", default="locomo,chats", help="comma-separated: locomo,chats")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    parser.add_argument("--via-cli", action="store_true",
+                        help="rank the hybrid mode with --query-vector-store's operation (ocat.operations.search)")
     args = parser.parse_args(argv)
     sets = {s.strip() for s in args.sets.split(",") if s.strip()}
     for wanted, path in (("locomo", args.data), ("chats", args.chats / "questions.json")):
@@ -253,6 +259,7 @@ def main(argv: list[str] | None = None) -> int:
             model_dir=args.model,
             off_topic=args.off_topic,
             context=args.context,
+            via_cli=args.via_cli,
         )
         if not args.json:
             print(f"LoCoMo ({args.data.name})\n{format_table(report['locomo'])}\n")

@@ -173,14 +173,24 @@ class SearchHit:
     outranked: bool = False
     # Set by retrieval on a context hit: whether the hit it belongs to is admitted.
     with_admitted: bool = False
+    # Listed past the number the chat reads of its kind (an explicit search's --results):
+    # ranked as the chat ranks, never given to the model.
+    beyond: bool = False
+    # Set by retrieval: what the hit is ranked by (its own score, or the higher score a
+    # neighbour lends it as context); lists of hits from several searches merge by it.
+    rank: float | None = None
 
     @property
     def admitted(self) -> bool:
         """True when the memory is shown to the model: on its own, or as context of an admitted hit."""
         if self.context_of is not None:
             return self.with_admitted
-        return self.score >= self.threshold and not self.outranked
+        return self.score >= self.threshold and not self.outranked and not self.beyond
 
+    @property
+    def order(self) -> tuple[bool, float]:
+        """The key lists of hits are sorted by (descending): what the chat reads first, then by rank."""
+        return (not self.beyond, self.score if self.rank is None else self.rank)
 
     @property
     def timestamp(self) -> float | None:

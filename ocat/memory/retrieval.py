@@ -43,15 +43,21 @@ class RetrievalLimits:
     document_results: int
     exchange_threshold: float
     document_threshold: float
+    # How many of each kind to list (the CLI's --results) when more than the counts above:
+    # the ranking and the verdicts stay those of the counts (what the chat reads), and a hit
+    # past its kind's count is listed as `beyond` (never given to the model in a chat).
+    listed: int = 0
 
     @classmethod
     def from_settings(cls, vector_store: VectorStoreSettings, *, results: int | None = None) -> RetrievalLimits:
-        """Limits from `vector_store` settings; `results` overrides both counts (the CLI's --results)."""
+        """The chat's limits from `vector_store` settings; `results` (the CLI's --results) lists
+        that many of each kind from the same ranking."""
         return cls(
-            exchange_results=results if results is not None else vector_store.context_results,
-            document_results=results if results is not None else vector_store.memory_results,
+            exchange_results=vector_store.context_results,
+            document_results=vector_store.memory_results,
             exchange_threshold=vector_store.similarity_threshold,
             document_threshold=vector_store.memory_threshold,
+            listed=results or 0,
         )
 
 
@@ -122,7 +128,7 @@ def _search(
 ) -> list[SearchHit]:
     query_terms = [terms_of_query(q) for q in queries]
     vectors = store.embedder.embed(queries) if mode != "lexical" else None
-    ranked_hits: list[tuple[float, SearchHit]] = []
+    hits_found: list[SearchHit] = []
     per_kind: tuple[tuple[RecordKind, int, float], ...] = (
         ("exchange", limits.exchange_results, limits.exchange_threshold),
         ("document", limits.document_results, limits.document_threshold),
@@ -130,22 +136,24 @@ def _search(
     for kind, count, threshold in per_kind:
         if count <= 0 or (store.count(kind) if mode == "vectors" else store.lexical.count(kind)) == 0:
             continue
-        pool = max(MIN_POOL, POOL_FACTOR * count) + len(exclude_ids)
+        shown = max(count, limits.listed)
+        # The pool follows the chat's count, never the number listed, so that listing more
+        # (--results 10) ranks exactly as the chat does; it grows only to have `shown` at all.
+        pool = max(MIN_POOL, POOL_FACTOR * count, shown) + len(exclude_ids)
         # An exchange is judged against its store's floor (ocat.memory.floor); the baselines are not.
         judged = store.calibration.raised(store.floor.shift() if kind == "exchange" and mode == "hybrid" else 0.0)
         ranked = _ranked(
-            store, kind, query_terms, vectors, pool, where, mode, keep=2 * count + len(exclude_ids), judged=judged
+            store, kind, query_terms, vectors, pool, where, mode, keep=2 * shown + len(exclude_ids), judged=judged
         )
-        wanted = [c for c in ranked if c.id not in exclude_ids][: 2 * count]
+        wanted = [c for c in ranked if c.id not in exclude_ids][: 2 * shown]
         # Texts and metadata are read only now, and only for these few (neighbours included).
         got = store.fetch(kind, [c.id for c in wanted], where=where, vectors=False)
         records = {i: (t or "", dict(m or {})) for i, t, m in zip(got["ids"], got["documents"], got["metadatas"])}
-        kept = [c for c in wanted if c.id in records][:count]
-        ranked_hits.extend(
-            (c.rank, hit) for c, hit in zip(kept, _verdicts(kept, records, kind, threshold, judged))
-        )
-    ranked_hits.sort(key=lambda pair: pair[0], reverse=True)
-    return [hit for _, hit in ranked_hits]
+        kept = [c for c in wanted if c.id in records][:shown]
+        hits_found.extend(_verdicts(kept, records, kind, threshold, judged, reach=count))
+    # What the chat reads comes first, best first; what is listed beyond it follows.
+    hits_found.sort(key=lambda hit: hit.order, reverse=True)
+    return hits_found
 
 
 def _verdicts(
@@ -154,26 +162,35 @@ def _verdicts(
     kind: RecordKind,
     threshold: float,
     calibration: Calibration,
+    *,
+    reach: int,
 ) -> list[SearchHit]:
     """One kind's hits with their verdicts: own memory, outranked, or context of another hit.
 
     A hit stands on its own when its own relevance reaches the threshold and its fused score
     is within MARGIN of the best hit's. A hit that is in the list only because a neighbour
     lifted it (and could not stand on its own) is that neighbour's context: shown to the
-    model only with it.
+    model only with it. Only the first `reach` (the chat's count) can be given to the model;
+    the rest are `beyond`, and the best is taken among the first `reach` alone, so listing
+    more never changes a verdict.
     """
-    best = max((c.z for c in kept), default=0.0)
-    standing = {c.id for c in kept if calibration.relevance_of(c.z) >= threshold and c.z >= best - MARGIN}
+    best = max((c.z for c in kept[:reach]), default=0.0)
+    standing = {
+        c.id for c in kept[:reach] if calibration.relevance_of(c.z) >= threshold and c.z >= best - MARGIN
+    }
     hits = []
-    for c in kept:
+    for position, c in enumerate(kept):
         own = calibration.relevance_of(c.z)
+        beyond = position >= reach
         context_of = c.source if c.id not in standing and c.source is not None else None
         hits.append(
             SearchHit(
                 id=c.id, kind=kind, score=own, text=records[c.id][0], metadata=records[c.id][1], threshold=threshold,
                 context_of=context_of,
-                outranked=context_of is None and own >= threshold and c.id not in standing,
-                with_admitted=context_of is not None and context_of in standing,
+                outranked=not beyond and context_of is None and own >= threshold and c.id not in standing,
+                with_admitted=not beyond and context_of is not None and context_of in standing,
+                beyond=beyond,
+                rank=c.rank,
             )
         )
     return hits
@@ -202,7 +219,9 @@ def reasons(hits: Sequence[SearchHit]) -> list[str]:
     position = {h.id: n for n, h in enumerate(hits, start=1)}
     said = []
     for hit in hits:
-        if hit.context_of is not None:
+        if hit.beyond:
+            said.append("past the chat's count")
+        elif hit.context_of is not None:
             where = f"#{position[hit.context_of]}" if hit.context_of in position else hit.context_of[:8]
             said.append(f"context of {where}" + ("" if hit.with_admitted else " (not given)"))
         elif hit.score < hit.threshold:

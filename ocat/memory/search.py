@@ -40,7 +40,7 @@ def search_store(
             document_results=limits.document_results if kind == "document" else 0,
         )
         hits.extend(retrieve(store, query, only, where=where))  # type: ignore[arg-type]
-    hits.sort(key=lambda h: h.score, reverse=True)
+    hits.sort(key=lambda h: h.order, reverse=True)
     return hits[:limit] if limit is not None else hits
 
 
@@ -52,7 +52,8 @@ def search_stores(
     *,
     limit: int | None = None,
 ) -> list[StoreHit]:
-    """Search every store and merge the hits by relevance (scores are calibrated, so comparable)."""
+    """Search every store and merge the hits as each store ranks them (relevances are calibrated,
+    so comparable); one store's list keeps its order exactly."""
     found = [StoreHit(store.name, hit) for store in stores for hit in search_store(store, query, limits, filters)]
-    found.sort(key=lambda h: h.hit.score, reverse=True)
+    found.sort(key=lambda h: h.hit.order, reverse=True)
     return found[:limit] if limit is not None else found
