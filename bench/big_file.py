@@ -45,10 +45,10 @@ def main(argv: list[str] | None = None) -> int:
     """Build the file, add it, print the timings."""
     sys.path.insert(0, str(REPO))
     from bench.recall import DEFAULT_MODEL
-    from ocat.chunking import chunk_text, options_from
+    from ocat.chunking import chunk_text
     from ocat.config import shipped_settings
     from ocat.memory import MemoryStore, StoreLocation, add_path, partial_documents
-    from ocat.memory.embeddings import OnnxMiniLMEmbedder
+    from ocat.memory.embedding.embedders import OnnxMiniLMEmbedder
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mb", type=float, default=50.0)
@@ -63,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     big = folder / "big.txt"
     if not big.exists():
         make_file(big, args.mb, one_line=args.one_line)
-    options = options_from(shipped_settings().chunking)
+    options = shipped_settings().chunking
     started = time.perf_counter()
     chunks = chunk_text(big.read_text(encoding="utf-8"), options)
     print(f"file: {big.stat().st_size / 1e6:.1f} MB, {len(chunks)} chunks; read + chunk {time.perf_counter() - started:.2f} s")

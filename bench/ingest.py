@@ -18,7 +18,7 @@ loading the model (a few seconds). The CLI's peak RSS is reported too.
     python bench/ingest.py --rss-only --import-exchanges 10000 100000  # peak RSS of imports, synthetic vectors
 
 `--rss-only` skips the throughput runs and imports each size with the real import code
-(ocat.memory.transfer.import_memory) in a child process, with the synthetic vectors of
+(ocat.memory.storage.export_import.import_memory) in a child process, with the synthetic vectors of
 bench/latency.py instead of the model (100k real embeddings take about an hour here), to
 show whether the import's memory grows with the file.
 """
@@ -98,7 +98,7 @@ def run_cli(args: list[str], home: Path, store: Path, model: Path, checkout: Pat
 
 def raw_embed(texts: list[str], model: Path) -> float:
     """Seconds the model alone takes to embed the texts (loaded and warmed first)."""
-    from ocat.memory.embeddings import OnnxMiniLMEmbedder
+    from ocat.memory.embedding.embedders import OnnxMiniLMEmbedder
 
     embedder = OnnxMiniLMEmbedder(model)
     embedder.embed(["warm up"])
@@ -109,11 +109,10 @@ def raw_embed(texts: list[str], model: Path) -> float:
 
 def prose_chunks(files: list[Path]) -> list[str]:
     """The chunk texts `--add-to-vector-store` makes of the files with the default config."""
-    from ocat.chunking import options_from
     from ocat.config import load_settings
-    from ocat.memory.ingest import document_chunks
+    from ocat.memory.ingest.documents import document_chunks
 
-    options = options_from(load_settings(env={}).chunking)
+    options = load_settings(env={}).chunking
     texts = []
     for path in files:
         text = path.read_text(encoding="utf-8")
@@ -124,8 +123,8 @@ def prose_chunks(files: list[Path]) -> list[str]:
 def child_import(path: Path, store: Path, count: int) -> None:
     """(In a child process) import `path` into a fresh store with synthetic vectors; print peak RSS."""
     from ocat.memory import MemoryStore, StoreLocation
-    from ocat.memory.embeddings import OnnxMiniLMEmbedder
-    from ocat.memory.transfer import import_memory
+    from ocat.memory.embedding.embedders import OnnxMiniLMEmbedder
+    from ocat.memory.storage.export_import import import_memory
 
     base = [e for c in load_conversations(DEFAULT_DATA) for e in c.exchanges]
     real = OnnxMiniLMEmbedder(DEFAULT_MODEL)

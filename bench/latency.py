@@ -195,7 +195,7 @@ class Breakdown:
 
 def time_queries(store: Any, questions: list[str], limits: Any, *, chat: bool) -> list[float]:
     """Milliseconds per retrieval: one search per question, or a chat turn after the previous question."""
-    from ocat.memory.retrieval import retrieve_any
+    from ocat.memory.retrieval.retrieve import retrieve_any
 
     times = []
     for n, question in enumerate(questions):
@@ -229,7 +229,7 @@ def measure(folder: Path, embedder: Any, questions: list[str], *, served: bool, 
     """Open the store (embedded, or through its own server) and time both kinds of retrieval."""
     from ocat.config import load_settings
     from ocat.memory import MemoryStore, RetrievalLimits
-    from ocat.memory.owner import acquire
+    from ocat.memory.sharing.owner_lock import acquire
 
     limits = RetrievalLimits.from_settings(load_settings(env={}).vector_store)
     with ExitStack() as stack:
@@ -269,7 +269,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.checkout:
         sys.path.insert(0, str(args.checkout.resolve()))  # before anything imports ocat
     import ocat
-    from ocat.memory.embeddings import OnnxMiniLMEmbedder
+    from ocat.memory.embedding.embedders import OnnxMiniLMEmbedder
 
     conversations = load_conversations(args.data)
     base = [e for c in conversations for e in c.exchanges]

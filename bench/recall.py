@@ -157,9 +157,9 @@ def evaluate(
     from ocat.chat import retrieval_queries
     from ocat.config import load_settings
     from ocat.memory import MemoryStore, RetrievalLimits, StoreLocation, retrieve
-    from ocat.memory.retrieval import retrieve_any
+    from ocat.memory.retrieval.retrieve import retrieve_any
     from ocat.models import Exchange
-    from ocat.memory.embeddings import OnnxMiniLMEmbedder
+    from ocat.memory.embedding.embedders import OnnxMiniLMEmbedder
     from ocat.operations.search import search
 
     settings = load_settings(env={})

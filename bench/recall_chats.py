@@ -80,8 +80,8 @@ def evaluate_chats(folder: Path, model_dir: Path, *, questions: int | None = Non
     """Load the history into a fresh store, ask every question, return the metrics row."""
     from ocat.config import load_settings
     from ocat.memory import MemoryStore, RetrievalLimits, StoreLocation, admitted, retrieve
-    from ocat.memory.embeddings import OnnxMiniLMEmbedder
-    from ocat.memory.retrieval import within_budget
+    from ocat.memory.embedding.embedders import OnnxMiniLMEmbedder
+    from ocat.memory.retrieval.retrieve import within_budget
 
     exchanges, asked = load_chats(folder)
     asked = asked[:questions] if questions else asked

@@ -1,16 +1,12 @@
-"""Splitting documents into chunks for the memory store: five strategies, pure functions, stdlib only."""
+"""Splitting documents into chunks for the memory store: five strategies (ocat.settings.STRATEGIES), pure functions."""
 
 from __future__ import annotations
 
 import hashlib
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from ocat.settings import ChunkingSettings
-
-STRATEGIES: tuple[str, ...] = ("truncate", "fixed_size", "semantic", "hybrid", "markdown")
+from ocat.settings import STRATEGIES, ChunkingSettings
 
 # A sentence ends at . ! or ? (plus any closing quotes or brackets) when whitespace follows.
 _SENTENCE_END = re.compile(r"[.!?]['\"’”)\]]*(?=\s)")
@@ -27,24 +23,6 @@ Span = tuple[int, int]
 
 
 @dataclass(frozen=True)
-class ChunkingOptions:
-    """How to split a document; sizes are in characters. Checked by `chunk_text`, not here,
-    so settings code can build one before it knows every value.
-
-    No defaults here: the configured values (`options_from(settings.chunking)`) come from
-    `config/default.yaml`, which documents them key by key.
-    """
-
-    strategy: str  # one of STRATEGIES
-    chunk_size: int  # target length of a chunk
-    chunk_overlap: int  # characters repeated between fixed_size windows
-    max_chunk_size: int  # hard ceiling, kept by every strategy
-    # Lets truncate and fixed_size cut between sentences or words; the other strategies
-    # always split along paragraphs and sentences, that being what they are for.
-    preserve_sentence_boundaries: bool
-
-
-@dataclass(frozen=True)
 class Chunk:
     """One piece of a document, in document order."""
 
@@ -53,19 +31,12 @@ class Chunk:
     section: str | None = None  # markdown only: the `## ` heading the chunk falls under
 
 
-def options_from(chunking_settings: ChunkingSettings) -> ChunkingOptions:
-    """The configured options: the `chunking` section of the settings has the same fields."""
-    from dataclasses import asdict
-
-    return ChunkingOptions(**asdict(chunking_settings))
-
-
 def content_hash(text: str) -> str:
     """The sha256 hex digest of the UTF-8 encoding of `text`."""
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def chunk_text(text: str, options: ChunkingOptions, *, filename: str | None = None) -> list[Chunk]:
+def chunk_text(text: str, options: ChunkingSettings, *, filename: str | None = None) -> list[Chunk]:
     """Split `text` into chunks per `options.strategy`.
 
     Every strategy but `truncate` keeps all of the text and never makes a chunk longer than
@@ -89,7 +60,7 @@ def chunk_text(text: str, options: ChunkingOptions, *, filename: str | None = No
     return [Chunk(piece, i) for i, piece in enumerate(texts)]
 
 
-def _validate(options: ChunkingOptions) -> None:
+def _validate(options: ChunkingSettings) -> None:
     if options.strategy not in STRATEGIES:
         raise ValueError(f"unknown chunking strategy {options.strategy!r}; expected one of {', '.join(STRATEGIES)}")
     if options.chunk_size <= 0:
@@ -126,7 +97,7 @@ def _boundary(text: str, start: int, end: int, lowest: int) -> int | None:
     return None
 
 
-def _truncate(text: str, options: ChunkingOptions) -> str:
+def _truncate(text: str, options: ChunkingSettings) -> str:
     """The start of the text, at most chunk_size long; the rest is dropped."""
     body = text.strip()
     size = options.chunk_size
@@ -141,7 +112,7 @@ def _truncate(text: str, options: ChunkingOptions) -> str:
     return body[:end].rstrip()
 
 
-def _fixed_size(text: str, options: ChunkingOptions) -> list[str]:
+def _fixed_size(text: str, options: ChunkingSettings) -> list[str]:
     """Windows of chunk_size, each starting chunk_overlap before the previous one ended."""
     body = text.rstrip()
     size, overlap = options.chunk_size, options.chunk_overlap
@@ -229,7 +200,7 @@ def _pack(units: list[Span], limit: int) -> list[Span]:
     return packed
 
 
-def _hybrid(text: str, options: ChunkingOptions) -> list[Span]:
+def _hybrid(text: str, options: ChunkingSettings) -> list[Span]:
     """Semantic spans capped at chunk_size, then fragments under a quarter of it merged
     into a neighbour while the result stays within max_chunk_size."""
     size, ceiling = options.chunk_size, options.max_chunk_size
@@ -313,7 +284,7 @@ def _header(filename: str | None, heading: str | None, limit: int) -> str:
     return render(name, title)
 
 
-def _markdown(text: str, options: ChunkingOptions, filename: str | None) -> list[tuple[str | None, str]]:
+def _markdown(text: str, options: ChunkingSettings, filename: str | None) -> list[tuple[str | None, str]]:
     """`(heading, chunk text)` pairs: each section split semantically, each piece headed."""
     pieces: list[tuple[str | None, str]] = []
     for heading, start, end in _sections(text):

@@ -22,7 +22,7 @@ from ocat.text import count_of, printable
 if TYPE_CHECKING:
     from ocat.config import Settings
     from ocat.memory import MemoryStore
-    from ocat.memory.model_files import FetchResult
+    from ocat.memory.embedding.model_files import FetchResult
     from ocat.operations.search import Found
 
 
@@ -182,7 +182,7 @@ def _open_store(settings: Settings) -> MemoryStore:
 def _prepare_model(settings: Settings, reporter: Reporter) -> FetchResult | None:
     """Make sure the embedding model is there (downloading it on first use, with progress on
     stderr: stdout stays the result's); a download ends with one line saying where it went."""
-    from ocat.memory.model_files import ProgressPrinter, prepare_model
+    from ocat.memory.embedding.model_files import ProgressPrinter, prepare_model
 
     printer = ProgressPrinter(reporter.stderr)
     fetched = None
@@ -208,7 +208,7 @@ def _fetch_model(args: argparse.Namespace, settings: Settings, reporter: Reporte
 def _open_stores(settings: Settings, args: argparse.Namespace) -> list[MemoryStore]:
     """The stores `--store` named (`ocat.cli` parsed them into `args.stores`; several are for
     reading), else the configured one."""
-    from ocat.memory.named import open_stores
+    from ocat.memory.named_stores import open_stores
 
     if len(args.stores) <= 1:
         return [_open_store(settings)]
@@ -269,7 +269,7 @@ def format_hits(found: list[Found], *, with_stores: bool = False) -> str:
 
 
 def _query(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> int:
-    from ocat.memory.filters import parse_where
+    from ocat.memory.retrieval.filters import parse_where
     from ocat.operations.search import hit_record, search
 
     filters = parse_where(getattr(args, "where", None) or [])
@@ -298,7 +298,7 @@ def _ask(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> in
     import asyncio
 
     from ocat import llm
-    from ocat.memory.retrieval import reasons
+    from ocat.memory.retrieval.retrieve import reasons
     from ocat.operations.search import hit_record
     from ocat.session import open_chat
 
@@ -358,7 +358,7 @@ def _export(args: argparse.Namespace, settings: Settings, reporter: Reporter) ->
 
 
 def _import(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> int:
-    from ocat.memory.ingest import throttled_progress
+    from ocat.memory.ingest.documents import throttled_progress
     from ocat.operations.transfer import check_import, import_file
 
     path = Path(args.import_memory).expanduser()

@@ -31,6 +31,11 @@ def whole_number(text: str, lo: int, hi: int) -> int:
         raise ValueError(f'must be a whole number from {lo} to {hi}, not "{text}"')
     return int(cleaned)
 
+# Chroma holds whole numbers as 64-bit integers: a larger one is an "Invalid where clause".
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+# The dates every time zone can turn into a timestamp.
+FIRST_DATE, LAST_DATE = "0001-01-02", "9999-12-30"
+
 # A thread's title (`/rename TITLE`, and a title in an `--import-memory` file), in characters.
 MAX_TITLE_CHARS = 200
 

@@ -1,4 +1,4 @@
-"""The only module that imports litellm: completions, streaming, embeddings, usage and cost, and errors.
+"""Chat models through litellm: completions, streaming, usage and cost, and errors.
 
 litellm takes seconds to import, so it is imported on first use. `--dummy-mode` answers
 with a deterministic reply and never imports it at all.
@@ -6,7 +6,6 @@ with a deterministic reply and never imports it at all.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, AsyncIterator
 
@@ -43,14 +42,9 @@ class Usage:
 
 
 def _litellm() -> Any:
-    # Without this litellm fetches its price list from the internet at import time,
-    # which stalls start-up on a machine with no network.
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    import litellm
+    from ocat.litellm_offline import litellm
 
-    litellm.suppress_debug_info = True  # it otherwise prints help links to stdout on errors
-    litellm.telemetry = False
-    return litellm
+    return litellm()
 
 
 def dummy_reply(messages: list[Message]) -> str:
@@ -198,18 +192,6 @@ def _priced(usage: Any, model: str) -> Usage:
     except Exception:
         cost = None  # litellm has no price for this model
     return Usage(prompt_tokens=prompt, completion_tokens=completion, cost_usd=cost)
-
-
-def embed(
-    model: str, texts: list[str], *, api_base: str | None = None, api_key: str | None = None
-) -> list[list[float]]:
-    """One vector per text from a litellm embedding model, in order, as the provider returns them.
-
-    Here rather than in the embedder so that litellm is set up one way (see `_litellm`);
-    provider failures propagate for the caller to word.
-    """
-    response = _litellm().embedding(model=model, input=texts, api_base=api_base, api_key=api_key)
-    return [item["embedding"] if isinstance(item, dict) else item.embedding for item in response.data]
 
 
 def provider_error(exc: Exception, settings: LLMSettings) -> ProviderError:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Callable
 from ocat.text import count_of
 
 if TYPE_CHECKING:
-    from ocat.memory.model_files import DownloadProgress
+    from ocat.memory.embedding.model_files import DownloadProgress
     from ocat.session import ChatSession
 
 
@@ -80,11 +80,13 @@ def load_memory(
 
 def warm_up(session: ChatSession) -> None:
     """Load the local model's ONNX session now (once memory is on), and measure the store's
-    floor if it has none (ocat.memory.floor): neither is left to the first turn's search."""
+    floor if it has none (ocat.memory.retrieval.store_floor): neither is left to the first turn's search."""
     if session.fetched is None or session.store is None:
         return
     try:
         session.store.embedder.embed(["warm up"])
-        session.store.floor.shift()
+        from ocat.memory import floor_of
+
+        floor_of(session.store).shift()
     except Exception:  # a model or store that cannot run is reported by the first turn that needs it
         pass

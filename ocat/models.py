@@ -134,7 +134,7 @@ class DocumentChunk:
     metadata: dict[str, Any]
 
 
-# The sources a memory is stored with (ocat.memory.ingest.Source), in words for people:
+# The sources a memory is stored with (ocat.memory.ingest.documents.Source), in words for people:
 # every face shows a memory's source through `SearchHit.origin`.
 SOURCE_WORDS: dict[str, str] = {
     "vadd_command": "note",
@@ -169,7 +169,7 @@ class SearchHit:
     # memory of its own, whatever its score.
     context_of: str | None = None
     # Set by retrieval when the hit reaches the threshold but is far weaker than the best
-    # hit of its kind (see ocat/memory/retrieval.py): left out, and shown why.
+    # hit of its kind (see ocat/memory/retrieval/retrieve.py): left out, and shown why.
     outranked: bool = False
     # Set by retrieval on a context hit: whether the hit it belongs to is admitted.
     with_admitted: bool = False
@@ -251,7 +251,7 @@ class StoreStats:
     partial_documents: int = 0
     # The local embedding model's folder; None while it is not downloaded (or for a litellm model).
     model_path: str | None = None
-    # The store's floor (ocat.memory.floor): the median best fused score of generic questions,
+    # The store's floor (ocat.memory.retrieval.store_floor): the median best fused score of generic questions,
     # None until measured; and how much more an exchange's fused score must be because of it.
     floor: float | None = None
     floor_raise: float = 0.0

@@ -9,9 +9,9 @@ from __future__ import annotations
 import sys
 import threading
 from datetime import datetime
+from types import ModuleType
 from typing import IO, TYPE_CHECKING, Callable
 
-from ocat import llm
 from ocat.chat import TurnRequest, build_turn, retrieval_queries, system_prompt
 from ocat.errors import Cancelled, OcatError
 from ocat.models import Exchange, SearchHit, new_id
@@ -19,10 +19,18 @@ from ocat.session_memory import SessionMemory
 
 if TYPE_CHECKING:
     from ocat.config import Settings
+    from ocat.llm import AnswerStream
     from ocat.memory import MemoryStore
-    from ocat.memory.model_files import DownloadProgress, FetchResult
+    from ocat.memory.embedding.model_files import DownloadProgress, FetchResult
     from ocat.memory_loading import MemoryLoaded
     from ocat.turn import Turn
+
+
+def _llm() -> ModuleType:
+    # Not imported with the session: the full-screen chat builds one before its first frame.
+    from ocat import llm
+
+    return llm
 
 
 def _note(message: str) -> None:
@@ -132,7 +140,7 @@ class ChatSession(SessionMemory):
         assert self.store is not None
         rebuilt = self._rebuild_damaged()
         from ocat.memory import RetrievalLimits, admitted
-        from ocat.memory.retrieval import retrieve_any, within_budget
+        from ocat.memory.retrieval.retrieve import retrieve_any, within_budget
 
         window = self.settings.vector_store.search_context_window
         queries = retrieval_queries(prompt, self.history, window)
@@ -173,7 +181,7 @@ class ChatSession(SessionMemory):
             system=system_prompt(self.settings.llm, self.started),
             history=self.recent_history(),
             memories=memories,
-            token_limit=None if self.dummy else llm.input_token_limit(self.settings.llm),
+            token_limit=None if self.dummy else _llm().input_token_limit(self.settings.llm),
         )
 
     def recent_history(self) -> list[Exchange]:
@@ -181,9 +189,9 @@ class ChatSession(SessionMemory):
         window = self.settings.vector_store.chat_window
         return self.history[-window:] if window > 0 else []
 
-    def stream(self, request: TurnRequest) -> llm.AnswerStream:
+    def stream(self, request: TurnRequest) -> AnswerStream:
         """The model's answer, piece by piece; its `usage` is known once it has finished."""
-        return llm.stream(request.messages, self.settings.llm, dummy=self.dummy)
+        return _llm().stream(request.messages, self.settings.llm, dummy=self.dummy)
 
     def record(self, prompt: str, answer: str, memories: list[SearchHit]) -> Exchange:
         """Add a finished exchange to the history and, unless in dummy mode, to memory."""
@@ -261,7 +269,7 @@ def open_chat(settings: Settings, *, dummy: bool, serve: bool, stream: IO[str]) 
     """`ChatSession.open` for a terminal: a first-use download of the model reports its
     progress, and where the model went, on `stream` (stderr). A long-lived chat (`serve`)
     warms memory up in the background."""
-    from ocat.memory.model_files import ProgressPrinter
+    from ocat.memory.embedding.model_files import ProgressPrinter
 
     printer = ProgressPrinter(stream)
     session = None

@@ -16,7 +16,7 @@ from ocat.errors import OcatError
 if TYPE_CHECKING:
     from ocat.config import Settings
     from ocat.memory import MemoryStore
-    from ocat.memory.model_files import DownloadProgress, FetchResult
+    from ocat.memory.embedding.model_files import DownloadProgress, FetchResult
     from ocat.models import Exchange
 
 
@@ -61,7 +61,7 @@ class SessionMemory:
             from ocat.memory import open_store
 
             # The chat is long-lived: it shares the store, so a CLI add meanwhile goes
-            # through it instead of racing it (ocat.memory.owner).
+            # through it instead of racing it (ocat.memory.sharing.owner_lock).
             store = open_store(self.settings, serve=serve, notify=notify, wait_seconds=wait_seconds)
             try:
                 store.count("exchange")
@@ -100,7 +100,7 @@ class SessionMemory:
         """Make the embedding model ready, downloading it on first use (then `save_unsaved`
         writes the exchanges kept meanwhile). On failure `memory_error` says what to do and
         memory stays off."""
-        from ocat.memory.model_files import prepare_model, progress_words
+        from ocat.memory.embedding.model_files import prepare_model, progress_words
 
         def downloading(done: int, total: int | None) -> None:
             self.model_download = progress_words(done, total)
@@ -136,7 +136,7 @@ class SessionMemory:
             return self.revive()
         if self.model_ready:
             return self.memory_on
-        from ocat.memory.model_files import find_model, uses_local_model
+        from ocat.memory.embedding.model_files import find_model, uses_local_model
 
         if uses_local_model(self.settings.embedding) and find_model(self.settings.embedding) is not None:
             self._model_is_ready()
@@ -220,12 +220,12 @@ class SessionMemory:
         return f"{what}: kept in {display_path(kept)}; the next start on this store writes {them} to memory."
 
     def _rebuild_damaged(self) -> list[str]:
-        """Rebuild the derived files an earlier search found failing (ocat.memory.derived); what
+        """Rebuild the derived files an earlier search found failing (ocat.memory.storage.derived); what
         was rebuilt, in words. A rebuild that fails leaves the search to degrade again."""
         store = self.store
         if store is None or not store.damaged:
             return []
-        from ocat.memory.upkeep import rebuild_derived
+        from ocat.memory.storage.reconcile import rebuild_derived
 
         try:
             with self._writing:

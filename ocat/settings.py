@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 from ocat import locations
-from ocat.chunking import STRATEGIES  # the chunking strategies are defined where they are written
 
 # How retrieved memories are shown in the chat: not at all, in full, or as a count.
 CONTEXT_MODES: tuple[str, ...] = ("off", "on", "summary")
@@ -23,6 +22,10 @@ COLLECTION_NAME = (
     re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{1,61}[A-Za-z0-9]"),
     "3-63 characters of letters, digits, '_' or '-', starting and ending with a letter or digit",
 )
+
+
+# The chunking strategies (ocat.chunking writes each of them).
+STRATEGIES: tuple[str, ...] = ("truncate", "fixed_size", "semantic", "hybrid", "markdown")
 
 
 def _field(doc: str, *, path: bool = False, secret: bool = False, **checks: Any) -> Any:
@@ -57,7 +60,8 @@ class VectorStoreSettings:
 
 @dataclass(frozen=True)
 class ChunkingSettings:
-    """How imported documents are split before they are embedded."""
+    """How imported documents are split before they are embedded; sizes are in characters.
+    The one chunking type: `chunk_text` takes it (and checks it: a script may build one by hand)."""
 
     strategy: str = _field("How text is split.", choices=STRATEGIES)
     chunk_size: int = _field("Target chunk length in characters.", lo=1)

@@ -108,7 +108,7 @@ def isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
 def model_in_chroma_cache(isolated_home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """The model where a user's machine has it (ChromaDB's cache in the test's home), not named
     by OCAT_EMBEDDING_MODEL_PATH: screens then show the same path on every machine."""
-    from ocat.memory.model_files import chroma_model_dir
+    from ocat.memory.embedding.model_files import chroma_model_dir
 
     folder = chroma_model_dir()
     folder.parent.mkdir(parents=True, exist_ok=True)
@@ -148,7 +148,7 @@ def fake_embedder() -> FakeEmbedder:
 @pytest.fixture(scope="session")
 def real_embedder() -> Any:
     """The real all-MiniLM-L6-v2 int8 model from ../shared/models (shared by all tests)."""
-    from ocat.memory.embeddings import OnnxMiniLMEmbedder
+    from ocat.memory.embedding.embedders import OnnxMiniLMEmbedder
 
     _require_model()
     return OnnxMiniLMEmbedder(MODEL_DIR)

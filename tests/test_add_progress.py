@@ -10,17 +10,17 @@ from typing import Any, Sequence
 
 import pytest
 
-from ocat.chunking import ChunkingOptions
+from ocat.chunking import ChunkingSettings
 from ocat.errors import Cancelled
 from ocat.memory import MemoryStore, StoreLocation, add_path, add_text, partial_documents
-from ocat.memory.ingest import document_chunks
-from ocat.memory.store import EMBED_STEP, WRITE_BATCH
+from ocat.memory.ingest.documents import document_chunks
+from ocat.memory.storage.store import EMBED_STEP, WRITE_BATCH
 from ocat.operations.add import progress_printer
 from tests.support.fakes import FakeEmbedder
 from tests.support.pilot import make_app, memory_ready, notices, send, wait_for
 
 # One short paragraph, one chunk.
-SMALL = ChunkingOptions(strategy="fixed_size", chunk_size=40, chunk_overlap=0, max_chunk_size=40,
+SMALL = ChunkingSettings(strategy="fixed_size", chunk_size=40, chunk_overlap=0, max_chunk_size=40,
                         preserve_sentence_boundaries=False)
 
 
@@ -123,7 +123,7 @@ def test_the_text_faces_print_the_total_first_then_at_most_once_a_second() -> No
 async def test_vdoc_shows_the_bar_before_the_first_batch_and_esc_stops_it_within_a_second(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from ocat.memory.model_files import LOCAL_MODEL_NAME
+    from ocat.memory.embedding.model_files import LOCAL_MODEL_NAME
     from ocat.ui.widgets import TaskProgress
 
     events: list[tuple[Any, ...]] = []
@@ -140,7 +140,7 @@ async def test_vdoc_shows_the_bar_before_the_first_batch_and_esc_stops_it_within
         return vectors
 
     slow.embed = embed  # type: ignore[method-assign]
-    monkeypatch.setattr("ocat.memory.embedder_for", lambda settings: slow)
+    monkeypatch.setattr("ocat.memory.opening.embedder_for", lambda settings: slow)
     big = tmp_path / "big.txt"
     big.write_text(paragraphs(3000))
     app = make_app(dummy=True, **{"chunking.strategy": "fixed_size", "chunking.chunk_size": 40,

@@ -9,14 +9,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ocat.chunking import STRATEGIES, Chunk, ChunkingOptions, chunk_text, content_hash, options_from
+from ocat.chunking import STRATEGIES, Chunk, ChunkingSettings, chunk_text, content_hash
 from ocat.config import shipped_settings
 
 # The shipped chunking settings (config/default.yaml owns the defaults).
-DEFAULTS = options_from(shipped_settings().chunking)
+DEFAULTS = shipped_settings().chunking
 
 
-def opts(strategy: str, size: int = 100, overlap: int = 0, ceiling: int | None = None, **kw) -> ChunkingOptions:
+def opts(strategy: str, size: int = 100, overlap: int = 0, ceiling: int | None = None, **kw) -> ChunkingSettings:
     ceiling = size if ceiling is None else ceiling
     return replace(DEFAULTS, strategy=strategy, chunk_size=size, chunk_overlap=overlap, max_chunk_size=ceiling, **kw)
 
@@ -51,7 +51,7 @@ def test_empty_or_blank_text_gives_no_chunks(strategy: str, text: str) -> None:
         replace(DEFAULTS, chunk_size=2000, max_chunk_size=1500),
     ],
 )
-def test_invalid_options_raise(options: ChunkingOptions) -> None:
+def test_invalid_options_raise(options: ChunkingSettings) -> None:
     # Even empty text is refused: a bad setting should surface at once, not on the first big file.
     for text in ("some text", ""):
         with pytest.raises(ValueError):
@@ -274,9 +274,9 @@ _text = st.lists(st.tuples(_word, _space), max_size=120).map(lambda ps: "".join(
 
 
 @st.composite
-def _options(draw: st.DrawFn, strategies: tuple[str, ...] = STRATEGIES, min_size: int = 20) -> ChunkingOptions:
+def _options(draw: st.DrawFn, strategies: tuple[str, ...] = STRATEGIES, min_size: int = 20) -> ChunkingSettings:
     size = draw(st.integers(min_size, 400))
-    return ChunkingOptions(
+    return ChunkingSettings(
         strategy=draw(st.sampled_from(strategies)),
         chunk_size=size,
         chunk_overlap=draw(st.integers(0, size - 1)),
@@ -312,7 +312,7 @@ def _markdown(draw: st.DrawFn) -> tuple[str, list[str]]:
     return "\n".join(lines), headings
 
 
-def _assert_common(chunks: list[Chunk], options: ChunkingOptions) -> None:
+def _assert_common(chunks: list[Chunk], options: ChunkingSettings) -> None:
     assert [c.index for c in chunks] == list(range(len(chunks)))
     for chunk in chunks:
         assert chunk.text and chunk.text == chunk.text.strip()
@@ -321,7 +321,7 @@ def _assert_common(chunks: list[Chunk], options: ChunkingOptions) -> None:
 
 @settings(max_examples=200, deadline=None)
 @given(text=_text, options=_options())
-def test_every_strategy_keeps_its_size_and_shape_promises(text: str, options: ChunkingOptions) -> None:
+def test_every_strategy_keeps_its_size_and_shape_promises(text: str, options: ChunkingSettings) -> None:
     chunks = chunk_text(text, options, filename="a.md")
     _assert_common(chunks, options)
     assert bool(chunks) == bool(text.strip())
@@ -331,7 +331,7 @@ def test_every_strategy_keeps_its_size_and_shape_promises(text: str, options: Ch
 
 @settings(max_examples=200, deadline=None)
 @given(text=_text, options=_options(("semantic", "hybrid")))
-def test_semantic_and_hybrid_keep_all_text_in_order_exactly_once(text: str, options: ChunkingOptions) -> None:
+def test_semantic_and_hybrid_keep_all_text_in_order_exactly_once(text: str, options: ChunkingSettings) -> None:
     chunks = texts(chunk_text(text, options))
     assert stream("".join(chunks)) == stream(text)
     assert all(c in text for c in chunks)  # slices of the input: line breaks and spacing kept
@@ -342,7 +342,7 @@ def test_semantic_and_hybrid_keep_all_text_in_order_exactly_once(text: str, opti
 
 @settings(max_examples=200, deadline=None)
 @given(text=_text, options=_options(("fixed_size",)))
-def test_fixed_size_chunks_cover_the_whole_text(text: str, options: ChunkingOptions) -> None:
+def test_fixed_size_chunks_cover_the_whole_text(text: str, options: ChunkingSettings) -> None:
     chunks = texts(chunk_text(text, options))
     # Place each chunk as far right as it can go while leaving no non-space gap behind it;
     # if every chunk can be placed and the end is reached, the chunks cover the text.
@@ -357,7 +357,7 @@ def test_fixed_size_chunks_cover_the_whole_text(text: str, options: ChunkingOpti
 
 @settings(max_examples=200, deadline=None)
 @given(text=_text, options=_options(("truncate",)))
-def test_truncate_keeps_a_prefix(text: str, options: ChunkingOptions) -> None:
+def test_truncate_keeps_a_prefix(text: str, options: ChunkingSettings) -> None:
     chunks = texts(chunk_text(text, options))
     if text.strip():
         [chunk] = chunks
@@ -369,7 +369,7 @@ def test_truncate_keeps_a_prefix(text: str, options: ChunkingOptions) -> None:
 @settings(max_examples=200, deadline=None)
 @given(doc=_markdown(), options=_options(("markdown",), min_size=60), filename=st.sampled_from([None, "a.md", "dir/b.md"]))
 def test_markdown_keeps_all_text_under_the_right_headers(
-    doc: tuple[str, list[str]], options: ChunkingOptions, filename: str | None
+    doc: tuple[str, list[str]], options: ChunkingSettings, filename: str | None
 ) -> None:
     text, headings = doc
     chunks = chunk_text(text, options, filename=filename)

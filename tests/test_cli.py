@@ -262,7 +262,7 @@ def test_version_and_help_and_python_dash_m(cli: Cli) -> None:
         ("import ocat.cli, ocat.config, ocat.memory, ocat.chat, ocat.headless", ("textual", "litellm", "chromadb")),
         ("import ocat.session, ocat.commands, ocat.repl", ("textual", "litellm", "chromadb")),
         (
-            "import ocat.mcp_server.tools, ocat.operations.search, ocat.memory.search, ocat.memory.folders, ocat.memory.named",
+            "import ocat.mcp_server.tools, ocat.operations.search, ocat.memory.retrieval.across_stores, ocat.memory.ingest.folders, ocat.memory.named_stores",
             ("textual", "litellm", "chromadb", "mcp"),
         ),
         # `ocat mcp` loads the SDK when it builds the server, never at import.

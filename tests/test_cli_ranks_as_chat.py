@@ -12,10 +12,9 @@ from typing import Any
 
 import pytest
 
-from ocat.chunking import options_from
 from ocat.config import load_settings
 from ocat.memory import MemoryStore, StoreLocation, add_text
-from ocat.memory.retrieval import RetrievalLimits, retrieve_any
+from ocat.memory.retrieval.retrieve import RetrievalLimits, retrieve_any
 from ocat.models import Exchange
 from ocat.session import ChatSession
 from tests.support.cli import Cli
@@ -75,7 +74,7 @@ def _fill(path: Any, embedder: Any) -> None:
         ]
         store.add_exchanges(exchanges)
         for text in DOCUMENTS:
-            add_text(store, text, options_from(load_settings(env={}).chunking))
+            add_text(store, text, load_settings(env={}).chunking)
     finally:
         store.close()
 
@@ -94,7 +93,7 @@ def test_the_cli_lists_the_chats_retrieval_hit_by_hit(cli: Cli, real_embedder: A
     settings = load_settings(env={})
     store = MemoryStore.open(StoreLocation(path=cli.store_path), real_embedder, name="default")
     try:
-        from ocat.memory.retrieval import reasons
+        from ocat.memory.retrieval.retrieve import reasons
         from ocat.operations.search import hit_record
 
         chat = ChatSession(settings, store=store)

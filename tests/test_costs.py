@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from ocat.chunking import ChunkingOptions
-from ocat.memory import MemoryStore, RetrievalLimits, add_path, retrieve
-from ocat.memory.retrieval import retrieve_any
+from ocat.chunking import ChunkingSettings
+from ocat.memory import MemoryStore, RetrievalLimits, add_path, floor_of, retrieve
+from ocat.memory.retrieval.retrieve import retrieve_any
 from ocat.models import Exchange
 from tests.support.fakes import FakeEmbedder
 
@@ -60,7 +60,7 @@ def test_a_chat_turns_queries_share_one_embedding_call_and_one_chroma_query(
     store: MemoryStore, fake_embedder: FakeEmbedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _fill(store)
-    store.floor.shift()  # measured once per store, not per turn (tests/test_floor.py)
+    floor_of(store).shift()  # measured once per store, not per turn (tests/test_floor.py)
     log: list[tuple[str, Any]] = []
     monkeypatch.setattr(store, "exchanges", CountingCollection(store.exchanges, log))
     fake_embedder.calls.clear()
@@ -96,7 +96,7 @@ def test_a_folder_of_small_files_is_embedded_and_written_in_full_batches(
     for i in range(30):
         # .txt: a folder's markdown is split at headings instead of by these options.
         (folder / f"note{i:02d}.txt").write_text(f"Note {i} about {TOPICS[i % 4]}.\n\nA second paragraph, number {i}.")
-    options = ChunkingOptions(
+    options = ChunkingSettings(
         strategy="fixed_size", chunk_size=30, chunk_overlap=0, max_chunk_size=30, preserve_sentence_boundaries=True
     )
     log: list[tuple[str, Any]] = []
@@ -113,7 +113,7 @@ def test_a_folder_of_small_files_is_embedded_and_written_in_full_batches(
 
 
 def test_the_model_runs_length_sorted_batches_within_the_token_budget(real_embedder: Any) -> None:
-    from ocat.memory import embeddings
+    from ocat.memory.embedding import embedders as embeddings
 
     texts = [("word " * n).strip() for n in (3, 400, 40, 1, 120, 250, 8, 60, 300, 2)] * 3
     alone = [real_embedder.embed([t])[0] for t in texts]

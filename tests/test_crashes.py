@@ -116,20 +116,20 @@ def test_vdoc_and_the_cli_add_use_the_same_ingest_function(
     monkeypatch: pytest.MonkeyPatch, store: Any, tmp_path: Path
 ) -> None:
     import ocat.headless
-    import ocat.memory.ingest
+    import ocat.memory.ingest.paths
     from ocat.cli import main
     from ocat.commands import run_command
     from ocat.config import load_settings
     from ocat.session import ChatSession
 
-    real = ocat.memory.ingest.add_path
+    real = ocat.memory.ingest.paths.add_path
     callers: list[str] = []
 
     def spy(*args: Any, **kwargs: Any) -> Any:
         callers.append(kwargs["source"])
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(ocat.memory.ingest, "add_path", spy)
+    monkeypatch.setattr(ocat.memory.ingest.paths, "add_path", spy)
     monkeypatch.setattr(ocat.headless, "_open_store", lambda settings: store)
     note = tmp_path / "note.md"
     note.write_text("the ferry leaves at noon")
@@ -205,7 +205,7 @@ def import_and_die_at_the_second(cli: Cli, tmp_path: Path, write: str) -> list[E
 
 
 def test_a_crash_between_the_chroma_and_the_lexical_write_is_repaired_on_open(cli: Cli, tmp_path: Path) -> None:
-    exchanges = import_and_die_at_the_second(cli, tmp_path, "ocat.memory.lexical.LexicalIndex.add")
+    exchanges = import_and_die_at_the_second(cli, tmp_path, "ocat.memory.storage.lexical_index.LexicalIndex.add")
     assert lexical_count(cli, "exchange") == 256  # the first batch only
     assert stats(cli)["exchanges"] == 512  # Chroma has two batches; opening it rebuilt the index
     assert lexical_count(cli, "exchange") == 512
@@ -222,7 +222,7 @@ def prompt_vector_count(cli: Cli) -> int:
 
 
 def test_a_crash_between_an_exchange_and_its_prompt_vector_is_repaired_on_open(cli: Cli, tmp_path: Path) -> None:
-    exchanges = import_and_die_at_the_second(cli, tmp_path, "ocat.memory.prompts.PromptVectors.write")
+    exchanges = import_and_die_at_the_second(cli, tmp_path, "ocat.memory.storage.prompt_vectors.PromptVectors.write")
     assert prompt_vector_count(cli) == 256  # the second batch's exchanges are in Chroma, their prompts are not
     assert stats(cli)["exchanges"] == 512  # opening the store embedded the missing prompts
     assert prompt_vector_count(cli) == 512

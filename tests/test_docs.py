@@ -93,7 +93,7 @@ def test_every_config_key_the_docs_name_exists() -> None:
 
 
 def test_every_store_method_the_docs_name_exists() -> None:
-    from ocat.memory.store import MemoryStore
+    from ocat.memory.storage.store import MemoryStore
 
     named = {
         (doc.name, method)
@@ -174,7 +174,7 @@ def test_every_ocat_name_the_docs_cite_exists() -> None:
 
 
 def test_every_function_python_api_md_lists_exists_where_it_says() -> None:
-    # Rows such as | `search_store(store, ...)` (`ocat.memory.search`) | ... |; the module is ocat.memory unless named.
+    # Rows such as | `search_store(store, ...)` (`ocat.memory.retrieval.across_stores`) | ... |; the module is ocat.memory unless named.
     text = (DOCS / "python-api.md").read_text(encoding="utf-8")
     rows = re.findall(r"^\| `([A-Za-z_]\w*)\((?:[^|]|\\\|)*?(?:\(`(ocat[\w.]*)`\))? \|", text, flags=re.MULTILINE)
     assert len(rows) > 10, "python-api.md's table of calls has changed form"
@@ -185,9 +185,9 @@ def test_every_function_python_api_md_lists_exists_where_it_says() -> None:
 # The classes the docs name methods of (`ChatSession.recall`), and where each lives.
 _CLASSES = {
     "ChatSession": "ocat.session",
-    "MemoryStore": "ocat.memory.store",
-    "StoreLease": "ocat.memory.owner",
-    "OnnxMiniLMEmbedder": "ocat.memory.embeddings",
+    "MemoryStore": "ocat.memory.storage.store",
+    "StoreLease": "ocat.memory.sharing.owner_lock",
+    "OnnxMiniLMEmbedder": "ocat.memory.embedding.embedders",
 }
 
 

@@ -6,15 +6,14 @@ from datetime import datetime
 
 import pytest
 
-from ocat.chunking import options_from
 from ocat.config import shipped_settings
 from ocat.errors import UsageError
 from ocat.memory import MemoryStore, RetrievalLimits, add_text
-from ocat.memory.filters import FilterSpec, parse_time, parse_where
-from ocat.memory.search import search_store
+from ocat.memory.retrieval.filters import FilterSpec, parse_time, parse_where
+from ocat.memory.retrieval.across_stores import search_store
 from ocat.models import Exchange
 
-OPTIONS = options_from(shipped_settings().chunking)
+OPTIONS = shipped_settings().chunking
 LIMITS = RetrievalLimits(exchange_results=10, document_results=10, exchange_threshold=0.5, document_threshold=0.5)
 
 

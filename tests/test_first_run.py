@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from textual.widgets import DataTable
 
-from ocat.memory.model_files import chroma_model_dir
+from ocat.memory.embedding.model_files import chroma_model_dir
 from ocat.ui.widgets import PromptInput, TaskProgress
 from tests.support import CLOSED_URL, MODEL_DIR
 from tests.support.cli import Cli

@@ -1,4 +1,4 @@
-"""A store's floor (ocat.memory.floor): measured once, kept, measured again as the store grows,
+"""A store's floor (ocat.memory.retrieval.store_floor): measured once, kept, measured again as the store grows,
 and what an exchange's relevance is judged against."""
 
 from __future__ import annotations
@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 
 from ocat.errors import StoreError
-from ocat.memory import MemoryStore, RetrievalLimits, retrieve
-from ocat.memory import floor as floor_module
-from ocat.memory.floor import FLOOR_MARGIN, MIN_EXCHANGES, StoreFloor
-from ocat.memory.generic_questions import GENERIC_QUESTIONS
-from ocat.memory.retrieval import best_exchange_z
+from ocat.memory import MemoryStore, RetrievalLimits, floor_of, retrieve
+from ocat.memory.retrieval import store_floor as floor_module
+from ocat.memory.retrieval.store_floor import FLOOR_MARGIN, MIN_EXCHANGES, StoreFloor
+from ocat.memory.retrieval.generic_questions import GENERIC_QUESTIONS
+from ocat.memory.retrieval.rank import best_exchange_z
 from ocat.models import Exchange
 from tests.support.cli import Cli
 from tests.support.data import write_exchanges
@@ -38,42 +38,42 @@ def reopen(store: MemoryStore) -> MemoryStore:
 
 def test_a_small_store_is_judged_by_the_calibration_alone(store: MemoryStore) -> None:
     store.add_exchanges(everyday(MIN_EXCHANGES - 1))
-    assert store.floor.shift() == 0.0
-    assert store.floor.current() is None  # not even measured
+    assert floor_of(store).shift() == 0.0
+    assert floor_of(store).current() is None  # not even measured
 
 
 def test_a_store_where_generic_questions_find_a_lot_asks_more(store: MemoryStore) -> None:
     store.add_exchanges(everyday(30))
-    shift = store.floor.shift()
-    measured = store.floor.current()
+    shift = floor_of(store).shift()
+    measured = floor_of(store).current()
     assert measured is not None and measured.exchanges == 30
     assert measured.median == pytest.approx(statistics.median(best_exchange_z(store, GENERIC_QUESTIONS)))
     assert shift == pytest.approx(measured.median + FLOOR_MARGIN - store.calibration.z_at(0.65)) and shift > 0
     question = "how do I clean a cast iron pan?"
     [judged] = retrieve(store, question, LIMITS, limit=1)
-    store.floor.shift = lambda: 0.0  # type: ignore[method-assign]
+    floor_of(store).shift = lambda: 0.0  # type: ignore[method-assign]
     [alone] = retrieve(store, question, LIMITS, limit=1)
     assert judged.id == alone.id and judged.score < alone.score  # the same hit, asked more of
 
 
 def test_the_floor_is_kept_and_the_next_open_does_not_measure_again(store: MemoryStore) -> None:
     store.add_exchanges(everyday(30))
-    first = store.floor.shift()
+    first = floor_of(store).shift()
     again = reopen(store)
     calls = len(store.embedder.calls)  # type: ignore[attr-defined]
-    assert again.floor.shift() == pytest.approx(first)
+    assert floor_of(again).shift() == pytest.approx(first)
     assert len(store.embedder.calls) == calls  # type: ignore[attr-defined]
 
 
 def test_a_grown_store_is_measured_again_in_the_background(store: MemoryStore) -> None:
     store.add_exchanges(everyday(30))
-    store.floor.shift()
+    floor_of(store).shift()
     store.add_exchanges(everyday(25, start=30))  # more than MIN_CHANGE since the measurement
-    store.floor.shift()  # answers with the last measurement, and starts a new one
+    floor_of(store).shift()  # answers with the last measurement, and starts a new one
     deadline = time.monotonic() + 30
-    while (store.floor.current() or floor_module.Floor(0, 0)).exchanges != 55 and time.monotonic() < deadline:
+    while (floor_of(store).current() or floor_module.Floor(0, 0)).exchanges != 55 and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert store.floor.current() is not None and store.floor.current().exchanges == 55  # type: ignore[union-attr]
+    assert floor_of(store).current() is not None and floor_of(store).current().exchanges == 55  # type: ignore[union-attr]
 
 
 def test_a_failed_measurement_leaves_the_calibration_alone(store: MemoryStore, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -83,19 +83,19 @@ def test_a_failed_measurement_leaves_the_calibration_alone(store: MemoryStore, m
         raise StoreError("cannot read the memory store: gone")
 
     monkeypatch.setattr(StoreFloor, "measure", fail)
-    assert store.floor.shift() == 0.0
+    assert floor_of(store).shift() == 0.0
     assert retrieve(store, "how do I clean a cast iron pan?", LIMITS)  # search goes on
 
 
 def test_documents_are_not_judged_against_the_exchanges_floor(store: MemoryStore) -> None:
-    from ocat.memory.ingest import add_text
-    from ocat.chunking import ChunkingOptions
+    from ocat.memory.ingest.documents import add_text
+    from ocat.chunking import ChunkingSettings
 
     store.add_exchanges(everyday(30))
-    assert store.floor.shift() > 0
-    add_text(store, "To season a cast iron pan, oil it thinly and bake it upside down for an hour.", ChunkingOptions("fixed_size", 400, 0, 400, True))
+    assert floor_of(store).shift() > 0
+    add_text(store, "To season a cast iron pan, oil it thinly and bake it upside down for an hour.", ChunkingSettings("fixed_size", 400, 0, 400, True))
     judged = [h for h in retrieve(store, "how do I season a cast iron pan?", LIMITS) if h.kind == "document"]
-    store.floor.shift = lambda: 0.0  # type: ignore[method-assign]
+    floor_of(store).shift = lambda: 0.0  # type: ignore[method-assign]
     alone = [h for h in retrieve(store, "how do I season a cast iron pan?", LIMITS) if h.kind == "document"]
     assert judged and judged[0].score == pytest.approx(alone[0].score)
 

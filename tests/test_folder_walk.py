@@ -15,12 +15,12 @@ from typing import Any
 
 import pytest
 
-from ocat.chunking import ChunkingOptions
+from ocat.chunking import ChunkingSettings
 from ocat.memory import MemoryStore, add_path
-from ocat.memory.folders import folder_files
+from ocat.memory.ingest.folders import folder_files
 from tests.support.cli import Cli
 
-OPTIONS = ChunkingOptions(
+OPTIONS = ChunkingSettings(
     strategy="semantic", chunk_size=200, chunk_overlap=20, max_chunk_size=300, preserve_sentence_boundaries=True
 )
 

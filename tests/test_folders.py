@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ocat.chunking import ChunkingOptions
+from ocat.chunking import ChunkingSettings
 from ocat.memory import MemoryStore, add_path
-from ocat.memory.folders import FOLDER_MARKDOWN, path_metadata
+from ocat.memory.ingest.folders import FOLDER_MARKDOWN, path_metadata
 from tests.support.cli import Cli
 from tests.support.fakes import FakeEmbedder
 
-OPTIONS = ChunkingOptions(
+OPTIONS = ChunkingSettings(
     strategy="semantic", chunk_size=200, chunk_overlap=20, max_chunk_size=300, preserve_sentence_boundaries=True
 )
 PLAN = """# ACME session 42

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from ocat.memory import MemoryStore, RetrievalLimits, admitted, retrieve
-from ocat.memory.retrieval import reasons, within_budget
+from ocat.memory.retrieval.retrieve import reasons, within_budget
 from ocat.models import Exchange
 
 CHAT_LIMITS = RetrievalLimits(exchange_results=5, document_results=5, exchange_threshold=0.65, document_threshold=0.7)

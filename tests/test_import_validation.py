@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from ocat.errors import InputFileError
 from ocat.memory import MemoryStore, RetrievalLimits, retrieve
-from ocat.memory.transfer import export_memory, import_memory
+from ocat.memory.storage.export_import import export_memory, import_memory
 from ocat.models import Exchange, SearchHit
 from ocat.text import local_time
 from tests.support.cli import Cli, stats
@@ -344,7 +344,7 @@ def test_an_import_stuck_behind_another_ones_lock_gives_up_with_a_message(
 
     from ocat.errors import StoreError
 
-    monkeypatch.setattr("ocat.memory.transfer.LOCK_WAIT_SECONDS", 0.2)
+    monkeypatch.setattr("ocat.memory.storage.export_import.LOCK_WAIT_SECONDS", 0.2)
     path = write_file(tmp_path / "m.jsonl", 3, document_line(3))
     assert store.location.path is not None
     with FileLock(str(store.location.path / ".ocat-import-test.lock")):  # a stopped importer holds it
@@ -375,7 +375,7 @@ def test_the_cli_names_a_late_bad_line_and_imports_nothing(cli: Cli, tmp_path: P
 CORRUPT = r"""
 import sys
 from pathlib import Path
-from ocat.memory.backend import StoreLocation, collection_names, open_client
+from ocat.memory.storage.chroma import StoreLocation, collection_names, open_client
 collection = open_client(StoreLocation(path=Path(sys.argv[1]))).get_collection(collection_names("default")[0])
 # What another client could have written: prior ids that are not JSON.
 collection.update(ids=[sys.argv[2]], metadatas=[{"prior_exchange_ids": "[not json"}])

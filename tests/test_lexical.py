@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from ocat.memory import lexical
+from ocat.memory.storage import lexical_index as lexical
 from ocat.memory import MemoryStore, StoreLocation
-from ocat.memory.lexical import LexicalIndex
-from ocat.memory.terms import stem, terms
-from ocat.memory.retrieval import within_budget
-from ocat.memory.scoring import Calibration, coverage
+from ocat.memory.storage.lexical_index import LexicalIndex
+from ocat.memory.storage.terms import stem, terms
+from ocat.memory.retrieval.retrieve import within_budget
+from ocat.memory.storage.scoring import Calibration, coverage
 from ocat.models import Exchange, SearchHit
 from tests.support.fakes import FakeEmbedder
 

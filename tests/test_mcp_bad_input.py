@@ -14,7 +14,7 @@ from typing import IO, Any, Iterator
 import pytest
 
 from ocat.errors import UsageError
-from ocat.memory.filters import FilterSpec, parse_time, parse_where
+from ocat.memory.retrieval.filters import FilterSpec, parse_time, parse_where
 from tests.support.cli import Cli
 
 # Seconds to wait for one reply: far longer than any answer takes, so only a server that

@@ -173,7 +173,7 @@ async def test_without_memory_the_browser_says_why() -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("size", [(80, 24), (160, 50)], ids=["80x24", "160x50"])
 def test_snapshot_memory_browser(snap_compare: Any, size: tuple[int, int], monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("ocat.memory.ingest.now", lambda: 1_763_050_000.0)  # the note's date, in the picture
+    monkeypatch.setattr("ocat.memory.ingest.documents.now", lambda: 1_763_050_000.0)  # the note's date, in the picture
 
     async def settle(pilot: Any) -> None:
         app = pilot.app

@@ -18,7 +18,7 @@ import pytest
 
 from ocat.config import EmbeddingSettings, load_settings
 from ocat.errors import EmbeddingError
-from ocat.memory.model_files import (
+from ocat.memory.embedding.model_files import (
     CHROMA_MODEL_SHA256,
     CHROMA_MODEL_URL,
     ModelSource,
@@ -126,7 +126,7 @@ def test_the_downloaded_model_is_found_whatever_xdg_cache_home_says(
 
 
 def test_the_embedder_runs_from_the_downloaded_folder(server: ArchiveServer, real_embedder: Any) -> None:
-    from ocat.memory.embeddings import OnnxMiniLMEmbedder
+    from ocat.memory.embedding.embedders import OnnxMiniLMEmbedder
 
     fetched = ensure_model(served(server))
 
@@ -380,7 +380,7 @@ def test_chromadb_uses_the_model_ocat_downloaded(server: ArchiveServer, real_emb
     script = (
         "import json\n"
         "from chromadb.utils.embedding_functions.onnx_mini_lm_l6_v2 import ONNXMiniLM_L6_V2 as F\n"
-        "from ocat.memory.model_files import chroma_model_dir\n"
+        "from ocat.memory.embedding.model_files import chroma_model_dir\n"
         "[vector] = F()(['hello'])\n"
         "print(json.dumps({'chroma': str(F.DOWNLOAD_PATH / F.EXTRACTED_FOLDER_NAME),\n"
         "                  'ocat': str(chroma_model_dir()), 'vector': [float(x) for x in vector]}))\n"

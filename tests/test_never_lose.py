@@ -109,7 +109,7 @@ async def test_when_the_store_server_child_dies_the_chat_serves_again_and_keeps_
         assert [e.user_prompt for e in stored] == ["first words", "second words, after the server died"]
     app.closing.join(30)
     # Given up on exit: another process can take the store over at once.
-    from ocat.memory.owner import acquire
+    from ocat.memory.sharing.owner_lock import acquire
 
     acquire(tmp_path / "served", serve=False, wait_seconds=5).release()
 
@@ -269,7 +269,7 @@ async def test_a_chat_that_reached_the_store_through_another_window_takes_over_w
 async def test_while_another_process_holds_the_store_the_chat_says_whom_it_waits_for(tmp_path: Path) -> None:
     from filelock import FileLock
 
-    from ocat.memory.owner import LOCK_FILE
+    from ocat.memory.sharing.owner_lock import LOCK_FILE
 
     store = tmp_path / "held"
     store.mkdir()

@@ -1,5 +1,5 @@
 """The prompt side of an exchange: a second vector per exchange, written, deleted, backfilled
-for stores made before it existed, and used by retrieval (ocat.memory.prompts)."""
+for stores made before it existed, and used by retrieval (ocat.memory.storage.prompt_vectors)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import pytest
 
 from ocat.errors import StoreError
 from ocat.memory import MemoryStore, RetrievalLimits, StoreLocation, admitted, retrieve
-from ocat.memory.prompts import PromptVectors
-from ocat.memory.scoring import Calibration, calibration_for
+from ocat.memory.storage.prompt_vectors import PromptVectors
+from ocat.memory.storage.scoring import Calibration, calibration_for
 from ocat.models import Exchange
 from tests.support.fakes import FakeEmbedder
 
@@ -71,7 +71,7 @@ def test_a_store_made_before_prompt_vectors_is_backfilled_and_its_calibration_up
 
 
 def test_a_long_backfill_is_announced(store: MemoryStore, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("ocat.memory.upkeep.ANNOUNCE_BACKFILL", 4)
+    monkeypatch.setattr("ocat.memory.storage.reconcile.ANNOUNCE_BACKFILL", 4)
     store.add_exchanges(exchanges(5))
     make_old(store, EARLIER)
     told: list[str] = []
@@ -186,7 +186,7 @@ async def test_the_chat_says_while_it_embeds_an_old_stores_prompts_and_clears_it
     old = MemoryStore.open(StoreLocation(path=tmp_path / "old"), real_embedder, name="default")
     old.add_exchanges(exchanges(3))
     make_old(old, {**EARLIER, "calibration_source": "locomo-dev fit"})
-    monkeypatch.setattr("ocat.memory.upkeep.ANNOUNCE_BACKFILL", 2)
+    monkeypatch.setattr("ocat.memory.storage.reconcile.ANNOUNCE_BACKFILL", 2)
     seen = threading.Event()
     real_write = PromptVectors.write
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from bench.recall import DEFAULT_DATA, evaluate, format_table, load_conversations, normalise_evidence
-from ocat.memory.embeddings import Embedder
+from ocat.memory.embedding.embedders import Embedder
 
 
 def test_evidence_ids_are_normalised() -> None:

@@ -6,10 +6,9 @@ import math
 
 import pytest
 
-from ocat.chunking import options_from
 from ocat.config import shipped_settings
 from ocat.memory import MemoryStore, RetrievalLimits, add_text, admitted, retrieve
-from ocat.memory.embeddings import Embedder
+from ocat.memory.embedding.embedders import Embedder
 from ocat.models import Exchange
 
 LIMITS = RetrievalLimits(exchange_results=3, document_results=3, exchange_threshold=0.3, document_threshold=0.3)
@@ -57,7 +56,7 @@ def test_paraphrased_questions_find_their_exchange(real_store: MemoryStore) -> N
 
 def test_documents_and_exchanges_are_merged_by_score(real_store: MemoryStore) -> None:
     fill(real_store)
-    add_text(real_store, "The office wifi password rotates every Monday; ask Dana for it.", options_from(shipped_settings().chunking))
+    add_text(real_store, "The office wifi password rotates every Monday; ask Dana for it.", shipped_settings().chunking)
     hits = retrieve(real_store, "what is the wifi password at the office", LIMITS)
     assert hits[0].kind == "document"
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)

@@ -6,13 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from ocat.chunking import ChunkingOptions
+from ocat.chunking import ChunkingSettings
 from ocat.errors import InputFileError, StoreError
 from ocat.memory import MemoryStore, RetrievalLimits, StoreLocation, add_path, add_text, retrieve
 from ocat.models import Exchange
 from tests.support.fakes import FakeEmbedder
 
-OPTIONS = ChunkingOptions(
+OPTIONS = ChunkingSettings(
     strategy="semantic", chunk_size=200, chunk_overlap=20, max_chunk_size=300, preserve_sentence_boundaries=True
 )
 

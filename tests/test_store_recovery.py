@@ -18,10 +18,10 @@ from typing import Iterator
 
 import pytest
 
-import ocat.memory.owner as owner
+import ocat.memory.sharing.owner_lock as owner
 from ocat.errors import StoreError
-from ocat.memory.backend import ServerNotAnswering, StoreLocation, open_client, server_answers
-from ocat.memory.owner import OWNER_FILE, SERVER_FILE, StoreLease, acquire
+from ocat.memory.storage.chroma import ServerNotAnswering, StoreLocation, open_client, server_answers
+from ocat.memory.sharing.owner_lock import OWNER_FILE, SERVER_FILE, StoreLease, acquire
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="SIGSTOP is POSIX")
 
@@ -32,7 +32,7 @@ IDS = ["first", "second"]
 OPEN = r"""
 import json, sys
 from pathlib import Path
-import ocat.memory.owner as owner
+import ocat.memory.sharing.owner_lock as owner
 from ocat.errors import StoreError
 owner.NOTIFY_EVERY_SECONDS = float(sys.argv[3])
 notes = []
@@ -49,7 +49,7 @@ else:
 HOLD = r"""
 import sys
 from pathlib import Path
-from ocat.memory.owner import acquire
+from ocat.memory.sharing.owner_lock import acquire
 lease = acquire(Path(sys.argv[1]), serve=False)
 print("held", flush=True)
 sys.stdin.read()

@@ -9,15 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from ocat.chunking import options_from
 from ocat.config import shipped_settings
 from ocat.errors import InputFileError
 from ocat.memory import MemoryStore, RetrievalLimits, StoreLocation, add_text, retrieve
-from ocat.memory.transfer import export_memory, import_memory
+from ocat.memory.storage.export_import import export_memory, import_memory
 from ocat.models import Exchange
 from tests.support.fakes import FakeEmbedder
 
-OPTIONS = replace(options_from(shipped_settings().chunking), chunk_size=120, chunk_overlap=10, max_chunk_size=200)
+OPTIONS = replace(shipped_settings().chunking, chunk_size=120, chunk_overlap=10, max_chunk_size=200)
 
 
 def populate(store: MemoryStore) -> None:

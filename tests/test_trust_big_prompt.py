@@ -39,7 +39,7 @@ def chat_args(server: FakeLLMServer) -> list[str]:
 
 
 def test_a_query_is_searched_by_a_bounded_number_of_terms() -> None:
-    from ocat.memory.terms import MAX_QUERY_TERMS, query_terms, terms
+    from ocat.memory.storage.terms import MAX_QUERY_TERMS, query_terms, terms
 
     assert query_terms("the printer on floor two") == terms("the printer on floor two")
     many = query_terms(huge_prompt(5000) + " printer printer printer")
@@ -48,7 +48,7 @@ def test_a_query_is_searched_by_a_bounded_number_of_terms() -> None:
 
 
 def test_a_search_with_more_terms_than_sqlite_takes_succeeds(store: MemoryStore) -> None:
-    from ocat.memory.terms import terms
+    from ocat.memory.storage.terms import terms
 
     session = session_on(store)
     session.record("qx000123 is where the printer lives", "noted", [])
@@ -59,7 +59,7 @@ def test_a_search_with_more_terms_than_sqlite_takes_succeeds(store: MemoryStore)
 
 
 def test_the_embedder_reads_only_what_the_model_can_use() -> None:
-    from ocat.memory.embeddings import leading_words
+    from ocat.memory.embedding.embedders import leading_words
 
     text = "alpha  beta\n gamma delta"
     assert leading_words(text, 2) == "alpha  beta"
@@ -191,7 +191,7 @@ def test_quitting_with_unsaved_exchanges_says_where_they_went_and_the_next_start
 async def test_the_chat_says_a_search_failed_keeps_memory_on_and_stores_the_turn(
     llm_server: FakeLLMServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from ocat.memory.lexical import LexicalIndex
+    from ocat.memory.storage.lexical_index import LexicalIndex
     from tests.support.pilot import make_app, memory_ready, notices, send
 
     app = make_app(llm_server)

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from ocat.memory import MemoryStore, StoreLocation, RetrievalLimits, retrieve
-from ocat.memory.transfer import export_memory
+from ocat.memory.storage.export_import import export_memory
 from ocat.models import DocumentChunk, Exchange
 from ocat.operations.threads import rename_thread
 from tests.support.cli import Cli, stats
@@ -68,7 +68,7 @@ def damage(path: Path, how: str) -> None:
 
 
 def assert_damaged(path: Path) -> None:
-    from ocat.memory.derived import sqlite_problem
+    from ocat.memory.storage.derived import sqlite_problem
 
     assert sqlite_problem(path) is not None, "the damage must be one quick_check sees"
 

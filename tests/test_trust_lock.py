@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from ocat.errors import StoreError
-from ocat.memory.owner import acquire
+from ocat.memory.sharing.owner_lock import acquire
 from tests.support.cli import Cli
 
 

@@ -44,7 +44,7 @@ def document_line(metadata: dict[str, Any], record_id: str = "doc-1") -> str:
 def test_import_refuses_a_value_of_a_key_ocat_reads(store: MemoryStore, tmp_path: Path,
                                                     metadata: dict[str, Any], said: str) -> None:
     from ocat.errors import InputFileError
-    from ocat.memory.transfer import import_memory
+    from ocat.memory.storage.export_import import import_memory
 
     good = document_line({"total_chunks": 1, "chunk_index": 0, "document_id": "d1"}, "doc-good")
     path = tmp_path / "memory.jsonl"
@@ -56,7 +56,7 @@ def test_import_refuses_a_value_of_a_key_ocat_reads(store: MemoryStore, tmp_path
 
 
 def test_values_ocat_writes_itself_still_import(store: MemoryStore, tmp_path: Path) -> None:
-    from ocat.memory.transfer import import_memory
+    from ocat.memory.storage.export_import import import_memory
 
     metadata = {"kind": "document", "source": "cli", "source_file": "/notes/a.md", "chunk_index": 1,
                 "total_chunks": 2, "manual_entry": False, "content_hash": "ab", "document_id": "d1",

@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ocat.memory import MemoryStore, StoreLocation
-from ocat.memory.transfer import export_memory, import_memory
+from ocat.memory.storage.export_import import export_memory, import_memory
 from ocat.models import DocumentChunk, Exchange
 from ocat.operations.threads import rename_thread
 from tests.support.cli import Cli

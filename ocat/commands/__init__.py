@@ -1,166 +1,31 @@
 """Slash commands as data: one registry read by the chat app, the line-mode chat and /help.
 
-Each command declares its arguments (`Arg`); `run_command` checks the text after the command
-against them and calls the handler with the parsed values, or returns an error result without
-calling it. A handler returns a CommandResult (ocat.commands.results): data, and typed requests when it
-needs the user; each front end renders results and carries out requests its own way.
-Handlers may block (they touch the store), so the app runs them in a thread.
+The registry and `run_command` are in `ocat.commands.registry`; each module here registers
+its commands when imported, and importing this package imports them all. A handler returns a
+CommandResult (ocat.commands.results); each front end renders it its own way.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable
-
-from ocat.commands.arguments import Arg, check_declaration, parse_arguments
+from ocat.commands.arguments import Arg
+from ocat.commands.registry import (
+    REGISTRY,
+    Command,
+    command,
+    commands,
+    is_command,
+    require_model,
+    require_store,
+    run_command,
+    run_step,
+)
 from ocat.commands.results import Choose, CommandResult, Confirm, Send, ShowThemes
-from ocat.errors import OcatError, UsageError
 
-if TYPE_CHECKING:
-    from ocat.session import ChatSession
-
-
-# A handler takes the session and one keyword argument per declared argument, already checked.
-Handler = Callable[..., CommandResult]
-
-
-@dataclass(frozen=True)
-class Command:
-    """One slash command: its name, aliases, declared arguments, help line, example and handler."""
-
-    name: str
-    help: str
-    handler: Handler
-    arguments: tuple[Arg, ...] = ()
-    aliases: tuple[str, ...] = ()
-    example: str = ""
-
-    @property
-    def usage(self) -> str:
-        """`/name ARGS` as shown in /help and completion, made from the declared arguments."""
-        return " ".join([f"/{self.name}", *(a.synopsis for a in self.arguments)])
-
-    def explain(self) -> CommandResult:
-        """The command's whole usage for `/help NAME`: synopsis, arguments, example, aliases."""
-        lines = [f"{self.usage}: {self.help}"]
-        if not self.arguments:
-            lines.append("It takes no arguments.")
-        lines.append(f"Example: {self.example}")
-        if self.aliases:
-            lines.append("Also: " + ", ".join(f"/{a}" for a in self.aliases))
-        rows = [(a.synopsis, a.describe()) for a in self.arguments]
-        return CommandResult(text="\n".join(lines), columns=("argument", "what it takes") if rows else (), rows=rows)
-
-
-REGISTRY: dict[str, Command] = {}
-
-
-def command(
-    name: str, help: str, *, arguments: tuple[Arg, ...] = (), aliases: tuple[str, ...] = (), example: str = ""
-) -> Callable[[Handler], Handler]:
-    """Register a handler as a slash command taking the declared `arguments`."""
-    check_declaration(name, arguments)
-
-    def register(handler: Handler) -> Handler:
-        entry = Command(name=name, help=help, handler=handler, arguments=arguments, aliases=aliases,
-                        example=example or f"/{name}")
-        for key in (name, *aliases):
-            REGISTRY[key] = entry
-        return handler
-
-    return register
-
-
-def commands() -> list[Command]:
-    """Every command once, in name order."""
-    return sorted({id(c): c for c in REGISTRY.values()}.values(), key=lambda c: c.name)
-
-
-def is_command(text: str) -> bool:
-    """True when the input is a slash command rather than a prompt."""
-    return text.startswith("/") and not text.startswith("//")
-
-
-def run_command(session: ChatSession, text: str) -> CommandResult:
-    """Run one input line that starts with '/'; unknown commands, bad arguments and failures become error results.
-
-    The arguments are checked against the command's declaration first: on bad input the
-    handler is not called, so nothing is read or changed.
-    """
-    # Any whitespace ends the name: "/vadd" then a new line is /vadd with the lines after it.
-    name, rest = (text[1:].strip().split(maxsplit=1) + ["", ""])[:2]
-    entry = REGISTRY.get(name.lower())
-    if entry is None:
-        import difflib
-
-        near = difflib.get_close_matches(name.lower(), list(REGISTRY), n=1)
-        hint = f"; did you mean /{near[0]}?" if near else "; /help lists them"
-        return CommandResult(text=f"unknown command /{name}{hint}", error=True)
-    try:
-        arguments = parse_arguments(entry, rest)
-    except OcatError as exc:
-        return CommandResult(text=str(exc), error=True)
-    return run_step(f"/{entry.name}", lambda: entry.handler(session, **arguments))
-
-
-def run_step(what: str, step: Callable[[], CommandResult]) -> CommandResult:
-    """Run a command, or the step a request carries (`Confirm.then`, `Choose.then`): failures
-    become error results, never exceptions, so no front end is left stuck."""
-    try:
-        return step()
-    except OcatError as exc:
-        return CommandResult(text=str(exc), error=True)
-    except Exception as exc:  # a bug must not end the chat or leave it waiting: say it, log it
-        from ocat.logs import log_failure
-
-        return CommandResult(text=log_failure(what, exc), error=True)
-
-
-@command("help", "list the commands, or explain one", aliases=("h", "?"), example="/help vquery",
-         arguments=(Arg("name", "the command to explain", optional=True, metavar="COMMAND"),))
-def _help(session: ChatSession, name: str | None) -> CommandResult:
-    if name:
-        entry = REGISTRY.get(name.lstrip("/").lower())
-        if entry is None:
-            raise UsageError(f"no command /{name.lstrip('/')}; /help lists them")
-        return entry.explain()
-    rows = [(c.usage, c.help) for c in commands()]
-    return CommandResult(text="Commands", columns=("command", "what it does"), rows=rows)
-
-
-@command("exit", "leave ocat", aliases=("quit", "q"))
-def _quit(session: ChatSession) -> CommandResult:
-    return CommandResult(quit=True)
-
-
-def require_store(session: ChatSession):  # noqa: ANN201 - MemoryStore, imported lazily
-    """The session's store, or an error saying why memory cannot be used."""
-    if session.store is None:
-        session.revive()  # after a failure: try the store again (at most every half minute)
-    if session.store is None:
-        raise OcatError(f"memory is off: {session.memory_error or 'not ready yet'}")
-    return session.store
-
-
-def require_model(session: ChatSession):  # noqa: ANN201 - MemoryStore, imported lazily
-    """The session's store when the embedding model can run too (searching and adding need it)."""
-    store = require_store(session)
-    if session.model_available():
-        return store
-    if session.model_download is not None:
-        raise OcatError(
-            f"the embedding model is still downloading ({session.model_download}); try again when it is ready"
-        )
-    raise OcatError(f"memory is off: {session.memory_error or 'the embedding model is not ready yet'}")
-
-
-# Registering the commands is importing them.
-from ocat.commands import memory as _memory  # noqa: E402,F401
-from ocat.commands import conversation as _conversation  # noqa: E402,F401
-from ocat.commands import threads as _threads  # noqa: E402,F401
-from ocat.commands import editing as _editing  # noqa: E402,F401
-from ocat.commands import browse as _browse  # noqa: E402,F401
-
+from ocat.commands import memory as _memory  # noqa: F401
+from ocat.commands import conversation as _conversation  # noqa: F401
+from ocat.commands import threads as _threads  # noqa: F401
+from ocat.commands import editing as _editing  # noqa: F401
+from ocat.commands import browse as _browse  # noqa: F401
 
 __all__ = [
     "REGISTRY", "Arg", "Choose", "Command", "CommandResult", "Confirm", "Send", "ShowThemes", "command", "commands",

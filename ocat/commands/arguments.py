@@ -17,7 +17,7 @@ from ocat.errors import UsageError
 from ocat.limits import whole_number
 
 if TYPE_CHECKING:
-    from ocat.commands import Command
+    from ocat.commands.registry import Command
 
 # word:   one word; quotes group words into one ("two words"), as in a shell.
 # text:   several words, joined with single spaces (a query); quotes as in a shell.

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ocat.commands import Arg, CommandResult, command
+from ocat.commands.arguments import Arg
+from ocat.commands.registry import command
+from ocat.commands.results import CommandResult
 from ocat.commands.results import BrowseMemory
 
 if TYPE_CHECKING:

@@ -5,7 +5,9 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING
 
-from ocat.commands import Arg, CommandResult, ShowThemes, command
+from ocat.commands.arguments import Arg
+from ocat.commands.registry import command
+from ocat.commands.results import CommandResult, ShowThemes
 from ocat.config import CONTEXT_MODES
 from ocat.limits import DEFAULT_LISTED, MAX_LISTED, MIN_LISTED
 from ocat.text import count_of, local_time

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ocat.commands import Arg, CommandResult, Send, command
+from ocat.commands.arguments import Arg
+from ocat.commands.registry import command
+from ocat.commands.results import CommandResult, Send
 from ocat.commands.results import EditPrompt
 
 if TYPE_CHECKING:

@@ -7,7 +7,9 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ocat.commands import Arg, CommandResult, Confirm, command, require_model, require_store
+from ocat.commands.arguments import Arg
+from ocat.commands.registry import command, require_model, require_store
+from ocat.commands.results import CommandResult, Confirm
 from ocat.errors import UsageError
 from ocat.limits import MAX_RESULTS, MIN_RESULTS
 from ocat.locations import display_path
@@ -15,7 +17,7 @@ from ocat.models import Exchange
 from ocat.text import count_of, local_time
 
 if TYPE_CHECKING:
-    from ocat.memory.store import MemoryStore
+    from ocat.memory.storage.store import MemoryStore
     from ocat.session import ChatSession
 
 

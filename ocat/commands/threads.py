@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ocat.commands import Arg, Choose, CommandResult, Confirm, Send, command, require_store
+from ocat.commands.arguments import Arg
+from ocat.commands.registry import command, require_store
+from ocat.commands.results import Choose, CommandResult, Confirm, Send
 from ocat.commands.conversation import listed_count
 from ocat.limits import DEFAULT_LISTED
 from ocat.locations import display_path

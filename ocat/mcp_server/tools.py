@@ -16,7 +16,8 @@ from dataclasses import asdict
 from typing import TYPE_CHECKING, Any, Callable, Mapping, TypeVar
 
 from ocat.errors import StoreError, UsageError
-from ocat.memory.filters import DOCUMENT_KEYS, INT64_MAX, INT64_MIN, FilterSpec
+from ocat.limits import INT64_MAX, INT64_MIN
+from ocat.memory.retrieval.filters import DOCUMENT_KEYS, FilterSpec
 from ocat.models import EXCHANGE_FIELDS
 from ocat.operations.search import hit_record
 
@@ -24,7 +25,7 @@ from ocat.operations.records import Record, as_hit
 
 if TYPE_CHECKING:
     from ocat.config import Settings
-    from ocat.memory.store import MemoryStore
+    from ocat.memory.storage.store import MemoryStore
 
 log = logging.getLogger("ocat.mcp")
 T = TypeVar("T")

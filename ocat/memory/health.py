@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator
 
-from ocat.memory.derived import SIDE_FILES, move_aside, sqlite_problem
-from ocat.memory.ingest import PartialDocument, partial_documents
-from ocat.memory.derived import beside_index, lexical_index_path
-from ocat.memory.store import MemoryStore
+from ocat.memory.storage.derived import SIDE_FILES, move_aside, sqlite_problem
+from ocat.memory.ingest.documents import PartialDocument, partial_documents
+from ocat.memory.storage.derived import beside_index, lexical_index_path
+from ocat.memory.storage.store import MemoryStore
 from ocat.models import RECORD_KINDS, RecordKind
 from ocat.text import count_of
 
@@ -172,7 +172,9 @@ def repair_store(
                 for suffix in ("", *SIDE_FILES):
                     Path(f"{path}{suffix}").unlink(missing_ok=True)
         rebuilt.append(f"the {d.what} {d.path}" + (f" (it was damaged: {d.damaged})" if d.damaged else ""))
-    whole = MemoryStore(store.client, store.embedder, name=store.name, location=store.location, notify=notify)
+    whole = MemoryStore.reconciled(
+        store.client, store.embedder, name=store.name, location=store.location, notify=notify
+    )
     whole.lease, store.lease = store.lease, None
     finished, removed = [], []
     for partial in before.partial_documents:

@@ -22,7 +22,7 @@ from ocat.models import DocumentChunk, Exchange, RecordKind, SearchHit, source_w
 from ocat.text import count_of, local_time
 
 if TYPE_CHECKING:
-    from ocat.memory.store import MemoryStore
+    from ocat.memory.storage.store import MemoryStore
     from ocat.settings import VectorStoreSettings
 
 # What the browser can show, in the order the kind filter steps through them.
@@ -119,8 +119,8 @@ def search_entries(
 ) -> list[Entry]:
     """What `query` finds under `filters`, best first (the search `/vquery` makes). Threads are
     listed by their best exchange's score."""
-    from ocat.memory.filters import Condition
-    from ocat.memory.filters import Filters as SearchFilters
+    from ocat.memory.retrieval.filters import Condition
+    from ocat.memory.retrieval.filters import Filters as SearchFilters
     from ocat.operations.search import search
 
     since = filters.since()

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Callable
 if TYPE_CHECKING:
     from ocat.config import Settings
     from ocat.memory.health import RepairResult, StoreHealth
-    from ocat.memory.store import MemoryStore
+    from ocat.memory.storage.store import MemoryStore
 
 # The exit code of `--check-store` when it found something to repair (docs/cli.md).
 PROBLEMS_FOUND = 4
@@ -33,12 +33,11 @@ def check(settings: Settings, *, notify: Callable[[str], None] | None = None) ->
 
 def repair(settings: Settings, *, notify: Callable[[str], None] | None = None) -> RepairResult:
     """Rebuild every derived file of the configured store, and finish or remove its partial documents."""
-    from ocat.chunking import options_from
     from ocat.memory import add_path, open_store
     from ocat.memory.health import repair_store
 
     def finish(store: MemoryStore, source: Path) -> None:
-        add_path(store, source, options_from(settings.chunking))
+        add_path(store, source, settings.chunking)
 
     store = open_store(settings, notify=notify, upkeep=False)
     try:

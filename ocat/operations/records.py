@@ -14,7 +14,7 @@ from ocat.models import DocumentChunk, Exchange, SearchHit, source_word
 from ocat.text import count_of, local_time, shorten
 
 if TYPE_CHECKING:
-    from ocat.memory.store import MemoryStore
+    from ocat.memory.storage.store import MemoryStore
 
 Record = Exchange | DocumentChunk
 
@@ -38,7 +38,7 @@ def short_id(store: MemoryStore, full_id: str, least: int = SHORT_ID_LENGTH) -> 
     for a document chunk (`doc-KEY-N`, whose chunks share the start) the shortest start of its
     key with its index, `doc-3f2a9c1e-12`. The whole id when no shorter form is unique, or
     when the index does not hold it."""
-    from ocat.memory.lexical import CHUNK_ID
+    from ocat.memory.storage.lexical_index import CHUNK_ID
 
     chunk = CHUNK_ID.match(full_id)
     if chunk is not None and len(chunk.group(1)) == 32:

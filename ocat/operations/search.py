@@ -18,8 +18,8 @@ from ocat.models import SearchHit
 from ocat.text import count_of
 
 if TYPE_CHECKING:
-    from ocat.memory.filters import Filters
-    from ocat.memory.store import MemoryStore
+    from ocat.memory.retrieval.filters import Filters
+    from ocat.memory.storage.store import MemoryStore
     from ocat.settings import VectorStoreSettings
 
 # Left out of a hit's metadata: an exchange's text already holds its prompt and answer, `kind`
@@ -73,8 +73,8 @@ def search(
     `short_ids`: also work out each hit's shortest unique id, for a face that shows ids to
     type back (a few index reads per hit; JSON and MCP give whole ids and skip them).
     """
-    from ocat.memory.retrieval import RetrievalLimits, reasons
-    from ocat.memory.search import search_stores
+    from ocat.memory.retrieval.retrieve import RetrievalLimits, reasons
+    from ocat.memory.retrieval.across_stores import search_stores
     from ocat.operations.records import short_id
 
     count = count or settings.context_results
@@ -172,7 +172,7 @@ class HitLine:
 def used_memories(memories: Sequence[SearchHit]) -> tuple[str, list[HitLine]]:
     """What the chat shows of the memories a turn gave the model: a title ("Using context from
     2 memories") and each memory's words (`/showcontext on`; `summary` shows the title alone)."""
-    from ocat.memory.retrieval import reasons
+    from ocat.memory.retrieval.retrieve import reasons
 
     title = f"Using context from {count_of(len(memories), 'memory', 'memories')}"
     return title, [HitLine.of(hit, why) for hit, why in zip(memories, reasons(memories))]

@@ -12,7 +12,7 @@ from ocat.models import StoreStats
 
 if TYPE_CHECKING:
     from ocat.config import Settings
-    from ocat.memory.store import MemoryStore
+    from ocat.memory.storage.store import MemoryStore
 
 
 @dataclass(frozen=True)
@@ -26,6 +26,6 @@ class StatsResult:
 def stats(stores: Sequence[MemoryStore], settings: Settings) -> StatsResult:
     """Location, counts and model of each store in `stores` (the first one's neighbours listed)."""
     from ocat.memory import store_stats
-    from ocat.memory.named import store_names
+    from ocat.memory.named_stores import store_names
 
     return StatsResult(selected=[store_stats(s, settings) for s in stores], available=store_names(settings, stores[0]))

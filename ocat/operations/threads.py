@@ -12,11 +12,11 @@ from typing import TYPE_CHECKING, Sequence
 
 from ocat.errors import UsageError
 from ocat.limits import MAX_TITLE_CHARS
-from ocat.memory.titles import set_thread_title
+from ocat.memory.storage.thread_titles import set_thread_title
 from ocat.text import clean_title, count_of, local_time, shorten
 
 if TYPE_CHECKING:
-    from ocat.memory.store import MemoryStore
+    from ocat.memory.storage.store import MemoryStore
     from ocat.models import Exchange
 
 TITLE_CHARS = 60

@@ -8,22 +8,22 @@ from typing import IO, TYPE_CHECKING, Callable, TypeVar
 from ocat.errors import InputFileError
 
 if TYPE_CHECKING:
-    from ocat.memory.store import MemoryStore
-    from ocat.memory.transfer import TransferResult
+    from ocat.memory.storage.store import MemoryStore
+    from ocat.memory.storage.export_import import TransferResult
 
 T = TypeVar("T")
 
 
 def export_to_stream(store: MemoryStore, out: IO[str]) -> TransferResult:
     """Write every record to `out`, one JSON object per line."""
-    from ocat.memory.transfer import export_memory
+    from ocat.memory.storage.export_import import export_memory
 
     return export_memory(store, out)
 
 
 def export_to_file(store: MemoryStore, path: Path) -> TransferResult:
     """Write every record to `path`, whole or not at all (`write_whole`)."""
-    from ocat.memory.transfer import export_memory
+    from ocat.memory.storage.export_import import export_memory
 
     return write_whole(path, lambda handle: export_memory(store, handle, path=str(path)))
 
@@ -46,7 +46,7 @@ def write_whole(path: Path, fill: Callable[[IO[str]], T]) -> T:
 def check_import(path: Path) -> TransferResult:
     """Read and check a whole export file before anything is opened or written (InputFileError
     naming the first bad line, or saying why the file cannot be read)."""
-    from ocat.memory.transfer import check_import_file
+    from ocat.memory.storage.export_import import check_import_file
 
     return check_import_file(path)
 
@@ -57,6 +57,6 @@ def import_file(
     """Add the records of a checked export file (`check_import`'s result); records already
     stored are skipped, so importing twice adds nothing. The file is read a second time here,
     record by record, rather than held in memory whole."""
-    from ocat.memory.transfer import import_memory
+    from ocat.memory.storage.export_import import import_memory
 
     return import_memory(store, path, progress=progress, checked=checked)

@@ -30,7 +30,7 @@ class SlowWatch:
 
     def install(self) -> None:
         """Listen for process starts (an audit hook) and for the real model's `embed`."""
-        from ocat.memory.embeddings import OnnxMiniLMEmbedder
+        from ocat.memory.embedding.embedders import OnnxMiniLMEmbedder
 
         # openai reads the processor's name, which on Linux runs `uname -p` once per process
         # (then cached): read it first, so no test is charged with that process.

@@ -10,7 +10,7 @@ prompt Chroma keeps. They live in a small SQLite file beside the lexical index (
 blobs under the exchange's id) because a chat turn reads a hundred of them by id, and
 SQLite does that in about a millisecond, where a Chroma read by id took 4.5 ms at 100k
 exchanges (docs/RETRIEVAL.md). Opening a store embeds whatever is missing
-(ocat.memory.upkeep.sync_prompts).
+(ocat.memory.storage.reconcile.sync_prompts).
 """
 
 from __future__ import annotations
@@ -20,10 +20,10 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
-from ocat.memory.derived import DerivedFileError
+from ocat.memory.storage.derived import DerivedFileError
 
 if TYPE_CHECKING:
-    from ocat.memory.embeddings import Embedder
+    from ocat.memory.embedding.embedders import Embedder
 
 # SQLite's limit on the parameters of one statement is 32,766 nowadays; stay well below it.
 IDS_PER_SELECT = 900
@@ -101,7 +101,7 @@ class PromptVectors:
         return {row[0] for row in self._read("SELECT record_id FROM prompt_vectors", ())}
 
     def get_meta(self, key: str) -> str | None:
-        """A value kept beside the vectors (the store's floor: ocat.memory.floor), or None."""
+        """A value kept beside the vectors (the store's floor: ocat.memory.retrieval.store_floor), or None."""
         found = self._read("SELECT value FROM meta WHERE key = ?", (key,))
         return str(found[0][0]) if found else None
 

@@ -17,7 +17,7 @@ from ocat.models import THREAD_TITLE_KEY
 if TYPE_CHECKING:
     from chromadb.api.types import Metadata
 
-    from ocat.memory.store import MemoryStore, Row
+    from ocat.memory.storage.store import MemoryStore, Row
 
 # How many exchanges one Chroma update names.
 UPDATE_BATCH = 256

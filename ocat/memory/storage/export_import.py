@@ -18,9 +18,9 @@ from typing import IO, Any, Callable, Iterable, Iterator
 from ocat.errors import InputFileError, StoreError
 from ocat.limits import MAX_TITLE_CHARS
 from ocat.locations import cache_dir
-from ocat.memory.import_lines import Line, ThreadTitle, parse_line
-from ocat.memory.store import WRITE_BATCH, MemoryStore
-from ocat.memory.titles import set_thread_title
+from ocat.memory.storage.export_lines import Line, ThreadTitle, parse_line
+from ocat.memory.storage.store import WRITE_BATCH, MemoryStore
+from ocat.memory.storage.thread_titles import set_thread_title
 from ocat.models import RECORD_KINDS, THREAD_TITLE_KEY, DocumentChunk, Exchange
 from ocat.text import clean_title, unprintable_escaped
 

@@ -18,6 +18,7 @@ from datetime import datetime
 from typing import Any, Iterable
 
 from ocat.errors import UsageError
+from ocat.limits import FIRST_DATE, INT64_MAX, INT64_MIN, LAST_DATE
 from ocat.models import EXCHANGE_FIELDS, RECORD_KINDS, RecordKind
 
 # --where KEY=VALUE, or a comparison: KEY>=VALUE, KEY<=VALUE, KEY>VALUE, KEY<VALUE, KEY!=VALUE.
@@ -37,8 +38,6 @@ DOCUMENT_KEYS = frozenset(
 # Exchanges have no `source` field; they answer to this one.
 CHAT_SOURCE = "chat"
 Scalar = str | int | float | bool
-# Chroma holds whole numbers as 64-bit integers: a larger one is an "Invalid where clause".
-INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 # Digits a whole number can have and still fit in 64 bits (checked before int(), which
 # refuses over 4300 digits and is slow long before that).
 _INT64_DIGITS = 19
@@ -187,7 +186,7 @@ def typed_value(key: str, raw: Scalar, op: str = "$eq") -> Scalar:
         return str(raw).lower() == "true"
     if key in DOCUMENT_KEYS or key in EXCHANGE_FIELDS:
         text = str(raw)
-        # Stored normalised (see ocat.memory.folders): sections lower-case, prefixes upper-case.
+        # Stored normalised (see ocat.memory.ingest.folders): sections lower-case, prefixes upper-case.
         return text.lower() if key == "section" else text.upper() if key == "prefix" else text
     if isinstance(raw, (int, float)):  # a caller's own key, given a number (MCP `where`)
         return _in_range(key, raw)
@@ -260,8 +259,6 @@ def parse_time(raw: Scalar, *, end: bool = False) -> float:
     return stamp
 
 
-# The dates every time zone can turn into a timestamp.
-FIRST_DATE, LAST_DATE = "0001-01-02", "9999-12-30"
 
 
 def _finite_time(number: float, text: str | None = None) -> float:

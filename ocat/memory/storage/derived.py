@@ -17,7 +17,7 @@ from ocat.errors import StoreError
 from ocat.locations import cache_dir
 
 if TYPE_CHECKING:
-    from ocat.memory.backend import StoreLocation
+    from ocat.memory.storage.chroma import StoreLocation
 
 # The files SQLite keeps beside a database in WAL mode.
 SIDE_FILES = ("-wal", "-shm")

@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 from ocat.errors import StoreError
-from ocat.memory.derived import DerivedFileError
-from ocat.memory.terms import MAX_QUERY_TERMS, terms
+from ocat.memory.storage.derived import DerivedFileError
+from ocat.memory.storage.terms import MAX_QUERY_TERMS, terms
 from ocat.models import RECORD_KINDS
 
 # PRAGMA user_version of an index whose per-term document counts (df_<kind>) are filled in.
@@ -35,7 +35,7 @@ SCHEMA_VERSION = 1
 POSTINGS_BUDGET = 4000
 # Parameters per `IN (...)` list: SQLite's limit is 32,766 nowadays (999 in old builds).
 IDS_PER_SELECT = 500
-# A document chunk's id, `doc-KEY-N` (32 hex digits of its document's key, ocat.memory.ingest.chunk_id,
+# A document chunk's id, `doc-KEY-N` (32 hex digits of its document's key, ocat.memory.ingest.documents.chunk_id,
 # and its index), or its short form with only the start of the key (hex only: nothing a GLOB reads).
 CHUNK_ID = re.compile(r"^doc-([0-9a-f]{1,32})-(\d+)$")
 
@@ -74,7 +74,7 @@ class LexicalIndex:
             self._db.execute("CREATE INDEX IF NOT EXISTS thread_order_by_time ON thread_order(thread_id, ts)")
             # A copy of the titles the user gave threads (/rename), for listing threads: the titles
             # themselves are in Chroma (ocat.models.THREAD_TITLE_KEY), and this table is rebuilt from
-            # there (ocat.memory.upkeep.sync_titles). A thread without one is named by its first prompt.
+            # there (ocat.memory.storage.reconcile.sync_titles). A thread without one is named by its first prompt.
             self._db.execute(
                 "CREATE TABLE IF NOT EXISTS thread_titles "
                 "(thread_id TEXT PRIMARY KEY, title TEXT NOT NULL) WITHOUT ROWID"

@@ -1,5 +1,5 @@
 """Questions anyone might ask an assistant, about nothing in particular: the probe of a
-store's floor (ocat.memory.floor).
+store's floor (ocat.memory.retrieval.store_floor).
 
 Written for ocat, across everyday subjects (home, cooking, health, money, code, science,
 travel, writing, work); none is taken from an evaluation set. A user's store that covers

@@ -22,13 +22,16 @@ from __future__ import annotations
 import json
 import statistics
 import threading
+import weakref
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING
 
 from ocat.errors import StoreError
+from ocat.memory.retrieval.generic_questions import GENERIC_QUESTIONS
+from ocat.memory.retrieval.rank import best_exchange_z
 
 if TYPE_CHECKING:
-    from ocat.memory.store import MemoryStore
+    from ocat.memory.storage.store import MemoryStore
 
 # Above the floor by this much in z (docs/RETRIEVAL.md: on chats-dev a gate at z 0.82-0.85
 # keeps 86.7% admitted and is quiet for 98% of off-topic and half the near questions; on
@@ -60,12 +63,23 @@ class StoreFloor:
     or stale; safe to use from several threads."""
 
     def __init__(self, store: MemoryStore) -> None:
-        self.store = store
+        # Weak: the floor is kept per store in _FLOORS, and must not keep its store alive.
+        self._store = weakref.ref(store)
         self._known: Floor | None = None
-        self._loaded = False
+        # The prompt file the floor was read from: a rebuilt file (ocat.memory.storage.reconcile)
+        # holds none, so the floor is read (and measured) again.
+        self._read_from: object | None = None
         self._lock = threading.Lock()
         self._first = threading.Lock()
         self._refreshing = False
+
+    @property
+    def store(self) -> MemoryStore:
+        """The store this floor is of."""
+        store = self._store()
+        if store is None:
+            raise StoreError("the store was closed")
+        return store
 
     def shift(self) -> float:
         """How far to lower an exchange's z before calibrating it: how far the store's floor
@@ -100,24 +114,23 @@ class StoreFloor:
 
     def current(self) -> Floor | None:
         """The last measurement, this process's or another's (None before any)."""
-        if not self._loaded:
-            saved = self.store.prompts.get_meta(META_KEY)
+        prompts = self.store.prompts
+        if self._read_from is not prompts:
+            saved = prompts.get_meta(META_KEY)
             try:
                 self._known = Floor(**json.loads(saved)) if saved else None
             except (TypeError, ValueError):
                 self._known = None  # written by another version: measure again
-            self._loaded = True
+            self._read_from = prompts
         return self._known
 
     def measure(self) -> Floor:
         """Run the generic questions against the store and keep the result."""
-        from ocat.memory.generic_questions import GENERIC_QUESTIONS
-        from ocat.memory.retrieval import best_exchange_z
-
         exchanges = self.store.lexical.count("exchange")
         floor = Floor(statistics.median(best_exchange_z(self.store, GENERIC_QUESTIONS)), exchanges)
-        self.store.prompts.set_meta(META_KEY, json.dumps(asdict(floor)))
-        self._known, self._loaded = floor, True
+        prompts = self.store.prompts
+        prompts.set_meta(META_KEY, json.dumps(asdict(floor)))
+        self._known, self._read_from = floor, prompts
         return floor
 
     def _measure_in_background(self) -> None:
@@ -140,3 +153,19 @@ class StoreFloor:
         # the process ("terminate called without an active exception"). The chat leaves by
         # os._exit and does not wait.
         threading.Thread(target=run, name="ocat-store-floor", daemon=False).start()
+
+
+# One floor per open store, for as long as the store is open: every search of it shares the
+# measurement (and its background re-measure). Kept here, not on the store: the store is
+# storage, and the floor belongs to the gate.
+_FLOORS: weakref.WeakKeyDictionary[MemoryStore, StoreFloor] = weakref.WeakKeyDictionary()
+_FLOORS_LOCK = threading.Lock()
+
+
+def floor_of(store: MemoryStore) -> StoreFloor:
+    """The floor of `store` (made on first use)."""
+    with _FLOORS_LOCK:
+        floor = _FLOORS.get(store)
+        if floor is None:
+            floor = _FLOORS[store] = StoreFloor(store)
+        return floor

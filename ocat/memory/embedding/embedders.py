@@ -1,6 +1,6 @@
 """Text embedders: the local ONNX MiniLM model (default) and any litellm embedding model.
 
-Heavy libraries (onnxruntime, tokenizers, numpy; litellm through ocat.llm) are imported
+Heavy libraries (onnxruntime, tokenizers, numpy; litellm through ocat.litellm_offline) are imported
 when an embedder is first used, never at module import, so opening the CLI stays fast.
 """
 
@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Protocol, Sequence
 
 from ocat.errors import ConfigError, EmbeddingError
-from ocat.memory.model_files import LOCAL_MODEL_NAME
+from ocat.memory.embedding.model_files import LOCAL_MODEL_NAME
 
 if TYPE_CHECKING:
     from ocat.config import EmbeddingSettings
@@ -157,13 +157,13 @@ class LiteLLMEmbedder:
         """Embed texts through litellm.embedding, normalising the vectors."""
         if not texts:
             return []
-        from ocat import llm  # litellm itself is imported on first use, set up by ocat.llm
+        from ocat.litellm_offline import embed  # litellm is imported on first use
 
         vectors: list[list[float]] = []
         for start in range(0, len(texts), LITELLM_BATCH):
             batch = [leading_words(t, LITELLM_MAX_WORDS) for t in texts[start : start + LITELLM_BATCH]]
             try:
-                raw = llm.embed(self.name, batch, api_base=self._api_base, api_key=self._api_key)
+                raw = embed(self.name, batch, api_base=self._api_base, api_key=self._api_key)
             except Exception as exc:
                 raise EmbeddingError(f"embedding model {self.name} failed: {exc}") from exc
             vectors.extend(_normalise(vector) for vector in raw)
@@ -192,7 +192,7 @@ def embedder_for(settings: EmbeddingSettings) -> Embedder:
                 f"embedding.dimensions is {settings.dimensions}, but {LOCAL_MODEL_NAME} makes "
                 f"{LOCAL_MODEL_DIMENSIONS}-d vectors"
             )
-        from ocat.memory.model_files import ensure_model
+        from ocat.memory.embedding.model_files import ensure_model
 
         # Found, or fetched, when the first text is embedded: a store opens, counts and
         # exports without the model, and front ends fetch it earlier to show progress.

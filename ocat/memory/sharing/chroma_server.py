@@ -1,6 +1,6 @@
 """The store's server child: ChromaDB's own `chroma run` on loopback, started and stopped.
 
-A serving owner (ocat.memory.owner) runs one for the other processes; the child carries a
+A serving owner (ocat.memory.sharing.owner_lock) runs one for the other processes; the child carries a
 watchdog that ends it as soon as its owner is gone, even after kill -9.
 """
 

@@ -17,7 +17,7 @@ from typing import Any
 from ocat.errors import InputFileError
 from ocat.limits import MAX_DOCUMENT_CHUNKS, MAX_TITLE_CHARS, stored_count
 # Chroma keeps integers as signed 64-bit numbers; a larger one silently becomes an approximate float.
-from ocat.memory.filters import FIRST_DATE, INT64_MAX, INT64_MIN, LAST_DATE
+from ocat.limits import FIRST_DATE, INT64_MAX, INT64_MIN, LAST_DATE
 from ocat.models import EXCHANGE_FIELDS, DocumentChunk, Exchange
 from ocat.text import clean_title
 

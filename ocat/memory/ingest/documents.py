@@ -11,10 +11,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Literal, Mapping
 
-from ocat.chunking import ChunkingOptions, chunk_text, content_hash
+from ocat.chunking import ChunkingSettings, chunk_text, content_hash
 from ocat.errors import InputFileError
 from ocat.limits import stored_count
-from ocat.memory.store import WRITE_BATCH, MemoryStore
+from ocat.memory.storage.store import WRITE_BATCH, MemoryStore
 from ocat.models import AddResult, DocumentChunk, now
 
 # How a document arrived; an MCP `memory_save` may name its own source label instead.
@@ -76,7 +76,7 @@ def partial_documents(store: MemoryStore) -> list[PartialDocument]:
 
 def document_chunks(
     text: str,
-    options: ChunkingOptions,
+    options: ChunkingSettings,
     *,
     source: Source,
     source_file: str = "",
@@ -121,7 +121,7 @@ def document_chunks(
 def add_text(
     store: MemoryStore,
     text: str,
-    options: ChunkingOptions,
+    options: ChunkingSettings,
     *,
     source: Source = "vadd_command",
     source_file: str = "",
@@ -271,48 +271,6 @@ class PathAddResult:
     def replaced_chunks(self) -> int:
         """Chunks of earlier versions of the files that were removed."""
         return sum(r.replaced_chunks for r in self.files)
-
-
-def add_path(
-    store: MemoryStore,
-    path: Path,
-    options: ChunkingOptions,
-    *,
-    source: Source = "cli",
-    progress: Callable[[Path], None] | None = None,
-    notify: Callable[[str], None] | None = None,
-    chunks_stored: Callable[[Path, int, int], None] | None = None,
-) -> PathAddResult:
-    """Add a file, or every text file in a folder; every file is read before any is stored.
-
-    This is the one ingest path: `--add-to-vector-store` and `/vdoc` both call it.
-    A folder is a knowledge folder (see `ocat.memory.folders`): markdown split at `## `
-    headings, metadata from each file's path, and files gone from it removed from memory.
-    `progress` is told each file of a folder as it starts; `notify` gets warnings (a file
-    that is empty, or not UTF-8); `chunks_stored(file, done, total)` is told the total before
-    anything is embedded, then follows each written step.
-    """
-    if path.is_dir():
-        from ocat.memory.folders import add_folder_path
-
-        return add_folder_path(store, path, options, source=source, progress=progress, notify=notify,
-                               chunks_stored=chunks_stored)
-    file, text = path, read_text_file(path, notify)
-    if not text.strip() and notify:
-        notify(f"{file} is empty; nothing to add from it")
-    absolute = str(file.resolve())
-    extra = {"source_path": absolute, "filename": file.name}
-    result = add_text(
-        store,
-        text,
-        options,
-        source=source,
-        source_file=absolute,
-        manual_entry=False,
-        extra=extra,
-        progress=(lambda done, total: chunks_stored(file, done, total)) if chunks_stored else None,
-    )
-    return PathAddResult(source_path=str(path), files=[result])
 
 
 def throttled_progress(say: Callable[[int, int], None], every: float = 1.0) -> Callable[[int, int], None]:

@@ -1,6 +1,6 @@
 """Neighbour spreading: a strong exchange lifts the exchanges around it in its thread.
 
-Part of `ocat.memory.retrieval` (the candidates it scores, and the one step that reaches
+Part of `ocat.memory.retrieval.retrieve` (the candidates it scores, and the one step that reaches
 outside the candidate pool).
 """
 
@@ -9,9 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ocat.memory.terms import term_set
-from ocat.memory.scoring import coverage
-from ocat.memory.store import MemoryStore
+from ocat.memory.storage.terms import term_set
+from ocat.memory.storage.scoring import coverage
+from ocat.memory.storage.store import MemoryStore
 from ocat.models import RecordKind
 
 # Neighbour spreading (see Neighbours), measured on the dev set: the exchange

@@ -1,6 +1,6 @@
 """Named stores: `--store NAME` picks one, `--store a,b` reads several, `stats` lists them.
 
-A store is a pair of collections named after it (see `ocat.memory.backend`), so two stores
+A store is a pair of collections named after it (see `ocat.memory.storage.chroma`), so two stores
 never share a collection: work and personal memory stay apart at the storage level. By
 default each store has its own folder (`vector_stores/<name>`); with `vector_store.path`
 set they share that folder, and one process holds the folder once for all of them.
@@ -13,13 +13,13 @@ import re
 from typing import TYPE_CHECKING, Callable, Sequence
 
 from ocat.errors import UsageError
-from ocat.memory.backend import DOCUMENTS_SUFFIX, EXCHANGES_SUFFIX
-from ocat.memory.store import MemoryStore
+from ocat.memory.storage.chroma import DOCUMENTS_SUFFIX, EXCHANGES_SUFFIX
+from ocat.memory.storage.store import MemoryStore
 from ocat.settings import COLLECTION_NAME
 
 if TYPE_CHECKING:
     from ocat.config import Settings
-    from ocat.memory.embeddings import Embedder
+    from ocat.memory.embedding.embedders import Embedder
 
 _LEXICAL_FILE = re.compile(r"ocat-lexical-(.+)\.sqlite3")
 
@@ -62,7 +62,7 @@ def open_stores(
                 opened[where] = store
             else:
                 # Same folder: a second lock on it would wait for ourselves; reuse the first client.
-                store = MemoryStore(first.client, first.embedder, name=name, location=first.location)
+                store = MemoryStore.reconciled(first.client, first.embedder, name=name, location=first.location)
                 store.lease = first.lease
             stores.append(store)
     except BaseException:

@@ -31,9 +31,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from ocat.chunking import ChunkingOptions
+from ocat.chunking import ChunkingSettings
 from ocat.errors import InputFileError
-from ocat.memory.ingest import (
+from ocat.memory.ingest.documents import (
     FOLDER_SUFFIXES,
     PathAddResult,
     Source,
@@ -41,7 +41,7 @@ from ocat.memory.ingest import (
     plan_document,
     read_text_file,
 )
-from ocat.memory.store import MemoryStore
+from ocat.memory.storage.store import MemoryStore
 from ocat.models import DocumentChunk
 
 Notify = Callable[[str], None]
@@ -49,7 +49,7 @@ Notify = Callable[[str], None]
 MARKDOWN_SUFFIXES = (".md", ".markdown")
 # ~4 characters per token: sections are split past ~1000 tokens and never exceed ~1500.
 # (The markdown strategy always splits along paragraphs and sentences.)
-FOLDER_MARKDOWN = ChunkingOptions(
+FOLDER_MARKDOWN = ChunkingSettings(
     strategy="markdown", chunk_size=4000, chunk_overlap=0, max_chunk_size=6000, preserve_sentence_boundaries=True
 )
 _SESSION_FOLDER = re.compile(r"([A-Za-z][A-Za-z0-9]*)-OCD-(\d+)", re.IGNORECASE)
@@ -204,7 +204,7 @@ def read_folder(folder: Path, notify: Notify | None = None) -> tuple[list[tuple[
 def add_folder_path(
     store: MemoryStore,
     folder: Path,
-    options: ChunkingOptions,
+    options: ChunkingSettings,
     *,
     source: Source,
     progress: Callable[[Path], None] | None = None,
@@ -226,7 +226,7 @@ def add_folder(
     store: MemoryStore,
     folder: Path,
     texts: list[tuple[Path, str]],
-    options: ChunkingOptions,
+    options: ChunkingSettings,
     *,
     source: Source,
     progress: Callable[[Path], None] | None = None,

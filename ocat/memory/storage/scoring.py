@@ -13,8 +13,8 @@ import math
 from dataclasses import asdict, dataclass, replace
 from typing import AbstractSet, Any, Mapping, Sequence
 
-from ocat.memory.terms import idf
-from ocat.memory.model_files import LOCAL_MODEL_NAME
+from ocat.memory.storage.terms import idf
+from ocat.memory.embedding.model_files import LOCAL_MODEL_NAME
 
 
 @dataclass(frozen=True)
@@ -22,7 +22,7 @@ class Calibration:
     """z = cosine_weight * cosine + coverage_weight * coverage; relevance = sigmoid(scale * (z - center)).
 
     With `prompt_side`, an exchange's cosine is the better of its own vector's and its
-    prompt's (ocat.memory.prompts); without it (stores made before prompt vectors), its own.
+    prompt's (ocat.memory.storage.prompt_vectors); without it (stores made before prompt vectors), its own.
     """
 
     cosine_weight: float
@@ -41,7 +41,7 @@ class Calibration:
         return 1.0 / (1.0 + math.exp(-self.scale * (z - self.center)))
 
     def raised(self, shift: float) -> Calibration:
-        """This map asking `shift` more of every fused score (a store's floor: ocat.memory.floor)."""
+        """This map asking `shift` more of every fused score (a store's floor: ocat.memory.retrieval.store_floor)."""
         return replace(self, center=self.center + shift) if shift else self
 
     def z_at(self, relevance: float) -> float:

@@ -1,6 +1,6 @@
 """What a "term" is, in one place: lower case, stop words dropped, a light stemmer.
 
-The lexical index (ocat.memory.lexical) stores these terms, queries by them and scores a
+The lexical index (ocat.memory.storage.lexical_index) stores these terms, queries by them and scores a
 candidate's coverage of a query with them, so indexing, querying and scoring always agree.
 """
 

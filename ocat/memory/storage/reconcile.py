@@ -12,17 +12,20 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from ocat.errors import StoreError
-from ocat.memory.scoring import Calibration
+from ocat.memory.storage.scoring import Calibration
+from ocat.memory.storage.thread_titles import sync_titles
 from ocat.models import RECORD_KINDS, Exchange
 
 if TYPE_CHECKING:
-    from ocat.memory.store import MemoryStore, Row
+    from ocat.memory.storage.store import MemoryStore, Row
 
 # A backfill of prompt vectors at least this long is announced: about 4 s of embedding on two
 # cores (742 LoCoMo prompts made an open take 6.7 s instead of 0.9 s; a chat's prompts are shorter).
 ANNOUNCE_BACKFILL = 500
 # Prompts embedded per step of a backfill (each step is one SQLite transaction).
 BACKFILL_STEP = 256
+# Records written to a rebuilt lexical index per step.
+REINDEX_PAGE = 500
 
 
 def sync_lexical(store: MemoryStore) -> bool:
@@ -33,8 +36,6 @@ def sync_lexical(store: MemoryStore) -> bool:
     two writes, when a Chroma server was written by another client, or when the index file
     was deleted (it is derived: nothing is lost).
     """
-    from ocat.memory.store import READ_PAGE
-
     rebuilt = False
     for kind in RECORD_KINDS:
         if store.lexical.count(kind) == store.count(kind):
@@ -47,7 +48,7 @@ def sync_lexical(store: MemoryStore) -> bool:
                 page.append((record.exchange_id, record.text, record.to_metadata()))
             else:
                 page.append((record.id, record.text, record.metadata))
-            if len(page) >= READ_PAGE:
+            if len(page) >= REINDEX_PAGE:
                 store.lexical.add(kind, page)
                 page = []
         store.lexical.add(kind, page)
@@ -55,7 +56,7 @@ def sync_lexical(store: MemoryStore) -> bool:
 
 
 def sync_prompts(store: MemoryStore, notify: Callable[[str], None] | None = None) -> bool:
-    """Give every exchange its prompt vector (see ocat.memory.prompts) and drop the vectors of
+    """Give every exchange its prompt vector (see ocat.memory.storage.prompt_vectors) and drop the vectors of
     exchanges that are gone, telling `notify` when that is more than a moment's work. False if
     it failed: the store still opens, and scores as it did before.
 
@@ -105,11 +106,9 @@ def rebuild_derived(store: MemoryStore) -> list[str]:
     """Move aside the derived files a search found failing (`store.damaged`) and build them again
     from Chroma; returns what was rebuilt, in words. The store's floor goes with the prompt
     file, and is measured again when next needed."""
-    from ocat.memory.floor import StoreFloor
-    from ocat.memory.lexical import LexicalIndex
-    from ocat.memory.prompts import PromptVectors
-    from ocat.memory.derived import beside_index, move_aside
-    from ocat.memory.titles import sync_titles
+    from ocat.memory.storage.lexical_index import LexicalIndex
+    from ocat.memory.storage.prompt_vectors import PromptVectors
+    from ocat.memory.storage.derived import beside_index, move_aside
 
     index = Path(store.lexical.path)
     files = {str(index): "lexical index", str(beside_index(index, "prompts")): "prompt vector file"}
@@ -123,8 +122,16 @@ def rebuild_derived(store: MemoryStore) -> list[str]:
             move_aside(Path(path))
     store.damaged = {}
     store.lexical = LexicalIndex(index)
+    # The floor was kept in the old prompt file: the gate measures it again (it reads
+    # `store.prompts` afresh when that is a new file).
     store.prompts = PromptVectors(beside_index(index, "prompts"), store.embedder)
-    store.floor = StoreFloor(store)
     sync_titles(store, rebuilt=sync_lexical(store))
     sync_prompts(store, store.notify)
     return [f"the {what} {path} ({why})" for path, (what, why) in chosen.items()]
+
+
+def reconcile(store: MemoryStore, notify: Callable[[str], None] | None = None) -> None:
+    """Bring a newly opened store's derived data level with Chroma (the lexical index, the
+    titles it mirrors, the prompt vectors) and settle its calibration."""
+    sync_titles(store, rebuilt=sync_lexical(store))
+    store.calibration = settled_calibration(store, store.calibration, complete=sync_prompts(store, notify))

@@ -1,6 +1,6 @@
 """Who holds a store folder, in words: the owner's own record, and what the OS says of its process.
 
-A process waiting for the store (ocat.memory.owner) tells the user whom it waits for; the
+A process waiting for the store (ocat.memory.sharing.owner_lock) tells the user whom it waits for; the
 record is believed only while the lock is held and its process exists.
 """
 

@@ -10,15 +10,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Sequence, TypeVar, cast
 
 from ocat.errors import StoreError, UsageError
-from ocat.memory.backend import StoreLocation, collection_names, open_client, open_collection
-from ocat.memory.derived import DerivedFileError, beside_index, checked, lexical_index_path
-from ocat.memory.embeddings import Embedder
-from ocat.memory.floor import StoreFloor
-from ocat.memory.lexical import LexicalIndex
-from ocat.memory.prompts import PromptVectors
-from ocat.memory.scoring import Calibration, calibration_for
-from ocat.memory.titles import carry_titles, sync_titles
-from ocat.memory.upkeep import settled_calibration, sync_lexical, sync_prompts
+from ocat.memory.storage.chroma import StoreLocation, collection_names, open_client, open_collection
+from ocat.memory.storage.derived import DerivedFileError, beside_index, checked, lexical_index_path
+from ocat.memory.embedding.embedders import Embedder
+from ocat.memory.storage.lexical_index import LexicalIndex
+from ocat.memory.storage.prompt_vectors import PromptVectors
+from ocat.memory.storage.scoring import Calibration, calibration_for
+from ocat.memory.storage.thread_titles import carry_titles
 from ocat.models import RECORD_KINDS, DocumentChunk, Exchange, RecordKind
 
 if TYPE_CHECKING:
@@ -26,7 +24,7 @@ if TYPE_CHECKING:
     from chromadb.api.models.Collection import Collection
     from chromadb.api.types import Include, Metadata
 
-    from ocat.memory.owner import StoreLease
+    from ocat.memory.sharing.owner_lock import StoreLease
 
 # How many records go to Chroma per call (each write has a cost of its own: writing a
 # 700 KB file's 978 chunks 16 at a time took 4x as long as 256 at a time).
@@ -54,10 +52,12 @@ class MemoryStore:
         location: StoreLocation,
         lexical: LexicalIndex | None = None,
         notify: Callable[[str], None] | None = None,
-        upkeep: bool = True,
+        check_derived: bool = True,
     ) -> None:
-        """`upkeep=False` opens Chroma alone, for `ocat --check-store` and `--repair-store`:
-        the derived files are neither checked, opened, nor brought level (in-memory stand-ins)."""
+        """Open the store's collections and its derived files, as they are (`open` also brings
+        them level with Chroma). `check_derived=False` opens Chroma alone, for `ocat
+        --check-store` and `--repair-store`: the derived files are neither checked nor opened
+        (in-memory stand-ins)."""
         self.client = client
         self.notify = notify
         self.embedder = embedder
@@ -77,13 +77,12 @@ class MemoryStore:
             )
             for collection_name in (exchanges_name, documents_name)
         )
-        # Set by open_store: this process's hold on the store folder (see ocat.memory.owner).
+        # Set by open_store: this process's hold on the store folder (see ocat.memory.sharing.owner_lock).
         self.lease: StoreLease | None = None
         # Derived files a search found failing since they were opened: rebuilt by `rebuild_derived`.
         self.damaged: dict[str, str] = {}
         self.calibration: Calibration = shipped
-        self.floor = StoreFloor(self)
-        if not upkeep:
+        if not check_derived:
             self.lexical = LexicalIndex(":memory:")
             self.prompts = PromptVectors(":memory:", embedder)
             return
@@ -93,8 +92,6 @@ class MemoryStore:
             checked(beside_index(index, "prompts"), "prompt vector file", notify)
         self.lexical = lexical if lexical is not None else LexicalIndex(index)
         self.prompts = PromptVectors(beside_index(self.lexical.path, "prompts"), embedder)
-        sync_titles(self, rebuilt=sync_lexical(self))
-        self.calibration = settled_calibration(self, shipped, complete=sync_prompts(self, notify))
 
     @classmethod
     def open(
@@ -106,9 +103,30 @@ class MemoryStore:
         notify: Callable[[str], None] | None = None,
         upkeep: bool = True,
     ) -> MemoryStore:
-        """Open (creating if needed) the store `name` at a location; `notify` hears of long upgrades
-        and of derived files rebuilt; `upkeep=False` opens Chroma alone (see __init__)."""
-        return cls(open_client(location), embedder, name=name, location=location, notify=notify, upkeep=upkeep)
+        """Open (creating if needed) the store `name` at a location and bring its derived data
+        level with Chroma (ocat.memory.storage.reconcile); `notify` hears of long upgrades and
+        of derived files rebuilt. `upkeep=False` opens Chroma alone (see __init__)."""
+        return cls.reconciled(open_client(location), embedder, name=name, location=location, notify=notify,
+                              upkeep=upkeep)
+
+    @classmethod
+    def reconciled(
+        cls,
+        client: ClientAPI,
+        embedder: Embedder,
+        *,
+        name: str,
+        location: StoreLocation,
+        notify: Callable[[str], None] | None = None,
+        upkeep: bool = True,
+    ) -> MemoryStore:
+        """The store `name` on an open Chroma client, its derived data brought level (unless `upkeep` is False)."""
+        from ocat.memory.storage.reconcile import reconcile
+
+        store = cls(client, embedder, name=name, location=location, notify=notify, check_derived=upkeep)
+        if upkeep:
+            reconcile(store, notify)
+        return store
 
     def derived_failed(self, exc: DerivedFileError) -> None:
         """A derived file failed mid-search: note it, so the next turn rebuilds it."""
@@ -157,7 +175,7 @@ class MemoryStore:
                 for start in range(0, len(fresh), step):
                     part = by_length[start : start + step]
                     texts = [fresh[i][1] for i in part]
-                    # An exchange's prompt side (ocat.memory.prompts) is embedded in the same call.
+                    # An exchange's prompt side (ocat.memory.storage.prompt_vectors) is embedded in the same call.
                     asked = (
                         [str(fresh[i][2].get("user_prompt", "")) for i in part] if collection is self.exchanges else []
                     )

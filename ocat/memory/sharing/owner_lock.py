@@ -32,8 +32,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from ocat.errors import StoreError
-from ocat.memory.backend import HEARTBEAT_SECONDS, StoreLocation, server_answers
-from ocat.memory.holders import (
+from ocat.memory.storage.chroma import HEARTBEAT_SECONDS, StoreLocation, server_answers
+from ocat.memory.sharing.lock_holders import (
     LOCK_FILE,
     OWNER_FILE,
     duration_words,
@@ -44,7 +44,7 @@ from ocat.memory.holders import (
     process_state,
     read_holder,
 )
-from ocat.memory.server_child import start_server, stop_server
+from ocat.memory.sharing.chroma_server import start_server, stop_server
 
 if TYPE_CHECKING:
     from filelock import FileLock
@@ -55,7 +55,7 @@ WAITING_FOR_THE_STORE = "waiting for the store at"
 # How often a process waiting for the store says again what it waits for, and for how long.
 NOTIFY_EVERY_SECONDS = 30.0
 # `recover` restarts a server child that does not answer for this long (a busy one answers
-# its heartbeat within 0.2 s: see ocat.memory.backend).
+# its heartbeat within 0.2 s: see ocat.memory.storage.chroma).
 UNANSWERED_SECONDS = 10.0
 # A server child that exits more often than this within RESTART_WINDOW_SECONDS is not
 # started again: the owner gives the store up instead, so other processes are not kept waiting.

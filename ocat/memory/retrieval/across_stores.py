@@ -2,7 +2,7 @@
 
 The chat's per-turn retrieval calls `retrieve` directly and never filters; this wraps it
 for searches a person or a tool asks for, which may name metadata filters (a Chroma
-`where` per kind, see `ocat.memory.filters`) and read several named stores at once.
+`where` per kind, see `ocat.memory.retrieval.filters`) and read several named stores at once.
 """
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Sequence
 
-from ocat.memory.filters import Filters
-from ocat.memory.retrieval import RetrievalLimits, retrieve
-from ocat.memory.store import MemoryStore
+from ocat.memory.retrieval.filters import Filters
+from ocat.memory.retrieval.retrieve import RetrievalLimits, retrieve
+from ocat.memory.storage.store import MemoryStore
 from ocat.models import SearchHit
 
 
