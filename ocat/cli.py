@@ -180,7 +180,7 @@ def overrides_from(args: argparse.Namespace) -> dict[str, object]:
 
 def parse_stores(args: argparse.Namespace) -> None:
     """Read `--store a,b` once, into `args.stores` (an empty list without the flag); UsageError for a bad name."""
-    from ocat.memory.named import parse_store_names
+    from ocat.memory.named_stores import parse_store_names
 
     args.stores = parse_store_names(args.store) if args.store else []
 
@@ -291,19 +291,22 @@ def _run_app(args: argparse.Namespace) -> int:
         clean_arguments(args, lambda message: print(message, file=sys.stderr))
         parse_stores(args)
         check_store_use(None, args)
-        from ocat import llm
         from ocat.config import load_settings
-        from ocat.repl import run_repl
-        from ocat.session import ChatSession, open_chat
 
         settings = load_settings(args.config, overrides=overrides_from(args))
         if args.plain or not (sys.stdin.isatty() and sys.stdout.isatty()):
+            # Imported on this branch only: the full-screen chat paints before it needs any of them.
+            from ocat import llm
+            from ocat.repl import run_repl
+            from ocat.session import open_chat
+
             problem = None if args.dummy_mode else llm.credentials_problem(settings.llm)
             if problem:
                 # The chat still opens: the person may fix the key, or only browse memory.
                 print(f"ocat: {problem}", file=sys.stderr)
             # Line mode by request, or when piped: the same chat, scriptable.
             return run_repl(open_chat(settings, dummy=args.dummy_mode, serve=True, stream=sys.stderr))
+        from ocat.session import ChatSession
         from ocat.ui.app import OcatApp
 
         # The window paints first; litellm, chromadb and the embedding model load in
@@ -338,7 +341,7 @@ def _leave_now(code: int, closing: threading.Thread | None, session: ChatSession
     still opening) and for the store's server to stop. The store is given up if that takes
     less than CLOSE_WAIT_SECONDS; past that the process ends as a crashed owner does, which
     the store is made for: the OS releases the owner lock and the server's watchdog stops it
-    (ocat.memory.owner). Every exchange was written when its turn ended.
+    (ocat.memory.sharing.owner_lock). Every exchange was written when its turn ended.
     """
     unsaved = session is not None and bool(session.unsaved)
     if closing is not None:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from ocat.llm import Usage
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ocat.llm import Usage
 
 
 def usage_line(usage: Usage | None, seconds: float) -> str:
