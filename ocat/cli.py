@@ -135,7 +135,7 @@ def clean_arguments(args: argparse.Namespace, note: Callable[[str], None]) -> No
     A path to add is refused instead (UsageError): its name is stored with every chunk, and
     a name changed by replacement would name no file.
     """
-    from ocat.headless import valid_text
+    from ocat.headless_output import valid_text
 
     path = getattr(args, "add_to_vector_store", None)
     if path is not None and valid_text(path)[1]:

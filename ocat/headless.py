@@ -7,133 +7,20 @@ and progress go to stderr. Expected failures are one line and an exit code, no t
 from __future__ import annotations
 
 import argparse
-import json
-import re
 import sys
-import time
 from dataclasses import asdict
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from ocat.errors import InputFileError, OcatError, ProviderError, UsageError
-from ocat.redact import redact
-from ocat.text import count_of, printable
+from ocat.headless_output import Reporter, read_stdin
+from ocat.text import count_of
 
 if TYPE_CHECKING:
     from ocat.config import Settings
     from ocat.memory import MemoryStore
     from ocat.memory.embedding.model_files import FetchResult
     from ocat.operations.search import Found
-
-
-# Characters json.dumps(ensure_ascii=False) leaves raw that a terminal or a JavaScript
-# parser may act on: DEL and the C1 controls (0x9b is a one-byte CSI), the bidirectional
-# marks, overrides and isolates ("Trojan Source"), the line and paragraph separators (line
-# ends in JavaScript), the BOM, and lone surrogates (undecodable bytes, which stdout cannot
-# encode). They can only occur inside JSON strings, so \uXXXX in their place stays valid JSON.
-_JSON_UNSAFE = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ufeff\ud800-\udfff]")
-
-
-def dump_json(value: Any) -> str:
-    """`value` as one line of JSON: UTF-8 text kept readable, every control character escaped.
-
-    Every JSON document ocat prints goes through here.
-    """
-    text = json.dumps(value, ensure_ascii=False)
-    return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
-
-
-_SURROGATES = re.compile("[\ud800-\udfff]")
-
-
-def valid_text(text: str) -> tuple[str, bool]:
-    """`text` with undecodable bytes as U+FFFD, and whether there were any.
-
-    Python decodes argv (and stdin, in some locales) with surrogateescape: a byte that is
-    not UTF-8 becomes a lone surrogate, which the tokenizer, ChromaDB and JSON all refuse.
-    """
-    cleaned, count = _SURROGATES.subn("\ufffd", text)
-    return cleaned, bool(count)
-
-
-def read_stdin(reporter: Reporter, what: str) -> str:
-    """All of stdin as text; bytes that are not UTF-8 become U+FFFD, and one line on stderr says so."""
-    buffer = getattr(sys.stdin, "buffer", None)
-    if buffer is None:  # a text stream put in place of stdin (tests, embedding)
-        text, replaced = valid_text(sys.stdin.read())
-    else:
-        # Read bytes: the locale decides how sys.stdin decodes, strictly in some (a traceback).
-        data = buffer.read()
-        try:
-            text, replaced = data.decode("utf-8"), False
-        except UnicodeDecodeError:
-            text, replaced = data.decode("utf-8", errors="replace"), True
-    if replaced:
-        reporter.note(f"ocat: warning: {what} on stdin is not valid UTF-8; undecodable bytes replaced with U+FFFD")
-    # Universal newlines, as iterating over sys.stdin would give.
-    return text.replace("\r\n", "\n").replace("\r", "\n")
-
-
-class Reporter:
-    """Writes an action's result as text or as the JSON envelope, and its failures."""
-
-    def __init__(self, *, action: str, output: str, stdout: IO[str] | None = None, stderr: IO[str] | None = None):
-        self.action = action
-        self.output = output
-        self.stdout = stdout or sys.stdout
-        self.stderr = stderr or sys.stderr
-        self.started = time.perf_counter()
-        self.model: str | None = None
-        self.config_path: str | None = None
-
-    def restart_clock(self) -> None:
-        """Start timing a new result (each batch query reports its own duration)."""
-        self.started = time.perf_counter()
-
-    def envelope(self, *, ok: bool, result: Any = None, error: dict[str, Any] | None = None) -> dict[str, Any]:
-        """The JSON document every headless action prints with `--output json`."""
-        return {
-            "ok": ok,
-            "mode": "headless",
-            "action": self.action,
-            "result": result,
-            "error": error,
-            "meta": {
-                "duration_ms": round((time.perf_counter() - self.started) * 1000, 3),
-                "model": self.model,
-                "config_path": self.config_path,
-            },
-        }
-
-    def succeed(self, result: dict[str, Any], text: str | None) -> int:
-        """Print a result; returns exit code 0."""
-        if self.output == "json":
-            self.stdout.write(dump_json(self.envelope(ok=True, result=result)) + "\n")
-        elif text:
-            # Results quote stored memories and model answers: never let them drive the terminal.
-            text = printable(text)
-            self.stdout.write(text if text.endswith("\n") else text + "\n")
-        self.stdout.flush()
-        return 0
-
-    def fail(self, exc: OcatError) -> int:
-        """Report an expected failure on stderr (and as JSON on stdout); returns its exit code.
-
-        The message is redacted: a provider's error can echo the API key it was sent.
-        """
-        message = redact(str(exc))
-        self.stderr.write(f"ocat: {printable(message)}\n")
-        self.stderr.flush()
-        if self.output == "json":
-            error = {"type": type(exc).__name__, "message": message, "exit_code": exc.exit_code}
-            self.stdout.write(dump_json(self.envelope(ok=False, error=error)) + "\n")
-            self.stdout.flush()
-        return exc.exit_code
-
-    def note(self, message: str) -> None:
-        """A message for the person at the terminal, on stderr."""
-        self.stderr.write(printable(message) + "\n")
-        self.stderr.flush()
 
 
 def run_action(action: str, args: argparse.Namespace, settings: Settings, reporter: Reporter) -> int:

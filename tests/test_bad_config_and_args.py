@@ -21,7 +21,7 @@ import pytest
 from ocat import config, llm
 from ocat.config import NON_SETTING_ENV, load_settings
 from ocat.errors import ConfigError
-from ocat.headless import dump_json, valid_text
+from ocat.headless_output import dump_json, valid_text
 from ocat.redact import redact, remember_secret
 from tests.support import REPO
 from tests.support.cli import Cli

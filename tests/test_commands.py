@@ -62,7 +62,7 @@ def test_vadd_vquery_vget_and_vdelete_with_confirmation(session: ChatSession, st
     assert run_command(session, "/vadd the spare key is under the blue flowerpot").text == "Already remembered."
     found = run_command(session, '/vquery "spare key flowerpot" 3')
     assert found.rows and "flowerpot" in found.rows[0][-1]
-    chunk_id = store.documents.get(include=[])["ids"][0]
+    chunk_id = list(store.iter_ids("document"))[0]
     shown = run_command(session, f"/vget {chunk_id[:12]}")
     assert shown.markdown == "the spare key is under the blue flowerpot" and ("source", "note") in shown.rows
     ask = run_command(session, f"/vdelete {chunk_id[:12]}")

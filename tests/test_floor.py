@@ -68,12 +68,19 @@ def test_the_floor_is_kept_and_the_next_open_does_not_measure_again(store: Memor
 def test_a_grown_store_is_measured_again_in_the_background(store: MemoryStore) -> None:
     store.add_exchanges(everyday(30))
     floor_of(store).shift()
+    before = floor_of(store).current()
+    assert before is not None
     store.add_exchanges(everyday(25, start=30))  # more than MIN_CHANGE since the measurement
     floor_of(store).shift()  # answers with the last measurement, and starts a new one
     deadline = time.monotonic() + 30
     while (floor_of(store).current() or floor_module.Floor(0, 0)).exchanges != 55 and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert floor_of(store).current() is not None and floor_of(store).current().exchanges == 55  # type: ignore[union-attr]
+    after = floor_of(store).current()
+    assert after is not None and after.exchanges == 55
+    # The new measurement is of the grown store (25 more generic questions now find themselves),
+    # not the old one carried over.
+    grown = statistics.median(best_exchange_z(store, GENERIC_QUESTIONS))
+    assert after.median == pytest.approx(grown) and after.median != pytest.approx(before.median)
 
 
 def test_a_failed_measurement_leaves_the_calibration_alone(store: MemoryStore, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -26,8 +26,7 @@ OPTIONS = ChunkingSettings(
 
 
 def stored_files(store: MemoryStore) -> list[str]:
-    got = store.documents.get(include=["metadatas"])
-    return sorted(m["source_file"] for m in got["metadatas"])
+    return sorted(m["source_file"] for _, m in store.iter_metadata("document"))
 
 
 def deny_listing(monkeypatch: pytest.MonkeyPatch, *folders: Path) -> None:

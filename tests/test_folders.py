@@ -41,8 +41,7 @@ def make_folder(root: Path) -> Path:
 
 
 def chunks_of(store: MemoryStore) -> list[dict]:
-    got = store.documents.get(include=["metadatas", "documents"])
-    return [{**m, "text": t} for m, t in zip(got["metadatas"], got["documents"])]
+    return [{**r.metadata, "text": r.text} for r in store.iter_records("document")]  # type: ignore[union-attr]
 
 
 def test_session_folder_names_give_prefix_and_number(tmp_path: Path) -> None:

@@ -216,7 +216,7 @@ def test_a_store_holding_an_exchange_without_a_timestamp_still_exports(store: Me
     # What an older ocat stored for a NaN timestamp: Chroma drops the key, and every later
     # read of the exchange (export, /history, /threads) failed with KeyError.
     store.add_exchanges([Exchange("q", "a", "t", "s", exchange_id="old", timestamp=math.nan)])
-    assert "timestamp" not in store.exchanges.get(ids=["old"], include=["metadatas"])["metadatas"][0]
+    assert "timestamp" not in dict(store.iter_metadata("exchange"))["old"]
     [line] = export_lines(store)
     assert line["exchange_id"] == "old" and line["timestamp"] == 0.0
     assert local_time(store.get_thread("t")[0].timestamp) == "-"

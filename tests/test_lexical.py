@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from ocat.memory.storage import lexical_index as lexical
+from ocat.memory.storage import terms as term_rules
 from ocat.memory import MemoryStore, StoreLocation
 from ocat.memory.storage.lexical_index import LexicalIndex
 from ocat.memory.storage.terms import stem, terms
@@ -128,7 +128,7 @@ def test_search_leaves_out_common_terms_past_the_postings_budget(
     index.add("exchange", rows)
     query = terms("caroline pottery")
     assert len(index.search("exchange", query, 50)) == 21  # within the budget: every term is searched
-    monkeypatch.setattr(lexical, "POSTINGS_BUDGET", 5)
+    monkeypatch.setattr(term_rules, "POSTINGS_BUDGET", 5)
     assert [i for i, _ in index.search("exchange", query, 50)] == ["rare"]  # the common term is dropped
     # A query of common terms only still searches the rarest of them.
     assert len(index.search("exchange", terms("caroline"), 50)) == 21

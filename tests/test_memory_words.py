@@ -44,7 +44,7 @@ def test_vquery_shows_short_ids_that_vget_and_vdelete_take(session: ChatSession,
     assert found.columns[:3] == ("#", "id", "score") and len(found.rows) == 2
     assert found.text.startswith("2 results for ")
     ids = [row[1] for row in found.rows]
-    stored = store.documents.get(include=[])["ids"]
+    stored = list(store.iter_ids("document"))
     # A chunk's short form keeps its index and the start of its document's key: doc-3f2a9c1e-0.
     assert all(re.fullmatch(r"doc-[0-9a-f]{8,}-\d+", i) and store.resolve_id(i) in stored for i in ids)
     shown = run_command(session, f"/vget {ids[0]}")
@@ -98,7 +98,7 @@ def test_vget_shows_a_document_chunk_with_its_source_in_words(session: ChatSessi
     notes = tmp_path / "notes.md"
     notes.write_text("Standup moved to 9:30.")
     assert run_command(session, f"/vdoc {notes}").text.startswith("Added 1 chunk from")
-    chunk = session.store.documents.get(include=[])["ids"][0]  # type: ignore[union-attr]
+    chunk = list(session.store.iter_ids("document"))[0]  # type: ignore[union-attr]
     details = dict(run_command(session, f"/vget {chunk}").rows)
     assert details["source"] == "file" and details["file"] == str(notes)
     assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d", details["date"])

@@ -36,7 +36,7 @@ def exchanges(count: int) -> list[Exchange]:
 
 def make_old(store: MemoryStore, metadata: dict[str, Any]) -> None:
     """Turn `store` into one an older ocat made: no prompt vectors, its calibration recorded."""
-    store.prompts.delete(store.exchanges.get(include=[])["ids"])
+    store.prompts.delete(list(store.iter_ids("exchange")))
     kept = {k: v for k, v in (store.exchanges.metadata or {}).items() if not k.startswith("calibration_")}
     store.exchanges.modify(metadata={**kept, **metadata})
 

@@ -84,7 +84,7 @@ def test_add_text_chunks_and_is_idempotent(store: MemoryStore) -> None:
     again = add_text(store, text, OPTIONS)
     assert again.added_chunks == 0
     assert store.count("document") == first.total_chunks
-    metadata = store.documents.get(include=["metadatas"])["metadatas"][0]
+    metadata = [m for _, m in store.iter_metadata("document")][0]
     assert metadata["source"] == "vadd_command" and metadata["manual_entry"] is True
     assert {"source_file", "chunk_index", "total_chunks", "content_hash", "date_added"} <= set(metadata)
 
@@ -92,7 +92,7 @@ def test_add_text_chunks_and_is_idempotent(store: MemoryStore) -> None:
 def test_a_partial_document_is_completed_on_re_add(store: MemoryStore) -> None:
     text = "\n\n".join(f"Section {i}: " + "words " * 40 for i in range(5))
     full = add_text(store, text, OPTIONS)
-    ids = sorted(store.documents.get(include=[])["ids"])
+    ids = sorted(list(store.iter_ids("document")))
     store.delete(ids[:2])  # as if the first add had been killed part-way
     repaired = add_text(store, text, OPTIONS)
     assert repaired.added_chunks == 2
@@ -106,7 +106,7 @@ def test_re_adding_an_edited_file_replaces_its_old_chunks(store: MemoryStore, tm
     notes.write_text("We decided to use SQLite for the ledger after all.")
     outcome = add_path(store, notes, OPTIONS)
     assert outcome.added_chunks == 1
-    texts = store.documents.get(include=["documents"])["documents"]
+    texts = [r.text for r in store.iter_records("document")]
     assert texts == ["We decided to use SQLite for the ledger after all."]
 
 
@@ -120,7 +120,7 @@ def test_add_path_walks_a_folder_skipping_hidden_and_other_files(store: MemorySt
     (folder / "image.png").write_bytes(b"\x89PNG\x00\x00")
     outcome = add_path(store, folder, OPTIONS)
     assert len(outcome.files) == 2
-    files = {Path(m["source_file"]).name for m in store.documents.get(include=["metadatas"])["metadatas"]}
+    files = {Path(m["source_file"]).name for m in [m for _, m in store.iter_metadata("document")]}
     assert files == {"a.md", "b.txt"}
 
 
@@ -145,7 +145,7 @@ def test_delete_removes_exchanges_and_chunks_by_id(store: MemoryStore) -> None:
     ex = exchange("q", "a")
     store.add_exchange(ex)
     add_text(store, "a manual memory", OPTIONS)
-    chunk_id = store.documents.get(include=[])["ids"][0]
+    chunk_id = list(store.iter_ids("document"))[0]
     assert store.delete([ex.exchange_id, chunk_id, "unknown"]) == 2
     assert store.get(ex.exchange_id) is None and store.get(chunk_id) is None
 
@@ -185,7 +185,7 @@ def test_the_same_text_in_two_files_is_two_documents(store: MemoryStore, tmp_pat
     add_path(store, b, OPTIONS)
     a.write_text("A now says something else entirely.")
     add_path(store, a, OPTIONS)
-    sources = sorted(Path(m["source_file"]).name for m in store.documents.get(include=["metadatas"])["metadatas"])
+    sources = sorted(Path(m["source_file"]).name for m in [m for _, m in store.iter_metadata("document")])
     assert sources == ["a.md", "b.md"]  # editing a left b's copy alone
 
 
@@ -197,7 +197,7 @@ def test_editing_a_file_to_text_stored_elsewhere_still_drops_its_old_version(sto
     notes.write_text("Common text that is also a manual note.")
     outcome = add_path(store, notes, OPTIONS)
     assert outcome.replaced_chunks == 1
-    texts = store.documents.get(include=["documents"])["documents"]
+    texts = [r.text for r in store.iter_records("document")]
     assert "The original notes." not in texts
 
 
@@ -209,7 +209,7 @@ def test_a_cut_short_add_is_listed_as_partial_until_added_again(store: MemorySto
     first = add_text(store, text, OPTIONS, progress=lambda done, total: seen.append((done, total)))
     assert first.total_chunks > 3 and seen[-1] == (first.total_chunks, first.total_chunks)
     assert partial_documents(store) == []
-    chunk_ids = sorted(store.documents.get(include=[])["ids"])
+    chunk_ids = sorted(list(store.iter_ids("document")))
     store.delete(chunk_ids[1:3])  # as if the add had died before these were written
     [partial] = partial_documents(store)
     assert (partial.stored_chunks, partial.total_chunks, partial.source) == (

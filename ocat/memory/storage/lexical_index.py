@@ -22,17 +22,11 @@ from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 from ocat.errors import StoreError
 from ocat.memory.storage.derived import DerivedFileError
-from ocat.memory.storage.terms import MAX_QUERY_TERMS, terms
+from ocat.memory.storage.terms import MAX_QUERY_TERMS, terms, within_postings_budget
 from ocat.models import RECORD_KINDS
 
 # PRAGMA user_version of an index whose per-term document counts (df_<kind>) are filled in.
 SCHEMA_VERSION = 1
-# How many postings (term occurrences in records) one BM25 search may read, roughly: FTS5
-# scores every record that matches any term, so a term found in a third of a 100k store
-# would make each search read 30k postings. Terms are taken rarest first until the next
-# would pass this; the rarest term is always searched. At 4,000, a store of up to ~4,000
-# records is searched with every term, exactly as before.
-POSTINGS_BUDGET = 4000
 # Parameters per `IN (...)` list: SQLite's limit is 32,766 nowadays (999 in old builds).
 IDS_PER_SELECT = 500
 # A document chunk's id, `doc-KEY-N` (32 hex digits of its document's key, ocat.memory.ingest.documents.chunk_id,
@@ -182,7 +176,7 @@ class LexicalIndex:
         if not unique or k <= 0:
             return []
         with self._guarded():
-            chosen = _within_budget(self._doc_freqs(kind, unique))[:MAX_QUERY_TERMS]
+            chosen = within_postings_budget(self._doc_freqs(kind, unique))[:MAX_QUERY_TERMS]
             if not chosen:
                 return []
             rows = self._db.execute(
@@ -379,21 +373,6 @@ class LexicalIndex:
                 yield
             except sqlite3.Error as exc:
                 raise DerivedFileError(f"the lexical index {self.path} failed: {exc}", self.path) from exc
-
-
-def _within_budget(doc_freqs: Mapping[str, int]) -> list[str]:
-    """The terms to search: rarest first, while their postings stay within POSTINGS_BUDGET.
-
-    Unseen terms match nothing and are left out; the rarest seen term is always kept.
-    """
-    chosen: list[str] = []
-    postings = 0
-    for term, docs in sorted(((t, d) for t, d in doc_freqs.items() if d > 0), key=lambda p: p[1]):
-        if chosen and postings + docs > POSTINGS_BUDGET:
-            break
-        chosen.append(term)
-        postings += docs
-    return chosen
 
 
 class _Transaction:

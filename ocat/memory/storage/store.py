@@ -7,10 +7,11 @@ records, and enforces, which embedding model built it.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Sequence, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Sequence, cast
 
 from ocat.errors import StoreError, UsageError
 from ocat.memory.storage.chroma import StoreLocation, collection_names, open_client, open_collection
+from ocat.memory.storage.batches import Row, batches, column, unique_by_id
 from ocat.memory.storage.derived import DerivedFileError, beside_index, checked, lexical_index_path
 from ocat.memory.embedding.embedders import Embedder
 from ocat.memory.storage.lexical_index import LexicalIndex
@@ -35,7 +36,6 @@ WRITE_BATCH = 256
 EMBED_STEP = 16
 READ_PAGE = 1000
 # (id, embedded text, metadata): one record on its way into a collection.
-Row = tuple[str, str, dict[str, Any]]
 # Told how many records of a write have been handled (stored or found stored) so far.
 Progress = Callable[[int], None]
 
@@ -162,11 +162,11 @@ class MemoryStore:
         # raising Cancelled): whole records are kept and a rerun adds the rest.
         added = handled = 0
         step = EMBED_STEP if progress else WRITE_BATCH
-        for batch in _batches(rows, WRITE_BATCH):
+        for batch in batches(rows, WRITE_BATCH):
             # Embedded by length, as the embedder orders its input: then steps pad as little as
             # one call for the batch would (unordered steps of 16 embedded 10% slower). Written in
             # the order given, so an export imported again exports byte for byte the same.
-            fresh = self._missing(collection, _unique_by_id(batch))
+            fresh = self._missing(collection, unique_by_id(batch))
             by_length = sorted(range(len(fresh)), key=lambda i: len(fresh[i][1]))
             handled += len(batch) - len(fresh)
             vectors: dict[int, Sequence[float]] = {}
@@ -331,40 +331,31 @@ class MemoryStore:
     def iter_records(self, kind: RecordKind, *, page: int = READ_PAGE) -> Iterator[Exchange | DocumentChunk]:
         """Every record of one kind, read page by page (never the whole collection at once)."""
         collection = self._collection(kind)
-        offset = 0
-        while True:
-            rows = self._get(collection, limit=page, offset=offset)
-            yield from rows
-            if len(rows) < page:
-                return
-            offset += page
+        for got in self._pages(collection, ["documents", "metadatas"], page):
+            rows = zip(got["ids"], got["documents"] or [], got["metadatas"] or [])
+            yield from (self._record(collection, i, t, m) for i, t, m in rows)
 
     def iter_ids(self, kind: RecordKind, *, page: int = 10 * READ_PAGE) -> Iterator[str]:
         """Every record's id, read page by page."""
-        collection = self._collection(kind)
-        offset = 0
-        while True:
-            try:
-                ids = list(collection.get(include=[], limit=page, offset=offset)["ids"])
-            except Exception as exc:
-                raise StoreError(f"cannot read the memory store: {exc}") from exc
-            yield from ids
-            if len(ids) < page:
-                return
-            offset += page
+        for got in self._pages(self._collection(kind), [], page):
+            yield from got["ids"]
 
     def iter_metadata(self, kind: RecordKind, *, page: int = READ_PAGE) -> Iterator[tuple[str, dict[str, Any]]]:
         """Every record's id and metadata, read page by page without texts or vectors."""
-        collection = self._collection(kind)
+        for got in self._pages(self._collection(kind), ["metadatas"], page):
+            ids = list(got["ids"])
+            yield from zip(ids, (dict(m or {}) for m in column(got["metadatas"], len(ids))))
+
+    def _pages(self, collection: Collection, include: list[str], page: int) -> Iterator[Any]:
+        """A collection read `page` records at a time, with the columns in `include`."""
         offset = 0
         while True:
             try:
-                got = collection.get(include=["metadatas"], limit=page, offset=offset)
+                got = collection.get(include=cast("Include", include), limit=page, offset=offset)
             except Exception as exc:
                 raise StoreError(f"cannot read the memory store: {exc}") from exc
-            ids = list(got["ids"])
-            yield from zip(ids, (dict(m or {}) for m in _column(got["metadatas"], len(ids))))
-            if len(ids) < page:
+            yield got
+            if len(got["ids"]) < page:
                 return
             offset += page
 
@@ -398,9 +389,9 @@ class MemoryStore:
         found = list(got["ids"])
         return {
             "ids": found,
-            "embeddings": _column(got["embeddings"], len(found)),
-            "documents": _column(got["documents"], len(found)),
-            "metadatas": _column(got["metadatas"], len(found)),
+            "embeddings": column(got["embeddings"], len(found)),
+            "documents": column(got["documents"], len(found)),
+            "metadatas": column(got["metadatas"], len(found)),
         }
 
     def _collection(self, kind: RecordKind) -> Collection:
@@ -408,33 +399,3 @@ class MemoryStore:
 
     def _kind(self, collection: Collection) -> RecordKind:
         return "exchange" if collection is self.exchanges else "document"
-
-
-_T = TypeVar("_T")
-
-
-def _column(values: Iterable[_T] | None, count: int) -> list[_T | None]:
-    """One column of a Chroma result as a list, or `count` Nones when it was not asked for."""
-    return list(values) if values is not None else [None] * count
-
-
-def _batches(items: Iterable[_T], size: int) -> Iterator[list[_T]]:
-    batch: list[_T] = []
-    for item in items:
-        batch.append(item)
-        if len(batch) == size:
-            yield batch
-            batch = []
-    if batch:
-        yield batch
-
-
-def _unique_by_id(rows: list[Row]) -> list[Row]:
-    """Drop repeated ids within one batch: Chroma rejects a batch with duplicate ids."""
-    seen: set[str] = set()
-    unique = []
-    for row in rows:
-        if row[0] not in seen:
-            seen.add(row[0])
-            unique.append(row)
-    return unique

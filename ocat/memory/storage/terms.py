@@ -10,6 +10,7 @@ import math
 import re
 from collections import Counter
 from functools import lru_cache
+from typing import Mapping
 
 # A query is searched by at most this many distinct terms (`query_terms`): a pasted book of
 # 290k distinct words once passed SQLite's limit on a statement's parameters and failed the
@@ -64,3 +65,26 @@ def term_set(text: str) -> frozenset[str]:
 def idf(doc_freq: int, total: int) -> float:
     """BM25's inverse document frequency; a term never seen scores as the rarest possible."""
     return math.log(1.0 + (total - doc_freq + 0.5) / (doc_freq + 0.5))
+
+
+# How many postings (term occurrences in records) one BM25 search may read, roughly: FTS5
+# scores every record that matches any term, so a term found in a third of a 100k store
+# would make each search read 30k postings. Terms are taken rarest first until the next
+# would pass this; the rarest term is always searched. At 4,000, a store of up to ~4,000
+# records is searched with every term, exactly as before.
+POSTINGS_BUDGET = 4000
+
+
+def within_postings_budget(doc_freqs: Mapping[str, int]) -> list[str]:
+    """The terms to search: rarest first, while their postings stay within POSTINGS_BUDGET.
+
+    Unseen terms match nothing and are left out; the rarest seen term is always kept.
+    """
+    chosen: list[str] = []
+    postings = 0
+    for term, docs in sorted(((t, d) for t, d in doc_freqs.items() if d > 0), key=lambda p: p[1]):
+        if chosen and postings + docs > POSTINGS_BUDGET:
+            break
+        chosen.append(term)
+        postings += docs
+    return chosen
