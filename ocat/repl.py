@@ -154,7 +154,7 @@ def _chat(session: ChatSession, out: IO[str], err: IO[str]) -> int:
     def say(line: str) -> None:
         err.write(printable(line) + "\n")
 
-    session.on_progress = progress_printer(say)
+    session.progress.start(progress_printer(say))
     # What the next prompt starts with (/edit), and the exchange it replaces when sent (/edit last).
     prefill, editing_last = "", ""
     while True:

@@ -13,8 +13,9 @@ from types import ModuleType
 from typing import IO, TYPE_CHECKING, Callable
 
 from ocat.chat import TurnRequest, build_turn, retrieval_queries, system_prompt
-from ocat.errors import Cancelled, OcatError
+from ocat.errors import OcatError
 from ocat.models import Exchange, SearchHit, new_id
+from ocat.progress import CommandProgress
 from ocat.session_memory import SessionMemory
 
 if TYPE_CHECKING:
@@ -90,16 +91,8 @@ class ChatSession(SessionMemory):
         self._serve = False
         self._notify: Callable[[str], None] | None = None
         self._revive_at: float | None = None
-        # Long commands (/vdoc) report here, and stop at their next step once `cancel` is set.
-        self.on_progress: Callable[[str, int, int], None] | None = None
-        self.cancel = threading.Event()
-
-    def progress(self, label: str, done: int, total: int) -> None:
-        """Report a long command's progress to the front end; raises Cancelled if the user asked to stop."""
-        if self.cancel.is_set():
-            raise Cancelled(f"cancelled at {done}/{total}: what was stored is kept, and the same command completes it")
-        if self.on_progress is not None:
-            self.on_progress(label, done, total)
+        # Long commands (/vdoc) report here, and stop at their next step when asked (ocat.progress).
+        self.progress = CommandProgress()
 
     @classmethod
     def open(

@@ -312,7 +312,7 @@ class OcatApp(MemoryView, CommandView, App[int]):
             self.turn.cancel()
             return True
         if self.command is not None and self.command.state == WorkerState.RUNNING:
-            self.session.cancel.set()  # the command stops at its next step, keeping what it stored
+            self.session.progress.stop()  # the command stops at its next step, keeping what it stored
             return True
         return False
 

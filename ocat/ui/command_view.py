@@ -80,16 +80,15 @@ class CommandView(AppBase):
                 await self._append(progress[0])
             progress[0].show(label, done, total)
 
-        self.session.cancel.clear()
         def report(label: str, done: int, total: int) -> None:
             # Textual's stubs cannot type an async callback's None result ("Awaitable[Never]").
             self.call_from_thread(show_progress, label, done, total)  # type: ignore[arg-type]
 
-        self.session.on_progress = report
+        self.session.progress.start(report)
         try:
             result = await asyncio.to_thread(run_step, name, step)
         finally:
-            self.session.on_progress = None
+            self.session.progress.report = None
             if progress:
                 await progress[0].remove()
         if result.quit:
