@@ -7,6 +7,7 @@ This module layers the sources and builds the Settings; `ocat.settings` holds th
 from __future__ import annotations
 
 import os
+from functools import cache
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -137,7 +138,7 @@ def load_settings(config_path: str | None = None, *, env: Mapping[str, str] | No
     """
     env = os.environ if env is None else env
     user_file, origin = _user_file(config_path, env)
-    layers = [file_layer(DEFAULTS_FILE, 0)]
+    layers = [_shipped_layer()]
     if user_file is not None:
         layers.append(file_layer(user_file, 1, origin))
     layers += [_env_layer(env), _override_layer(overrides or {})]
@@ -148,7 +149,14 @@ def load_settings(config_path: str | None = None, *, env: Mapping[str, str] | No
 
 def shipped_settings() -> Settings:
     """The settings of `config/default.yaml` alone: no user file, environment or flags."""
-    return _assemble([file_layer(DEFAULTS_FILE, 0)], config_path=None)
+    return _assemble([_shipped_layer()], config_path=None)
+
+
+@cache
+def _shipped_layer() -> Layer:
+    # Read once per process: the key bindings and the settings both start from it before the
+    # first frame, and parsing it is most of what loading settings costs. Callers copy from it.
+    return file_layer(DEFAULTS_FILE, 0)
 
 
 def _assemble(layers: list[Layer], *, config_path: str | None) -> Settings:
