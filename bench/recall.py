@@ -71,7 +71,7 @@ def parse_date(text: str) -> float:
 
 def load_conversations(path: Path) -> list[Conversation]:
     """The data set as exchanges per the protocol."""
-    from ocat.models import Exchange
+    from ocat.records import Exchange
 
     data = json.loads(path.read_text(encoding="utf-8"))
     conversations = []
@@ -158,7 +158,7 @@ def evaluate(
     from ocat.config import load_settings
     from ocat.memory import MemoryStore, RetrievalLimits, StoreLocation, retrieve
     from ocat.memory.retrieval.retrieve import retrieve_any
-    from ocat.models import Exchange
+    from ocat.records import Exchange
     from ocat.memory.embedding.embedders import OnnxMiniLMEmbedder
     from ocat.operations.search import search
 

@@ -33,7 +33,7 @@ def pct(values: list[float] | list[bool]) -> float | None:
 
 def load_chats(folder: Path) -> tuple[list[Any], list[dict[str, Any]]]:
     """The exchanges (oldest first) and the questions of a chats-dev style folder."""
-    from ocat.models import Exchange
+    from ocat.records import Exchange
 
     exchanges = []
     for line in (folder / "exchanges.jsonl").read_text(encoding="utf-8").splitlines():

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
 from ocat.errors import ConfigError
-from ocat.models import Exchange, SearchHit
+from ocat.records import Exchange, SearchHit
 
 if TYPE_CHECKING:
     from ocat.config import LLMSettings

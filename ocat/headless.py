@@ -185,7 +185,7 @@ def _ask(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> in
     import asyncio
 
     from ocat import llm
-    from ocat.memory.retrieval.retrieve import reasons
+    from ocat.operations.search import reasons
     from ocat.operations.search import hit_record
     from ocat.session import open_chat
 

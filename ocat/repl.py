@@ -15,7 +15,7 @@ from ocat.commands import Choose, CommandResult, Confirm, Send, ShowThemes, is_c
 from ocat.commands.results import BrowseMemory, EditPrompt, Request
 from ocat.errors import OcatError
 from ocat.history import history_file
-from ocat.models import SearchHit
+from ocat.records import SearchHit
 from ocat.operations.add import progress_printer
 from ocat.session import ChatSession
 from ocat.turn import Turn

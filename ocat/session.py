@@ -14,7 +14,7 @@ from typing import IO, TYPE_CHECKING, Callable
 
 from ocat.chat import TurnRequest, build_turn, retrieval_queries, system_prompt
 from ocat.errors import OcatError
-from ocat.models import Exchange, SearchHit, new_id
+from ocat.records import Exchange, SearchHit, new_id
 from ocat.progress import CommandProgress
 from ocat.session_memory import SessionMemory
 

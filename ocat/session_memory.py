@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from ocat.config import Settings
     from ocat.memory import MemoryStore
     from ocat.memory.embedding.model_files import DownloadProgress, FetchResult
-    from ocat.models import Exchange
+    from ocat.records import Exchange
 
 
 # After a store failure the store is given up at once (so another ocat process can take it

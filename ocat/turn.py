@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, AsyncIterator
 if TYPE_CHECKING:
     from ocat.chat import TurnRequest
     from ocat.llm import Usage
-    from ocat.models import Exchange, SearchHit
+    from ocat.records import Exchange, SearchHit
     from ocat.session import ChatSession
 
 

@@ -169,7 +169,7 @@ def test_snapshot_memory_indicator(snap_compare: Any, mode: str) -> None:
     async def settle(pilot: Any) -> None:
         app = pilot.app
         await memory_ready(app, pilot)
-        from ocat.models import Exchange
+        from ocat.records import Exchange
 
         # Fixed ids and time, so the picture is the same on every run.
         app.session.store.add_exchange(

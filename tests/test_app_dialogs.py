@@ -18,7 +18,7 @@ pytestmark = pytest.mark.anyio
 
 def remember(app: Any, thread: str, *pairs: tuple[str, str]) -> None:
     """Store exchanges in `thread` as an earlier session would have."""
-    from ocat.models import Exchange
+    from ocat.records import Exchange
 
     for seq, (prompt, answer) in enumerate(pairs):
         app.session.store.add_exchange(Exchange(

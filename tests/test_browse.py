@@ -11,7 +11,7 @@ import pytest
 from ocat.commands import run_command
 from ocat.config import load_settings
 from ocat.memory import MemoryStore
-from ocat.models import Exchange
+from ocat.records import Exchange
 from ocat.operations.browse import (
     Filters,
     browse,

@@ -15,7 +15,7 @@ import pytest
 from ocat.config import load_settings
 from ocat.memory import MemoryStore, StoreLocation, add_text
 from ocat.memory.retrieval.retrieve import RetrievalLimits, retrieve_any
-from ocat.models import Exchange
+from ocat.records import Exchange
 from ocat.session import ChatSession
 from tests.support.cli import Cli
 
@@ -93,7 +93,7 @@ def test_the_cli_lists_the_chats_retrieval_hit_by_hit(cli: Cli, real_embedder: A
     settings = load_settings(env={})
     store = MemoryStore.open(StoreLocation(path=cli.store_path), real_embedder, name="default")
     try:
-        from ocat.memory.retrieval.retrieve import reasons
+        from ocat.operations.search import reasons
         from ocat.operations.search import hit_record
 
         chat = ChatSession(settings, store=store)

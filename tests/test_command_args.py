@@ -14,7 +14,7 @@ from ocat.commands.arguments import check_declaration
 from ocat.config import load_settings
 from ocat.limits import MAX_RESULTS, whole_number
 from ocat.memory import MemoryStore
-from ocat.models import Exchange
+from ocat.records import Exchange
 from ocat.session import ChatSession
 
 

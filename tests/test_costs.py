@@ -14,7 +14,7 @@ import pytest
 from ocat.chunking import ChunkingSettings
 from ocat.memory import MemoryStore, RetrievalLimits, add_path, floor_of, retrieve
 from ocat.memory.retrieval.retrieve import retrieve_any
-from ocat.models import Exchange
+from ocat.records import Exchange
 from tests.support.fakes import FakeEmbedder
 
 LIMITS = RetrievalLimits(exchange_results=3, document_results=2, exchange_threshold=0.5, document_threshold=0.5)

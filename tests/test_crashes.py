@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from ocat.models import Exchange
+from ocat.records import Exchange
 from tests.support.cli import Cli, Running, stats, stored_beyond
 from tests.support.data import WORDS, write_exchanges
 from tests.support.fakes import FakeLLMServer

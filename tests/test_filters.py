@@ -11,7 +11,7 @@ from ocat.errors import UsageError
 from ocat.memory import MemoryStore, RetrievalLimits, add_text
 from ocat.memory.retrieval.filters import FilterSpec, parse_time, parse_where
 from ocat.memory.retrieval.across_stores import search_store
-from ocat.models import Exchange
+from ocat.records import Exchange
 
 OPTIONS = shipped_settings().chunking
 LIMITS = RetrievalLimits(exchange_results=10, document_results=10, exchange_threshold=0.5, document_threshold=0.5)

@@ -207,7 +207,7 @@ def test_commands_that_need_no_embedding_work_without_the_model(
     from ocat.commands import run_command
     from ocat.config import load_settings
     from ocat.memory import MemoryStore, StoreLocation
-    from ocat.models import Exchange
+    from ocat.records import Exchange
     from ocat.session import ChatSession
 
     first_run(monkeypatch, CLOSED_URL)

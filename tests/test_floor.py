@@ -16,7 +16,7 @@ from ocat.memory.retrieval import store_floor as floor_module
 from ocat.memory.retrieval.store_floor import FLOOR_MARGIN, MIN_EXCHANGES, StoreFloor
 from ocat.memory.retrieval.generic_questions import GENERIC_QUESTIONS
 from ocat.memory.retrieval.rank import best_exchange_z
-from ocat.models import Exchange
+from ocat.records import Exchange
 from tests.support.cli import Cli
 from tests.support.data import write_exchanges
 

@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 
 from ocat.memory import MemoryStore, RetrievalLimits, admitted, retrieve
-from ocat.memory.retrieval.retrieve import reasons, within_budget
-from ocat.models import Exchange
+from ocat.memory.retrieval.retrieve import within_budget
+from ocat.operations.search import reasons
+from ocat.records import Exchange
 
 CHAT_LIMITS = RetrievalLimits(exchange_results=5, document_results=5, exchange_threshold=0.65, document_threshold=0.7)
 
@@ -122,7 +123,7 @@ def test_a_neighbour_that_continues_the_subject_comes_as_context_with_its_own_sc
 
 
 def test_reasons_name_the_verdict_of_every_hit() -> None:
-    from ocat.models import SearchHit
+    from ocat.records import SearchHit
 
     def hit(i: str, score: float, **kw: object) -> SearchHit:
         return SearchHit(id=i, kind="exchange", score=score, text=i, metadata={}, threshold=0.65, **kw)  # type: ignore[arg-type]

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from ocat.chat import MEMORY_PREAMBLE, build_turn
-from ocat.models import Exchange, SearchHit
+from ocat.records import Exchange, SearchHit
 from ocat.text import printable
 from tests.support.cli import Cli
 from tests.support.fakes import FakeLLMServer

@@ -14,8 +14,8 @@ from ocat.commands import CommandResult, run_command
 from ocat.config import load_settings
 from ocat.llm import provider_error
 from ocat.memory import MemoryStore
-from ocat.models import Exchange, SearchHit
-from ocat.operations.records import short_id
+from ocat.records import Exchange, SearchHit
+from ocat.operations.lookup import short_id
 from ocat.operations.search import HitLine, score_text
 from ocat.repl import render_result
 from ocat.session import ChatSession
@@ -69,7 +69,7 @@ def test_short_ids_grow_until_no_other_id_shares_them(store: MemoryStore) -> Non
 
 
 def test_a_chunks_short_id_keeps_its_index_and_as_much_of_its_key_as_tells_it_apart(store: MemoryStore) -> None:
-    from ocat.models import DocumentChunk
+    from ocat.records import DocumentChunk
 
     ids = [f"doc-{'ab12' * 8}-{n}" for n in (1, 12)] + [f"doc-{'ab12' * 4}{'cd34' * 4}-1"]
     store.add_chunks([DocumentChunk(id=i, text=f"chunk {i}", metadata={"source": "cli"}) for i in ids])

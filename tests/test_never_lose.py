@@ -171,7 +171,7 @@ async def test_a_command_that_fails_unexpectedly_is_shown_logged_and_the_chat_go
 
 @pytest.mark.slow
 async def test_dates_no_calendar_holds_are_shown_as_missing_not_a_crash() -> None:
-    from ocat.models import Exchange
+    from ocat.records import Exchange
 
     app = make_app(dummy=True)
     async with app.run_test(size=(100, 30)) as pilot:

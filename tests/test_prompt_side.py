@@ -12,7 +12,7 @@ from ocat.errors import StoreError
 from ocat.memory import MemoryStore, RetrievalLimits, StoreLocation, admitted, retrieve
 from ocat.memory.storage.prompt_vectors import PromptVectors
 from ocat.memory.storage.scoring import Calibration, calibration_for
-from ocat.models import Exchange
+from ocat.records import Exchange
 from tests.support.fakes import FakeEmbedder
 
 LIMITS = RetrievalLimits(exchange_results=5, document_results=5, exchange_threshold=0.65, document_threshold=0.7)

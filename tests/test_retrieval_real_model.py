@@ -9,7 +9,7 @@ import pytest
 from ocat.config import shipped_settings
 from ocat.memory import MemoryStore, RetrievalLimits, add_text, admitted, retrieve
 from ocat.memory.embedding.embedders import Embedder
-from ocat.models import Exchange
+from ocat.records import Exchange
 
 LIMITS = RetrievalLimits(exchange_results=3, document_results=3, exchange_threshold=0.3, document_threshold=0.3)
 CONVERSATION = [

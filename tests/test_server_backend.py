@@ -13,7 +13,7 @@ from typing import Iterator
 import pytest
 
 from ocat.memory import MemoryStore, RetrievalLimits, StoreLocation, retrieve
-from ocat.models import Exchange
+from ocat.records import Exchange
 from tests.support.fakes import FakeEmbedder
 
 pytestmark = pytest.mark.slow

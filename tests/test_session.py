@@ -83,7 +83,7 @@ def test_a_follow_up_finds_memory_through_the_conversation_so_far(store: MemoryS
 
 def test_retrieval_queries_keep_the_new_prompt_on_its_own() -> None:
     from ocat.chat import retrieval_queries
-    from ocat.models import Exchange
+    from ocat.records import Exchange
 
     history = [Exchange(user_prompt=f"p{i}", assistant_response="r", thread_id="t", session_id="s") for i in range(4)]
     assert retrieval_queries("new", [], 3) == ["new"]

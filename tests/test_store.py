@@ -9,7 +9,7 @@ import pytest
 from ocat.chunking import ChunkingSettings
 from ocat.errors import InputFileError, StoreError
 from ocat.memory import MemoryStore, RetrievalLimits, StoreLocation, add_path, add_text, retrieve
-from ocat.models import Exchange
+from ocat.records import Exchange
 from tests.support.fakes import FakeEmbedder
 
 OPTIONS = ChunkingSettings(

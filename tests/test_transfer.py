@@ -13,7 +13,7 @@ from ocat.config import shipped_settings
 from ocat.errors import InputFileError
 from ocat.memory import MemoryStore, RetrievalLimits, StoreLocation, add_text, retrieve
 from ocat.memory.storage.export_import import export_memory, import_memory
-from ocat.models import Exchange
+from ocat.records import Exchange
 from tests.support.fakes import FakeEmbedder
 
 OPTIONS = replace(shipped_settings().chunking, chunk_size=120, chunk_overlap=10, max_chunk_size=200)

@@ -15,7 +15,7 @@ from ocat.config import load_settings
 from ocat.errors import InputFileError
 from ocat.memory import MemoryStore, StoreLocation
 from ocat.memory.storage.export_import import export_memory, import_memory
-from ocat.operations.records import recent_threads
+from ocat.operations.lookup import recent_threads
 from ocat.operations.threads import rename_thread
 from ocat.session import ChatSession
 from tests.support.cli import Cli

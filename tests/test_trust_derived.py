@@ -18,7 +18,7 @@ import pytest
 
 from ocat.memory import MemoryStore, StoreLocation, RetrievalLimits, retrieve
 from ocat.memory.storage.export_import import export_memory
-from ocat.models import DocumentChunk, Exchange
+from ocat.records import DocumentChunk, Exchange
 from ocat.operations.threads import rename_thread
 from tests.support.cli import Cli, stats
 from tests.support.fakes import FakeEmbedder
@@ -117,7 +117,7 @@ def test_a_search_with_a_failing_index_still_returns_hits(tmp_path: Path) -> Non
 
 
 def test_check_finds_what_is_wrong_and_repair_makes_it_whole(tmp_path: Path) -> None:
-    from ocat.memory.health import check_store, repair_store
+    from ocat.memory.store_check import check_store, repair_store
 
     folder = tmp_path / "store"
     store = filled(folder, exchanges=40)

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from ocat.memory import MemoryStore, partial_documents
-from ocat.models import DocumentChunk
-from ocat.operations.records import record_details
+from ocat.records import DocumentChunk
+from ocat.operations.lookup import record_details
 from tests.support.cli import Cli, stats
 
 BAD_VALUES: list[tuple[dict[str, Any], str]] = [

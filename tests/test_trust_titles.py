@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from ocat.memory import MemoryStore, StoreLocation
 from ocat.memory.storage.export_import import export_memory, import_memory
-from ocat.models import DocumentChunk, Exchange
+from ocat.records import DocumentChunk, Exchange
 from ocat.operations.threads import rename_thread
 from tests.support.cli import Cli
 from tests.support.fakes import FakeEmbedder

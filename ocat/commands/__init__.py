@@ -23,9 +23,9 @@ from ocat.commands.results import Choose, CommandResult, Confirm, Send, ShowThem
 
 from ocat.commands import memory as _memory  # noqa: F401
 from ocat.commands import conversation as _conversation  # noqa: F401
-from ocat.commands import threads as _threads  # noqa: F401
+from ocat.commands import thread_commands as _thread_commands  # noqa: F401
 from ocat.commands import editing as _editing  # noqa: F401
-from ocat.commands import browse as _browse  # noqa: F401
+from ocat.commands import browsing as _browsing  # noqa: F401
 
 __all__ = [
     "REGISTRY", "Arg", "Choose", "Command", "CommandResult", "Confirm", "Send", "ShowThemes", "command", "commands",

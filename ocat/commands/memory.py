@@ -13,7 +13,7 @@ from ocat.commands.results import CommandResult, Confirm
 from ocat.errors import UsageError
 from ocat.limits import MAX_RESULTS, MIN_RESULTS
 from ocat.locations import display_path
-from ocat.models import Exchange
+from ocat.records import Exchange
 from ocat.text import count_of, local_time
 
 if TYPE_CHECKING:
@@ -117,7 +117,7 @@ def _vdoc(session: ChatSession, path: str) -> CommandResult:
 
 
 def _exchange_rows(store: MemoryStore, exchanges: list[Exchange]) -> list[tuple[str, ...]]:
-    from ocat.operations.records import short_id
+    from ocat.operations.lookup import short_id
 
     return [(short_id(store, e.exchange_id), local_time(e.timestamp), e.user_prompt, e.assistant_response)
             for e in exchanges]
@@ -127,7 +127,7 @@ def _exchange_rows(store: MemoryStore, exchanges: list[Exchange]) -> list[tuple[
          arguments=(Arg("target", "an id, 'session' or 'thread'", metavar="ID|session|thread"),),
          example="/vget session")
 def _vget(session: ChatSession, target: str) -> CommandResult:
-    from ocat.operations.records import get_record, record_details, record_markdown
+    from ocat.operations.lookup import get_record, record_details, record_markdown
 
     store = require_store(session)
     columns = ("id", "date", "prompt", "answer")
@@ -152,7 +152,7 @@ def _vget(session: ChatSession, target: str) -> CommandResult:
     example="/vdelete 3f2a9c1e --yes",
 )
 def _vdelete(session: ChatSession, record: str, yes: bool) -> CommandResult:
-    from ocat.operations.records import describe_record, get_record, record_id
+    from ocat.operations.lookup import describe_record, get_record, record_id
 
     found = get_record(require_store(session), record)
     what, full_id = describe_record(found), record_id(found)
@@ -168,7 +168,7 @@ def _vdelete(session: ChatSession, record: str, yes: bool) -> CommandResult:
 
 
 def _delete(session: ChatSession, full_id: str, what: str) -> CommandResult:
-    from ocat.operations.records import delete_records
+    from ocat.operations.lookup import delete_records
 
     delete_records(require_store(session), [full_id])
     if session.forget(full_id):

@@ -16,7 +16,7 @@ from pydantic import Field
 
 from ocat import __version__
 from ocat.errors import OcatError
-from ocat.models import RecordKind
+from ocat.records import RecordKind
 
 if TYPE_CHECKING:
     from ocat.config import Settings

@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, TypeVar
 from ocat.errors import StoreError, UsageError
 from ocat.limits import INT64_MAX, INT64_MIN
 from ocat.memory.retrieval.filters import DOCUMENT_KEYS, FilterSpec
-from ocat.models import EXCHANGE_FIELDS
+from ocat.records import EXCHANGE_FIELDS
 from ocat.operations.search import hit_record
 
-from ocat.operations.records import Record, as_hit
+from ocat.operations.lookup import Record, as_hit
 
 if TYPE_CHECKING:
     from ocat.config import Settings
@@ -149,7 +149,7 @@ class MemoryTools:
 
         Without `confirm="CONFIRM"` nothing is deleted: the result lists what would be.
         """
-        from ocat.operations.records import delete_records, get_record
+        from ocat.operations.lookup import delete_records, get_record
 
         if (query is None) == (id is None):
             raise UsageError("give either query or id (not both)")

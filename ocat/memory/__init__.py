@@ -30,7 +30,7 @@ from ocat.memory.ingest.paths import add_path
 from ocat.memory.opening import location_for, open_store
 from ocat.memory.retrieval.retrieve import RetrievalLimits, admitted, retrieve
 from ocat.memory.retrieval.store_floor import floor_of
-from ocat.memory.stats import store_stats
+from ocat.memory.store_counts import store_stats
 from ocat.memory.storage.chroma import StoreLocation
 from ocat.memory.storage.derived import DerivedFileError
 from ocat.memory.storage.store import MemoryStore

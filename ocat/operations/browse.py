@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
-from ocat.models import DocumentChunk, Exchange, RecordKind, SearchHit, source_word
+from ocat.records import DocumentChunk, Exchange, RecordKind, SearchHit, source_word
 from ocat.text import count_of, local_time
 
 if TYPE_CHECKING:
@@ -143,7 +143,7 @@ def search_entries(
 def entry_markdown(store: MemoryStore, entry: Entry) -> str:
     """The entry's whole text as Markdown, under a line of what it is: a thread's conversation,
     an exchange's prompt and answer, a note, every chunk of a document in order."""
-    from ocat.operations.records import get_record, record_details, record_markdown
+    from ocat.operations.lookup import get_record, record_details, record_markdown
     from ocat.operations.threads import conversation_markdown, thread_title
 
     if entry.kind == "thread":
@@ -215,7 +215,7 @@ def export_entry(store: MemoryStore, entry: Entry, folder: Path | None = None) -
 
 
 def _threads(store: MemoryStore, since: float | None, limit: int) -> list[Entry]:
-    from ocat.operations.records import recent_threads
+    from ocat.operations.lookup import recent_threads
 
     return [
         Entry("thread", t.thread_id, t.title, t.last_active, "chat", size=t.exchanges)
@@ -290,7 +290,7 @@ def _hit_entry(hit: SearchHit) -> Entry:
 
 def _best_per_thread(store: MemoryStore, entries: list[Entry]) -> list[Entry]:
     """Exchanges found by a search, as their threads, each at its best exchange's score."""
-    from ocat.operations.records import recent_threads
+    from ocat.operations.lookup import recent_threads
 
     best: dict[str, Entry] = {}
     for entry in entries:

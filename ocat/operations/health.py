@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 if TYPE_CHECKING:
     from ocat.config import Settings
-    from ocat.memory.health import RepairResult, StoreHealth
+    from ocat.memory.store_check import RepairResult, StoreHealth
     from ocat.memory.storage.store import MemoryStore
 
 # The exit code of `--check-store` when it found something to repair (docs/cli.md).
@@ -22,7 +22,7 @@ PROBLEMS_FOUND = 4
 def check(settings: Settings, *, notify: Callable[[str], None] | None = None) -> StoreHealth:
     """What is wrong with the configured store, changing nothing."""
     from ocat.memory import open_store
-    from ocat.memory.health import check_store
+    from ocat.memory.store_check import check_store
 
     store = open_store(settings, notify=notify, upkeep=False)
     try:
@@ -34,7 +34,7 @@ def check(settings: Settings, *, notify: Callable[[str], None] | None = None) ->
 def repair(settings: Settings, *, notify: Callable[[str], None] | None = None) -> RepairResult:
     """Rebuild every derived file of the configured store, and finish or remove its partial documents."""
     from ocat.memory import add_path, open_store
-    from ocat.memory.health import repair_store
+    from ocat.memory.store_check import repair_store
 
     def finish(store: MemoryStore, source: Path) -> None:
         add_path(store, source, settings.chunking)

@@ -14,7 +14,7 @@ from datetime import datetime
 from decimal import ROUND_FLOOR, Decimal
 from typing import TYPE_CHECKING, Any, Sequence
 
-from ocat.models import SearchHit
+from ocat.records import SearchHit
 from ocat.text import count_of
 
 if TYPE_CHECKING:
@@ -34,7 +34,7 @@ class Found:
     hit: SearchHit
     why: str
     store: str
-    # The shortest start of the hit's id unique in its store (ocat.operations.records.short_id),
+    # The shortest start of the hit's id unique in its store (ocat.operations.lookup.short_id),
     # shown by the text faces so `/vget` and `/vdelete` can be given it; "" when not worked out.
     short_id: str = ""
 
@@ -73,9 +73,9 @@ def search(
     `short_ids`: also work out each hit's shortest unique id, for a face that shows ids to
     type back (a few index reads per hit; JSON and MCP give whole ids and skip them).
     """
-    from ocat.memory.retrieval.retrieve import RetrievalLimits, reasons
+    from ocat.memory.retrieval.retrieve import RetrievalLimits
     from ocat.memory.retrieval.across_stores import search_stores
-    from ocat.operations.records import short_id
+    from ocat.operations.lookup import short_id
 
     count = count or settings.context_results
     limits = RetrievalLimits.from_settings(settings, results=count)
@@ -88,6 +88,26 @@ def search(
                for f, w in zip(found, why)],
         stores=[s.name for s in stores],
     )
+
+
+def reasons(hits: Sequence[SearchHit]) -> list[str]:
+    """Why each hit is or is not given to the model, in words, naming other hits by position (#1
+    first): the verdicts are retrieval's (ocat.memory.retrieval), the words every face's."""
+    position = {h.id: n for n, h in enumerate(hits, start=1)}
+    said = []
+    for hit in hits:
+        if hit.beyond:
+            said.append("past the chat's count")
+        elif hit.context_of is not None:
+            where = f"#{position[hit.context_of]}" if hit.context_of in position else hit.context_of[:8]
+            said.append(f"context of {where}" + ("" if hit.with_admitted else " (not given)"))
+        elif hit.score < hit.threshold:
+            said.append(f"below {hit.threshold:.2f}")
+        elif hit.outranked:
+            said.append("far below the best")
+        else:
+            said.append("relevant")
+    return said
 
 
 def hit_record(
@@ -172,7 +192,5 @@ class HitLine:
 def used_memories(memories: Sequence[SearchHit]) -> tuple[str, list[HitLine]]:
     """What the chat shows of the memories a turn gave the model: a title ("Using context from
     2 memories") and each memory's words (`/showcontext on`; `summary` shows the title alone)."""
-    from ocat.memory.retrieval.retrieve import reasons
-
     title = f"Using context from {count_of(len(memories), 'memory', 'memories')}"
     return title, [HitLine.of(hit, why) for hit, why in zip(memories, reasons(memories))]

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Sequence
 
-from ocat.models import StoreStats
+from ocat.records import StoreStats
 
 if TYPE_CHECKING:
     from ocat.config import Settings

@@ -1,7 +1,7 @@
 """The thread operations: name a thread, delete a whole thread, write a conversation as Markdown.
 
 `/rename`, `/deletethread` and `/export` call these (listing and resolving threads are in
-`ocat.operations.records`).
+`ocat.operations.lookup`).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from ocat.text import clean_title, count_of, local_time, shorten
 
 if TYPE_CHECKING:
     from ocat.memory.storage.store import MemoryStore
-    from ocat.models import Exchange
+    from ocat.records import Exchange
 
 TITLE_CHARS = 60
 

@@ -21,7 +21,7 @@ from textual.message import Message
 from textual.widgets import Footer, Static
 from textual.worker import Worker, WorkerState
 
-from ocat.commands import is_command, run_command
+from ocat.commands import is_command, run_command, run_step
 from ocat.logs import failure_text
 from ocat.session import ChatSession
 from ocat.text import count_of, printable, without_controls
@@ -198,7 +198,9 @@ class OcatApp(MemoryView, CommandView, App[int]):
         if replaces and not is_command(text):
             from ocat.commands.editing import replace_last
 
-            self.command = self.run_slash_command("/edit", lambda: replace_last(self.session, replaces, text))
+            self.command = self.run_slash_command(
+                "/edit", lambda: run_step("/edit last", lambda: replace_last(self.session, replaces, text))
+            )
         elif is_command(text):
             self.command = self.run_slash_command(text.split(maxsplit=1)[0], lambda: run_command(self.session, text))
         else:

@@ -64,7 +64,8 @@ class CommandView(AppBase):
         the store) and show its result.
 
         A long command (/vdoc) shows a progress bar while it runs; Esc stops it between
-        two stored batches. Whatever fails is shown and logged: the chat never stays stuck.
+        two stored batches. `step` turns its own failures into an error result (`run_command`,
+        `run_step`); whatever else fails is shown and logged: the chat never stays stuck.
         """
         try:
             await self._run_and_show(name, step)
@@ -86,7 +87,7 @@ class CommandView(AppBase):
 
         self.session.progress.start(report)
         try:
-            result = await asyncio.to_thread(run_step, name, step)
+            result = await asyncio.to_thread(step)
         finally:
             self.session.progress.report = None
             if progress:
@@ -113,7 +114,7 @@ class CommandView(AppBase):
         if isinstance(request, Confirm):
             def answered(yes: bool | None) -> None:
                 if yes:
-                    self.command = self.run_slash_command(name, request.then)
+                    self.command = self.run_slash_command(name, lambda: run_step(name, request.then))
                 else:
                     self._notice(request.declined)
 
@@ -122,7 +123,7 @@ class CommandView(AppBase):
         if isinstance(request, Choose):
             def picked(value: str | None) -> None:
                 if value is not None:
-                    self.command = self.run_slash_command(name, lambda: request.then(value))
+                    self.command = self.run_slash_command(name, lambda: run_step(name, lambda: request.then(value)))
 
             self.push_screen(ChoicePicker(request.title, request.options), picked)
             return replace(result, request=None, text="")

@@ -17,7 +17,7 @@ from textual.widgets import Static, TextArea
 
 from ocat.commands import REGISTRY, CommandResult
 from ocat.history import append_history, load_history
-from ocat.models import SearchHit
+from ocat.records import SearchHit
 from ocat.ui.keys import default_keys
 from ocat.ui.plain import plain
 from ocat.ui.suggestions import CommandSuggestions, partial_command

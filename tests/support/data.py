@@ -7,7 +7,7 @@ import random
 from pathlib import Path
 from typing import Any
 
-from ocat.models import Exchange
+from ocat.records import Exchange
 
 WORDS = (
     "harbour lantern copper meadow violin glacier orchard saddle tunnel walnut quarry ribbon "

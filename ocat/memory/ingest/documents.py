@@ -15,7 +15,7 @@ from ocat.chunking import ChunkingSettings, chunk_text, content_hash
 from ocat.errors import InputFileError
 from ocat.limits import stored_count
 from ocat.memory.storage.store import WRITE_BATCH, MemoryStore
-from ocat.models import AddResult, DocumentChunk, now
+from ocat.records import AddResult, DocumentChunk, now
 
 # How a document arrived; an MCP `memory_save` may name its own source label instead.
 Source = Literal["vdoc_command", "vadd_command", "cli", "import", "mcp"] | str

@@ -42,7 +42,7 @@ from ocat.memory.ingest.documents import (
     read_text_file,
 )
 from ocat.memory.storage.store import MemoryStore
-from ocat.models import DocumentChunk
+from ocat.records import DocumentChunk
 
 Notify = Callable[[str], None]
 

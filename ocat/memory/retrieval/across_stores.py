@@ -13,7 +13,7 @@ from typing import Sequence
 from ocat.memory.retrieval.filters import Filters
 from ocat.memory.retrieval.retrieve import RetrievalLimits, retrieve
 from ocat.memory.storage.store import MemoryStore
-from ocat.models import SearchHit
+from ocat.records import SearchHit
 
 
 @dataclass(frozen=True)

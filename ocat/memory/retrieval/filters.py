@@ -19,7 +19,7 @@ from typing import Any, Iterable
 
 from ocat.errors import UsageError
 from ocat.limits import FIRST_DATE, INT64_MAX, INT64_MIN, LAST_DATE
-from ocat.models import EXCHANGE_FIELDS, RECORD_KINDS, RecordKind
+from ocat.records import EXCHANGE_FIELDS, RECORD_KINDS, RecordKind
 
 # --where KEY=VALUE, or a comparison: KEY>=VALUE, KEY<=VALUE, KEY>VALUE, KEY<VALUE, KEY!=VALUE.
 _CONDITION = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_.-]*)\s*(!=|>=|<=|=|>|<)(.*)$", re.S)

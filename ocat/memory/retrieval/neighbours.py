@@ -12,7 +12,7 @@ from typing import Any
 from ocat.memory.storage.terms import term_set
 from ocat.memory.storage.scoring import coverage
 from ocat.memory.storage.store import MemoryStore
-from ocat.models import RecordKind
+from ocat.records import RecordKind
 
 # Neighbour spreading (see Neighbours), measured on the dev set: the exchange
 # after a hit inherits 0.8 of its score, the one before it 0.7, from the best 30 hits.

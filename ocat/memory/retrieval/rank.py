@@ -13,7 +13,7 @@ from ocat.memory.retrieval.neighbours import Candidate, Neighbours, record_terms
 from ocat.memory.storage.scoring import Calibration, coverage
 from ocat.memory.storage.store import MemoryStore
 from ocat.memory.storage.terms import query_terms as terms_of_query
-from ocat.models import RecordKind
+from ocat.records import RecordKind
 
 # "vectors" is what a search falls back to when a derived file fails (ocat.memory.storage.derived):
 # Chroma's nearest records alone, scored by the same calibration with no term coverage.

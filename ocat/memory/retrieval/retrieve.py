@@ -20,7 +20,7 @@ from ocat.memory.storage.derived import DerivedFileError
 from ocat.memory.storage.scoring import Calibration
 from ocat.memory.storage.store import MemoryStore
 from ocat.memory.storage.terms import query_terms as terms_of_query
-from ocat.models import RecordKind, SearchHit
+from ocat.records import RecordKind, SearchHit
 
 if TYPE_CHECKING:
     from ocat.settings import VectorStoreSettings
@@ -195,25 +195,6 @@ def _verdicts(
 def admitted(hits: Sequence[SearchHit]) -> list[SearchHit]:
     """The hits relevant enough to show the model."""
     return [h for h in hits if h.admitted]
-
-
-def reasons(hits: Sequence[SearchHit]) -> list[str]:
-    """Why each hit is or is not given to the model, naming other hits by position (#1 first)."""
-    position = {h.id: n for n, h in enumerate(hits, start=1)}
-    said = []
-    for hit in hits:
-        if hit.beyond:
-            said.append("past the chat's count")
-        elif hit.context_of is not None:
-            where = f"#{position[hit.context_of]}" if hit.context_of in position else hit.context_of[:8]
-            said.append(f"context of {where}" + ("" if hit.with_admitted else " (not given)"))
-        elif hit.score < hit.threshold:
-            said.append(f"below {hit.threshold:.2f}")
-        elif hit.outranked:
-            said.append("far below the best")
-        else:
-            said.append("relevant")
-    return said
 
 
 def within_budget(hits: Sequence[SearchHit], budget: int) -> list[SearchHit]:

@@ -21,7 +21,7 @@ from ocat.locations import cache_dir
 from ocat.memory.storage.export_lines import Line, ThreadTitle, parse_line
 from ocat.memory.storage.store import WRITE_BATCH, MemoryStore
 from ocat.memory.storage.thread_titles import set_thread_title
-from ocat.models import RECORD_KINDS, THREAD_TITLE_KEY, DocumentChunk, Exchange
+from ocat.records import RECORD_KINDS, THREAD_TITLE_KEY, DocumentChunk, Exchange
 from ocat.text import clean_title, unprintable_escaped
 
 # How long an import waits for another one's batch (a batch takes seconds) before giving up.

@@ -18,7 +18,7 @@ from ocat.errors import InputFileError
 from ocat.limits import MAX_DOCUMENT_CHUNKS, MAX_TITLE_CHARS, stored_count
 # Chroma keeps integers as signed 64-bit numbers; a larger one silently becomes an approximate float.
 from ocat.limits import FIRST_DATE, INT64_MAX, INT64_MIN, LAST_DATE
-from ocat.models import EXCHANGE_FIELDS, DocumentChunk, Exchange
+from ocat.records import EXCHANGE_FIELDS, DocumentChunk, Exchange
 from ocat.text import clean_title
 
 _STRING_FIELDS = ("exchange_id", "thread_id", "session_id", "user_prompt", "assistant_response")

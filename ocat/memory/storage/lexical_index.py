@@ -23,7 +23,7 @@ from typing import Any, Iterable, Iterator, Mapping, Sequence
 from ocat.errors import StoreError
 from ocat.memory.storage.derived import DerivedFileError
 from ocat.memory.storage.terms import MAX_QUERY_TERMS, terms, within_postings_budget
-from ocat.models import RECORD_KINDS
+from ocat.records import RECORD_KINDS
 
 # PRAGMA user_version of an index whose per-term document counts (df_<kind>) are filled in.
 SCHEMA_VERSION = 1
@@ -67,7 +67,7 @@ class LexicalIndex:
             )
             self._db.execute("CREATE INDEX IF NOT EXISTS thread_order_by_time ON thread_order(thread_id, ts)")
             # A copy of the titles the user gave threads (/rename), for listing threads: the titles
-            # themselves are in Chroma (ocat.models.THREAD_TITLE_KEY), and this table is rebuilt from
+            # themselves are in Chroma (ocat.records.THREAD_TITLE_KEY), and this table is rebuilt from
             # there (ocat.memory.storage.reconcile.sync_titles). A thread without one is named by its first prompt.
             self._db.execute(
                 "CREATE TABLE IF NOT EXISTS thread_titles "

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Callable
 from ocat.errors import StoreError
 from ocat.memory.storage.scoring import Calibration
 from ocat.memory.storage.thread_titles import sync_titles
-from ocat.models import RECORD_KINDS, Exchange
+from ocat.records import RECORD_KINDS, Exchange
 
 if TYPE_CHECKING:
     from ocat.memory.storage.store import MemoryStore, Row

@@ -18,7 +18,7 @@ from ocat.memory.storage.lexical_index import LexicalIndex
 from ocat.memory.storage.prompt_vectors import PromptVectors
 from ocat.memory.storage.scoring import Calibration, calibration_for
 from ocat.memory.storage.thread_titles import carry_titles
-from ocat.models import RECORD_KINDS, DocumentChunk, Exchange, RecordKind
+from ocat.records import RECORD_KINDS, DocumentChunk, Exchange, RecordKind
 
 if TYPE_CHECKING:
     from chromadb.api import ClientAPI

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, cast
 
 from ocat.errors import StoreError
-from ocat.models import THREAD_TITLE_KEY
+from ocat.records import THREAD_TITLE_KEY
 
 if TYPE_CHECKING:
     from chromadb.api.types import Metadata

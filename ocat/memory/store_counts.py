@@ -12,7 +12,7 @@ from ocat.memory.ingest.documents import partial_documents
 from ocat.memory.retrieval.store_floor import floor_of
 from ocat.memory.storage.derived import DerivedFileError
 from ocat.memory.storage.store import MemoryStore
-from ocat.models import StoreStats
+from ocat.records import StoreStats
 
 if TYPE_CHECKING:
     from ocat.config import Settings

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 @command("threads", "list recent threads: id, last active, exchanges, title",
          arguments=(listed_count("threads"),), example="/threads 20")
 def _threads(session: ChatSession, count: int) -> CommandResult:
-    from ocat.operations.records import recent_threads
+    from ocat.operations.lookup import recent_threads
 
     threads = recent_threads(require_store(session), count)
     rows = [(t.thread_id[:8], local_time(t.last_active), str(t.exchanges), t.title) for t in threads]
@@ -31,7 +31,7 @@ def _threads(session: ChatSession, count: int) -> CommandResult:
          arguments=(Arg("thread", "a thread's id or its start", optional=True, metavar="THREAD_ID"),),
          example="/continue 3f2a9c1e")
 def _continue(session: ChatSession, thread: str | None) -> CommandResult:
-    from ocat.operations.records import recent_threads, resolve_thread
+    from ocat.operations.lookup import recent_threads, resolve_thread
 
     if thread:
         return _resume(session, resolve_thread(require_store(session), thread))
@@ -75,7 +75,7 @@ def _rename(session: ChatSession, title: str | None) -> CommandResult:
          arguments=(Arg("thread", "a thread's id or its start", optional=True, metavar="THREAD_ID"),),
          example="/deletethread 3f2a9c1e")
 def _deletethread(session: ChatSession, thread: str | None) -> CommandResult:
-    from ocat.operations.records import resolve_thread
+    from ocat.operations.lookup import resolve_thread
     from ocat.operations.threads import thread_title
 
     store = require_store(session)

@@ -17,7 +17,7 @@ from ocat.memory.storage.derived import SIDE_FILES, move_aside, sqlite_problem
 from ocat.memory.ingest.documents import PartialDocument, partial_documents
 from ocat.memory.storage.derived import beside_index, lexical_index_path
 from ocat.memory.storage.store import MemoryStore
-from ocat.models import RECORD_KINDS, RecordKind
+from ocat.records import RECORD_KINDS, RecordKind
 from ocat.text import count_of
 
 # The tables of record ids in each derived file, by the kind of record they follow.

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Callable, Sequence
 
 from ocat.errors import UsageError
 from ocat.limits import stored_count
-from ocat.models import DocumentChunk, Exchange, SearchHit, source_word
+from ocat.records import DocumentChunk, Exchange, SearchHit, source_word
 from ocat.text import count_of, local_time, shorten
 
 if TYPE_CHECKING:
