@@ -86,10 +86,8 @@ def evaluate_chats(folder: Path, model_dir: Path, *, questions: int | None = Non
     exchanges, asked = load_chats(folder)
     asked = asked[:questions] if questions else asked
     vector_store = load_settings(env={}).vector_store
-    ranking = RetrievalLimits(
-        exchange_results=max(KS), document_results=0,
-        exchange_threshold=vector_store.similarity_threshold, document_threshold=vector_store.memory_threshold,
-    )
+    # The chat's own limits, listing max(KS) of the same ranking: R@5 is the chat's top 5.
+    ranking = RetrievalLimits.from_settings(vector_store, results=max(KS))
     chat_limits = RetrievalLimits.from_settings(vector_store)
     result = ChatsResult()
     with tempfile.TemporaryDirectory(prefix="ocat-chats-") as tmp:
