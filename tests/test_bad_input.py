@@ -256,7 +256,7 @@ def test_provider_failures_are_one_line_exit_1_and_store_nothing(
     if failure.isdigit():
         llm_server.status = int(failure)
     elif failure == "timeout":
-        llm_server.delay = 0.5  # the answer would take 5 s
+        llm_server.stall = 5.0  # nothing comes for 5 s (--ask streams: a slow, steady answer is no timeout)
     else:
         api_base = f"http://127.0.0.1:{_free_port()}/v1"
     args = ("--model", "openai/fake-model", "--set", f"llm.api_base={api_base}", "--set", "llm.api_key=sk-test",

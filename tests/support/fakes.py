@@ -44,6 +44,9 @@ class FakeLLMServer:
     status: int = 200
     # Seconds between streamed pieces (to test cancelling an answer mid-stream).
     delay: float = 0.0
+    # Seconds the server says nothing at all before answering (a provider that does not answer:
+    # a streamed answer that keeps coming, however slowly, is an answer).
+    stall: float = 0.0
     requests: list[dict[str, Any]] = field(default_factory=list)
     # The headers of each request (to check which API key a client sent).
     headers: list[dict[str, str]] = field(default_factory=list)
@@ -82,6 +85,8 @@ def llm_handler(server_state: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
             body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
             server_state.requests.append(body)
             server_state.headers.append(_canonical(self.headers.items()))
+            if server_state.stall:
+                time.sleep(server_state.stall)
             if server_state.status != 200:
                 failure = json.dumps({"error": {"message": "fake failure", "type": "error", "code": server_state.status}})
                 self._send(server_state.status, "application/json", failure.encode())

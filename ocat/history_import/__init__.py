@@ -1,0 +1,77 @@
+"""Reading old chats for `ocat --import-history`: a ChatGPT or Claude data export, or llm's logs.db.
+
+This is the front door:
+
+    from ocat.history_import import read_history
+
+    for item in read_history(Path("chatgpt-export.zip")):
+        ...  # an ImportedConversation, or a ConversationProblem to report
+
+Readers yield one item per conversation, in file order: a conversation that cannot be read
+becomes a ConversationProblem and the others still come through; a file that cannot be read
+raises InputFileError. Nothing here touches the store or the screen. The rooms behind it:
+`sources` (zip, folder or file), `json_stream` (big JSON arrays in bounded memory),
+`chatgpt`, `claude`, `llm_logs` with `llm_threads` and `llm_database`, and `pairing`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+from ocat.errors import UsageError
+from ocat.history_import.chatgpt import read_chatgpt
+from ocat.history_import.claude import read_claude
+from ocat.history_import.detection import detect_format, format_of, not_an_export
+from ocat.history_import.llm_logs import count_llm, read_llm
+from ocat.history_import.model import ConversationProblem, HistoryItem, ImportedConversation, ImportedExchange
+from ocat.history_import.sources import Located, iter_items, locate
+
+FORMATS = ("chatgpt", "claude", "llm")
+"""The formats read_history reads."""
+
+__all__ = [
+    "FORMATS",
+    "ConversationProblem",
+    "HistoryItem",
+    "ImportedConversation",
+    "ImportedExchange",
+    "count_conversations",
+    "detect_format",
+    "read_history",
+]
+
+
+def read_history(path: Path, fmt: str | None = None) -> Iterator[ImportedConversation | ConversationProblem]:
+    """The conversations in `path` (a zip, folder, JSON or SQLite file), one item each, in file
+    order. `fmt` is one of FORMATS, or None to tell it from the content.
+
+    The path is checked at once (InputFileError for a missing file or unknown content); the
+    conversations are read as they are iterated, so a big export is never loaded whole.
+    """
+    located, fmt = _opened(path, fmt)
+    if fmt == "llm" and located.database is not None:  # _opened checked they go together
+        return read_llm(located.database)
+    items = iter_items(located)
+    return read_chatgpt(items) if fmt == "chatgpt" else read_claude(items)
+
+
+def count_conversations(path: Path, fmt: str | None = None) -> int | None:
+    """How many conversations read_history will yield, when that is cheap to know (llm's
+    database); None for JSON exports, which would have to be read through to count."""
+    located, fmt = _opened(path, fmt)
+    if fmt == "llm" and located.database is not None:
+        return count_llm(located.database)
+    return None
+
+
+def _opened(path: Path, fmt: str | None) -> tuple[Located, str]:
+    if fmt is not None and fmt not in FORMATS:
+        raise UsageError(f"unknown history format {fmt!r}; the formats are {', '.join(FORMATS)}")
+    located = locate(path)
+    if fmt is None:
+        return located, format_of(located)
+    if (fmt == "llm") != (located.database is not None):
+        what = "an SQLite database" if located.database is not None else "JSON"
+        raise not_an_export(path, f"it holds {what}, which is not the {fmt} format")
+    return located, fmt
