@@ -25,7 +25,7 @@ from ocat.history_import.claude import read_claude
 from ocat.history_import.detection import detect_format, format_of, not_an_export
 from ocat.history_import.llm_logs import count_llm, read_llm
 from ocat.history_import.model import ConversationProblem, HistoryItem, ImportedConversation, ImportedExchange
-from ocat.history_import.sources import Located, iter_items, locate
+from ocat.history_import.sources import Located, count_key, iter_items, locate
 
 FORMATS = ("chatgpt", "claude", "llm")
 """The formats read_history reads."""
@@ -56,13 +56,19 @@ def read_history(path: Path, fmt: str | None = None) -> Iterator[ImportedConvers
     return read_chatgpt(items) if fmt == "chatgpt" else read_claude(items)
 
 
+# A key each conversation of a JSON export holds once, at its top level.
+_ONE_PER_CONVERSATION = {"chatgpt": b'"current_node":', "claude": b'"chat_messages":'}
+
+
 def count_conversations(path: Path, fmt: str | None = None) -> int | None:
-    """How many conversations read_history will yield, when that is cheap to know (llm's
-    database); None for JSON exports, which would have to be read through to count."""
+    """How many conversations read_history will yield, for a progress bar: llm's database says
+    so; a JSON export is counted by one fast pass over its bytes for a key each conversation
+    has once (about a second for 300 MB). None when it cannot be told."""
     located, fmt = _opened(path, fmt)
     if fmt == "llm" and located.database is not None:
         return count_llm(located.database)
-    return None
+    key = _ONE_PER_CONVERSATION.get(fmt)
+    return count_key(located, key) if key else None
 
 
 def _opened(path: Path, fmt: str | None) -> tuple[Located, str]:

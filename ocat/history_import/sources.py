@@ -17,7 +17,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from ocat.errors import InputFileError
-from ocat.history_import import json_stream
+import ocat.history_import.json_stream as json_stream
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 ZIP_MAGIC = b"PK\x03\x04"
@@ -162,3 +162,26 @@ def first_item(located: Located) -> Any | None:
         return next(items, None)
     finally:
         items.close()  # closes the file (or zip) now, not when the generator is collected
+
+
+def count_key(located: Located, key: bytes, *, chunk: int = 1 << 20) -> int:
+    """How many times `key` (a JSON key with its quotes and colon, e.g. b'"current_node":')
+    occurs in the export's JSON: a key each conversation has once counts the conversations
+    in one fast pass over the bytes. Inside a JSON string a quote is escaped, so the text of a
+    message never matches."""
+    found = 0
+    for part in located.parts:
+        with _opened(part) as stream:
+            tail = b""
+            while True:
+                block = stream.read(chunk)
+                if not block:
+                    break
+                data = tail + (block if isinstance(block, bytes) else block.encode("utf-8"))
+                found += data.count(key)
+                # Keep the last len(key) - 1 bytes: a key split between two blocks is counted once.
+                keep = len(key) - 1
+                tail = data[-keep:] if keep else b""
+                found -= tail.count(key)  # counted again with the next block (or just below)
+            found += tail.count(key)
+    return found
