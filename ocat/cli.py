@@ -30,6 +30,7 @@ ACTIONS: dict[str, str] = {
     "ask": "ask",
     "export_memory": "export",
     "import_memory": "import",
+    "import_history": "import-history",
     "fetch_model": "fetch-model",
     "check_store": "check",
     "repair_store": "repair",
@@ -55,6 +56,11 @@ def build_parser() -> argparse.ArgumentParser:
     actions.add_argument("--ask", metavar="TEXT", help="ask the model once, with memory; '-' reads stdin")
     actions.add_argument("--export-memory", metavar="FILE", help="write all memory as JSON Lines ('-' for stdout)")
     actions.add_argument("--import-memory", metavar="FILE", help="add memory from a JSON Lines export")
+    actions.add_argument(
+        "--import-history",
+        metavar="PATH",
+        help="add your old chats: a ChatGPT or Claude export (.zip, folder or conversations.json), or llm's logs.db",
+    )
     actions.add_argument(
         "--check-store",
         action="store_true",
@@ -91,6 +97,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=[],
         metavar="KEY=VALUE",
         help="queries: only memories whose metadata matches (repeatable; also KEY>=VALUE, KEY<=VALUE, KEY!=VALUE)",
+    )
+    options.add_argument(
+        "--from",
+        dest="history_format",
+        choices=("chatgpt", "claude", "llm", "ocat"),
+        help="--import-history: the export's format, when it should not be told from its content",
     )
     options.add_argument("--output", choices=("text", "json"), default="text", help="output format (default: text)")
     options.add_argument("--no-vector-store", action="store_true", help="run without memory: nothing read or stored")
@@ -249,6 +261,8 @@ def check_store_use(action: str | None, args: argparse.Namespace) -> None:
     """UsageError for `--where` outside a query, or several stores (`parse_stores`) for anything that writes."""
     if args.where and action != "query":
         raise UsageError("--where applies to --query-vector-store only")
+    if getattr(args, "history_format", None) and action != "import-history":
+        raise UsageError("--from applies to --import-history only")
     if len(args.stores) > 1 and action not in READ_ONLY_ACTIONS:
         flags = {name: "--" + dest.replace("_", "-") for dest, name in ACTIONS.items()}
         what = flags[action] if action else "the chat"

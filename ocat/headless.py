@@ -12,8 +12,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
-from ocat.errors import InputFileError, OcatError, ProviderError, UsageError
-from ocat.headless_output import Reporter, read_stdin
+from ocat.errors import Cancelled, InputFileError, OcatError, ProviderError, UsageError
+from ocat.headless_output import EtaPrinter, Reporter, read_stdin, stop_on_interrupt
 from ocat.text import count_of
 
 if TYPE_CHECKING:
@@ -263,6 +263,34 @@ def _import(args: argparse.Namespace, settings: Settings, reporter: Reporter) ->
     return reporter.succeed(asdict(outcome) | {"records": outcome.records}, text)
 
 
+def _import_history(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> int:
+    from ocat.history_import import detect_format
+    from ocat.operations.history import import_history, is_ocat_export
+
+    path = Path(args.import_history).expanduser()
+    fmt = args.history_format
+    if fmt == "ocat" or (fmt is None and is_ocat_export(path)):
+        args.import_memory = str(path)  # ocat's own export: the same import as --import-memory
+        return _import(args, settings, reporter)
+    chosen = fmt or detect_format(path)  # a file of another shape fails before a model download
+    _prepare_model(settings, reporter)
+    store = _open_store(settings)
+    eta = EtaPrinter(reporter.note, "conversations")
+    with stop_on_interrupt(reporter) as stopping:
+
+        def step(label: str, done: int, total: int) -> None:
+            eta(done, total)
+            if stopping.is_set():
+                raise Cancelled("stopped")
+
+        outcome = import_history(
+            store, path, chosen, progress=step,
+            problem=lambda p: reporter.note(f"ocat: skipped {p.title or p.source_id or 'a conversation'}: {p.problem}"),
+        )
+    code = reporter.succeed(outcome.to_dict(), outcome.sentence())
+    return 130 if outcome.stopped else code
+
+
 def _check(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> int:
     from ocat.operations.health import PROBLEMS_FOUND, check, health_record
 
@@ -280,6 +308,7 @@ def _repair(args: argparse.Namespace, settings: Settings, reporter: Reporter) ->
 
 
 _HANDLERS: dict[str, Callable[[argparse.Namespace, Any, Reporter], int]] = {
+    "import-history": _import_history,
     "check": _check,
     "repair": _repair,
     "stats": _stats,

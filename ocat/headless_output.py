@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import json
 import re
+import signal
 import sys
+import threading
 import time
-from typing import IO, Any
+from contextlib import contextmanager
+from typing import IO, Any, Callable, Iterator
 
 from ocat.errors import OcatError
 from ocat.redact import redact
@@ -122,3 +125,56 @@ class Reporter:
         """A message for the person at the terminal, on stderr."""
         self.stderr.write(printable(message) + "\n")
         self.stderr.flush()
+
+
+class EtaPrinter:
+    """Progress of a long action on stderr, at most every `every` seconds: done of total, the
+    rate, and how long the rest will take at that rate ("120/412 conversations, 3.1/s, about 1 min left")."""
+
+    def __init__(self, say: Callable[[str], None], noun: str, *, every: float = 2.0) -> None:
+        self.say, self.noun, self.every = say, noun, every
+        self.started = time.monotonic()
+        self.last = 0.0
+
+    def __call__(self, done: int, total: int) -> None:
+        """Report `done` of `total` (0: unknown) when it is time to."""
+        moment = time.monotonic()
+        if moment - self.last < self.every and done < total:
+            return
+        self.last = moment
+        elapsed = max(moment - self.started, 1e-6)
+        rate = done / elapsed
+        line = f"ocat: {done:,}/{total:,} {self.noun}" if total else f"ocat: {done:,} {self.noun}"
+        line += f", {rate:.1f}/s"
+        if total and rate > 0 and done < total:
+            line += f", about {_duration((total - done) / rate)} left"
+        self.say(line)
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 60:
+        return f"{max(1, round(seconds))} s"
+    if seconds < 3600:
+        return f"{round(seconds / 60)} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+@contextmanager
+def stop_on_interrupt(reporter: Reporter) -> Iterator[threading.Event]:
+    """While the block runs, the first Ctrl+C asks it to stop at its next step (the event is
+    set, and a line says so); a second one interrupts at once."""
+    stopping = threading.Event()
+    if threading.current_thread() is not threading.main_thread():
+        yield stopping
+        return
+
+    def first(signum: int, frame: object) -> None:
+        stopping.set()
+        reporter.note("ocat: stopping after the conversations being written (Ctrl+C again to stop at once)")
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+    previous = signal.signal(signal.SIGINT, first)
+    try:
+        yield stopping
+    finally:
+        signal.signal(signal.SIGINT, previous)

@@ -15,7 +15,7 @@ from ocat.config import load_settings
 from ocat.llm import provider_error
 from ocat.memory import MemoryStore
 from ocat.records import Exchange, SearchHit
-from ocat.operations.lookup import short_id
+from ocat.operations.lookup import resolve_id, short_id
 from ocat.operations.search import HitLine, score_text
 from ocat.repl import render_result
 from ocat.session import ChatSession
@@ -46,7 +46,7 @@ def test_vquery_shows_short_ids_that_vget_and_vdelete_take(session: ChatSession,
     ids = [row[1] for row in found.rows]
     stored = list(store.iter_ids("document"))
     # A chunk's short form keeps its index and the start of its document's key: doc-3f2a9c1e-0.
-    assert all(re.fullmatch(r"doc-[0-9a-f]{8,}-\d+", i) and store.resolve_id(i) in stored for i in ids)
+    assert all(re.fullmatch(r"doc-[0-9a-f]{8,}-\d+", i) and resolve_id(store, i) in stored for i in ids)
     shown = run_command(session, f"/vget {ids[0]}")
     assert not shown.error and shown.markdown in ("the spare key is under the blue flowerpot",
                                                    "the bike lock code is 4711")
@@ -61,11 +61,11 @@ def test_short_ids_grow_until_no_other_id_shares_them(store: MemoryStore) -> Non
     assert short_id(store, "abcdefgh-1111") == "abcdefgh-11" + "1"
     assert short_id(store, "abcdefgh-1122") == "abcdefgh-112"
     # The whole id is the start of others: shown whole, and an exact id wins when resolved.
-    assert short_id(store, "abcdefgh") == "abcdefgh" and store.resolve_id("abcdefgh") == "abcdefgh"
+    assert short_id(store, "abcdefgh") == "abcdefgh" and resolve_id(store, "abcdefgh") == "abcdefgh"
     assert short_id(store, "zz") == "zz"
     assert short_id(store, "not-stored-at-all") == "not-stored-at-all"
     for full in ("abcdefgh-1111", "abcdefgh-1122"):
-        assert store.resolve_id(short_id(store, full)) == full
+        assert resolve_id(store, short_id(store, full)) == full
 
 
 def test_a_chunks_short_id_keeps_its_index_and_as_much_of_its_key_as_tells_it_apart(store: MemoryStore) -> None:
@@ -76,9 +76,9 @@ def test_a_chunks_short_id_keeps_its_index_and_as_much_of_its_key_as_tells_it_ap
     shown = [short_id(store, i) for i in ids]
     # -1 and -12 of one document differ by their index; the other document shares 16 hex digits.
     assert shown == [f"doc-{'ab12' * 4}a-1", f"doc-{'ab12' * 2}-12", f"doc-{'ab12' * 4}c-1"]
-    assert [store.resolve_id(s) for s in shown] == ids
+    assert [resolve_id(store, s) for s in shown] == ids
     with pytest.raises(Exception, match="more than one"):
-        store.resolve_id(f"doc-{'ab12' * 2}-1")  # both documents have a chunk 1
+        resolve_id(store, f"doc-{'ab12' * 2}-1")  # both documents have a chunk 1
 
 
 def test_vget_shows_the_whole_answer_as_markdown_and_local_dates(session: ChatSession, store: MemoryStore) -> None:

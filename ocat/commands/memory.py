@@ -116,6 +116,26 @@ def _vdoc(session: ChatSession, path: str) -> CommandResult:
     return CommandResult(text="\n".join([outcome.sentence(short_path=True), *outcome.notes]))
 
 
+@command("import", "import your old chats: a ChatGPT or Claude export, or llm's logs.db",
+         arguments=(Arg("path", "an export's .zip, folder or conversations.json, or logs.db", kind="path",
+                        metavar="PATH"),),
+         example="/import ~/Downloads/chatgpt-export.zip")
+def _import(session: ChatSession, path: str) -> CommandResult:
+    from pathlib import Path
+
+    from ocat.operations.history import import_history
+
+    outcome = import_history(
+        require_model(session),
+        Path(path).expanduser(),
+        # The full-screen chat shows a bar, and Esc stops the import after whole conversations.
+        progress=session.progress,
+    )
+    lines = [f"{outcome.sentence()}."]
+    lines += [f"Skipped {p.title or p.source_id or 'a conversation'}: {p.problem}" for p in outcome.problems]
+    return CommandResult(text="\n".join(lines), error=outcome.stopped and not outcome.exchanges)
+
+
 def _exchange_rows(store: MemoryStore, exchanges: list[Exchange]) -> list[tuple[str, ...]]:
     from ocat.operations.lookup import short_id
 

@@ -19,9 +19,23 @@ if TYPE_CHECKING:
 Record = Exchange | DocumentChunk
 
 
+
+def resolve_id(store: MemoryStore, prefix: str) -> str:
+    """A full record id from an id or a unique prefix of one (UsageError if none or several)."""
+    if store.get(prefix) is not None:
+        return prefix  # an exact id wins even when it is also the start of another
+    found = store.lexical.resolve_prefix("exchange", prefix) + store.lexical.resolve_prefix("document", prefix)
+    if not found:  # a document chunk's short form, as /vquery shows it: doc-3f2a9c1e-12
+        found = store.lexical.resolve_chunk(prefix)
+    if not found:
+        raise UsageError(f"no memory with an id starting {prefix!r}")
+    if len(found) > 1:
+        raise UsageError(f"{prefix!r} matches more than one memory; give more of the id")
+    return found[0]
+
 def get_record(store: MemoryStore, id_or_prefix: str) -> Record:
     """The exchange or document chunk with this id, or the one id starting with it (UsageError if none or several)."""
-    record_id = store.resolve_id(id_or_prefix)
+    record_id = resolve_id(store, id_or_prefix)
     record = store.get(record_id)
     if record is None:  # deleted between the two reads (another process)
         raise UsageError(f"no memory with the id {record_id!r}")

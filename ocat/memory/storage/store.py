@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Sequence, cast
 
-from ocat.errors import StoreError, UsageError
+from ocat.errors import StoreError
 from ocat.memory.storage.chroma import StoreLocation, collection_names, open_client, open_collection
 from ocat.memory.storage.batches import Row, batches, column, unique_by_id
 from ocat.memory.storage.derived import DerivedFileError, beside_index, checked, lexical_index_path
@@ -166,7 +166,9 @@ class MemoryStore:
             # Embedded by length, as the embedder orders its input: then steps pad as little as
             # one call for the batch would (unordered steps of 16 embedded 10% slower). Written in
             # the order given, so an export imported again exports byte for byte the same.
-            fresh = self._missing(collection, unique_by_id(batch))
+            unique = unique_by_id(batch)
+            present = set(self.existing_ids(self._kind(collection), [r[0] for r in unique]))
+            fresh = [r for r in unique if r[0] not in present]
             by_length = sorted(range(len(fresh)), key=lambda i: len(fresh[i][1]))
             handled += len(batch) - len(fresh)
             vectors: dict[int, Sequence[float]] = {}
@@ -195,12 +197,14 @@ class MemoryStore:
                 progress(handled)
         return added
 
-    def _missing(self, collection: Collection, rows: list[Row]) -> list[Row]:
+    def existing_ids(self, kind: RecordKind, ids: Sequence[str]) -> list[str]:
+        """Which of `ids` are stored (one read of ids, no texts)."""
+        if not ids:
+            return []
         try:
-            present = set(collection.get(ids=[r[0] for r in rows], include=[])["ids"])
+            return list(self._collection(kind).get(ids=list(ids), include=[])["ids"])
         except Exception as exc:
             raise StoreError(f"cannot read the memory store: {exc}") from exc
-        return [r for r in rows if r[0] not in present]
 
     def _write(
         self, collection: Collection, rows: list[Row], vectors: list[Sequence[float]], prompts: list[Sequence[float]]
@@ -252,19 +256,6 @@ class MemoryStore:
         return len(found)
 
     # -- reading ---------------------------------------------------------------
-
-    def resolve_id(self, prefix: str) -> str:
-        """A full record id from an id or a unique prefix of one (UsageError if none or several)."""
-        if self.get(prefix) is not None:
-            return prefix  # an exact id wins even when it is also the start of another
-        found = self.lexical.resolve_prefix("exchange", prefix) + self.lexical.resolve_prefix("document", prefix)
-        if not found:  # a document chunk's short form, as /vquery shows it: doc-3f2a9c1e-12
-            found = self.lexical.resolve_chunk(prefix)
-        if not found:
-            raise UsageError(f"no memory with an id starting {prefix!r}")
-        if len(found) > 1:
-            raise UsageError(f"{prefix!r} matches more than one memory; give more of the id")
-        return found[0]
 
     def nearest(
         self, kind: RecordKind, vectors: Sequence[Sequence[float]], k: int, *, where: dict[str, Any] | None = None
