@@ -31,6 +31,10 @@ ACTIONS: dict[str, str] = {
     "export_memory": "export",
     "import_memory": "import",
     "import_history": "import-history",
+    "wake": "wake",
+    "pin": "pin",
+    "unpin": "unpin",
+    "pins": "pins",
     "fetch_model": "fetch-model",
     "check_store": "check",
     "repair_store": "repair",
@@ -61,6 +65,13 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="PATH",
         help="add your old chats: a ChatGPT or Claude export (.zip, folder or conversations.json), or llm's logs.db",
     )
+    actions.add_argument(
+        "--wake", action="store_true",
+        help="print the wake block the model gets at the start of every thread: pins, profile, recent threads",
+    )
+    actions.add_argument("--pin", metavar="ID", help="pin a memory: the model gets it at the start of every thread")
+    actions.add_argument("--unpin", metavar="ID", help="unpin a memory (it stays in memory)")
+    actions.add_argument("--pins", action="store_true", help="list the pinned memories")
     actions.add_argument(
         "--check-store",
         action="store_true",

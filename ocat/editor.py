@@ -1,4 +1,4 @@
-"""Compose a prompt in the user's own editor ($VISUAL, $EDITOR): find it, run it on a temporary file, read it back."""
+"""The user's own editor ($VISUAL, $EDITOR): compose a prompt in a temporary file, or edit a file (/profile)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import shlex
 import shutil
 import subprocess
 import tempfile
+from pathlib import Path
 from typing import Mapping
 
 from ocat.errors import OcatError
@@ -35,6 +36,29 @@ def editor_command(environ: Mapping[str, str] | None = None) -> list[str]:
     raise OcatError("no editor found: set $EDITOR (for example `export EDITOR=nano`) and try again")
 
 
+def edit_file(path: Path, *, template: str = "", environ: Mapping[str, str] | None = None) -> Path:
+    """Open a file in the user's editor (created with `template`, and its folder, when new);
+    returns the path. Raises OcatError as `edit_text` does."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if not path.exists():
+            path.write_text(template, encoding="utf-8")
+    except OSError as exc:
+        raise OcatError(f"cannot create {path}: {exc.strerror or exc}") from None
+    _run(editor_command(environ), str(path), environ, "the file is left as it was")
+    return path
+
+
+def _run(command: list[str], path: str, environ: Mapping[str, str] | None, kept: str) -> None:
+    try:
+        finished = subprocess.run([*command, path], env=None if environ is None else dict(environ), check=False)
+    except OSError as exc:  # not found, not executable
+        raise OcatError(f"the editor {command[0]!r} could not be started ({exc.strerror or exc}); "
+                        "set $EDITOR to one that is installed") from None
+    if finished.returncode != 0:
+        raise OcatError(f"the editor {command[0]!r} exited with status {finished.returncode}; {kept}")
+
+
 def edit_text(text: str, *, environ: Mapping[str, str] | None = None) -> str:
     """Open `text` in the user's editor and return what was saved (its final line breaks dropped).
 
@@ -47,14 +71,7 @@ def edit_text(text: str, *, environ: Mapping[str, str] | None = None) -> str:
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as out:
             out.write(text)
-        try:
-            finished = subprocess.run([*command, path], env=None if environ is None else dict(environ), check=False)
-        except OSError as exc:  # not found, not executable
-            raise OcatError(f"the editor {command[0]!r} could not be started ({exc.strerror or exc}); "
-                            "set $EDITOR to one that is installed") from None
-        if finished.returncode != 0:
-            raise OcatError(f"the editor {command[0]!r} exited with status {finished.returncode}; "
-                            "the prompt is left as it was")
+        _run(command, path, environ, "the prompt is left as it was")
         with open(path, encoding="utf-8", errors="replace") as edited:
             return edited.read().rstrip("\r\n")
     finally:

@@ -291,6 +291,36 @@ def _import_history(args: argparse.Namespace, settings: Settings, reporter: Repo
     return 130 if outcome.stopped else code
 
 
+def _wake(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> int:
+    from ocat.operations.wake import build_wake
+
+    store = None
+    if settings.vector_store.enabled:
+        _prepare_model(settings, reporter)
+        store = _open_store(settings)
+    block = build_wake(settings, store)
+    return reporter.succeed(block.to_dict(), block.text() or "The wake block is empty (no pins, profile or threads).")
+
+
+def _pin(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> int:
+    from ocat.operations.wake import pin, unpin
+
+    store = _open_store(settings)
+    if args.pin is not None:
+        record_id = pin(store, args.pin)
+        return reporter.succeed({"id": record_id, "pinned": True}, f"Pinned {record_id}")
+    record_id = unpin(store, args.unpin)
+    return reporter.succeed({"id": record_id, "pinned": False}, f"Unpinned {record_id}")
+
+
+def _pins(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> int:
+    from ocat.operations.wake import pins
+
+    found = pins(_open_store(settings))
+    text = "\n".join(line for _, line in found) or "No pinned memories."
+    return reporter.succeed({"pins": [{"id": i, "line": line} for i, line in found]}, text)
+
+
 def _check(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> int:
     from ocat.operations.health import PROBLEMS_FOUND, check, health_record
 
@@ -309,6 +339,10 @@ def _repair(args: argparse.Namespace, settings: Settings, reporter: Reporter) ->
 
 _HANDLERS: dict[str, Callable[[argparse.Namespace, Any, Reporter], int]] = {
     "import-history": _import_history,
+    "wake": _wake,
+    "pin": _pin,
+    "unpin": _pin,
+    "pins": _pins,
     "check": _check,
     "repair": _repair,
     "stats": _stats,

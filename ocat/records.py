@@ -33,6 +33,9 @@ EXCHANGE_FIELDS: tuple[str, ...] = (
 # The metadata key of an exchange that holds its thread's title (/rename): every exchange of a
 # titled thread carries it, so the title lives in the primary store and travels with the thread.
 THREAD_TITLE_KEY = "thread_title"
+# The metadata key of a pinned memory (/pin, /remember): when it was pinned. User data in the
+# primary store, like a title: exported, imported, kept through any rebuild of derived files.
+PINNED_KEY = "pinned_at"
 
 
 def new_id() -> str:

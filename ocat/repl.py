@@ -12,7 +12,7 @@ import sys
 from typing import IO, Callable, Sequence
 
 from ocat.commands import Choose, CommandResult, Confirm, Send, ShowThemes, is_command, run_command, run_step
-from ocat.commands.results import BrowseMemory, EditPrompt, Request
+from ocat.commands.results import BrowseMemory, EditFile, EditPrompt, Request
 from ocat.errors import OcatError
 from ocat.history import history_file
 from ocat.records import SearchHit
@@ -261,6 +261,17 @@ def _answer(request: Request, ask: Callable[[str], str] | None, out: IO[str]) ->
     """Carry out a command's request in line mode: ask on a terminal, else say how to do it by typing."""
     if isinstance(request, ShowThemes):
         return CommandResult(text="ocat: themes apply to the full-screen chat", error=True)
+    if isinstance(request, EditFile):
+        from ocat.editor import edit_file
+        from ocat.operations.wake import PROFILE_TEMPLATE
+
+        if ask is None:  # piped: no terminal for an editor
+            return CommandResult(text=f"Edit {request.path} in your editor.")
+        try:
+            edit_file(request.path, template=PROFILE_TEMPLATE)
+        except OcatError as exc:
+            return CommandResult(text=str(exc), error=True)
+        return CommandResult()
     if isinstance(request, BrowseMemory):
         return CommandResult(text="The memory browser is a screen of the full-screen chat (ocat without --plain). "
                                   "Here: /threads, /vquery WORDS, /vget ID, /vdelete ID.", error=True)

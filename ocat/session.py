@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from ocat.memory import MemoryStore
     from ocat.memory.embedding.model_files import DownloadProgress, FetchResult
     from ocat.memory_loading import MemoryLoaded
+    from ocat.operations.wake import WakeBlock
     from ocat.turn import Turn
 
 
@@ -91,6 +92,9 @@ class ChatSession(SessionMemory):
         self._serve = False
         self._notify: Callable[[str], None] | None = None
         self._revive_at: float | None = None
+        # What the model knows at the start of this thread (ocat.operations.wake): built on its
+        # first turn, given with every turn of it, and built again for the next thread.
+        self.wake: WakeBlock | None = None
         # Long commands (/vdoc) report here, and stop at their next step when asked (ocat.progress).
         self.progress = CommandProgress()
 
@@ -121,6 +125,19 @@ class ChatSession(SessionMemory):
 
         return Turn(self, prompt)
 
+    def wake_block(self) -> WakeBlock | None:
+        """This thread's wake block (built on first use; None when `memory.wake` is off). Memory
+        that is off or failing leaves its parts out: the profile is still read."""
+        if not self.settings.memory.wake:
+            return None
+        if self.wake is None:
+            from ocat.operations.wake import build_wake
+
+            store = self.store if self.model_available() else None
+            continuing = self.thread_id if self.history else None
+            self.wake = build_wake(self.settings, store, exclude_thread=continuing)
+        return self.wake
+
     def recall(self, prompt: str) -> list[SearchHit]:
         """Memories worth showing the model for this prompt, leaving out what is already in view."""
         self.problem = None
@@ -140,6 +157,8 @@ class ChatSession(SessionMemory):
         # Only what the model is sent as history is skipped; older turns of a long
         # conversation can still come back as memory.
         in_view = {e.exchange_id for e in self.recent_history()}
+        if self.wake is not None:
+            in_view |= set(self.wake.pinned_ids)  # the model has them in the wake block already
         limits = RetrievalLimits.from_settings(self.settings.vector_store)
         for attempt in (1, 2):
             try:
@@ -175,6 +194,7 @@ class ChatSession(SessionMemory):
             history=self.recent_history(),
             memories=memories,
             token_limit=None if self.dummy else _llm().input_token_limit(self.settings.llm),
+            wake=self.wake.text() if self.wake is not None and not self.wake.empty else None,
         )
 
     def recent_history(self) -> list[Exchange]:
@@ -229,6 +249,7 @@ class ChatSession(SessionMemory):
         self.thread_id = thread_id
         self.continuation_seq = max(e.thread_continuation_seq for e in exchanges) + 1
         self.history = exchanges
+        self.wake = None
         return exchanges
 
     def forget(self, exchange_id: str) -> bool:
@@ -257,6 +278,7 @@ class ChatSession(SessionMemory):
         self.thread_id = new_id()
         self.continuation_seq = 0
         self.history = []
+        self.wake = None
 
 def open_chat(settings: Settings, *, dummy: bool, serve: bool, stream: IO[str]) -> ChatSession:
     """`ChatSession.open` for a terminal: a first-use download of the model reports its

@@ -106,6 +106,18 @@ class DisplaySettings:
     context_mode: str = _field("Retrieved memories shown: off, on (in full), summary.", choices=CONTEXT_MODES)
 
 
+@dataclass(frozen=True)
+class MemorySettings:
+    """What the model knows at the start of every thread: the wake block."""
+
+    wake: bool = _field("Give the model the wake block (pins, profile, recent threads) in every thread.")
+    wake_tokens: int = _field("Most tokens the wake block may take; filled pins first, then profile, then threads.",
+                              lo=0)
+    wake_threads: int = _field("Recent threads listed in the wake block, one line each.", lo=0)
+    profile: str | None = _field("Markdown file about you, in the wake block; null: profile.md beside the config.",
+                                 path=True)
+
+
 _KEYS = (
     re.compile(r"[A-Za-z0-9_+-]+(,[A-Za-z0-9_+-]+)*"),
     "key names joined by '+' for modifiers and ',' between alternatives, e.g. ctrl+j,shift+enter",
@@ -136,6 +148,7 @@ class Settings:
     llm: LLMSettings
     display: DisplaySettings
     keys: KeysSettings
+    memory: MemorySettings
     config_path: str | None = None  # the user file that was read, or None
     # The dotted keys the user file, OCAT_* variables or flags set (the rest are the shipped defaults).
     named: frozenset[str] = frozenset()
@@ -147,6 +160,13 @@ class Settings:
             return Path(self.vector_store.path)
         return locations.default_store_path(self.vector_store.collection)
 
+    @property
+    def profile_path(self) -> Path:
+        """The profile the wake block quotes: `memory.profile`, or profile.md beside the user config."""
+        if self.memory.profile is not None:
+            return Path(self.memory.profile)
+        return locations.user_config_file().with_name("profile.md")
+
 
 # Each config section's name and the dataclass that holds it, in the order of the file.
 SECTION_CLASSES: dict[str, type] = {
@@ -156,5 +176,6 @@ SECTION_CLASSES: dict[str, type] = {
     "llm": LLMSettings,
     "display": DisplaySettings,
     "keys": KeysSettings,
+    "memory": MemorySettings,
 }
 SECTIONS: tuple[str, ...] = tuple(SECTION_CLASSES)

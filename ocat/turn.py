@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, AsyncIterator
 if TYPE_CHECKING:
     from ocat.chat import TurnRequest
     from ocat.llm import Usage
+    from ocat.operations.wake import WakeBlock
     from ocat.records import Exchange, SearchHit
     from ocat.session import ChatSession
 
@@ -48,6 +49,8 @@ class Turn:
         self.prompt = prompt
         self.state = TurnState.NEW
         self.memories: list[SearchHit] = []
+        # The thread's wake block, as the model is given it with this turn (None when off).
+        self.wake: WakeBlock | None = None
         # What went wrong with memory on this turn while memory stayed on (a search that failed,
         # an exchange kept to be written later), in words; None when nothing did.
         self.problem: str | None = None
@@ -68,6 +71,7 @@ class Turn:
         """Search memory for this prompt (what is already in view is left out); a failed search
         leaves the turn without memories and says so in `problem`."""
         self._expect(TurnState.NEW)
+        self.wake = self.session.wake_block()
         self.memories = self.session.recall(self.prompt)
         self.problem = self.session.problem
         self.state = TurnState.RECALLED

@@ -37,6 +37,7 @@ DOCUMENTED_DEFAULTS = {
     "keys": {"send": "enter", "newline": "ctrl+j,shift+enter", "cancel": "escape", "quit": "ctrl+q",
              "copy_answer": "ctrl+o", "copy_code": "ctrl+b",
              "editor": "ctrl+g", "memory": "ctrl+r"},
+    "memory": {"wake": True, "wake_tokens": 400, "wake_threads": 5, "profile": None},
 }
 
 

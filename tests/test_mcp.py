@@ -66,7 +66,8 @@ def exchange_line(i: int, thread: str, prompt: str, answer: str, day: str) -> st
 async def test_the_tools_are_listed_with_closed_schemas(cli: Cli) -> None:
     async with mcp_session(cli) as session:
         tools = {tool.name: tool for tool in (await session.list_tools()).tools}
-    assert set(tools) == {"memory_search", "memory_save", "memory_forget", "memory_stats"}
+    assert set(tools) == {"memory_search", "memory_save", "memory_forget", "memory_stats",
+                          "memory_wake", "memory_pin", "memory_unpin", "memory_pins"}
     search = tools["memory_search"].input_schema
     assert search["required"] == ["query"] and search["additionalProperties"] is False
     assert {"query", "k", "source", "thread_id", "session_id", "kind", "since", "until", "where"} == set(search["properties"])

@@ -11,6 +11,7 @@ send as the next turn), `EditPrompt` (the next prompt, to edit first), or `Brows
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable, Sequence, Union
 
 
@@ -63,13 +64,20 @@ class EditPrompt:
 
 
 @dataclass(frozen=True)
+class EditFile:
+    """Open a file in the user's editor ($VISUAL, $EDITOR), creating it (and its folder) if new (/profile)."""
+
+    path: Path
+
+
+@dataclass(frozen=True)
 class BrowseMemory:
     """Open the memory browser (the full-screen chat's), searching for `query` when given."""
 
     query: str = ""
 
 
-Request = Union[Confirm, Choose, ShowThemes, Send, EditPrompt, BrowseMemory]
+Request = Union[Confirm, Choose, ShowThemes, Send, EditPrompt, EditFile, BrowseMemory]
 
 
 @dataclass(frozen=True)

@@ -28,13 +28,15 @@ INSTRUCTIONS = """\
 ocat's long-term memory: past chat exchanges and saved notes and documents, searched by
 meaning and keywords. Call memory_search before answering questions about earlier work,
 decisions or notes; memory_save to remember something for later; memory_forget to delete
-(it previews unless confirm is "CONFIRM"); memory_stats to see what is stored."""
+(it previews unless confirm is "CONFIRM"); memory_stats to see what is stored; memory_wake
+for what the user keeps at hand (pinned memories, their profile, recent threads), and
+memory_pin / memory_unpin / memory_pins to manage the pins."""
 
 Scalar = str | int | float | bool
 
 
 def build_server(tools: "MemoryTools") -> Any:
-    """The MCP server with ocat's four memory tools (mcp is imported here, not at start-up)."""
+    """The MCP server with ocat's memory tools (mcp is imported here, not at start-up)."""
     from mcp.server.mcpserver import MCPServer
     from mcp.server.mcpserver.exceptions import ToolError
     from mcp.types import ToolAnnotations
@@ -144,6 +146,37 @@ def build_server(tools: "MemoryTools") -> Any:
     )
     def memory_stats() -> dict[str, Any]:
         return run(tools.stats)
+
+    @server.tool(
+        description="The wake block: what ocat's chat gives the model at the start of every thread - the "
+        "memories the user pinned, their profile, their latest threads - within a token budget. Start from it.",
+        annotations=ToolAnnotations(read_only_hint=True, open_world_hint=False),
+    )
+    def memory_wake() -> dict[str, Any]:
+        return run(tools.wake)
+
+    @server.tool(
+        description="Pin a memory (by id or unique prefix): it is then in the wake block of every thread.",
+        annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True,
+                                    open_world_hint=False),
+    )
+    def memory_pin(id: Annotated[str, Field(min_length=1, description="The memory's id.")]) -> dict[str, Any]:
+        return run(tools.pin, id, True)
+
+    @server.tool(
+        description="Unpin a memory (by id or unique prefix); it stays in memory.",
+        annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True,
+                                    open_world_hint=False),
+    )
+    def memory_unpin(id: Annotated[str, Field(min_length=1, description="The memory's id.")]) -> dict[str, Any]:
+        return run(tools.pin, id, False)
+
+    @server.tool(
+        description="The pinned memories, the latest pinned first.",
+        annotations=ToolAnnotations(read_only_hint=True, open_world_hint=False),
+    )
+    def memory_pins() -> dict[str, Any]:
+        return run(tools.pins)
 
     _close_schemas(server)
     server.middleware.append(StrictArguments(server))

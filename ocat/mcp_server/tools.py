@@ -199,6 +199,28 @@ class MemoryTools:
         }
 
 
+    def wake(self) -> dict[str, Any]:
+        """The wake block: what the model gets at the start of every thread in ocat's chat."""
+        from ocat.operations.wake import build_wake
+
+        return self._using(lambda stores: build_wake(self.settings, stores[0] if len(stores) == 1 else None)).to_dict()
+
+    def pin(self, id: str, pinned: bool) -> dict[str, Any]:
+        """Pin (or unpin) the memory with this id or unique prefix."""
+        from ocat.operations.wake import pin, unpin
+
+        change = pin if pinned else unpin
+        record_id = self._using(lambda stores: change(self._writable(stores), _required_text("id", id)))
+        return {"id": record_id, "pinned": pinned}
+
+    def pins(self) -> dict[str, Any]:
+        """The pinned memories, the latest pinned first."""
+        from ocat.operations.wake import pins
+
+        found = self._using(lambda stores: pins(self._writable(stores)))
+        return {"pins": [{"id": i, "line": line} for i, line in found]}
+
+
 def _required_text(name: str, value: str) -> str:
     if not isinstance(value, str) or not value.strip():
         raise UsageError(f"{name} must be a non-empty string")

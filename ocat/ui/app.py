@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable, TypeVar
 
 from textual import work
 from textual.app import App, ComposeResult
@@ -40,6 +40,8 @@ from ocat.ui.widgets import (
     memory_indicator,
     plain,
 )
+
+T = TypeVar("T")
 
 if TYPE_CHECKING:
     from ocat.ui.answer import AssistantMessage  # loaded with the first answer, after the first frame
@@ -350,17 +352,21 @@ class OcatApp(MemoryView, CommandView, App[int]):
         box.focus()
 
     def _in_editor(self, text: str) -> tuple[str | None, str]:
-        """The editor's result for `text`, or None and why it failed. The terminal is the editor's
-        meanwhile (App.suspend); a driver that cannot hand it over (headless, the web) runs the
-        editor as it is, which suits a GUI editor (`code --wait`)."""
+        """The editor's result for `text`, or None and why it failed."""
+        from ocat.editor import edit_text
+
+        return self.in_editor(lambda: edit_text(text))
+
+    def in_editor(self, step: Callable[[], T]) -> tuple[T | None, str]:
+        """Run `step` (which runs the editor), or None and why it failed. The terminal is the
+        editor's meanwhile (App.suspend); a driver that cannot hand it over (headless, the web)
+        runs the editor as it is, which suits a GUI editor (`code --wait`)."""
         from textual.app import SuspendNotSupported
 
-        def edit() -> tuple[str | None, str]:
+        def edit() -> tuple[T | None, str]:
             # Nothing may leave App.suspend() by an exception: it would not resume the screen.
-            from ocat.editor import edit_text
-
             try:
-                return edit_text(text), ""
+                return step(), ""
             except Exception as exc:
                 return None, failure_text("the editor", exc)
 

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import replace
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from textual import work
 from textual.containers import VerticalScroll
 
 from ocat.commands import Choose, CommandResult, Confirm, Send, ShowThemes, run_step
-from ocat.commands.results import BrowseMemory, EditPrompt
+from ocat.commands.results import BrowseMemory, EditFile, EditPrompt
 from ocat.errors import OcatError
 from ocat.logs import failure_text
 from ocat.text import count_of, printable
@@ -53,6 +53,7 @@ class CommandView(AppBase):
         async def _refresh_count(self) -> None: ...
         def chat_turn(self, prompt: str) -> Worker[None]: ...
         def action_edit_prompt(self) -> None: ...
+        def in_editor(self, step: Callable[[], Any]) -> tuple[Any, str]: ...
 
     def _send_now(self, prompt: str) -> None:
         """Start a turn for `prompt` (a command asked to send it), once the command has ended."""
@@ -136,11 +137,23 @@ class CommandView(AppBase):
             # After this command's result is shown: the editor takes the terminal meanwhile.
             self.call_later(self._edit_prompt, request)
             return replace(result, request=None)
+        if isinstance(request, EditFile):
+            self.call_later(self._edit_file, request)
+            return replace(result, request=None)
         assert isinstance(request, ShowThemes)
         try:
             return CommandResult(text=self._switch_theme(request.name))
         except OcatError as exc:
             return CommandResult(text=str(exc), error=True)
+
+    def _edit_file(self, request: EditFile) -> None:
+        """/profile: the file in the editor; a failed editor says why."""
+        from ocat.editor import edit_file
+        from ocat.operations.wake import PROFILE_TEMPLATE
+
+        _, problem = self.in_editor(lambda: edit_file(request.path, template=PROFILE_TEMPLATE))
+        if problem:
+            self._notice(problem, error=True)
 
     def _edit_prompt(self, request: EditPrompt) -> None:
         """/edit: the prompt box's text in the editor; /edit last: the last prompt back in the box."""

@@ -18,10 +18,10 @@ from typing import IO, Any, Callable, Iterable, Iterator
 from ocat.errors import InputFileError, StoreError
 from ocat.limits import MAX_TITLE_CHARS
 from ocat.locations import cache_dir
-from ocat.memory.storage.export_lines import Line, ThreadTitle, parse_line
+from ocat.memory.storage.export_lines import EARLIEST_TIME, LATEST_TIME, Line, Pin, ThreadTitle, parse_line
 from ocat.memory.storage.store import WRITE_BATCH, MemoryStore
 from ocat.memory.storage.thread_titles import set_thread_title
-from ocat.records import RECORD_KINDS, THREAD_TITLE_KEY, DocumentChunk, Exchange
+from ocat.records import PINNED_KEY, RECORD_KINDS, THREAD_TITLE_KEY, DocumentChunk, Exchange
 from ocat.text import clean_title, unprintable_escaped
 
 # How long an import waits for another one's batch (a batch takes seconds) before giving up.
@@ -57,24 +57,37 @@ def export_memory(store: MemoryStore, out: IO[str], *, path: str = "-") -> Trans
     """
     counts = {"exchange": 0, "document": 0}
     titles: dict[str, tuple[float, str]] = {}  # one entry per titled thread: small beside the store
+    pins: dict[str, float] = {}  # the pinned memories: a few
     for _, metadata in store.iter_metadata("exchange"):
         exchange = Exchange.from_metadata(metadata)
         out.write(json_line(_to_line(exchange)))
         counts["exchange"] += 1
+        _note_pin(pins, exchange.exchange_id, metadata)
         title = metadata.get(THREAD_TITLE_KEY)
         if isinstance(title, str) and title and exchange.timestamp >= titles.get(exchange.thread_id, (-1.0, ""))[0]:
             titles[exchange.thread_id] = (exchange.timestamp, title)
     for record in store.iter_records("document"):
         out.write(json_line(_to_line(record)))
         counts["document"] += 1
+        if isinstance(record, DocumentChunk):
+            _note_pin(pins, record.id, record.metadata)
     for thread_id, (_, title) in sorted(titles.items()):
         # The import rule, applied here too: a title an older ocat stored with controls in it
         # is written as it would be read back.
         cleaned = clean_title(title)[:MAX_TITLE_CHARS]
         if cleaned:
             out.write(json_line({"kind": "thread", "thread_id": thread_id, "title": cleaned}))
+    for record_id, when in sorted(pins.items()):
+        out.write(json_line({"kind": "pin", "id": record_id, "pinned_at": when}))
     out.flush()
     return TransferResult(path=path, exchanges=counts["exchange"], documents=counts["document"], titles=len(titles))
+
+
+def _note_pin(pins: dict[str, float], record_id: str, metadata: dict[str, Any]) -> None:
+    """Keep a record's pin for the export, when it has one ocat could have made."""
+    when = metadata.get(PINNED_KEY)
+    if isinstance(when, (int, float)) and not isinstance(when, bool) and EARLIEST_TIME <= when <= LATEST_TIME:
+        pins[record_id] = float(when)
 
 
 def json_line(record: dict[str, Any]) -> str:
@@ -98,7 +111,7 @@ __all__ = ["ThreadTitle", "TransferResult", "check_import_file", "export_memory"
 def check_import_file(path: Path) -> TransferResult:
     """Read a JSONL file through and check every line, writing nothing: how many exchanges and
     documents it holds, or an InputFileError naming the first bad line."""
-    counts = {"exchange": 0, "document": 0, "thread": 0}
+    counts = {"exchange": 0, "document": 0, "thread": 0, "pin": 0}
     for _, record in _records(path):
         counts[_kind(record)] += 1
     return TransferResult(
@@ -141,6 +154,7 @@ def import_memory(
             if progress:
                 progress(done, total)
     titles_added = _restore_titles(store, path, threads) if checked.titles else 0
+    _restore_pins(store, path)
     return TransferResult(
         path=str(path), exchanges=checked.exchanges, documents=checked.documents, added=added,
         titles=checked.titles, titles_added=titles_added,
@@ -160,9 +174,24 @@ def _restore_titles(store: MemoryStore, path: Path, threads: set[str]) -> int:
     return given
 
 
+def _restore_pins(store: MemoryStore, path: Path) -> None:
+    """Pin the file's pinned memories that are stored and not pinned yet (a pin made since is kept)."""
+    from ocat.memory.storage.pins import pinned, set_pinned
+
+    wanted = {r.id: r.pinned_at for _, r in _records(path) if isinstance(r, Pin)}
+    if not wanted:
+        return
+    have = {p.id for p in pinned(store)}
+    for record_id, when in wanted.items():
+        if record_id not in have and any(store.existing_ids(kind, [record_id]) for kind in RECORD_KINDS):
+            set_pinned(store, record_id, when)
+
+
 def _kind(record: Line) -> str:
     if isinstance(record, ThreadTitle):
         return "thread"
+    if isinstance(record, Pin):
+        return "pin"
     return "exchange" if isinstance(record, Exchange) else "document"
 
 

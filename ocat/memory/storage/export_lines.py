@@ -24,8 +24,8 @@ from ocat.text import clean_title
 _STRING_FIELDS = ("exchange_id", "thread_id", "session_id", "user_prompt", "assistant_response")
 # The times a date can show in every time zone (years 1 to 9999, with a day to spare at each
 # end): past them, printing the date raises OverflowError wherever the record is shown.
-_EARLIEST = datetime.fromisoformat(FIRST_DATE).replace(tzinfo=timezone.utc).timestamp()
-_LATEST = datetime.fromisoformat(LAST_DATE).replace(tzinfo=timezone.utc).timestamp()
+EARLIEST_TIME = datetime.fromisoformat(FIRST_DATE).replace(tzinfo=timezone.utc).timestamp()
+LATEST_TIME = datetime.fromisoformat(LAST_DATE).replace(tzinfo=timezone.utc).timestamp()
 # Chroma refuses metadata keys starting with these, and silently drops keys starting with "chroma:".
 _RESERVED_KEY_STARTS = ("#", "$", "chroma:")
 
@@ -37,7 +37,15 @@ class ThreadTitle:
     title: str
 
 
-Line = Exchange | DocumentChunk | ThreadTitle
+@dataclass(frozen=True)
+class Pin:
+    """A pinned memory (/pin), as a line of an export file."""
+
+    id: str
+    pinned_at: float
+
+
+Line = Exchange | DocumentChunk | ThreadTitle | Pin
 
 
 class _Refused(Exception):
@@ -72,9 +80,22 @@ def _parse(line: str) -> Line:
         return _document(data)
     if kind == "thread":
         return _thread_title(data)
+    if kind == "pin":
+        return _pin(data)
     if "kind" not in data:
-        raise _Refused("the record has no kind (expected 'exchange', 'document' or 'thread')")
-    raise _Refused(f"unknown kind {_shown(kind)} (expected 'exchange', 'document' or 'thread')")
+        raise _Refused("the record has no kind (expected 'exchange', 'document', 'thread' or 'pin')")
+    raise _Refused(f"unknown kind {_shown(kind)} (expected 'exchange', 'document', 'thread' or 'pin')")
+
+
+def _pin(data: dict[str, Any]) -> Pin:
+    """A pin: the id of a memory of the file, and when it was pinned (a date every zone can show)."""
+    record_id, when = data.get("id"), data.get("pinned_at")
+    if not isinstance(record_id, str) or not record_id:
+        raise _Refused("a pin's id must be a non-empty string")
+    _check_text(record_id, "id")
+    if isinstance(when, bool) or not isinstance(when, (int, float)) or not EARLIEST_TIME <= when <= LATEST_TIME:
+        raise _Refused(f"pinned_at must be a time in seconds since 1970, not {_shown(when)}")
+    return Pin(record_id, float(when))
 
 
 def _exchange(data: dict[str, Any]) -> Exchange:
@@ -215,7 +236,7 @@ def _scalar_type(value: Any, where: str) -> str:
 def _check_timestamp(value: Any) -> None:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise _Refused("timestamp must be a number")
-    if not _EARLIEST <= value <= _LATEST:  # NaN compares false, so it is refused too
+    if not EARLIEST_TIME <= value <= LATEST_TIME:  # NaN compares false, so it is refused too
         raise _Refused(f"timestamp {_shown(value)} is not a date between the years 1 and 9999")
 
 

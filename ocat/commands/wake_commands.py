@@ -1,0 +1,82 @@
+"""The wake commands: /wake, /pin, /unpin, /pins, /remember, /profile."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ocat.commands.arguments import Arg
+from ocat.commands.registry import command, require_model, require_store
+from ocat.commands.results import CommandResult, EditFile
+from ocat.locations import display_path
+
+if TYPE_CHECKING:
+    from ocat.session import ChatSession
+
+
+@command("wake", "show what the model knows at the start of every thread: pins, profile, recent threads",
+         example="/wake")
+def _wake(session: ChatSession) -> CommandResult:
+    from ocat.operations.wake import build_wake
+
+    if not session.settings.memory.wake:
+        return CommandResult(text="The wake block is off (memory.wake: false).")
+    store = session.store if session.model_available() else None
+    block = build_wake(session.settings, store)
+    if block.empty:
+        return CommandResult(text=(
+            "The wake block is empty: /pin ID or /remember TEXT pins a memory, /profile writes your "
+            f"profile ({block.profile_path}), and your threads are listed once you have some."
+        ))
+    given = "given to the model" if session.wake is not None else "the model gets it"
+    return CommandResult(text=f"{block.text()}\n\n({block.tokens} of {session.settings.memory.wake_tokens} "
+                              f"tokens; {given} at the start of every thread)")
+
+
+@command("pin", "pin a memory: the model is given it at the start of every thread",
+         arguments=(Arg("id", "a memory's id (or its start)", metavar="ID"),), example="/pin 3f2a9c1e")
+def _pin(session: ChatSession, id: str) -> CommandResult:
+    from ocat.operations.wake import pin
+
+    record_id = pin(require_store(session), id)
+    session.wake = None  # the next turn gives the model the new block
+    return CommandResult(text=f"Pinned {record_id[:8]}: the model is given it at the start of every thread (/pins).")
+
+
+@command("unpin", "unpin a memory", arguments=(Arg("id", "a pinned memory's id (or its start)", metavar="ID"),),
+         example="/unpin 3f2a9c1e")
+def _unpin(session: ChatSession, id: str) -> CommandResult:
+    from ocat.operations.wake import unpin
+
+    record_id = unpin(require_store(session), id)
+    session.wake = None
+    return CommandResult(text=f"Unpinned {record_id[:8]}; it stays in memory.")
+
+
+@command("pins", "list the pinned memories", example="/pins")
+def _pins(session: ChatSession) -> CommandResult:
+    from ocat.operations.wake import pins
+
+    found = pins(require_store(session))
+    if not found:
+        return CommandResult(text="No pinned memories: /pin ID pins one, /remember TEXT stores a note and pins it.")
+    return CommandResult(text="\n".join(line for _, line in found))
+
+
+@command("remember", "store a note and pin it: the model is given it at the start of every thread",
+         arguments=(Arg("text", "what to remember", kind="rest"),), example="/remember I prefer metric units")
+def _remember(session: ChatSession, text: str) -> CommandResult:
+    from ocat.operations.wake import remember
+
+    ids = remember(require_model(session), text, session.settings)
+    session.wake = None
+    return CommandResult(text=f"Remembered and pinned ({', '.join(i[:8] for i in ids)}).")
+
+
+@command("profile", "edit your profile (who you are, how you like answers) in $EDITOR", example="/profile")
+def _profile(session: ChatSession) -> CommandResult:
+    path = session.settings.profile_path
+    session.wake = None
+    return CommandResult(
+        text=f"Your profile is {display_path(str(path))}; the model reads it at the start of every thread.",
+        request=EditFile(path),
+    )

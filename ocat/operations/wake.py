@@ -1,0 +1,229 @@
+"""The wake block: what the model always knows at the start of a thread, and the pins it holds.
+
+In this order, within `memory.wake_tokens`: the memories the user pinned (latest first), their
+profile (a Markdown file they edit), one line for each of their latest threads. What does not
+fit is left out and the block says so. The chat gives it to the model in every thread (and
+leaves the pinned memories out of retrieval, so nothing is given twice); `/wake`, `ocat --wake`
+and MCP's `memory_wake` show the same block.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable
+
+from ocat.errors import OcatError
+from ocat.records import Exchange
+from ocat.text import count_of, local_time, shorten
+
+if TYPE_CHECKING:
+    from ocat.config import Settings
+    from ocat.memory.storage.pins import Pinned
+    from ocat.memory.storage.store import MemoryStore
+    from ocat.operations.lookup import ThreadSummary
+
+# What a new profile file starts with (/profile): the model reads whatever it then says.
+PROFILE_TEMPLATE = (
+    "# About me\n\n"
+    "<!-- Who you are, what you work on, how you like answers. ocat gives this file to the model\n"
+    "at the start of every thread (memory.wake_tokens limits how much). -->\n"
+)
+# The longest a pinned memory is quoted in the block, in characters (a pinned document chunk
+# can be long; the id lets the model's user open it whole).
+PIN_CHARS = 600
+
+
+@dataclass
+class WakeBlock:
+    """The parts of the wake block that fit, and what was left out."""
+
+    pins: list[str] = field(default_factory=list)
+    pinned_ids: list[str] = field(default_factory=list)
+    profile: str = ""
+    profile_path: str = ""
+    threads: list[str] = field(default_factory=list)
+    left_out: list[str] = field(default_factory=list)
+    tokens: int = 0
+
+    @property
+    def empty(self) -> bool:
+        """True when there is nothing to tell the model."""
+        return not (self.pins or self.profile or self.threads)
+
+    def text(self) -> str:
+        """The block as the model reads it (and `/wake` shows it)."""
+        parts = []
+        if self.pins:
+            parts.append("## Pinned memories\n" + "\n".join(self.pins))
+        if self.profile:
+            parts.append(f"## About the user ({self.profile_path})\n{self.profile}")
+        if self.threads:
+            parts.append("## Recent threads\n" + "\n".join(self.threads))
+        if self.left_out:
+            parts.append(f"(Left out to keep within the wake budget: {', '.join(self.left_out)}.)")
+        return "\n\n".join(parts)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form (`ocat --wake --output json`, MCP)."""
+        return {
+            "text": self.text(), "tokens": self.tokens, "pins": self.pins, "pinned_ids": self.pinned_ids,
+            "profile": self.profile, "profile_path": self.profile_path, "threads": self.threads,
+            "left_out": self.left_out,
+        }
+
+
+def pin_line(pinned: Pinned) -> str:
+    """A pinned memory as one entry of the block: id, kind, date, text."""
+    record = pinned.record
+    if isinstance(record, Exchange):
+        text = f"User: {record.user_prompt}\nAssistant: {record.assistant_response}"
+        what = "exchange"
+    else:
+        text = record.text
+        what = "note" if record.metadata.get("manual_entry") else "document"
+    quoted = shorten(" ".join(text.split()), PIN_CHARS)
+    return f"- [{pinned.id[:8]}] ({what}, pinned {local_time(pinned.pinned_at, '%Y-%m-%d')}) {quoted}"
+
+
+def thread_line(summary: ThreadSummary) -> str:
+    """A recent thread as one line: title (or its first prompt), last date, size."""
+    name = summary.given_title or shorten(" ".join(summary.first_prompt.split()), 80) or summary.thread_id[:8]
+    return f'- "{name}" · {local_time(summary.last_active, "%Y-%m-%d")} · {count_of(summary.exchanges, "exchange")}'
+
+
+def read_profile(path: Path) -> str:
+    """The profile's text, or "" when there is none (or it cannot be read: the chat goes on)."""
+    try:
+        return path.read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError):
+        return ""
+
+
+def build_wake(
+    settings: Settings,
+    store: MemoryStore | None,
+    *,
+    count: Callable[[str], int] | None = None,
+    exclude_thread: str | None = None,
+) -> WakeBlock:
+    """The wake block for a new thread (`exclude_thread`: the thread being continued, which the
+    model is sent as history already). Memory that cannot be read leaves its part out."""
+    from ocat.tokens import count_tokens
+
+    count = count or count_tokens
+    block = WakeBlock(profile_path=_shown_path(settings.profile_path))
+    budget = settings.memory.wake_tokens
+    pins: list[Pinned] = []
+    threads: list[ThreadSummary] = []
+    if store is not None:
+        pins = _pins(store)
+        threads = _threads(store, settings.memory.wake_threads + 1)
+    threads = [t for t in threads if t.thread_id != exclude_thread][: settings.memory.wake_threads]
+    used = skipped = 0
+    for pinned in pins:
+        # A pin too long for what is left is skipped; a shorter one after it may still fit.
+        line = pin_line(pinned)
+        cost = count(line) + 1
+        if used + cost > budget:
+            skipped += 1
+            continue
+        block.pins.append(line)
+        block.pinned_ids.append(pinned.id)
+        used += cost
+    if skipped:
+        block.left_out.append(count_of(skipped, "pinned memory", "pinned memories"))
+    profile = read_profile(settings.profile_path)
+    if profile:
+        fitted = _fit_lines(profile, budget - used - 8, count)
+        if fitted:
+            block.profile = fitted
+            used += count(fitted) + 8
+        if fitted != profile:
+            block.left_out.append("the end of the profile" if fitted else "the profile")
+    for n, summary in enumerate(threads):
+        line = thread_line(summary)
+        cost = count(line) + 1
+        if used + cost > budget:
+            block.left_out.append(count_of(len(threads) - n, "recent thread"))
+            break
+        block.threads.append(line)
+        used += cost
+    block.tokens = used
+    return block
+
+
+def _fit_lines(text: str, budget: int, count: Callable[[str], int]) -> str:
+    """The first lines of `text` that fit in `budget` tokens."""
+    if budget <= 0:
+        return ""
+    if count(text) <= budget:
+        return text
+    kept: list[str] = []
+    for line in text.splitlines():
+        if count("\n".join([*kept, line])) > budget:
+            break
+        kept.append(line)
+    return "\n".join(kept).strip()
+
+
+def _pins(store: MemoryStore) -> list[Pinned]:
+    from ocat.memory.storage.pins import pinned
+
+    try:
+        return pinned(store)
+    except OcatError:
+        return []
+
+
+def _threads(store: MemoryStore, count: int) -> list[ThreadSummary]:
+    from ocat.operations.lookup import recent_threads
+
+    if count <= 0:
+        return []
+    try:
+        return recent_threads(store, count)
+    except OcatError:  # a damaged index (DerivedFileError) is rebuilt on the next turn
+        return []
+
+
+def _shown_path(path: Path) -> str:
+    from ocat.locations import display_path
+
+    return display_path(str(path))
+
+
+def pin(store: MemoryStore, id_or_prefix: str) -> str:
+    """Pin the memory with this id (or unique start of one); returns its whole id."""
+    from ocat.memory.storage.pins import set_pinned
+    from ocat.operations.lookup import resolve_id
+
+    record_id = resolve_id(store, id_or_prefix)
+    set_pinned(store, record_id, 0)
+    return record_id
+
+
+def unpin(store: MemoryStore, id_or_prefix: str) -> str:
+    """Unpin the memory with this id (or unique start of one); returns its whole id."""
+    from ocat.memory.storage.pins import set_pinned
+    from ocat.operations.lookup import resolve_id
+
+    record_id = resolve_id(store, id_or_prefix)
+    set_pinned(store, record_id, None)
+    return record_id
+
+
+def remember(store: MemoryStore, text: str, settings: Settings) -> list[str]:
+    """Store `text` as a note and pin it (every chunk of it, should it be long); returns the ids."""
+    from ocat.memory.storage.pins import set_pinned
+    from ocat.operations.add import add_note
+
+    added = add_note(store, text, settings.chunking, source="remember_command")
+    for record_id in added.ids:
+        set_pinned(store, record_id, 0)
+    return list(added.ids)
+
+
+def pins(store: MemoryStore) -> list[tuple[str, str]]:
+    """Every pinned memory as (id, the line the wake block gives it), the latest pinned first."""
+    return [(p.id, pin_line(p)) for p in _pins(store)]
