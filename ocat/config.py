@@ -156,7 +156,7 @@ def shipped_settings() -> Settings:
 def _shipped_layer() -> Layer:
     # Read once per process: the key bindings and the settings both start from it before the
     # first frame, and parsing it is most of what loading settings costs. Callers copy from it.
-    return file_layer(DEFAULTS_FILE, 0)
+    return file_layer(DEFAULTS_FILE, 0, shipped=True)
 
 
 def _assemble(layers: list[Layer], *, config_path: str | None) -> Settings:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from typing import TYPE_CHECKING, Callable, TypeVar
+from typing import TYPE_CHECKING
 
 from textual import work
 from textual.app import App, ComposeResult
@@ -21,7 +21,6 @@ from textual.message import Message
 from textual.widgets import Footer, Static
 from textual.worker import Worker, WorkerState
 
-from ocat.commands import is_command, run_command, run_step
 from ocat.logs import failure_text
 from ocat.session import ChatSession
 from ocat.text import count_of, printable, without_controls
@@ -40,8 +39,6 @@ from ocat.ui.widgets import (
     memory_indicator,
     plain,
 )
-
-T = TypeVar("T")
 
 if TYPE_CHECKING:
     from ocat.ui.answer import AssistantMessage  # loaded with the first answer, after the first frame
@@ -123,6 +120,13 @@ class OcatApp(MemoryView, CommandView, App[int]):
             self.load_memory()
         if not self.session.dummy:
             self.check_model()
+        self.load_commands()
+
+    @work(thread=True, group="commands")
+    def load_commands(self) -> None:
+        """Import the slash commands after the first frame (a few dozen ms kept off it); a `/`
+        typed sooner imports them itself."""
+        import ocat.commands  # noqa: F401
 
     def _load_themes(self) -> None:
         """Register shipped and user themes, then apply display.theme (a bad one is reported)."""
@@ -197,6 +201,8 @@ class OcatApp(MemoryView, CommandView, App[int]):
     def _begin(self, text: str, replaces: str = "") -> None:
         """Run a command or start a turn; `replaces`: text is the edited prompt of that exchange
         (/edit last), which is taken back first (ocat.commands.editing), unless text is a command."""
+        from ocat.commands import is_command, run_command, run_step
+
         if replaces and not is_command(text):
             from ocat.commands.editing import replace_last
 
@@ -342,39 +348,17 @@ class OcatApp(MemoryView, CommandView, App[int]):
     def action_edit_prompt(self) -> None:
         """Open the prompt box's text in $VISUAL / $EDITOR (ocat.editor); what is saved comes back
         in the box, to send with Enter. A failed editor leaves the box as it was, and says why."""
+        from ocat.editor import edit_text
+        from ocat.ui.external_editor import in_editor
+
         box = self.query_one(PromptInput)
-        edited, problem = self._in_editor(box.text)
+        edited, problem = in_editor(self, lambda: edit_text(box.text))
         if edited is None:
             self._notice(problem, error=True)
         else:
             box.text = edited
             box.move_cursor(box.document.end)
         box.focus()
-
-    def _in_editor(self, text: str) -> tuple[str | None, str]:
-        """The editor's result for `text`, or None and why it failed."""
-        from ocat.editor import edit_text
-
-        return self.in_editor(lambda: edit_text(text))
-
-    def in_editor(self, step: Callable[[], T]) -> tuple[T | None, str]:
-        """Run `step` (which runs the editor), or None and why it failed. The terminal is the
-        editor's meanwhile (App.suspend); a driver that cannot hand it over (headless, the web)
-        runs the editor as it is, which suits a GUI editor (`code --wait`)."""
-        from textual.app import SuspendNotSupported
-
-        def edit() -> tuple[T | None, str]:
-            # Nothing may leave App.suspend() by an exception: it would not resume the screen.
-            try:
-                return step(), ""
-            except Exception as exc:
-                return None, failure_text("the editor", exc)
-
-        try:
-            with self.suspend():
-                return edit()
-        except SuspendNotSupported:
-            return edit()
 
     def action_copy_last(self) -> None:
         """Copy the last answer as plain Markdown text."""

@@ -9,17 +9,14 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Callable
 
 from textual import work
 from textual.containers import VerticalScroll
 
-from ocat.commands import Choose, CommandResult, Confirm, Send, ShowThemes, run_step
-from ocat.commands.results import BrowseMemory, EditFile, EditPrompt
 from ocat.errors import OcatError
 from ocat.logs import failure_text
 from ocat.text import count_of, printable
-from ocat.ui.screens import ChoicePicker, ConfirmDialog
 from ocat.ui.widgets import TaskProgress, UserMessage, command_view
 
 if TYPE_CHECKING:
@@ -27,6 +24,7 @@ if TYPE_CHECKING:
     from textual.widget import Widget
     from textual.worker import Worker
 
+    from ocat.commands.results import CommandResult, EditFile, EditPrompt
     from ocat.session import ChatSession
     from ocat.ui.memory_browser import MemoryBrowser
 
@@ -53,7 +51,6 @@ class CommandView(AppBase):
         async def _refresh_count(self) -> None: ...
         def chat_turn(self, prompt: str) -> Worker[None]: ...
         def action_edit_prompt(self) -> None: ...
-        def in_editor(self, step: Callable[[], Any]) -> tuple[Any, str]: ...
 
     def _send_now(self, prompt: str) -> None:
         """Start a turn for `prompt` (a command asked to send it), once the command has ended."""
@@ -96,6 +93,8 @@ class CommandView(AppBase):
         if result.quit:
             self.exit(0)
             return
+        from ocat.commands.results import Send
+
         send = result.request.prompt if isinstance(result.request, Send) else None
         if result.request is not None:
             result = self._carry_out(name, result)
@@ -111,6 +110,19 @@ class CommandView(AppBase):
     def _carry_out(self, name: str, result: CommandResult) -> CommandResult:
         """Answer a command's request: a dialog for Confirm and Choose (its answer runs the
         request's step as a command of its own), the theme for ShowThemes; returns what to show now."""
+        # Imported when a command has run, not before the first frame (the commands load after it).
+        from ocat.commands import CommandResult, run_step
+        from ocat.commands.results import (
+            BrowseMemory,
+            Choose,
+            Confirm,
+            EditFile,
+            EditPrompt,
+            Send,
+            ShowThemes,
+        )
+        from ocat.ui.screens import ChoicePicker, ConfirmDialog
+
         request = result.request
         if isinstance(request, Confirm):
             def answered(yes: bool | None) -> None:
@@ -150,8 +162,9 @@ class CommandView(AppBase):
         """/profile: the file in the editor; a failed editor says why."""
         from ocat.editor import edit_file
         from ocat.operations.wake import PROFILE_TEMPLATE
+        from ocat.ui.external_editor import in_editor
 
-        _, problem = self.in_editor(lambda: edit_file(request.path, template=PROFILE_TEMPLATE))
+        _, problem = in_editor(self, lambda: edit_file(request.path, template=PROFILE_TEMPLATE))
         if problem:
             self._notice(problem, error=True)
 

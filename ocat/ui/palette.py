@@ -11,9 +11,8 @@ from typing import TYPE_CHECKING
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
-from ocat.commands import Command, commands
-
 if TYPE_CHECKING:
+    from ocat.commands import Command
     from ocat.ui.widgets import PromptInput
 
 
@@ -43,11 +42,15 @@ class SlashCommands(Provider):
         return entry.usage
 
     async def discover(self) -> Hits:
+        from ocat.commands import commands
+
         for entry in commands():
             yield DiscoveryHit(self._label(entry), partial(self._choose, entry), help=entry.help)
 
     async def search(self, query: str) -> Hits:
         matcher = self.matcher(query.lstrip("/"))
+        from ocat.commands import commands
+
         for entry in commands():
             # Aliases match too (/resume finds /continue); the best of them ranks the entry.
             names = [entry.usage, *(f"/{alias}" for alias in entry.aliases)]

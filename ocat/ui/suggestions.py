@@ -11,7 +11,6 @@ from textual import work
 from textual.widgets import OptionList, TextArea
 from textual.widgets.option_list import Option
 
-from ocat.commands import REGISTRY, commands
 from ocat.ui.plain import plain
 
 if TYPE_CHECKING:
@@ -53,6 +52,8 @@ class CommandSuggestions(OptionList):
         if typed is None and built_for is not None:
             self._show_arguments(text)
             return
+        from ocat.commands import commands
+
         matches = [] if typed is None else [c for c in commands() if any(
             n.startswith(typed) for n in (c.name, *c.aliases))]
         self.clear_options()
@@ -81,6 +82,8 @@ class CommandSuggestions(OptionList):
         if self._arguments is not None:
             return self._arguments.candidates[self.highlighted].text
         name = self.get_option_at_index(self.highlighted).id
+        from ocat.commands import REGISTRY
+
         return None if name is None else (f"/{name} " if REGISTRY[name].arguments else f"/{name}")
 
     def enter_completes(self, text: str) -> bool:

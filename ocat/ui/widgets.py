@@ -15,7 +15,6 @@ from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.widgets import Static, TextArea
 
-from ocat.commands import REGISTRY, CommandResult
 from ocat.history import append_history, load_history
 from ocat.records import SearchHit
 from ocat.ui.keys import default_keys
@@ -25,6 +24,8 @@ from ocat.text import printable
 
 if TYPE_CHECKING:
     from textual.widgets import Collapsible, DataTable
+
+    from ocat.commands.results import CommandResult
 
 # Collapsible, DataTable and ProgressBar are imported where used, and the answer widget lives
 # in answer.py: what the first frame does not show loads after it.
@@ -97,6 +98,8 @@ class PromptInput(TextArea):
         text = self.text
         suggestions = self._suggestions()
         typed = partial_command(text.strip())
+        from ocat.commands import REGISTRY
+
         if suggestions is not None and typed is not None and typed not in REGISTRY and self._complete(suggestions):
             return
         if suggestions is not None and suggestions.enter_completes(text) and self._complete(suggestions):
