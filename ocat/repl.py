@@ -114,6 +114,9 @@ def _line_reader(interactive: bool, session: ChatSession | None = None) -> Calla
 
 async def _stream_answer(turn: Turn, out: IO[str], err: IO[str]) -> None:
     turn.recall()
+    if turn.wake_is_new and turn.wake is not None and turn.session.settings.display.context_mode == "on":
+        err.write(f"· Wake block for this thread ({turn.wake.tokens} tokens)\n")
+        err.writelines(f"  {printable(line)}\n" for line in turn.wake.text().splitlines())
     if turn.problem:  # this turn's search failed; memory stays on
         err.write(f"ocat: note: {printable(turn.problem)}\n")
     # Which memories were used is a status, not the answer: stderr, so `echo ... | ocat` gives

@@ -49,8 +49,10 @@ class Turn:
         self.prompt = prompt
         self.state = TurnState.NEW
         self.memories: list[SearchHit] = []
-        # The thread's wake block, as the model is given it with this turn (None when off).
+        # The thread's wake block, as the model is given it with this turn (None when off), and
+        # whether this turn built it (the first of a thread: `/showcontext on` shows it then).
         self.wake: WakeBlock | None = None
+        self.wake_is_new = False
         # What went wrong with memory on this turn while memory stayed on (a search that failed,
         # an exchange kept to be written later), in words; None when nothing did.
         self.problem: str | None = None
@@ -71,7 +73,9 @@ class Turn:
         """Search memory for this prompt (what is already in view is left out); a failed search
         leaves the turn without memories and says so in `problem`."""
         self._expect(TurnState.NEW)
+        built_before = self.session.wake is not None
         self.wake = self.session.wake_block()
+        self.wake_is_new = self.wake is not None and not built_before and not self.wake.empty
         self.memories = self.session.recall(self.prompt)
         self.problem = self.session.problem
         self.state = TurnState.RECALLED

@@ -130,8 +130,10 @@ def test_the_line_mode_gives_the_model_the_block_and_the_cli_manages_pins(
     assert first.returncode == 0, first.stderr
     listed = cli("--pins", "--output", "json")
     assert listed.returncode == 0 and "peanuts" in listed.json()["result"]["pins"][0]["line"]
-    later = cli(*args, input="what should I cook tonight?\n")
+    later = cli(*args, "--set", "display.context_mode=on", input="what should I cook tonight?\n")
     assert later.returncode == 0, later.stderr
+    # /showcontext on shows the user the block as the thread starts.
+    assert "Wake block for this thread" in later.stderr and "peanuts" in later.stderr
     messages = llm_server.requests[-1]["messages"]
     wake = messages[1]["content"]
     assert messages[1]["role"] == "system" and "<wake>" in wake

@@ -37,6 +37,7 @@ from ocat.ui.widgets import (
     TaskProgress,
     UserMessage,
     memory_indicator,
+    wake_indicator,
     plain,
 )
 
@@ -263,7 +264,10 @@ class OcatApp(MemoryView, CommandView, App[int]):
                 self._refresh_header()
             elif turn.problem:  # this turn's search failed; memory stays on
                 self._notice(f"Note: {turn.problem}.", error=True)
-            indicator = memory_indicator(memories, self.session.settings.display.context_mode)
+            context_mode = self.session.settings.display.context_mode
+            if turn.wake_is_new and turn.wake is not None and context_mode == "on":
+                await self._append(wake_indicator(turn.wake))
+            indicator = memory_indicator(memories, context_mode)
             if indicator is not None:
                 await self._append(indicator)
             await self._append(answer)

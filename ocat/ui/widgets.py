@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from textual.widgets import Collapsible, DataTable
 
     from ocat.commands.results import CommandResult
+    from ocat.operations.wake import WakeBlock
 
 # Collapsible, DataTable and ProgressBar are imported where used, and the answer widget lives
 # in answer.py: what the first frame does not show loads after it.
@@ -267,6 +268,14 @@ def memory_indicator(memories: list[SearchHit], mode: str) -> Static | Collapsib
         return Static(plain(title), classes="memory")
     lines = [f"{line.heading()}\n{hit.excerpt(200)}" for hit, line in zip(memories, words)]
     return Collapsible(Static(plain("\n\n".join(lines))), title=title, collapsed=False, classes="memory")
+
+
+def wake_indicator(block: WakeBlock) -> Collapsible:
+    """The wake block the model was given at the start of this thread (`/showcontext on`)."""
+    from textual.widgets import Collapsible
+
+    title = f"Wake block for this thread ({block.tokens} tokens)"
+    return Collapsible(Static(plain(block.text())), title=title, collapsed=True, classes="memory")
 
 
 def command_view(result: CommandResult) -> Vertical:
