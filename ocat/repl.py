@@ -14,7 +14,7 @@ from typing import IO, Callable, Sequence
 from ocat.commands import Choose, CommandResult, Confirm, Send, ShowThemes, is_command, run_command, run_step
 from ocat.commands.results import BrowseMemory, EditFile, EditPrompt, Request
 from ocat.errors import OcatError
-from ocat.history import history_file
+from ocat.prompt_history import history_file
 from ocat.records import SearchHit
 from ocat.operations.add import progress_printer
 from ocat.session import ChatSession

@@ -150,7 +150,7 @@ async def test_continue_redraws_the_thread_and_new_turns_join_it() -> None:
 
 
 async def test_prompts_are_kept_across_runs_and_walked_with_up() -> None:
-    from ocat.history import history_file, load_history
+    from ocat.prompt_history import history_file, load_history
 
     first = make_app(dummy=True)
     async with first.run_test(size=(100, 30)) as pilot:

@@ -15,7 +15,7 @@ from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.widgets import Static, TextArea
 
-from ocat.history import append_history, load_history
+from ocat.prompt_history import append_history, load_history
 from ocat.records import SearchHit
 from ocat.ui.keys import default_keys
 from ocat.ui.plain import plain
