@@ -10,26 +10,23 @@ from ocat.commands.results import CommandResult, EditFile
 from ocat.locations import display_path
 
 if TYPE_CHECKING:
+    from ocat.memory.storage.store import MemoryStore
     from ocat.session import ChatSession
 
 
 @command("wake", "show what the model knows at the start of every thread: pins, profile, recent threads",
          example="/wake")
 def _wake(session: ChatSession) -> CommandResult:
-    from ocat.operations.wake import build_wake
-
-    if not session.settings.memory.wake:
+    block = session.wake_block()  # this thread's: what the model is given with every turn of it
+    if block is None:
         return CommandResult(text="The wake block is off (memory.wake: false).")
-    store = session.store if session.model_available() else None
-    block = build_wake(session.settings, store)
     if block.empty:
         return CommandResult(text=(
             "The wake block is empty: /pin ID or /remember TEXT pins a memory, /profile writes your "
             f"profile ({block.profile_path}), and your threads are listed once you have some."
         ))
-    given = "given to the model" if session.wake is not None else "the model gets it"
     return CommandResult(text=f"{block.text()}\n\n({block.tokens} of {session.settings.memory.wake_tokens} "
-                              f"tokens; {given} at the start of every thread)")
+                              "tokens; given to the model with every turn of this thread)")
 
 
 @command("pin", "pin a memory: the model is given it at the start of every thread",
@@ -37,9 +34,10 @@ def _wake(session: ChatSession) -> CommandResult:
 def _pin(session: ChatSession, id: str) -> CommandResult:
     from ocat.operations.wake import pin
 
-    record_id = pin(require_store(session), id)
+    store = require_store(session)
+    record_id = pin(store, id)
     session.wake = None  # the next turn gives the model the new block
-    return CommandResult(text=f"Pinned {record_id[:8]}: the model is given it at the start of every thread (/pins).")
+    return CommandResult(text=f"Pinned {_shown(store, record_id)}: the model is given it in every thread (/pins).")
 
 
 @command("unpin", "unpin a memory", arguments=(Arg("id", "a pinned memory's id (or its start)", metavar="ID"),),
@@ -47,9 +45,10 @@ def _pin(session: ChatSession, id: str) -> CommandResult:
 def _unpin(session: ChatSession, id: str) -> CommandResult:
     from ocat.operations.wake import unpin
 
-    record_id = unpin(require_store(session), id)
+    store = require_store(session)
+    record_id = unpin(store, id)
     session.wake = None
-    return CommandResult(text=f"Unpinned {record_id[:8]}; it stays in memory.")
+    return CommandResult(text=f"Unpinned {_shown(store, record_id)}; it stays in memory.")
 
 
 @command("pins", "list the pinned memories", example="/pins")
@@ -67,9 +66,17 @@ def _pins(session: ChatSession) -> CommandResult:
 def _remember(session: ChatSession, text: str) -> CommandResult:
     from ocat.operations.wake import remember
 
-    ids = remember(require_model(session), text, session.settings)
+    store = require_model(session)
+    ids = remember(store, text, session.settings)
     session.wake = None
-    return CommandResult(text=f"Remembered and pinned ({', '.join(i[:8] for i in ids)}).")
+    return CommandResult(text=f"Remembered and pinned ({', '.join(_shown(store, i) for i in ids)}).")
+
+
+def _shown(store: MemoryStore, record_id: str) -> str:
+    """The id as the other commands show it: its shortest unique start (ocat.operations.lookup.short_id)."""
+    from ocat.operations.lookup import short_id
+
+    return short_id(store, record_id)
 
 
 @command("profile", "edit your profile (who you are, how you like answers) in $EDITOR", example="/profile")

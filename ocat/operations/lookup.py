@@ -48,7 +48,7 @@ SHORT_ID_LENGTH = 8
 
 def short_id(store: MemoryStore, full_id: str, least: int = SHORT_ID_LENGTH) -> str:
     """The shortest form of `full_id` no other id in `store` shares, so `/vget` and `/vdelete`
-    take it back (`store.resolve_id`): the shortest start of it, at least `least` characters;
+    take it back (`resolve_id`): the shortest start of it, at least `least` characters;
     for a document chunk (`doc-KEY-N`, whose chunks share the start) the shortest start of its
     key with its index, `doc-3f2a9c1e-12`. The whole id when no shorter form is unique, or
     when the index does not hold it."""

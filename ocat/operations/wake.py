@@ -73,8 +73,8 @@ class WakeBlock:
         }
 
 
-def pin_line(pinned: Pinned) -> str:
-    """A pinned memory as one entry of the block: id, kind, date, text."""
+def pin_line(pinned: Pinned, shown_id: str = "") -> str:
+    """A pinned memory as one entry of the block: id (`shown_id`, else its start), kind, date, text."""
     record = pinned.record
     if isinstance(record, Exchange):
         text = f"User: {record.user_prompt}\nAssistant: {record.assistant_response}"
@@ -83,7 +83,7 @@ def pin_line(pinned: Pinned) -> str:
         text = record.text
         what = "note" if record.metadata.get("manual_entry") else "document"
     quoted = shorten(" ".join(text.split()), PIN_CHARS)
-    return f"- [{pinned.id[:8]}] ({what}, pinned {local_time(pinned.pinned_at, '%Y-%m-%d')}) {quoted}"
+    return f"- [{shown_id or pinned.id[:8]}] ({what}, pinned {local_time(pinned.pinned_at, '%Y-%m-%d')}) {quoted}"
 
 
 def thread_line(summary: ThreadSummary) -> str:
@@ -123,7 +123,7 @@ def build_wake(
     used = skipped = 0
     for pinned in pins:
         # A pin too long for what is left is skipped; a shorter one after it may still fit.
-        line = pin_line(pinned)
+        line = pin_line(pinned, _short(store, pinned.id))
         cost = count(line) + 1
         if used + cost > budget:
             skipped += 1
@@ -165,6 +165,16 @@ def _fit_lines(text: str, budget: int, count: Callable[[str], int]) -> str:
             break
         kept.append(line)
     return "\n".join(kept).strip()
+
+
+def _short(store: MemoryStore | None, record_id: str) -> str:
+    """The id as /vget and /unpin take it back (a derived file may fail: then its start)."""
+    from ocat.operations.lookup import short_id
+
+    try:
+        return short_id(store, record_id) if store is not None else record_id[:8]
+    except OcatError:
+        return record_id[:8]
 
 
 def _pins(store: MemoryStore) -> list[Pinned]:
@@ -225,5 +235,7 @@ def remember(store: MemoryStore, text: str, settings: Settings) -> list[str]:
 
 
 def pins(store: MemoryStore) -> list[tuple[str, str]]:
-    """Every pinned memory as (id, the line the wake block gives it), the latest pinned first."""
-    return [(p.id, pin_line(p)) for p in _pins(store)]
+    """Every pinned memory as (id, its line with the id to type back), the latest pinned first."""
+    from ocat.operations.lookup import short_id
+
+    return [(p.id, pin_line(p, short_id(store, p.id))) for p in _pins(store)]
