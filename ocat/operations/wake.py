@@ -51,6 +51,17 @@ class WakeBlock:
         """True when there is nothing to tell the model."""
         return not (self.pins or self.profile or self.threads)
 
+    def summary(self) -> str:
+        """What the block holds, in a few words: '1 pinned memory, your profile, 3 recent threads'."""
+        parts = []
+        if self.pins:
+            parts.append(count_of(len(self.pins), "pinned memory", "pinned memories"))
+        if self.profile:
+            parts.append("your profile")
+        if self.threads:
+            parts.append(count_of(len(self.threads), "recent thread"))
+        return ", ".join(parts) or "nothing"
+
     def text(self) -> str:
         """The block as the model reads it (and `/wake` shows it)."""
         parts = []

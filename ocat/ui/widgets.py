@@ -270,12 +270,10 @@ def memory_indicator(memories: list[SearchHit], mode: str) -> Static | Collapsib
     return Collapsible(Static(plain("\n\n".join(lines))), title=title, collapsed=False, classes="memory")
 
 
-def wake_indicator(block: WakeBlock) -> Collapsible:
-    """The wake block the model was given at the start of this thread (`/showcontext on`)."""
-    from textual.widgets import Collapsible
-
-    title = f"Wake block for this thread ({block.tokens} tokens)"
-    return Collapsible(Static(plain(block.text())), title=title, collapsed=True, classes="memory")
+def wake_indicator(block: WakeBlock) -> Static:
+    """One line on what the model was given as this thread started (`/showcontext on`; `/wake` shows it whole)."""
+    return Static(plain(f"Wake block for this thread: {block.summary()} ({block.tokens} tokens; /wake shows it)"),
+                  classes="memory")
 
 
 def command_view(result: CommandResult) -> Vertical:
