@@ -1,0 +1,47 @@
+"""`/import PATH` in the chats: the same import as `--import-history`, with the chat's progress and stop."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ocat.commands import run_command
+from ocat.config import load_settings
+from ocat.memory import MemoryStore
+from ocat.session import ChatSession
+from tests.support.history_fixtures import gpt_linear, three_conversations, write_zip
+
+
+def test_import_reports_what_it_added_and_a_second_run_adds_nothing(store: MemoryStore, tmp_path: Path) -> None:
+    export = write_zip(tmp_path / "export.zip", {"conversations.json": three_conversations()})
+    session = ChatSession(load_settings(env={}), store=store)
+    seen: list[tuple[str, int, int]] = []
+    session.progress.start(lambda label, done, total: seen.append((label, done, total)))
+    first = run_command(session, f"/import {export}")
+    assert not first.error and first.text.startswith("3 conversations: 0 already here, 3 new, 3 exchanges")
+    assert seen and seen[-1] == ("Importing export.zip", 3, 3)  # the chat's progress bar hears it
+    again = run_command(session, f"/import {export}")
+    assert again.text.startswith("3 conversations: 3 already here, 0 new, 0 exchanges")
+    assert store.count("exchange") == 3
+
+
+def test_a_stop_keeps_whole_conversations_and_says_so(store: MemoryStore, tmp_path: Path) -> None:
+    many = [gpt_linear(f"c{i}", f"C{i}", [("user", f"q{i}.{t}") if t % 2 == 0 else ("assistant", f"a{i}.{t}")
+                                          for t in range(40)]) for i in range(6)]
+    export = write_zip(tmp_path / "many.zip", {"conversations.json": many})
+    session = ChatSession(load_settings(env={}), store=store)
+    session.progress.start(None)
+    session.progress.stop()  # Esc before the first step ends: the import stops after it
+    result = run_command(session, f"/import {export}")
+    assert "stopped: run the same command again" in result.text
+    written = store.count("exchange")
+    assert 0 < written < 120 and written % 20 == 0  # whole conversations of 20 exchanges each
+    session.progress.start(None)
+    assert "stopped" not in run_command(session, f"/import {export}").text
+    assert store.count("exchange") == 120
+
+
+def test_a_path_that_is_no_export_is_an_error_line(store: MemoryStore, tmp_path: Path) -> None:
+    other = tmp_path / "notes.txt"
+    other.write_text("just notes")
+    result = run_command(ChatSession(load_settings(env={}), store=store), f"/import {other}")
+    assert result.error and "is not a ChatGPT, Claude or llm export" in result.text
