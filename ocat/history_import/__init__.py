@@ -20,8 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ocat.errors import UsageError
-from ocat.history_import.chatgpt import read_chatgpt
-from ocat.history_import.claude import read_claude
+from ocat.history_import import chatgpt, claude
 from ocat.history_import.detection import detect_format, format_of, not_an_export
 from ocat.history_import.llm_logs import count_llm, read_llm
 from ocat.history_import.model import ConversationProblem, HistoryItem, ImportedConversation, ImportedExchange
@@ -52,8 +51,9 @@ def read_history(path: Path, fmt: str | None = None) -> Iterator[ImportedConvers
     located, fmt = _opened(path, fmt)
     if fmt == "llm" and located.database is not None:  # _opened checked they go together
         return read_llm(located.database)
-    items = iter_items(located)
-    return read_chatgpt(items) if fmt == "chatgpt" else read_claude(items)
+    read = chatgpt.conversation if fmt == "chatgpt" else claude.conversation
+    # One item of the export's array per conversation: each is read, or names what is wrong with it.
+    return (read(item, number) for number, item in enumerate(iter_items(located), 1))
 
 
 # A key each conversation of a JSON export holds once, at its top level.

@@ -7,12 +7,11 @@ prompt or regenerating an answer adds a sibling branch. Only the path from the r
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
 from typing import Any
 
 from ocat.history_import.model import ConversationProblem, HistoryItem, ImportedConversation
 from ocat.history_import.pairing import Message, pair_messages
-from ocat.history_import.values import epoch, ident, text
+from ocat.history_import.values import not_an_object, epoch, ident, text
 
 SOURCE = "chatgpt"
 # Content that is the user's settings, not something said in the conversation.
@@ -28,16 +27,10 @@ def is_chatgpt(item: Any) -> bool:
     return isinstance(item, dict) and "mapping" in item and "current_node" in item
 
 
-def read_chatgpt(items: Iterable[Any]) -> Iterator[HistoryItem]:
-    """One ImportedConversation or ConversationProblem per item of a ChatGPT export, in order."""
-    for number, item in enumerate(items, 1):
-        yield conversation(item, number)
-
-
 def conversation(item: Any, number: int) -> HistoryItem:
     """The `number`th conversation of the export, or what is wrong with it."""
     if not isinstance(item, dict):
-        return ConversationProblem(SOURCE, "", "", f"conversation {number} is not a JSON object")
+        return not_an_object(SOURCE, number)
     source_id = ident(item.get("id")) or ident(item.get("conversation_id"))
     title = text(item.get("title"))
     try:

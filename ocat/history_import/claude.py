@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
 from typing import Any
 
 from ocat.history_import.model import ConversationProblem, HistoryItem, ImportedConversation
 from ocat.history_import.pairing import Message, pair_messages
-from ocat.history_import.values import ident, iso_epoch, text
+from ocat.history_import.values import not_an_object, ident, iso_epoch, text
 
 SOURCE = "claude"
 _ROLES = {"human": "user", "assistant": "assistant"}
@@ -22,16 +21,10 @@ def is_claude(item: Any) -> bool:
     return isinstance(item, dict) and "chat_messages" in item
 
 
-def read_claude(items: Iterable[Any]) -> Iterator[HistoryItem]:
-    """One ImportedConversation or ConversationProblem per item of a Claude export, in order."""
-    for number, item in enumerate(items, 1):
-        yield conversation(item, number)
-
-
 def conversation(item: Any, number: int) -> HistoryItem:
     """The `number`th conversation of the export, or what is wrong with it."""
     if not isinstance(item, dict):
-        return ConversationProblem(SOURCE, "", "", f"conversation {number} is not a JSON object")
+        return not_an_object(SOURCE, number)
     source_id = ident(item.get("uuid"))
     title = text(item.get("name"))
     chat = item.get("chat_messages")

@@ -7,6 +7,8 @@ import re
 from datetime import datetime, timezone
 from typing import Any
 
+from ocat.history_import.model import ConversationProblem
+
 # JSON's "\ud800" escapes decode to lone surrogates: no character at all, and the embedder,
 # Chroma and SQLite refuse them. A valid pair has already been joined by the decoder, so any
 # surrogate left in a decoded string stands alone.
@@ -57,3 +59,8 @@ def iso_epoch(value: Any) -> float | None:
         return epoch(moment.timestamp())
     except (OverflowError, OSError, ValueError):
         return None
+
+
+def not_an_object(source: str, number: int) -> ConversationProblem:
+    """The problem of an export's item that is not a conversation at all."""
+    return ConversationProblem(source, "", "", f"conversation {number} is not a JSON object")
