@@ -185,8 +185,7 @@ def _ask(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> in
     import asyncio
 
     from ocat import llm
-    from ocat.operations.search import reasons
-    from ocat.operations.search import hit_record
+    from ocat.operations.search import hit_record, reasons
     from ocat.session import open_chat
 
     prompt = read_stdin(reporter, "the prompt") if args.ask == "-" else args.ask

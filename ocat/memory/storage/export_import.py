@@ -15,7 +15,7 @@ from itertools import islice
 from pathlib import Path
 from typing import IO, Any, Callable, Iterable, Iterator
 
-from ocat.errors import InputFileError, StoreError
+from ocat.errors import InputFileError, StoreError, UsageError
 from ocat.limits import MAX_TITLE_CHARS
 from ocat.locations import cache_dir
 from ocat.memory.storage.export_lines import EARLIEST_TIME, LATEST_TIME, Line, Pin, ThreadTitle, parse_line
@@ -143,9 +143,18 @@ def import_memory(
     added = done = 0
     lock = _write_lock(store)
     threads: set[str] = set()
+    pins: dict[str, float] = {}  # the file's pins, noted on the way (a few): no pass of their own
+
+    def of_kind(kind: str) -> Iterator[Line]:
+        for _, record in _records(path):
+            if isinstance(record, Pin):
+                pins[record.id] = record.pinned_at
+            elif _kind(record) == kind:
+                yield record
+
     # A second pass writes (rather than one list held in memory), exchanges first, then documents.
     for kind in RECORD_KINDS:
-        for batch in _batches((r for _, r in _records(path) if _kind(r) == kind), WRITE_BATCH):
+        for batch in _batches(of_kind(kind), WRITE_BATCH):
             threads.update(r.thread_id for r in batch if isinstance(r, Exchange))
             # Checking which ids are stored and writing the rest is one step under the lock: two
             # imports of one file through a shared store would otherwise both count a batch as added.
@@ -154,7 +163,8 @@ def import_memory(
             if progress:
                 progress(done, total)
     titles_added = _restore_titles(store, path, threads) if checked.titles else 0
-    _restore_pins(store, path)
+    if pins:
+        _restore_pins(store, pins)
     return TransferResult(
         path=str(path), exchanges=checked.exchanges, documents=checked.documents, added=added,
         titles=checked.titles, titles_added=titles_added,
@@ -174,17 +184,17 @@ def _restore_titles(store: MemoryStore, path: Path, threads: set[str]) -> int:
     return given
 
 
-def _restore_pins(store: MemoryStore, path: Path) -> None:
+def _restore_pins(store: MemoryStore, pins: dict[str, float]) -> None:
     """Pin the file's pinned memories that are stored and not pinned yet (a pin made since is kept)."""
     from ocat.memory.storage.pins import pinned, set_pinned
 
-    wanted = {r.id: r.pinned_at for _, r in _records(path) if isinstance(r, Pin)}
-    if not wanted:
-        return
     have = {p.id for p in pinned(store)}
-    for record_id, when in wanted.items():
-        if record_id not in have and any(store.existing_ids(kind, [record_id]) for kind in RECORD_KINDS):
-            set_pinned(store, record_id, when)
+    for record_id, when in pins.items():
+        if record_id not in have:
+            try:
+                set_pinned(store, record_id, when)
+            except UsageError:
+                pass  # the file pins a memory it does not hold, and the store has none by that id
 
 
 def _kind(record: Line) -> str:

@@ -33,11 +33,6 @@ class Pinned:
         """The record's id."""
         return self.record.exchange_id if isinstance(self.record, Exchange) else self.record.id
 
-    @property
-    def kind(self) -> RecordKind:
-        """`exchange` or `document`."""
-        return "exchange" if isinstance(self.record, Exchange) else "document"
-
 
 def set_pinned(store: MemoryStore, record_id: str, pinned_at: float | None) -> RecordKind:
     """Pin a memory (at `pinned_at`, now if 0) or unpin it (None); returns its kind.
