@@ -55,8 +55,15 @@ class HalvesEmbedder:
     def __init__(self, halves: Any, rows: dict[str, tuple[int, int]], name: str, dimensions: int) -> None:
         self.halves = halves
         self.rows = rows
+        self.responses: dict[str, str] = {}
         self.name = name
         self.dimensions = dimensions
+
+    def passages(self, text: str) -> list[str]:
+        """One passage per stored exchange (its response), as if every answer were longer than the
+        model's window: the most a chat turn's read of passage vectors costs per candidate."""
+        response = self.responses.get(text)
+        return [response] if response is not None else []
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         """The synthetic vector of each text (a KeyError means the bench built it wrong)."""
@@ -120,7 +127,10 @@ def synthetic_embedder(base: list[Any], count: int, embedder: Any, cache: Path |
     row = {text: i for i, text in enumerate(halves)}
     rows = {e.text: (row[e.user_prompt], row[e.assistant_response]) for e in synthetic_exchanges(base, count)}
     rows.update((e.user_prompt, (row[e.user_prompt], row[e.user_prompt])) for e in base)
-    return HalvesEmbedder(vectors, rows, embedder.name, embedder.dimensions)
+    rows.update((e.assistant_response, (row[e.assistant_response], row[e.assistant_response])) for e in base)
+    built = HalvesEmbedder(vectors, rows, embedder.name, embedder.dimensions)
+    built.responses = {e.text: e.assistant_response for e in synthetic_exchanges(base, count)}
+    return built
 
 
 def build_store(folder: Path, size: int, vectors: str, base: list[Any], embedder: Any) -> float:

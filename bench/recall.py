@@ -11,6 +11,7 @@ chats-dev (one user's chats with an assistant) is measured by bench/recall_chats
     python bench/recall.py                       # both data sets, every mode on LoCoMo
     python bench/recall.py --questions 20 --json # a quick slice, machine-readable
     python bench/recall.py --sets chats          # only chats-dev
+    python bench/recall.py --folds               # cross-validated, mean and worst fold (bench/recall_folds.py)
 """
 
 from __future__ import annotations
@@ -173,6 +174,7 @@ def evaluate(
         for conv in conversations:
             store = MemoryStore.open(StoreLocation(path=Path(folder) / conv.sample_id), embedder, name="eval")
             store.add_exchanges(conv.exchanges)
+            getattr(store, "wait_for_passages", lambda: True)()  # made in the background after a bulk write
             asked = conv.questions[:questions] if questions else conv.questions
             others = [q for c in conversations if c is not conv for q in c.questions]
             others = others[:off_topic] if off_topic else others
@@ -244,6 +246,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     parser.add_argument("--via-cli", action="store_true",
                         help="rank the hybrid mode with --query-vector-store's operation (ocat.operations.search)")
+    parser.add_argument("--folds", action="store_true",
+                        help="cross-validate over conversations: every figure per held-out fold, mean and worst")
+    parser.add_argument("--asked", type=Path,
+                        help="with --folds: keep the retrieved scores in this file, and reuse them when it exists")
     args = parser.parse_args(argv)
     sets = {s.strip() for s in args.sets.split(",") if s.strip()}
     for wanted, path in (("locomo", args.data), ("chats", args.chats / "questions.json")):
@@ -251,6 +257,13 @@ def main(argv: list[str] | None = None) -> int:
             print(f"recall: no data at {path}", file=sys.stderr)
             return 1
     report: dict[str, Any] = {}
+    if args.folds:
+        from recall_folds import format_folds, run_folds
+
+        report = run_folds(args.data if "locomo" in sets else None, args.chats if "chats" in sets else None, args.model,
+                           asked_file=args.asked)
+        print(json.dumps(report, indent=2) if args.json else format_folds(report))
+        return 0
     if "locomo" in sets:
         report["locomo"] = evaluate(
             load_conversations(args.data),

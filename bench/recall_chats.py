@@ -93,6 +93,7 @@ def evaluate_chats(folder: Path, model_dir: Path, *, questions: int | None = Non
     with tempfile.TemporaryDirectory(prefix="ocat-chats-") as tmp:
         store = MemoryStore.open(StoreLocation(path=Path(tmp) / "chats"), OnnxMiniLMEmbedder(model_dir), name="eval")
         store.add_exchanges(exchanges)
+        store.wait_for_passages()  # a bulk write makes them in the background
         for q in asked:
             started = time.perf_counter()
             gate = within_budget(admitted(retrieve(store, q["question"], chat_limits)), vector_store.memory_token_budget)

@@ -141,7 +141,8 @@ def test_the_prompt_side_finds_a_question_asked_again_under_a_long_answer(tmp_pa
     for target in (with_prompts, without):
         target.add_exchanges([Exchange(user_prompt=ASKED, assistant_response=WANDERING, thread_id="t", session_id="s")])
     # The same fit without the prompt side (a fit of the user's own is kept as recorded).
-    make_old(without, {**EARLIER, "calibration_center": 0.597, "calibration_source": "my own fit"})
+    make_old(without, {**EARLIER, "calibration_center": calibration_for(real_embedder.name).center,
+                       "calibration_source": "my own fit"})
     without = reopen(without)
     assert with_prompts.calibration.center == without.calibration.center
     assert with_prompts.calibration.prompt_side and not without.calibration.prompt_side
@@ -158,8 +159,18 @@ def test_the_prompt_side_finds_a_question_asked_again_under_a_long_answer(tmp_pa
 
 def test_new_stores_use_the_prompt_side_fit(real_store: MemoryStore) -> None:
     assert real_store.calibration == calibration_for(real_store.embedder.name)
-    assert real_store.calibration.prompt_side and real_store.calibration.center == pytest.approx(0.597)
+    assert real_store.calibration.prompt_side and real_store.calibration.center == pytest.approx(0.607)
     assert calibration_for("a-model-without-a-fit").prompt_side  # the fallback borrows the same fit
+
+
+@pytest.mark.parametrize("source", ["dev fit, prompt side", "fallback: MiniLM fit"])
+def test_a_store_with_the_previous_shipped_fit_moves_to_the_folds_fit(store: MemoryStore, source: str) -> None:
+    store.add_exchanges(exchanges(2))
+    make_old(store, {**EARLIER, "calibration_center": 0.597, "calibration_source": source,
+                     "calibration_prompt_side": True})
+    again = reopen(store)
+    assert again.calibration == calibration_for(store.embedder.name)
+    assert again.exchanges.metadata["calibration_center"] == again.calibration.center
 
 
 def test_prompt_vectors_of_another_model_are_dropped_and_embedded_again(store: MemoryStore) -> None:
@@ -190,9 +201,9 @@ async def test_the_chat_says_while_it_embeds_an_old_stores_prompts_and_clears_it
     seen = threading.Event()
     real_write = PromptVectors.write
 
-    def write(self: PromptVectors, ids: Any, vectors: Any) -> None:
+    def write(self: PromptVectors, ids: Any, vectors: Any, *passages: Any) -> None:
         seen.wait(30)  # hold the upgrade until the test has looked at the screen
-        real_write(self, ids, vectors)
+        real_write(self, ids, vectors, *passages)
 
     monkeypatch.setattr(PromptVectors, "write", write)
     app = make_app(dummy=True, **{"vector_store.path": str(tmp_path / "old")})

@@ -44,6 +44,7 @@ def filled(folder: Path, exchanges: int = 400) -> MemoryStore:
     )
     store.add_chunks([DocumentChunk("doc-1", "the boiler manual says press reset twice", {"document_id": "d"})])
     rename_thread(store, "t3", "Garden")
+    store.wait_for_passages()  # the tests below break files under the store: not under its backfill
     return store
 
 
@@ -128,7 +129,7 @@ def test_check_finds_what_is_wrong_and_repair_makes_it_whole(tmp_path: Path) -> 
                                                                     "chunk_index": 0, "source_file": f})
                       for k, f in (("kept", str(source)), ("gone", str(tmp_path / "deleted.txt")))])
     with sqlite3.connect(store.prompts.path) as db:  # an orphan: a vector with no exchange
-        db.execute("INSERT INTO prompt_vectors VALUES ('ghost', x'00')")
+        db.execute("INSERT INTO prompt_vectors (record_id, vector) VALUES ('ghost', x'00')")
     release(store)
     damage(folder / FILES["lexical"], "header")
 

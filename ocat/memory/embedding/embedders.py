@@ -34,6 +34,15 @@ LITELLM_BATCH = 256
 # stay within it for prose; the rest of the text was never going to count.
 LITELLM_MAX_WORDS = 4000
 _WORD = re.compile(r"\S+")
+# Passages (the windows a long text has past the model's first): at most this many per text,
+# each overlapping the one before by PASSAGE_OVERLAP word pieces, so a sentence cut by one
+# window's edge is whole in the next. 6 windows reach about 1,300 word pieces (about 1,000
+# words): past that a text is a document, and belongs in /vdoc's chunks.
+MAX_PASSAGES = 6
+PASSAGE_OVERLAP = 32
+# The shortest last passage, in word pieces (docs/RETRIEVAL.md: the bare tail past the window
+# and a whole window ending with the text were tried; 128 kept the gate's quiet and the late facts).
+MIN_PASSAGE = 128
 
 
 def leading_words(text: str, count: int) -> str:
@@ -85,7 +94,8 @@ class OnnxMiniLMEmbedder:
                 tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
                 # The shipped tokenizer pads every text to a fixed length; each batch is
                 # padded here only to its longest member instead, which is most of the speed.
-                tokenizer.enable_truncation(max_length=MAX_TOKENS)
+                # The windows past the first come back as the encoding's `overflowing` (passages).
+                tokenizer.enable_truncation(max_length=MAX_TOKENS, stride=PASSAGE_OVERLAP)
                 tokenizer.no_padding()
                 options = onnxruntime.SessionOptions()
                 options.log_severity_level = 3
@@ -123,6 +133,30 @@ class OnnxMiniLMEmbedder:
             batch.append(i)
         self._embed_batch(batch, encodings, result, np)
         return result
+
+    def passages(self, text: str) -> list[str]:
+        """The parts of `text` the model cannot see in its first window: windows of up to MAX_TOKENS
+        word pieces, each overlapping the one before by PASSAGE_OVERLAP, the last one ending with
+        the text and at least MIN_PASSAGE long; at most MAX_PASSAGES; none for a text that fits
+        (docs/RETRIEVAL.md, "Passage vectors")."""
+        self._load()
+        window = MAX_TOKENS - 2  # [CLS] and [SEP] take two places
+        encoding = self._tokenizer.encode(leading_words(text, window * (MAX_PASSAGES + 1)))
+        if not encoding.overflowing:
+            return []
+        # Every word piece's span in the text, once: windows overlap by PASSAGE_OVERLAP.
+        parts = [encoding, *encoding.overflowing]
+        spans = sorted({span for part in parts for span in part.offsets if span[1] > span[0]})
+        step = window - PASSAGE_OVERLAP
+        starts: list[int] = []
+        start = step
+        while start + window < len(spans) and len(starts) < MAX_PASSAGES - 1:
+            starts.append(start)
+            start += step
+        # The last window ends with the text (when it is in reach) and reaches back at least
+        # MIN_PASSAGE word pieces: a scrap of a few words is close to any short question.
+        starts.append(max(1, min(start, len(spans) - MIN_PASSAGE)) if start + window >= len(spans) else start)
+        return [text[spans[s][0] : spans[min(s + window, len(spans)) - 1][1]] for s in starts]
 
     def _embed_batch(self, batch: list[int], encodings: list[Any], result: list[list[float]], np: Any) -> None:
         width = max(len(encodings[i].ids) for i in batch)
@@ -173,6 +207,18 @@ class LiteLLMEmbedder:
                 f"embedding.dimensions says {self.dimensions}"
             )
         return vectors
+
+
+def has_passages(embedder: Embedder) -> bool:
+    """Whether an embedder cuts texts at a window, and so gives long texts passages."""
+    return callable(getattr(embedder, "passages", None))
+
+
+def passages_of(embedder: Embedder, text: str) -> list[str]:
+    """The passages of `text` an embedder would miss (see OnnxMiniLMEmbedder.passages); none for
+    an embedder that reads whole texts (litellm models read thousands of tokens)."""
+    passages = getattr(embedder, "passages", None)
+    return list(passages(text)) if callable(passages) else []
 
 
 def _normalise(vector: Sequence[float]) -> list[float]:

@@ -1,4 +1,5 @@
-"""The prompt side of each exchange: a second vector, of the user's prompt alone.
+"""The other sides of each exchange: a vector of the user's prompt alone, and one per passage
+of a text longer than the embedding model's window.
 
 An exchange is embedded as "User: ...\\nAssistant: ...". With an assistant's long answers that
 vector is mostly the answer, so a question that asks again what the user once asked can be
@@ -11,6 +12,13 @@ blobs under the exchange's id) because a chat turn reads a hundred of them by id
 SQLite does that in about a millisecond, where a Chroma read by id took 4.5 ms at 100k
 exchanges (docs/RETRIEVAL.md). Opening a store embeds whatever is missing
 (ocat.memory.storage.reconcile.sync_prompts).
+
+Passages: all-MiniLM-L6-v2 reads 256 word pieces, so a fact late in a long answer is not in
+the exchange's vector. Each window past the first (ocat.memory.embedding.embedders.passages_of)
+gets a vector here too, and an exchange scores by the best of all its vectors. An exchange's
+prompt vector and its passages are written in one transaction, and the prompt row records how
+many passages it has (NULL: not yet made, for a store from before passages, which
+`sync_passages` fills in on open, a step at a time, so a crash loses only the step).
 """
 
 from __future__ import annotations
@@ -18,15 +26,52 @@ from __future__ import annotations
 import sqlite3
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from ocat.memory.storage.derived import DerivedFileError
 
 if TYPE_CHECKING:
     from ocat.memory.embedding.embedders import Embedder
 
+
+def other_sides(embedder: Embedder, text: str, metadata: Mapping[str, Any], *, passages: bool = True) -> list[str]:
+    """The texts of an exchange's other sides, to embed: its prompt first, then (with `passages`) its passages."""
+    from ocat.memory.embedding.embedders import passages_of
+
+    return [str(metadata.get("user_prompt", "")), *(passages_of(embedder, text) if passages else [])]
+
+
+def split_sides(vectors: Sequence[Sequence[float]], texts: Sequence[Sequence[str]]) -> list[Sides]:
+    """The vectors of several exchanges' `other_sides` (embedded in one call) back per exchange."""
+    out: list[Sides] = []
+    at = 0
+    for side in texts:
+        out.append((vectors[at], list(vectors[at + 1 : at + len(side)])))
+        at += len(side)
+    return out
+
+# One exchange's other sides: its prompt's vector and its passages' vectors.
+Sides = tuple[Sequence[float], list[Sequence[float]]]
+
 # SQLite's limit on the parameters of one statement is 32,766 nowadays; stay well below it.
 IDS_PER_SELECT = 900
+
+
+# Only for exchanges still here: one deleted while its passages were being made gets none.
+_INSERT_PASSAGES = (
+    "INSERT OR REPLACE INTO passage_vectors SELECT ?, ?, ?"
+    " WHERE EXISTS (SELECT 1 FROM prompt_vectors WHERE record_id = ?)"
+)
+
+
+def _blob(vector: Sequence[float]) -> bytes:
+    import numpy as np
+
+    return np.asarray(vector, dtype=np.float32).tobytes()
+
+
+def _passage_rows(ids: Sequence[str], passages: Sequence[Sequence[Sequence[float]]]) -> list[tuple[Any, ...]]:
+    return [(i, n, _blob(v), i) for i, p in zip(ids, passages) for n, v in enumerate(p)]
 
 
 class PromptVectors:
@@ -48,12 +93,20 @@ class PromptVectors:
             self._db.execute(
                 "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID"
             )
+            self._db.execute(
+                "CREATE TABLE IF NOT EXISTS passage_vectors (record_id TEXT NOT NULL, n INTEGER NOT NULL,"
+                " vector BLOB NOT NULL, PRIMARY KEY (record_id, n))"
+            )
+            columns = {row[1] for row in self._db.execute("PRAGMA table_info(prompt_vectors)")}
+            if "passages" not in columns:  # a file from before passages: every row is still to do
+                self._db.execute("ALTER TABLE prompt_vectors ADD COLUMN passages INTEGER")
         except sqlite3.Error as exc:
             raise DerivedFileError(f"cannot open the prompt vectors {self.path}: {exc}", self.path) from exc
         # A store's model never changes, but a cache file (a server's store) could outlive the
         # collection it was made for: vectors of another model are dropped, and embedded again.
         if self.get_meta("model") != embedder.name:
             self._write("DELETE FROM prompt_vectors", [()])
+            self._write("DELETE FROM passage_vectors", [()])
             self._write("DELETE FROM meta", [()])
             self.set_meta("model", embedder.name)
 
@@ -61,20 +114,63 @@ class PromptVectors:
         """How many exchanges have a prompt vector."""
         return int(self._read("SELECT count(*) FROM prompt_vectors", ())[0][0])
 
-    def write(self, ids: Sequence[str], vectors: Sequence[Sequence[float]]) -> None:
-        """Store prompt vectors (an id already present gets the new one: the same prompt, the same vector)."""
-        import numpy as np
+    def write(
+        self,
+        ids: Sequence[str],
+        vectors: Sequence[Sequence[float]],
+        passages: Sequence[Sequence[Sequence[float]]] | None = None,
+    ) -> None:
+        """Store prompt vectors and, with `passages`, each exchange's passage vectors (an id already
+        present gets the new ones: the same text, the same vectors), in one transaction.
 
-        rows = [(i, np.asarray(v, dtype=np.float32).tobytes()) for i, v in zip(ids, vectors, strict=True)]
-        self._write("INSERT OR REPLACE INTO prompt_vectors VALUES (?, ?)", rows)
+        Without `passages` (a caller that has not made them) the rows are marked to be done.
+        """
+        counts: list[int | None] = [None] * len(ids) if passages is None else [len(p) for p in passages]
+        rows = [(i, _blob(v), n) for i, v, n in zip(ids, vectors, counts, strict=True)]
+        self._transaction([
+            ("DELETE FROM passage_vectors WHERE record_id = ?", [(i,) for i in ids] if passages is not None else []),
+            ("INSERT OR REPLACE INTO prompt_vectors VALUES (?, ?, ?)", rows),
+            (_INSERT_PASSAGES, _passage_rows(ids, passages or [])),
+        ])
+
+    def write_passages(self, ids: Sequence[str], passages: Sequence[Sequence[Sequence[float]]]) -> None:
+        """Give exchanges that have a prompt vector their passages (the backfill of an older store)."""
+        self._transaction([
+            ("DELETE FROM passage_vectors WHERE record_id = ?", [(i,) for i in ids]),
+            (_INSERT_PASSAGES, _passage_rows(ids, passages)),
+            ("UPDATE prompt_vectors SET passages = ? WHERE record_id = ?",
+             [(len(p), i) for i, p in zip(ids, passages)]),
+        ])
+
+    def without_passages(self, limit: int) -> list[str]:
+        """Up to `limit` exchanges whose passages are still to be made."""
+        return [row[0] for row in self._read("SELECT record_id FROM prompt_vectors WHERE passages IS NULL LIMIT ?",
+                                             (limit,))]
+
+    def delete_passages(self) -> None:
+        """Forget every passage vector and mark every exchange to be done again (the evaluation's
+        "without passages"; the next open makes them again)."""
+        self._transaction([
+            ("DELETE FROM passage_vectors", [()]),
+            ("UPDATE prompt_vectors SET passages = NULL", [()]),
+        ])
+
+    def passage_count(self) -> int:
+        """How many passage vectors there are (for stats and tests)."""
+        return int(self._read("SELECT count(*) FROM passage_vectors", ())[0][0])
 
     def delete(self, ids: Sequence[str]) -> None:
-        """Forget the prompt vectors of deleted exchanges."""
-        self._write("DELETE FROM prompt_vectors WHERE record_id = ?", [(i,) for i in ids])
+        """Forget the prompt and passage vectors of deleted exchanges."""
+        rows = [(i,) for i in ids]
+        self._transaction([
+            ("DELETE FROM prompt_vectors WHERE record_id = ?", rows),
+            ("DELETE FROM passage_vectors WHERE record_id = ?", rows),
+        ])
 
     def similarities(self, ids: Sequence[str], queries: Sequence[Sequence[float]]) -> dict[str, list[float]]:
-        """Each id's cosine with each query vector, in one read; ids without a vector are left out
-        (an exchange written a moment ago by an older ocat, until the next open embeds it)."""
+        """Each id's best cosine with each query vector over its prompt vector and its passages,
+        in one read per table; ids without any are left out (an exchange written a moment ago by
+        an older ocat, until the next open embeds it)."""
         import numpy as np
 
         unique = list(dict.fromkeys(ids))
@@ -84,9 +180,8 @@ class PromptVectors:
         for start in range(0, len(unique), IDS_PER_SELECT):
             part = unique[start : start + IDS_PER_SELECT]
             marks = ",".join("?" * len(part))
-            found += self._read(
-                f"SELECT record_id, vector FROM prompt_vectors WHERE record_id IN ({marks})", part
-            )
+            for table in ("prompt_vectors", "passage_vectors"):
+                found += self._read(f"SELECT record_id, vector FROM {table} WHERE record_id IN ({marks})", part)
         width = 4 * self.embedder.dimensions
         found = [(i, blob) for i, blob in found if len(blob) == width]
         if not found:
@@ -94,7 +189,10 @@ class PromptVectors:
         matrix = np.frombuffer(b"".join(blob for _, blob in found), dtype=np.float32).reshape(len(found), -1)
         # Both sides are unit vectors: the dot product is the cosine similarity.
         cosines = np.clip(matrix @ np.asarray(queries, dtype=np.float32).T, 0.0, 1.0)
-        return {i: [float(c) for c in row] for (i, _), row in zip(found, cosines)}
+        best: dict[str, Any] = {}
+        for (i, _), row in zip(found, cosines):
+            best[i] = row if i not in best else np.maximum(best[i], row)
+        return {i: [float(c) for c in row] for i, row in best.items()}
 
     def ids(self) -> set[str]:
         """The ids of every exchange that has a prompt vector."""
@@ -122,17 +220,22 @@ class PromptVectors:
             raise DerivedFileError(f"cannot read the prompt vectors {self.path}: {exc}", self.path) from exc
 
     def _write(self, sql: str, rows: list[tuple[Any, ...]]) -> None:
-        if not rows:
+        self._transaction([(sql, rows)])
+
+    def _transaction(self, statements: list[tuple[str, list[tuple[Any, ...]]]]) -> None:
+        """Run statements (each over its rows) as one transaction: all of them or none."""
+        statements = [(sql, rows) for sql, rows in statements if rows]
+        if not statements:
             return
         try:
             with self._lock:
                 self._db.execute("BEGIN IMMEDIATE")
                 try:
-                    self._db.executemany(sql, rows)
+                    for sql, rows in statements:
+                        self._db.executemany(sql, rows)
                 except BaseException:
                     self._db.execute("ROLLBACK")
                     raise
                 self._db.execute("COMMIT")
         except sqlite3.Error as exc:
             raise DerivedFileError(f"cannot write the prompt vectors {self.path}: {exc}", self.path) from exc
-

@@ -8,10 +8,14 @@ calibration its scores use.
 
 from __future__ import annotations
 
+import atexit
+import logging
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from ocat.errors import StoreError
+from ocat.memory.storage.prompt_vectors import other_sides, split_sides
 from ocat.memory.storage.scoring import Calibration
 from ocat.memory.storage.thread_titles import sync_titles
 from ocat.records import RECORD_KINDS, Exchange
@@ -24,6 +28,9 @@ if TYPE_CHECKING:
 ANNOUNCE_BACKFILL = 500
 # Prompts embedded per step of a backfill (each step is one SQLite transaction).
 BACKFILL_STEP = 256
+# Exchanges whose passages one step of the background backfill embeds (one transaction; a
+# stop waits for at most one step, well under a second).
+PASSAGE_STEP = 16
 # Records written to a rebuilt lexical index per step.
 REINDEX_PAGE = 500
 
@@ -56,33 +63,107 @@ def sync_lexical(store: MemoryStore) -> bool:
 
 
 def sync_prompts(store: MemoryStore, notify: Callable[[str], None] | None = None) -> bool:
-    """Give every exchange its prompt vector (see ocat.memory.storage.prompt_vectors) and drop the vectors of
-    exchanges that are gone, telling `notify` when that is more than a moment's work. False if
-    it failed: the store still opens, and scores as it did before.
+    """Give every exchange its prompt and passage vectors (see ocat.memory.storage.prompt_vectors)
+    and drop the vectors of exchanges that are gone, telling `notify` when that is more than a
+    moment's work. False if it failed: the store still opens, and scores as it did before.
 
     Reads Chroma only when the counts differ: a store made before prompt vectors existed (once),
     a crash between the writes, or a server written by an older client.
     """
     try:
-        if store.prompts.count() == store.count("exchange"):
-            return True
-        have = store.prompts.ids()
-        seen: set[str] = set()
-        todo: list[tuple[str, str]] = []  # ids and prompts only: a large store's texts are never all held
-        for record in store.iter_records("exchange"):
-            if isinstance(record, Exchange):
-                seen.add(record.exchange_id)
-                if record.exchange_id not in have:
-                    todo.append((record.exchange_id, record.user_prompt))
-        if notify and len(todo) >= ANNOUNCE_BACKFILL:
-            notify(f"embedding the prompts of {len(todo):,} earlier exchanges (once, for the memory gate)…")
-        for start in range(0, len(todo), BACKFILL_STEP):
-            step = todo[start : start + BACKFILL_STEP]
-            store.prompts.write([i for i, _ in step], store.embedder.embed([prompt for _, prompt in step]))
-        store.prompts.delete(list(have - seen))
+        if store.prompts.count() != store.count("exchange"):
+            _sync_prompt_rows(store, notify)
     except StoreError:
         return False
     return True
+
+
+def _sync_prompt_rows(store: MemoryStore, notify: Callable[[str], None] | None) -> None:
+    have = store.prompts.ids()
+    seen: set[str] = set()
+    todo: list[str] = []  # ids only: a large store's texts are never all held
+    for record_id in store.iter_ids("exchange"):
+        seen.add(record_id)
+        if record_id not in have:
+            todo.append(record_id)
+    if notify and len(todo) >= ANNOUNCE_BACKFILL:
+        notify(f"embedding the prompts of {len(todo):,} earlier exchanges (once, for the memory gate)…")
+    for start in range(0, len(todo), BACKFILL_STEP):
+        _embed_sides(store, todo[start : start + BACKFILL_STEP], prompts=True)
+    store.prompts.delete(list(have - seen))
+
+
+def sync_passages(store: MemoryStore, stop: threading.Event | None = None) -> bool:
+    """Make the passage vectors of exchanges stored before passages existed (or whose step a
+    crash cut short), PASSAGE_STEP exchanges per transaction, until done or `stop` is set;
+    False if it failed (those exchanges score by their first window and prompt until the next open)."""
+    try:
+        while not (stop is not None and stop.is_set()) and (todo := store.prompts.without_passages(PASSAGE_STEP)):
+            _embed_sides(store, todo, prompts=False)
+    except StoreError:
+        return False
+    return True
+
+
+class PassageBackfill:
+    """`sync_passages` in a background thread, so that opening an older store stays instant:
+    until it is done, an exchange without passages scores by its first window and prompt, as
+    before. `stop` (called by MemoryStore.close, and at exit) waits for the current step."""
+
+    def __init__(self, store: MemoryStore) -> None:
+        self._stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, args=(store,), name="ocat-passages", daemon=True)
+        atexit.register(self.stop)
+
+    def _run(self, store: MemoryStore) -> None:
+        # A thread's exception would be printed over the chat's screen: it is logged instead,
+        # and the exchanges left score as before until the next open tries again.
+        try:
+            sync_passages(store, self._stop)
+        except Exception:
+            logging.getLogger(__name__).warning("making passage vectors stopped", exc_info=True)
+
+    def start(self) -> PassageBackfill:
+        """Start the thread; returns self."""
+        self.thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Ask the backfill to stop after its current step, and wait for that."""
+        self._stop.set()
+        if self.thread.is_alive() and self.thread is not threading.current_thread():
+            self.thread.join()
+        atexit.unregister(self.stop)
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait for the backfill to finish; True if it has."""
+        self.thread.join(timeout)
+        return not self.thread.is_alive()
+
+
+def _embed_sides(store: MemoryStore, ids: list[str], *, prompts: bool) -> None:
+    """Embed some exchanges' other sides from their text in Chroma and write them (one transaction).
+
+    `prompts` writes the prompt vectors too; otherwise only the passages of exchanges that have one.
+    """
+    got = store.fetch("exchange", ids, vectors=False)
+    found = [(i, text or "", dict(meta or {})) for i, text, meta in zip(got["ids"], got["documents"], got["metadatas"])]
+    texts = [other_sides(store.embedder, text, meta) for _, text, meta in found]
+    if not prompts:
+        texts = [side[1:] for side in texts]  # the prompt is there: its passages alone
+    vectors = store.embedder.embed([t for side in texts for t in side])
+    done = [i for i, _, _ in found]
+    if prompts:
+        sides = split_sides(vectors, texts)
+        store.prompts.write(done, [s[0] for s in sides], [s[1] for s in sides])
+    else:
+        passages, at = [], 0
+        for side in texts:
+            passages.append(vectors[at : at + len(side)])
+            at += len(side)
+        # An id Chroma no longer holds (deleted meanwhile) is marked done with none.
+        gone = [i for i in ids if i not in set(done)]
+        store.prompts.write_passages(done + gone, passages + [[] for _ in gone])
 
 
 def settled_calibration(store: MemoryStore, shipped: Calibration, *, complete: bool) -> Calibration:
@@ -115,6 +196,8 @@ def rebuild_derived(store: MemoryStore) -> list[str]:
     chosen = {path: (files[path], why) for path, why in store.damaged.items() if path in files}
     if not chosen:
         return []
+    if store.backfill is not None:
+        store.backfill.stop()
     store.lexical.close()
     store.prompts.close()
     for path in chosen:
@@ -135,3 +218,5 @@ def reconcile(store: MemoryStore, notify: Callable[[str], None] | None = None) -
     titles it mirrors, the prompt vectors) and settle its calibration."""
     sync_titles(store, rebuilt=sync_lexical(store))
     store.calibration = settled_calibration(store, store.calibration, complete=sync_prompts(store, notify))
+    if store.prompts.without_passages(1):
+        store.start_backfill()

@@ -13,9 +13,9 @@ from ocat.errors import StoreError
 from ocat.memory.storage.chroma import StoreLocation, collection_names, open_client, open_collection
 from ocat.memory.storage.batches import Row, batches, column, unique_by_id
 from ocat.memory.storage.derived import DerivedFileError, beside_index, checked, lexical_index_path
-from ocat.memory.embedding.embedders import Embedder
+from ocat.memory.embedding.embedders import Embedder, has_passages
 from ocat.memory.storage.lexical_index import LexicalIndex
-from ocat.memory.storage.prompt_vectors import PromptVectors
+from ocat.memory.storage.prompt_vectors import PromptVectors, Sides, other_sides, split_sides
 from ocat.memory.storage.scoring import Calibration, calibration_for
 from ocat.memory.storage.thread_titles import carry_titles
 from ocat.records import RECORD_KINDS, DocumentChunk, Exchange, RecordKind
@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from chromadb.api.types import Include, Metadata
 
     from ocat.memory.sharing.owner_lock import StoreLease
+    from ocat.memory.storage.reconcile import PassageBackfill
 
 # How many records go to Chroma per call (each write has a cost of its own: writing a
 # 700 KB file's 978 chunks 16 at a time took 4x as long as 256 at a time).
@@ -35,6 +36,10 @@ WRITE_BATCH = 256
 # cores (docs/PERFORMANCE.md).
 EMBED_STEP = 16
 READ_PAGE = 1000
+# A write of up to this many new exchanges (a chat turn, a small import) embeds their passages
+# with them; a bulk write (an import) leaves them to a background thread, so that importing runs
+# at the model's rate on the texts and prompts (docs/PERFORMANCE.md, "Passage vectors").
+PASSAGES_INLINE = 8
 # (id, embedded text, metadata): one record on its way into a collection.
 # Told how many records of a write have been handled (stored or found stored) so far.
 Progress = Callable[[int], None]
@@ -82,6 +87,8 @@ class MemoryStore:
         # Derived files a search found failing since they were opened: rebuilt by `rebuild_derived`.
         self.damaged: dict[str, str] = {}
         self.calibration: Calibration = shipped
+        # The passages of an older store's exchanges, made in the background (ocat.memory.storage.reconcile).
+        self.backfill: PassageBackfill | None = None
         if not check_derived:
             self.lexical = LexicalIndex(":memory:")
             self.prompts = PromptVectors(":memory:", embedder)
@@ -134,6 +141,8 @@ class MemoryStore:
 
     def close(self) -> None:
         """Give the store up: stop serving it and release the owner lock, if held."""
+        if self.backfill is not None:
+            self.backfill.stop()
         if self.lease is not None:
             self.lease.release()
 
@@ -161,6 +170,7 @@ class MemoryStore:
         # what was embedded, made even when a step is interrupted (Ctrl+C, or `progress`
         # raising Cancelled): whole records are kept and a rerun adds the rest.
         added = handled = 0
+        deferred = False
         step = EMBED_STEP if progress else WRITE_BATCH
         for batch in batches(rows, WRITE_BATCH):
             # Embedded by length, as the embedder orders its input: then steps pad as little as
@@ -172,30 +182,51 @@ class MemoryStore:
             by_length = sorted(range(len(fresh)), key=lambda i: len(fresh[i][1]))
             handled += len(batch) - len(fresh)
             vectors: dict[int, Sequence[float]] = {}
-            prompt_vectors: dict[int, Sequence[float]] = {}
+            sides: dict[int, Sides] = {}
+            # An embedder that reads whole texts has no passages: nothing to leave for later.
+            inline = len(fresh) <= PASSAGES_INLINE or not has_passages(self.embedder)
+            deferred = deferred or (collection is self.exchanges and not inline)
             try:
                 for start in range(0, len(fresh), step):
                     part = by_length[start : start + step]
                     texts = [fresh[i][1] for i in part]
-                    # An exchange's prompt side (ocat.memory.storage.prompt_vectors) is embedded in the same call.
-                    asked = (
-                        [str(fresh[i][2].get("user_prompt", "")) for i in part] if collection is self.exchanges else []
-                    )
-                    embedded = self.embedder.embed(texts + asked)
-                    vectors.update(zip(part, embedded[: len(texts)]))
-                    prompt_vectors.update(zip(part, embedded[len(texts) :]))
+                    if collection is self.exchanges:
+                        # An exchange's other sides (its prompt, its passages past the model's
+                        # window: ocat.memory.storage.prompt_vectors) are embedded in the same call;
+                        # a bulk write leaves the passages to the background (see PASSAGES_INLINE).
+                        other = [other_sides(self.embedder, fresh[i][1], fresh[i][2], passages=inline)
+                                 for i in part]
+                        embedded = self.embedder.embed(texts + [t for side in other for t in side])
+                        vectors.update(zip(part, embedded[: len(texts)]))
+                        sides.update(zip(part, split_sides(embedded[len(texts) :], other)))
+                    else:
+                        vectors.update(zip(part, self.embedder.embed(texts)))
                     if progress:
                         progress(handled + len(vectors))
             finally:
                 if vectors:
                     done = sorted(vectors)
                     self._write(collection, [fresh[i] for i in done], [vectors[i] for i in done],
-                                [prompt_vectors[i] for i in done if i in prompt_vectors])
+                                [sides[i] for i in done if i in sides], passages=inline)
             added += len(fresh)
             handled += len(fresh)
             if not fresh and progress:
                 progress(handled)
+        if deferred:
+            self.start_backfill()
         return added
+
+    def start_backfill(self) -> None:
+        """Make the passages still missing in a background thread (ocat.memory.storage.reconcile.PassageBackfill),
+        unless one is running."""
+        from ocat.memory.storage.reconcile import PassageBackfill
+
+        if self.backfill is None or not self.backfill.thread.is_alive():
+            self.backfill = PassageBackfill(self).start()
+
+    def wait_for_passages(self, timeout: float | None = None) -> bool:
+        """Wait for a background backfill of passages, if one runs; True when none is left running."""
+        return self.backfill is None or self.backfill.wait(timeout)
 
     def existing_ids(self, kind: RecordKind, ids: Sequence[str]) -> list[str]:
         """Which of `ids` are stored (one read of ids, no texts)."""
@@ -207,7 +238,13 @@ class MemoryStore:
             raise StoreError(f"cannot read the memory store: {exc}") from exc
 
     def _write(
-        self, collection: Collection, rows: list[Row], vectors: list[Sequence[float]], prompts: list[Sequence[float]]
+        self,
+        collection: Collection,
+        rows: list[Row],
+        vectors: list[Sequence[float]],
+        sides: list[Sides],
+        *,
+        passages: bool = True,
     ) -> None:
         if collection is self.exchanges:
             carry_titles(self, rows)
@@ -221,8 +258,10 @@ class MemoryStore:
         except Exception as exc:
             raise StoreError(f"cannot write to the memory store: {exc}") from exc
         # Chroma first: if we die between the writes, the next open sees the counts differ and
-        # rebuilds the lexical index, or embeds the missing prompts.
-        self.prompts.write(ids[: len(prompts)], prompts)
+        # rebuilds the lexical index, or embeds the missing prompts and passages.
+        if sides:
+            # Without `passages` the rows are marked for the background to make them.
+            self.prompts.write(ids[: len(sides)], [s[0] for s in sides], [s[1] for s in sides] if passages else None)
         self.lexical.add(self._kind(collection), rows)
 
     def delete(self, ids: Sequence[str]) -> int:
