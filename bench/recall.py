@@ -250,6 +250,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="cross-validate over conversations: every figure per held-out fold, mean and worst")
     parser.add_argument("--asked", type=Path,
                         help="with --folds: keep the retrieved scores in this file, and reuse them when it exists")
+    parser.add_argument("--weights", help="with --folds: also fit the coverage weight among these (e.g. 0.6,0.8,1.2)")
     args = parser.parse_args(argv)
     sets = {s.strip() for s in args.sets.split(",") if s.strip()}
     for wanted, path in (("locomo", args.data), ("chats", args.chats / "questions.json")):
@@ -261,7 +262,8 @@ def main(argv: list[str] | None = None) -> int:
         from recall_folds import format_folds, run_folds
 
         report = run_folds(args.data if "locomo" in sets else None, args.chats if "chats" in sets else None, args.model,
-                           asked_file=args.asked)
+                           asked_file=args.asked,
+                           weights=[float(w) for w in args.weights.split(",") if w.strip()] if args.weights else ())
         print(json.dumps(report, indent=2) if args.json else format_folds(report))
         return 0
     if "locomo" in sets:

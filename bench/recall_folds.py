@@ -40,7 +40,7 @@ LOCOMO_FOLDS = ("conv-26", "conv-30", "conv-41")
 # chats-dev threads by the month they started: four groups of 8-14 threads.
 CHATS_FOLDS = {"01": "Jan", "02": "Feb", "03": "Mar-Apr", "04": "Mar-Apr", "05": "May-Jun", "06": "May-Jun"}
 # The grids the fit searches (z units; the shipped values sit inside them).
-POINTS = [round(0.50 + 0.01 * i, 2) for i in range(41)]
+POINTS = [round(0.40 + 0.01 * i, 2) for i in range(71)]
 FLOOR_MARGINS = [round(0.10 + 0.01 * i, 2) for i in range(31)]
 BEST_MARGINS = [0.25, 0.30, 0.35, 0.40, 0.45, 0.50, 0.55, 0.65, 0.75]
 FOLD_ORDER = ("Jan", "Feb", "Mar-Apr", "May-Jun", *LOCOMO_FOLDS)
@@ -236,9 +236,9 @@ class _Outcomes:
         return float(total)
 
 
-def fit(asked: Sequence[Asked]) -> Gate:
+def fit(asked: Sequence[Asked]) -> tuple[Gate, float]:
     """The gate that maximises the objective on `asked` (ties: the stricter gate, quieter being
-    the safer side)."""
+    the safer side), and the objective it reaches."""
     best: tuple[float, float, Gate] | None = None
     for margin in BEST_MARGINS:
         table = _Outcomes(asked, margin)
@@ -247,20 +247,34 @@ def fit(asked: Sequence[Asked]) -> Gate:
             if best is None or key > best[:2]:
                 best = (*key, Gate(point, floor_margin, margin))
     assert best is not None
-    return best[2]
+    return best[2], best[0]
 
 
-def cross_validate(asked: Sequence[Asked]) -> dict[str, Any]:
-    """Every fold of both sets scored by the gate fitted on everything else, plus the fit on all."""
+def fit_weight(by_weight: dict[float, list[Asked]], keep: Any) -> tuple[float, Gate]:
+    """The coverage weight and gate that reach the highest objective on the questions `keep`
+    selects, each weight's gate fitted on its own scores (ties: the weight nearest 1)."""
+    fits = {w: fit([a for a in asked if keep(a)]) for w, asked in by_weight.items()}
+    weight = max(fits, key=lambda w: (fits[w][1], -abs(w - 1.0)))
+    return weight, fits[weight][0]
+
+
+def cross_validate(by_weight: dict[float, list[Asked]]) -> dict[str, Any]:
+    """Every fold of both sets scored with the coverage weight and gate fitted on everything
+    else, plus the fit on all. `by_weight` holds the questions asked with each coverage weight
+    (one weight: only the gate is fitted)."""
     report: dict[str, Any] = {"folds": {}, "gates": {}}
-    for name in sorted({a.set for a in asked}):
-        for fold in sorted({a.fold for a in asked if a.set == name}, key=FOLD_ORDER.index):
-            held = [a for a in asked if a.set == name and a.fold == fold]
-            rest = [a for a in asked if not (a.set == name and a.fold == fold)]
-            gate = fit(rest)
+    any_asked = next(iter(by_weight.values()))
+    for name in sorted({a.set for a in any_asked}):
+        for fold in sorted({a.fold for a in any_asked if a.set == name}, key=FOLD_ORDER.index):
+            def outside(a: Asked, name: str = name, fold: str = fold) -> bool:
+                return not (a.set == name and a.fold == fold)
+
+            weight, gate = fit_weight(by_weight, outside)
+            held = [a for a in by_weight[weight] if not outside(a)]
             report["folds"].setdefault(name, {})[fold] = score(held, gate).row()
-            report["gates"][f"{name}/{fold}"] = gate.__dict__
-    report["shipped_fit"] = fit(asked).__dict__
+            report["gates"][f"{name}/{fold}"] = {**gate.__dict__, "coverage_weight": weight}
+    weight, gate = fit_weight(by_weight, lambda a: True)
+    report["shipped_fit"] = {**gate.__dict__, "coverage_weight": weight}
     return report
 
 
@@ -288,9 +302,10 @@ def format_folds(report: dict[str, Any]) -> str:
         for fold, row in {**rows, **summary(rows)}.items():
             lines.append(f"{fold:<9}" + "".join(f"{'-' if row[c] is None else row[c]:>8}" for c in COLUMNS))
         lines.append("")
-    lines.append("gates fitted per held-out fold (point, floor_margin, best_margin):")
+    lines.append("fitted per held-out fold (point, floor_margin, best_margin, coverage_weight):")
     for fold, g in [*report["gates"].items(), ("fit on all", report["shipped_fit"])]:
-        lines.append(f"  {fold:<16} {g['point']:.2f} {g['floor_margin']:.2f} {g['best_margin']:.2f}")
+        lines.append(f"  {fold:<16} {g['point']:.2f} {g['floor_margin']:.2f} {g['best_margin']:.2f}"
+                     f" {g['coverage_weight']:.2f}")
     if "live" in report:
         lines.append("")
         for name, row in report["live"].items():
@@ -307,7 +322,7 @@ def format_folds(report: dict[str, Any]) -> str:
 # -- asking -------------------------------------------------------------------
 
 
-def _hits(store: Any, question: str, limits: Any, *, budget_of: Any) -> tuple[list[Any], float | None]:
+def _hits(store: Any, question: str, limits: Any) -> tuple[list[Any], float | None]:
     """The chat's ranking of a question (top 10, first 5 with the chat's verdicts) and the
     store's floor median."""
     from ocat.memory import retrieve
@@ -330,7 +345,16 @@ def _z(store: Any, floor: float | None, score_: float) -> float:
     return calibration.raised(shift).z_at(clipped)
 
 
-def ask_locomo(conversations: Sequence[Any], model_dir: Path, folder: Path) -> list[Asked]:
+def _weighted(store: Any, coverage_weight: float | None) -> None:
+    """Score the store with another coverage weight (the fit's trial), before its first search."""
+    from dataclasses import replace
+
+    if coverage_weight is not None:
+        store.calibration = replace(store.calibration, coverage_weight=coverage_weight)
+
+
+def ask_locomo(conversations: Sequence[Any], model_dir: Path, folder: Path, coverage_weight: float | None = None
+               ) -> list[Asked]:
     """Every LoCoMo question (and every other conversation's, as off-topic) against each store."""
     from recall import normalise_evidence
 
@@ -345,6 +369,7 @@ def ask_locomo(conversations: Sequence[Any], model_dir: Path, folder: Path) -> l
     asked: list[Asked] = []
     for conv in conversations:
         store = MemoryStore.open(StoreLocation(path=folder / conv.sample_id), embedder, name="eval")
+        _weighted(store, coverage_weight)
         store.add_exchanges(conv.exchanges)
         getattr(store, "wait_for_passages", lambda: True)()  # made in the background after a bulk write
         when = {e.exchange_id: e.timestamp for e in conv.exchanges}
@@ -354,7 +379,7 @@ def ask_locomo(conversations: Sequence[Any], model_dir: Path, folder: Path) -> l
             evidence = normalise_evidence(q["evidence"]) if kind == "recall" else set()
             if kind == "recall" and not evidence:
                 continue
-            found, floor = _hits(store, q["question"], limits, budget_of=None)
+            found, floor = _hits(store, q["question"], limits)
             hits = []
             for h in found:
                 covers = frozenset(conv.dia_ids.get(h.id, set()) & evidence)
@@ -366,7 +391,7 @@ def ask_locomo(conversations: Sequence[Any], model_dir: Path, folder: Path) -> l
     return asked
 
 
-def ask_chats(folder: Path, model_dir: Path, tmp: Path) -> list[Asked]:
+def ask_chats(folder: Path, model_dir: Path, tmp: Path, coverage_weight: float | None = None) -> list[Asked]:
     """Every chats-dev question against one store of its 211 exchanges."""
     from recall_chats import load_chats
 
@@ -382,6 +407,7 @@ def ask_chats(folder: Path, model_dir: Path, tmp: Path) -> list[Asked]:
     month_of = {e.exchange_id: started[e.thread_id] for e in exchanges}
     when = {e.exchange_id: e.timestamp for e in exchanges}
     store = MemoryStore.open(StoreLocation(path=tmp / "chats"), OnnxMiniLMEmbedder(model_dir), name="eval")
+    _weighted(store, coverage_weight)
     store.add_exchanges(exchanges)
     getattr(store, "wait_for_passages", lambda: True)()
     asked: list[Asked] = []
@@ -392,7 +418,7 @@ def ask_chats(folder: Path, model_dir: Path, tmp: Path) -> list[Asked]:
             off += 1
         else:
             fold = CHATS_FOLDS[month_of[(q["targets"] or q["related"])[0]]]
-        found, floor = _hits(store, q["question"], limits, budget_of=None)
+        found, floor = _hits(store, q["question"], limits)
         targets, old = set(q["targets"]), set(q.get("superseded") or ())
         hits = [
             Hit(h.id, _z(store, floor, h.score), count_tokens(h.text), h.context_of,
@@ -415,34 +441,42 @@ def _thread_months(exchanges: Sequence[Any]) -> dict[str, str]:
     return {t: datetime.fromtimestamp(ts - 5 * 3600, tz=timezone.utc).strftime("%m") for t, ts in first.items()}
 
 
-def run_folds(locomo: Path | None, chats: Path | None, model_dir: Path, *, asked_file: Path | None = None
-              ) -> dict[str, Any]:
+def run_folds(locomo: Path | None, chats: Path | None, model_dir: Path, *, asked_file: Path | None = None,
+              weights: Sequence[float] = ()) -> dict[str, Any]:
     """Ask both sets, cross-validate the gate, and add the live figures of the shipped constants.
 
-    `asked_file` keeps the questions' retrieved scores (pickled): given again, the fit is
-    replayed on them without retrieving (to try fitting procedures; delete it after a code change).
+    `weights` also fits the coverage weight (each is asked once: about a minute each). `asked_file`
+    keeps the questions' retrieved scores (pickled): given again, the fit is replayed on them
+    without retrieving (to try fitting procedures; delete it after a code change).
     """
+    import pickle
+
     from recall import load_conversations
 
+    from ocat.memory.embedding.model_files import LOCAL_MODEL_NAME
     from ocat.memory.retrieval.retrieve import MARGIN
     from ocat.memory.retrieval.store_floor import FLOOR_MARGIN
     from ocat.memory.storage.scoring import calibration_for
-    from ocat.memory.embedding.model_files import LOCAL_MODEL_NAME
 
-    import pickle
-
-    asked: list[Asked] = []
+    shipped_weight = calibration_for(LOCAL_MODEL_NAME).coverage_weight
+    by_weight: dict[float, list[Asked]] = {}
     if asked_file is not None and asked_file.is_file():
-        asked = pickle.loads(asked_file.read_bytes())
-    else:
+        saved = pickle.loads(asked_file.read_bytes())
+        by_weight = saved if isinstance(saved, dict) else {shipped_weight: saved}
+    for weight in [shipped_weight, *weights]:
+        if weight in by_weight:
+            continue
+        asked: list[Asked] = []
         with tempfile.TemporaryDirectory(prefix="ocat-folds-") as tmp:
             if locomo is not None:
-                asked += ask_locomo(load_conversations(locomo), model_dir, Path(tmp))
+                asked += ask_locomo(load_conversations(locomo), model_dir, Path(tmp), weight)
             if chats is not None:
-                asked += ask_chats(chats, model_dir, Path(tmp))
-        if asked_file is not None:
-            asked_file.write_bytes(pickle.dumps(asked))
-    report = cross_validate(asked)
+                asked += ask_chats(chats, model_dir, Path(tmp), weight)
+        by_weight[weight] = asked
+    if asked_file is not None:
+        asked_file.write_bytes(pickle.dumps(by_weight))
+    report = cross_validate({w: a for w, a in by_weight.items() if w in {shipped_weight, *weights}})
+    asked = by_weight[shipped_weight]
     shipped = Gate(round(calibration_for(LOCAL_MODEL_NAME).z_at(0.65), 2), FLOOR_MARGIN, MARGIN)
     report["shipped"] = shipped.__dict__
     report["live"] = {name: score([a for a in asked if a.set == name], shipped).row()

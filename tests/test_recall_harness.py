@@ -41,3 +41,33 @@ def test_on_chats_dev_the_gate_admits_targets_and_stays_quiet(real_embedder: Emb
     # An off-topic question on this mixed-topic store injects nothing, nor do most questions
     # on a subject the user discussed but never this point of it (the store's floor).
     assert row["quiet_offtopic"] >= 95 and row["quiet_near"] >= 50, row
+
+
+def test_the_folds_fast_objective_agrees_with_the_plain_replay() -> None:
+    """bench/recall_folds.py fits the gate on arrays (`_Outcomes`); they must score every gate as
+    the plain replay of the chat's rule (`objective` over `Gate.shown`) does."""
+    import random
+
+    from bench.recall_folds import Asked, Gate, Hit, _Outcomes, objective
+
+    rng = random.Random(7)
+    asked = []
+    for n in range(60):
+        kind = ("recall", "offtopic", "near")[n % 3]
+        hits = [
+            Hit(f"q{n}-h{k}", z=rng.uniform(0.2, 1.6), tokens=rng.randint(50, 900), context_of=None,
+                found=frozenset({f"q{n}-h{k}"}) if kind == "recall" and rng.random() < 0.3 else frozenset(),
+                right=False)
+            for k in range(10)
+        ]
+        hits.sort(key=lambda h: h.z, reverse=True)
+        asked.append(Asked("chats" if n % 2 else "locomo", "f", kind, hits, need=1,
+                           floor=None if n % 4 == 0 else rng.uniform(0.3, 0.7), budget=1500))
+    seen = set()
+    for best_margin in (0.3, 0.5):
+        table = _Outcomes(asked, best_margin)
+        for point, floor_margin in ((0.5, 0.0), (0.8, 0.1), (1.1, 0.3), (1.4, 0.2)):
+            fast = table.objective(point, floor_margin)
+            assert fast == pytest.approx(objective(asked, Gate(point, floor_margin, best_margin)), abs=0.25)  # rounding
+            seen.add(round(fast))
+    assert len(seen) > 2  # the gates differ: the comparison is not between constants
