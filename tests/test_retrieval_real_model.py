@@ -85,5 +85,5 @@ def test_scores_are_calibrated_not_raw_cosine(real_store: MemoryStore) -> None:
     query_vector = real_store.embedder.embed(["a good name for my cat"])
     [(dense_id, cosine)] = real_store.nearest("exchange", query_vector, 1)[0].items()
     assert hit.id == dense_id and hit.score != pytest.approx(cosine)
-    assert real_store.calibration.source == "folds fit, passages"
+    assert real_store.calibration.source == "dev fit, prompt side"
     assert real_store.exchanges.metadata["calibration_center"] == real_store.calibration.center
