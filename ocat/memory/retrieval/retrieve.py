@@ -27,7 +27,8 @@ if TYPE_CHECKING:
 
 # A hit whose fused score is more than this below the best hit of its kind is left out even
 # above the threshold; fitted with the gate by `bench/recall.py --folds` (docs/RETRIEVAL.md,
-# "Folds": 0.50 on every held-out fold; on chats-dev 75% of targets are within 0.27 of the best).
+# "Cross-validated figures": 0.50 on every held-out fold; on chats-dev 75% of targets are
+# within 0.27 of the best).
 MARGIN = 0.50
 
 

@@ -73,7 +73,7 @@ class Calibration:
 # (docs/RETRIEVAL.md): the fused score z = max(cosine of the exchange, of its prompt, of its
 # passages) + coverage at which the gate serves both sets best (z* = 0.70; the cross-validated
 # fit of `bench/recall.py --folds` finds 0.71, within one step of its grid, and the point stays
-# where users' scores and the document gate have it: docs/RETRIEVAL.md, "Folds") is mapped to relevance 0.65,
+# where users' scores and the document gate have it: docs/RETRIEVAL.md) is mapped to relevance 0.65,
 # the default threshold (center = 0.70 - ln(0.65 / 0.35) / 6); scale 6 spreads answerable
 # questions (median z about 1.1 -> 0.95) from off-topic ones (median about 0.5 -> 0.35).
 _MINILM = Calibration(
