@@ -39,6 +39,17 @@ def stored_passages(store: MemoryStore) -> dict[str, int]:
         return dict(db.execute("SELECT record_id, count(*) FROM passage_vectors GROUP BY record_id").fetchall())
 
 
+def stored_then_forgotten(location: StoreLocation, embedder: Any) -> dict[str, int]:
+    """Store the late-fact exchanges, note their passages, then forget them all (every exchange
+    marked to be done, as a crash or an older store leaves it); returns what was noted."""
+    store = MemoryStore.open(location, embedder)
+    store.add_exchanges(late_fact_exchanges())
+    expected = stored_passages(store)
+    store.prompts.delete_passages()
+    store.close()
+    return expected
+
+
 def make_pre_passages(path: Path) -> None:
     """Turn a store's prompt file into one an ocat from before passages wrote."""
     with sqlite3.connect(path) as db:
@@ -114,11 +125,7 @@ def test_closing_stops_the_backfill_after_a_step_and_the_next_open_finishes(
 ) -> None:
     monkeypatch.setattr("ocat.memory.storage.reconcile.PASSAGE_STEP", 1)
     location = StoreLocation(path=tmp_path / "old")
-    store = MemoryStore.open(location, real_embedder)
-    store.add_exchanges(late_fact_exchanges())
-    expected = stored_passages(store)
-    store.prompts.delete_passages()
-    store.close()
+    expected = stored_then_forgotten(location, real_embedder)
 
     reopened = MemoryStore.open(location, real_embedder)
     reopened.close()  # at once: waits for the step under way, no more
@@ -163,11 +170,7 @@ def test_a_process_killed_mid_backfill_leaves_whole_steps_and_the_next_open_comp
     tmp_path: Path, real_embedder: Any
 ) -> None:
     location = StoreLocation(path=tmp_path / "killed")
-    store = MemoryStore.open(location, real_embedder)
-    store.add_exchanges(late_fact_exchanges())
-    expected = stored_passages(store)
-    store.prompts.delete_passages()
-    store.close()
+    expected = stored_then_forgotten(location, real_embedder)
     model = Path(real_embedder._locate())
     script = textwrap.dedent(f"""
         import os, signal
