@@ -179,14 +179,14 @@ def test_a_process_killed_mid_backfill_leaves_whole_steps_and_the_next_open_comp
         from ocat.memory.embedding.embedders import OnnxMiniLMEmbedder
         import ocat.memory.storage.reconcile as reconcile
         reconcile.PASSAGE_STEP = 1
-        real = reconcile._embed_sides
+        real = reconcile._embed_passages
         calls = []
-        def embed_then_die(store, ids, *, prompts):
-            real(store, ids, prompts=prompts)
+        def embed_then_die(store, ids):
+            real(store, ids)
             calls.append(1)
             if len(calls) == 2:
                 os.kill(os.getpid(), signal.SIGKILL)  # after two whole steps, in the middle of the backfill
-        reconcile._embed_sides = embed_then_die
+        reconcile._embed_passages = embed_then_die
         store = MemoryStore.open(StoreLocation(path=Path({str(location.path)!r})), OnnxMiniLMEmbedder(Path({str(model)!r})))
         store.backfill.wait(60)
     """)

@@ -217,8 +217,7 @@ def has_passages(embedder: Embedder) -> bool:
 def passages_of(embedder: Embedder, text: str) -> list[str]:
     """The passages of `text` an embedder would miss (see OnnxMiniLMEmbedder.passages); none for
     an embedder that reads whole texts (litellm models read thousands of tokens)."""
-    passages = getattr(embedder, "passages", None)
-    return list(passages(text)) if callable(passages) else []
+    return list(embedder.passages(text)) if has_passages(embedder) else []  # type: ignore[attr-defined]
 
 
 def _normalise(vector: Sequence[float]) -> list[float]:

@@ -17,8 +17,9 @@ Passages: all-MiniLM-L6-v2 reads 256 word pieces, so a fact late in a long answe
 the exchange's vector. Each window past the first (ocat.memory.embedding.embedders.passages_of)
 gets a vector here too, and an exchange scores by the best of all its vectors. An exchange's
 prompt vector and its passages are written in one transaction, and the prompt row records how
-many passages it has (NULL: not yet made, for a store from before passages, which
-`sync_passages` fills in on open, a step at a time, so a crash loses only the step).
+many passages it has (NULL: not yet made, after a bulk write or in a store from before
+passages; ocat.memory.storage.reconcile.PassageBackfill makes them in the background, a step
+at a time, so a crash loses only the step).
 """
 
 from __future__ import annotations
@@ -34,6 +35,10 @@ if TYPE_CHECKING:
     from ocat.memory.embedding.embedders import Embedder
 
 
+# One exchange's other sides: its prompt's vector and its passages' vectors.
+Sides = tuple[Sequence[float], list[Sequence[float]]]
+
+
 def other_sides(embedder: Embedder, text: str, metadata: Mapping[str, Any], *, passages: bool = True) -> list[str]:
     """The texts of an exchange's other sides, to embed: its prompt first, then (with `passages`) its passages."""
     from ocat.memory.embedding.embedders import passages_of
@@ -41,17 +46,20 @@ def other_sides(embedder: Embedder, text: str, metadata: Mapping[str, Any], *, p
     return [str(metadata.get("user_prompt", "")), *(passages_of(embedder, text) if passages else [])]
 
 
-def split_sides(vectors: Sequence[Sequence[float]], texts: Sequence[Sequence[str]]) -> list[Sides]:
-    """The vectors of several exchanges' `other_sides` (embedded in one call) back per exchange."""
-    out: list[Sides] = []
+def regroup(vectors: Sequence[Sequence[float]], groups: Sequence[Sequence[str]]) -> list[list[Sequence[float]]]:
+    """The vectors of several groups of texts, embedded in one call, back per group."""
+    out: list[list[Sequence[float]]] = []
     at = 0
-    for side in texts:
-        out.append((vectors[at], list(vectors[at + 1 : at + len(side)])))
-        at += len(side)
+    for group in groups:
+        out.append(list(vectors[at : at + len(group)]))
+        at += len(group)
     return out
 
-# One exchange's other sides: its prompt's vector and its passages' vectors.
-Sides = tuple[Sequence[float], list[Sequence[float]]]
+
+def split_sides(vectors: Sequence[Sequence[float]], texts: Sequence[Sequence[str]]) -> list[Sides]:
+    """The vectors of several exchanges' `other_sides` (embedded in one call) back per exchange."""
+    return [(group[0], group[1:]) for group in regroup(vectors, texts)]
+
 
 # SQLite's limit on the parameters of one statement is 32,766 nowadays; stay well below it.
 IDS_PER_SELECT = 900

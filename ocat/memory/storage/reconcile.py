@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from ocat.errors import StoreError
-from ocat.memory.storage.prompt_vectors import other_sides, split_sides
+from ocat.memory.embedding.embedders import passages_of
+from ocat.memory.storage.prompt_vectors import regroup
 from ocat.memory.storage.scoring import Calibration
 from ocat.memory.storage.thread_titles import sync_titles
 from ocat.records import RECORD_KINDS, Exchange
@@ -63,9 +64,10 @@ def sync_lexical(store: MemoryStore) -> bool:
 
 
 def sync_prompts(store: MemoryStore, notify: Callable[[str], None] | None = None) -> bool:
-    """Give every exchange its prompt and passage vectors (see ocat.memory.storage.prompt_vectors)
-    and drop the vectors of exchanges that are gone, telling `notify` when that is more than a
-    moment's work. False if it failed: the store still opens, and scores as it did before.
+    """Give every exchange its prompt vector (see ocat.memory.storage.prompt_vectors; its passages
+    are left to the background backfill, `start_passages`) and drop the vectors of exchanges that
+    are gone, telling `notify` when that is more than a moment's work. False if it failed: the
+    store still opens, and scores as it did before.
 
     Reads Chroma only when the counts differ: a store made before prompt vectors existed (once),
     a crash between the writes, or a server written by an older client.
@@ -89,7 +91,7 @@ def _sync_prompt_rows(store: MemoryStore, notify: Callable[[str], None] | None) 
     if notify and len(todo) >= ANNOUNCE_BACKFILL:
         notify(f"embedding the prompts of {len(todo):,} earlier exchanges (once, for the memory gate)…")
     for start in range(0, len(todo), BACKFILL_STEP):
-        _embed_sides(store, todo[start : start + BACKFILL_STEP], prompts=True)
+        _embed_prompts(store, todo[start : start + BACKFILL_STEP])
     store.prompts.delete(list(have - seen))
 
 
@@ -99,7 +101,7 @@ def sync_passages(store: MemoryStore, stop: threading.Event | None = None) -> bo
     False if it failed (those exchanges score by their first window and prompt until the next open)."""
     try:
         while not (stop is not None and stop.is_set()) and (todo := store.prompts.without_passages(PASSAGE_STEP)):
-            _embed_sides(store, todo, prompts=False)
+            _embed_passages(store, todo)
     except StoreError:
         return False
     return True
@@ -122,6 +124,8 @@ class PassageBackfill:
             sync_passages(store, self._stop)
         except Exception:
             logging.getLogger(__name__).warning("making passage vectors stopped", exc_info=True)
+        finally:
+            atexit.unregister(self.stop)  # done: nothing to wait for at exit, nor the store to keep
 
     def start(self) -> PassageBackfill:
         """Start the thread; returns self."""
@@ -141,29 +145,29 @@ class PassageBackfill:
         return not self.thread.is_alive()
 
 
-def _embed_sides(store: MemoryStore, ids: list[str], *, prompts: bool) -> None:
-    """Embed some exchanges' other sides from their text in Chroma and write them (one transaction).
-
-    `prompts` writes the prompt vectors too; otherwise only the passages of exchanges that have one.
-    """
+def _embed_prompts(store: MemoryStore, ids: list[str]) -> None:
+    """Embed some exchanges' prompts (read from Chroma) and write them, their passages marked to
+    be made by the background backfill, as after a bulk write."""
     got = store.fetch("exchange", ids, vectors=False)
-    found = [(i, text or "", dict(meta or {})) for i, text, meta in zip(got["ids"], got["documents"], got["metadatas"])]
-    texts = [other_sides(store.embedder, text, meta) for _, text, meta in found]
-    if not prompts:
-        texts = [side[1:] for side in texts]  # the prompt is there: its passages alone
-    vectors = store.embedder.embed([t for side in texts for t in side])
-    done = [i for i, _, _ in found]
-    if prompts:
-        sides = split_sides(vectors, texts)
-        store.prompts.write(done, [s[0] for s in sides], [s[1] for s in sides])
-    else:
-        passages, at = [], 0
-        for side in texts:
-            passages.append(vectors[at : at + len(side)])
-            at += len(side)
-        # An id Chroma no longer holds (deleted meanwhile) is marked done with none.
-        gone = [i for i in ids if i not in set(done)]
-        store.prompts.write_passages(done + gone, passages + [[] for _ in gone])
+    prompts = [str((meta or {}).get("user_prompt", "")) for meta in got["metadatas"]]
+    store.prompts.write(got["ids"], store.embedder.embed(prompts))
+
+
+def _embed_passages(store: MemoryStore, ids: list[str]) -> None:
+    """Embed some exchanges' passages from their text in Chroma and write them (one transaction)."""
+    got = store.fetch("exchange", ids, vectors=False)
+    done = list(got["ids"])
+    texts = [passages_of(store.embedder, text or "") for text in got["documents"]]
+    passages = regroup(store.embedder.embed([t for side in texts for t in side]), texts)
+    # An id Chroma no longer holds (deleted meanwhile) is marked done with none.
+    gone = [i for i in ids if i not in set(done)]
+    store.prompts.write_passages(done + gone, passages + [[] for _ in gone])
+
+
+def start_passages(store: MemoryStore) -> None:
+    """Start the background backfill if some exchange still lacks its passages."""
+    if store.prompts.without_passages(1):
+        store.start_backfill()
 
 
 def settled_calibration(store: MemoryStore, shipped: Calibration, *, complete: bool) -> Calibration:
@@ -210,6 +214,7 @@ def rebuild_derived(store: MemoryStore) -> list[str]:
     store.prompts = PromptVectors(beside_index(index, "prompts"), store.embedder)
     sync_titles(store, rebuilt=sync_lexical(store))
     sync_prompts(store, store.notify)
+    start_passages(store)
     return [f"the {what} {path} ({why})" for path, (what, why) in chosen.items()]
 
 
@@ -218,5 +223,4 @@ def reconcile(store: MemoryStore, notify: Callable[[str], None] | None = None) -
     titles it mirrors, the prompt vectors) and settle its calibration."""
     sync_titles(store, rebuilt=sync_lexical(store))
     store.calibration = settled_calibration(store, store.calibration, complete=sync_prompts(store, notify))
-    if store.prompts.without_passages(1):
-        store.start_backfill()
+    start_passages(store)
