@@ -59,11 +59,14 @@ def build_parser() -> argparse.ArgumentParser:
     actions.add_argument("--vector-store-stats", action="store_true", help="show the store's location and counts")
     actions.add_argument("--ask", metavar="TEXT", help="ask the model once, with memory; '-' reads stdin")
     actions.add_argument("--export-memory", metavar="FILE", help="write all memory as JSON Lines ('-' for stdout)")
-    actions.add_argument("--import-memory", metavar="FILE", help="add memory from a JSON Lines export")
+    actions.add_argument(
+        "--import-memory", metavar="FILE", help="add memory from a JSON Lines export ('-' reads stdin)"
+    )
     actions.add_argument(
         "--import-history",
         metavar="PATH",
-        help="add your old chats: a ChatGPT or Claude export (.zip, folder or conversations.json), or llm's logs.db",
+        help="add your old chats: a ChatGPT or Claude export (.zip, folder or conversations.json), or llm's logs.db"
+        " ('-' reads stdin)",
     )
     actions.add_argument(
         "--wake", action="store_true",
@@ -80,7 +83,7 @@ def build_parser() -> argparse.ArgumentParser:
     actions.add_argument(
         "--repair-store",
         action="store_true",
-        help="rebuild every derived file from the store, and finish or remove partial documents",
+        help="rebuild the derived files from the store and finish partial documents; deletes no memory",
     )
     actions.add_argument(
         "--fetch-model",
@@ -114,6 +117,12 @@ def build_parser() -> argparse.ArgumentParser:
         dest="history_format",
         choices=("chatgpt", "claude", "llm", "ocat"),
         help="--import-history: the export's format, when it should not be told from its content",
+    )
+    options.add_argument(
+        "--accept-smaller-store",
+        action="store_true",
+        help="--repair-store: when the store holds less than its derived files (chroma.sqlite3 emptied or "
+        "replaced), keep only what it holds; the derived files are moved aside, not deleted",
     )
     options.add_argument("--output", choices=("text", "json"), default="text", help="output format (default: text)")
     options.add_argument("--no-vector-store", action="store_true", help="run without memory: nothing read or stored")
@@ -274,6 +283,8 @@ def check_store_use(action: str | None, args: argparse.Namespace) -> None:
         raise UsageError("--where applies to --query-vector-store only")
     if getattr(args, "history_format", None) and action != "import-history":
         raise UsageError("--from applies to --import-history only")
+    if getattr(args, "accept_smaller_store", False) and action != "repair":
+        raise UsageError("--accept-smaller-store applies to --repair-store only")
     if len(args.stores) > 1 and action not in READ_ONLY_ACTIONS:
         flags = {name: "--" + dest.replace("_", "-") for dest, name in ACTIONS.items()}
         what = flags[action] if action else "the chat"

@@ -244,10 +244,18 @@ def _export(args: argparse.Namespace, settings: Settings, reporter: Reporter) ->
 
 
 def _import(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> int:
+    from ocat.input_files import STDIN, spooled_stdin
+
+    if args.import_memory == STDIN:
+        with spooled_stdin() as path:
+            return _import_path(path, settings, reporter)
+    return _import_path(Path(args.import_memory).expanduser(), settings, reporter)
+
+
+def _import_path(path: Path, settings: Settings, reporter: Reporter) -> int:
     from ocat.memory.ingest.documents import throttled_progress
     from ocat.operations.transfer import check_import, import_file
 
-    path = Path(args.import_memory).expanduser()
     # The whole file is checked first: a bad line fails before a model download or a wait for the store.
     checked = check_import(path)
     _prepare_model(settings, reporter)
@@ -263,14 +271,22 @@ def _import(args: argparse.Namespace, settings: Settings, reporter: Reporter) ->
 
 
 def _import_history(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> int:
+    from ocat.input_files import STDIN, spooled_stdin
+
+    if args.import_history == STDIN:
+        with spooled_stdin() as path:
+            return _import_history_path(path, args.history_format, settings, reporter)
+    return _import_history_path(Path(args.import_history).expanduser(), args.history_format, settings, reporter)
+
+
+def _import_history_path(path: Path, fmt: str | None, settings: Settings, reporter: Reporter) -> int:
     from ocat.history_import import detect_format
+    from ocat.input_files import refuse_special
     from ocat.operations.history import import_history, is_ocat_export
 
-    path = Path(args.import_history).expanduser()
-    fmt = args.history_format
+    refuse_special(path)  # before the first look at it: a pipe would block, a device never end
     if fmt == "ocat" or (fmt is None and is_ocat_export(path)):
-        args.import_memory = str(path)  # ocat's own export: the same import as --import-memory
-        return _import(args, settings, reporter)
+        return _import_path(path, settings, reporter)  # ocat's own export: the same import as --import-memory
     chosen = fmt or detect_format(path)  # a file of another shape fails before a model download
     _prepare_model(settings, reporter)
     store = _open_store(settings)
@@ -298,6 +314,8 @@ def _wake(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> i
         _prepare_model(settings, reporter)
         store = _open_store(settings)
     block = build_wake(settings, store)
+    for note in block.notes:
+        reporter.note(f"ocat: {note}")
     return reporter.succeed(block.to_dict(), block.text() or "The wake block is empty (no pins, profile or threads).")
 
 
@@ -331,7 +349,7 @@ def _check(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> 
 def _repair(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> int:
     from ocat.operations.health import PROBLEMS_FOUND, repair, repair_record
 
-    done = repair(settings, notify=_say_to_stderr)
+    done = repair(settings, notify=_say_to_stderr, accept_smaller=args.accept_smaller_store)
     reporter.succeed(repair_record(done), "\n".join(done.lines()))
     return 0 if done.after.healthy else PROBLEMS_FOUND
 

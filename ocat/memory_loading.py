@@ -72,6 +72,10 @@ def load_memory(
     session.fetched = fetched
     if not session.model_ready:
         return MemoryLoaded(session.memory_error)
+    if session.store is not None:
+        from ocat.memory import catch_up
+
+        catch_up(session.store)  # what opening left for the model (it may have just arrived)
     saved = session.save_unsaved()
     recovered = session.write_kept()
     downloaded = fetched.describe() if fetched is not None and fetched.downloaded else None

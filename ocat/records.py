@@ -36,6 +36,13 @@ THREAD_TITLE_KEY = "thread_title"
 # The metadata key of a pinned memory (/pin, /remember): when it was pinned. User data in the
 # primary store, like a title: exported, imported, kept through any rebuild of derived files.
 PINNED_KEY = "pinned_at"
+# The metadata key of a document chunk whose document is kept with fewer chunks than it was
+# split into, on purpose: one of its chunks was deleted (`/vdelete doc-KEY-2`), or a repair kept
+# a cut-short add whose file is gone. Such a document is whole as it is: never "partial", never
+# finished or removed by a repair. Its value says why (SHORTENED_BY_DELETE, SHORTENED_BY_REPAIR).
+SHORTENED_KEY = "shortened"
+SHORTENED_BY_DELETE = "a chunk was deleted"
+SHORTENED_BY_REPAIR = "kept by a repair: its file is gone or changed"
 
 
 def new_id() -> str:
@@ -47,6 +54,17 @@ def now() -> float:
     """The current time to the millisecond: short enough to survive any JSON round trip exactly
     (a Chroma server returned full-precision times one unit in the last place off)."""
     return round(time.time(), 3)
+
+
+# How much of an exchange's text is searched by its words and quoted by a hit: the rest of a
+# very long one (a 50 MB pasted log) is kept whole in its metadata, exported and shown whole,
+# but indexing it all would take gigabytes (issue 34) and a hit never quotes that much.
+SEARCHED_CHARS = 200_000
+
+
+def searched_text(text: str) -> str:
+    """The part of a record's text that is indexed and quoted (its first SEARCHED_CHARS)."""
+    return text if len(text) <= SEARCHED_CHARS else text[:SEARCHED_CHARS]
 
 
 def exchange_text(user_prompt: str, assistant_response: str) -> str:

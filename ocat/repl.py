@@ -266,7 +266,7 @@ def _answer(request: Request, ask: Callable[[str], str] | None, out: IO[str]) ->
         return CommandResult(text="ocat: themes apply to the full-screen chat", error=True)
     if isinstance(request, EditFile):
         from ocat.editor import edit_file
-        from ocat.operations.wake import PROFILE_TEMPLATE
+        from ocat.operations.profile import PROFILE_TEMPLATE
 
         if ask is None:  # piped: no terminal for an editor
             return CommandResult(text=f"Edit {request.path} in your editor.")

@@ -78,6 +78,9 @@ class Turn:
         self.wake_is_new = self.wake is not None and not built_before and not self.wake.empty
         self.memories = self.session.recall(self.prompt)
         self.problem = self.session.problem
+        if self.wake is not None and not built_before and self.wake.notes:
+            # What the user should know about the block (a profile left out or cut), once a thread.
+            self.problem = "; ".join([*self.wake.notes, *([self.problem] if self.problem else [])])
         self.state = TurnState.RECALLED
         return self.memories
 

@@ -90,8 +90,10 @@ def test_a_cancel_during_embedding_stops_before_the_next_step_and_keeps_whole_ch
         if done >= stop_at:
             raise Cancelled(f"cancelled at {done}/{total}")
 
+    # A file's add (a note cut short is not "partial": it has no file to finish it from).
+    source = str(tmp_path / "paragraphs.txt")
     with pytest.raises(Cancelled):
-        add_text(store, text, SMALL, progress=progress)
+        add_text(store, text, SMALL, progress=progress, source="cli", source_file=source)
     assert [e for e in events if e[0] == "embed"] == [("embed", EMBED_STEP)] * 2  # no third step
     # What was embedded is stored (in the middle of a write batch), whole and searchable.
     assert store.count("document") == stop_at
@@ -103,7 +105,7 @@ def test_a_cancel_during_embedding_stops_before_the_next_step_and_keeps_whole_ch
     [partial] = partial_documents(store)
     assert (partial.stored_chunks, partial.total_chunks) == (stop_at, total)
     # Adding it again stores exactly the rest, and the document is whole.
-    again = add_text(store, text, SMALL)
+    again = add_text(store, text, SMALL, source="cli", source_file=source)
     assert again.added_chunks == total - stop_at
     assert store.count("document") == total and partial_documents(store) == []
 

@@ -201,18 +201,19 @@ def test_editing_a_file_to_text_stored_elsewhere_still_drops_its_old_version(sto
     assert "The original notes." not in texts
 
 
-def test_a_cut_short_add_is_listed_as_partial_until_added_again(store: MemoryStore) -> None:
+def test_a_cut_short_add_is_listed_as_partial_until_added_again(store: MemoryStore, tmp_path: Path) -> None:
     from ocat.memory import partial_documents
+    from ocat.memory.ingest.documents import document_chunks
 
     text = "\n\n".join(f"Paragraph {i} about the harbour lantern and the copper meadow." for i in range(40))
-    seen: list[tuple[int, int]] = []
-    first = add_text(store, text, OPTIONS, progress=lambda done, total: seen.append((done, total)))
-    assert first.total_chunks > 3 and seen[-1] == (first.total_chunks, first.total_chunks)
-    assert partial_documents(store) == []
-    chunk_ids = sorted(list(store.iter_ids("document")))
-    store.delete(chunk_ids[1:3])  # as if the add had died before these were written
+    source = str(tmp_path / "harbour.txt")
+    chunks = document_chunks(text, OPTIONS, source="cli", source_file=source, extra={"source_path": source})
+    assert len(chunks) > 3
+    store.add_chunks(chunks[:-2])  # as if the add had died before the last two were written
     [partial] = partial_documents(store)
-    assert (partial.stored_chunks, partial.total_chunks, partial.source) == (
-        first.total_chunks - 2, first.total_chunks, "vadd_command")
-    assert add_text(store, text, OPTIONS).added_chunks == 2
+    assert (partial.stored_chunks, partial.total_chunks, partial.file) == (len(chunks) - 2, len(chunks), source)
+    assert add_text(store, text, OPTIONS, source="cli", source_file=source).added_chunks == 2
+    assert partial_documents(store) == []
+    # A user's delete of one chunk shortens the document on purpose: it is not partial.
+    store.delete([chunks[1].id])
     assert partial_documents(store) == []

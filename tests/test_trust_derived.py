@@ -118,7 +118,9 @@ def test_a_search_with_a_failing_index_still_returns_hits(tmp_path: Path) -> Non
 
 
 def test_check_finds_what_is_wrong_and_repair_makes_it_whole(tmp_path: Path) -> None:
-    from ocat.memory.store_check import check_store, repair_store
+    from ocat.memory.ingest.finishing import Finished
+    from ocat.memory.store_check import check_store
+    from ocat.memory.store_repair import repair_store
 
     folder = tmp_path / "store"
     store = filled(folder, exchanges=40)
@@ -141,17 +143,27 @@ def test_check_finds_what_is_wrong_and_repair_makes_it_whole(tmp_path: Path) -> 
     assert sorted(p.document_id for p in found.partial_documents) == ["gone", "kept"]
     assert any("DAMAGED" in line for line in found.lines())
 
-    finished: list[Path] = []
+    finished: list[str] = []
 
-    def finish(whole: MemoryStore, path: Path) -> None:
-        finished.append(path)
-        whole.delete_documents_where({"document_id": "kept"})  # as re-adding the changed file does
+    def finish(whole: MemoryStore, partial: Any) -> Finished:
+        if partial.document_id == "gone":
+            from ocat.memory.ingest.finishing import finish_document
+            from ocat.settings import ChunkingSettings
+
+            return finish_document(whole, partial, ChunkingSettings("semantic", 1000, 0, 2000, True))
+        finished.append(partial.file)
+        whole.add_chunks([DocumentChunk("doc-kept-1", "the rest", {"document_id": "kept", "total_chunks": 2,
+                                                                   "chunk_index": 1, "source_file": partial.file})])
+        return Finished.FINISHED
 
     done = repair_store(plain, finish)
-    assert finished == [source] and done.removed_documents == [str(tmp_path / "deleted.txt")]
+    assert finished == [str(source)] and done.finished_documents == [str(source)]
+    # The document whose file is gone is kept, whole as it is, and said so: a repair deletes nothing.
+    assert done.kept_documents == [f"{tmp_path / 'deleted.txt'} (1 of 2 chunks): kept as it is: its file is gone"]
     assert done.after.healthy, done.after.lines()
     reopened = open_store(folder)
     assert reopened.lexical.titles(["t3"]) == {"t3": "Garden"} and reopened.count("exchange") == 40
+    assert reopened.count("document") == 4 and reopened.get("doc-gone-0") is not None
 
 
 # -- as a user meets it: the CLI -------------------------------------------------------------------

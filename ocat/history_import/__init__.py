@@ -22,6 +22,7 @@ from pathlib import Path
 from ocat.errors import UsageError
 from ocat.history_import import chatgpt, claude
 from ocat.history_import.detection import detect_format, format_of, not_an_export
+from ocat.history_import.json_stream import TooDeep
 from ocat.history_import.llm_logs import count_llm, read_llm
 from ocat.history_import.model import ConversationProblem, HistoryItem, ImportedConversation, ImportedExchange
 from ocat.history_import.sources import Located, count_key, iter_items, locate
@@ -53,7 +54,10 @@ def read_history(path: Path, fmt: str | None = None) -> Iterator[ImportedConvers
         return read_llm(located.database)
     read = chatgpt.conversation if fmt == "chatgpt" else claude.conversation
     # One item of the export's array per conversation: each is read, or names what is wrong with it.
-    return (read(item, number) for number, item in enumerate(iter_items(located), 1))
+    return (
+        ConversationProblem(fmt, "", "", item.problem) if isinstance(item, TooDeep) else read(item, number)
+        for number, item in enumerate(iter_items(located), 1)
+    )
 
 
 # A key each conversation of a JSON export holds once, at its top level.

@@ -27,6 +27,20 @@ _NUMBER_TAIL = re.compile(r"[0-9.eE+-]*\Z")
 _NEAR_END = 16
 
 
+# Outside a string, what changes a skipped value's depth or starts a string; inside one, what ends it.
+_STRUCTURE = re.compile(r'["\[\]{}]')
+_STRING_END = re.compile(r'["\\]')
+
+
+class TooDeep:
+    """An item of the array nested deeper than Python's decoder goes: skipped, read past without
+    recursion, and named (it stands for the item in what `iter_array` yields)."""
+
+    def __init__(self, number: int, noun: str) -> None:
+        self.number = number
+        self.problem = f"{noun} {number} is nested too deeply to read (thousands of levels)"
+
+
 class Readable(Protocol):
     """A stream of bytes (decoded here as UTF-8) or of text: an open file, a zip member."""
 
@@ -115,10 +129,14 @@ class _ArrayReader:
                 return None
 
     def value(self, number: int) -> Any:
-        """Decode the item starting at the buffer position (the `number`th of the array)."""
+        """Decode the item starting at the buffer position (the `number`th of the array); an
+        item nested too deeply for the decoder is read past and stands as a TooDeep."""
         while True:
             try:
                 item, end = self.decoder.raw_decode(self.text, self.pos)
+            except RecursionError:
+                self.skip(number)
+                return TooDeep(number, self.noun)
             except json.JSONDecodeError as exc:
                 cut = exc.msg.startswith("Unterminated string") or exc.pos >= len(self.text) - _NEAR_END
                 if cut and self.fill(len(self.text) - self.pos):
@@ -134,6 +152,36 @@ class _ArrayReader:
                 continue
             self.pos = end
             return item
+
+    def skip(self, number: int) -> None:
+        """Move past the container starting at the buffer position without decoding it (a loop,
+        not recursion: any depth), reading more as needed."""
+        depth, at, in_string = 0, self.pos, False
+        while True:
+            pattern = _STRING_END if in_string else _STRUCTURE
+            found = pattern.search(self.text, at)
+            # A backslash ending the buffer escapes what the next chunk starts with: read it first.
+            if found is None or (in_string and found.group() == "\\" and found.end() >= len(self.text)):
+                # What was scanned is never decoded: the refill drops it (the buffer stays a chunk).
+                self.pos, at = (found.start() if found is not None else len(self.text)), 0
+                if not self.fill():
+                    raise self.truncated(number)
+                continue
+            mark, at = found.group(), found.end()
+            if in_string:
+                if mark == "\\":
+                    at += 1  # whatever is escaped (a quote, a backslash) is part of the string
+                else:
+                    in_string = False
+            elif mark == '"':
+                in_string = True
+            elif mark in "[{":
+                depth += 1
+            else:
+                depth -= 1
+                if depth == 0:
+                    self.pos = at
+                    return
 
     def truncated(self, number: int) -> InputFileError:
         """The error for a stream that stops inside the `number`th item."""

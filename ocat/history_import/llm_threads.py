@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ocat.errors import InputFileError
 from ocat.history_import.llm_database import LogsDatabase
 from ocat.history_import.model import ConversationProblem, HistoryItem, ImportedConversation
 from ocat.history_import.pairing import Message, pair_messages
@@ -47,10 +48,10 @@ def read_thread(db: LogsDatabase, thread: Thread, legacy: Sequence[sqlite3.Row] 
     """
     try:
         chain = _chain(db, thread.tip)
+        hashes = [row["hash"] for row in chain]
+        texts = _texts(db, hashes)
     except _BrokenChain as exc:
         return ConversationProblem(SOURCE, thread.id, thread.name, str(exc))
-    hashes = [row["hash"] for row in chain]
-    texts = _texts(db, hashes)
     answered: dict[str, tuple[str, float | None]] = {}  # prompt message -> (turn id, time)
     written: dict[str, float | None] = {}  # reply message -> time
     for turn in _turns(db, hashes):
@@ -154,6 +155,13 @@ def _fragments(db: LogsDatabase, ids: set[Any]) -> dict[Any, str]:
     for start in range(0, len(wanted), _BATCH):
         batch = wanted[start : start + _BATCH]
         marks = ",".join("?" * len(batch))
-        for row in db.query(f"select id, content from fragments where id in ({marks})", batch):
+        try:
+            rows = db.query(f"select id, content from fragments where id in ({marks})", batch)
+        except InputFileError as exc:
+            if "no such table" not in str(exc):
+                raise
+            # Text kept as fragments in a database without them: this conversation cannot be told.
+            raise _BrokenChain("its messages refer to fragments, and the database has no fragments table") from None
+        for row in rows:
             found[row["id"]] = text(row["content"])
     return found

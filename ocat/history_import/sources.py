@@ -17,6 +17,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from ocat.errors import InputFileError
+from ocat.input_files import refuse_special
 import ocat.history_import.json_stream as json_stream
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -55,6 +56,7 @@ def locate(path: Path) -> Located:
     holds, not its name; InputFileError when it is missing or holds none."""
     if path.is_dir():
         return _in_folder(path)
+    refuse_special(path)
     try:
         with path.open("rb") as handle:
             head = handle.read(len(SQLITE_MAGIC))
@@ -156,10 +158,11 @@ def iter_items(located: Located, noun: str = "conversation") -> Generator[Any, N
 
 
 def first_item(located: Located) -> Any | None:
-    """The first item of the export's JSON, or None when it holds no items."""
+    """The first readable item of the export's JSON (one nested too deeply is passed over), or
+    None when it holds none."""
     items = iter_items(located)
     try:
-        return next(items, None)
+        return next((item for item in items if not isinstance(item, json_stream.TooDeep)), None)
     finally:
         items.close()  # closes the file (or zip) now, not when the generator is collected
 

@@ -203,7 +203,8 @@ class MemoryTools:
         """The wake block: what the model gets at the start of every thread in ocat's chat."""
         from ocat.operations.wake import build_wake
 
-        return self._using(lambda stores: build_wake(self.settings, stores[0] if len(stores) == 1 else None)).to_dict()
+        # Several stores give their pins and threads together: what a chat on any of them would know.
+        return self._using(lambda stores: build_wake(self.settings, stores)).to_dict()
 
     def pin(self, id: str, pinned: bool) -> dict[str, Any]:
         """Pin (or unpin) the memory with this id or unique prefix."""
@@ -217,8 +218,10 @@ class MemoryTools:
         """The pinned memories, the latest pinned first."""
         from ocat.operations.wake import pins
 
-        found = self._using(lambda stores: pins(self._writable(stores)))
-        return {"pins": [{"id": i, "line": line} for i, line in found]}
+        # A read: every store's pins (pinning and unpinning write, to one store only).
+        found = self._using(lambda stores: [(s.name, i, line, len(stores) > 1) for s in stores for i, line in pins(s)])
+        return {"pins": [{"id": i, "line": line} | ({"store": name} if several else {})
+                         for name, i, line, several in found]}
 
 
 def _required_text(name: str, value: str) -> str:

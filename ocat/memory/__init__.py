@@ -33,6 +33,8 @@ from ocat.memory.retrieval.store_floor import floor_of
 from ocat.memory.store_counts import store_stats
 from ocat.memory.storage.chroma import StoreLocation
 from ocat.memory.storage.derived import DerivedFileError
+from ocat.memory.storage.primary import StoreShrunk
+from ocat.memory.storage.reconcile import catch_up
 from ocat.memory.storage.store import MemoryStore
 
 __all__ = [
@@ -41,9 +43,11 @@ __all__ = [
     "MemoryStore",
     "RetrievalLimits",
     "StoreLocation",
+    "StoreShrunk",
     "add_path",
     "add_text",
     "admitted",
+    "catch_up",
     "floor_of",
     "location_for",
     "open_store",

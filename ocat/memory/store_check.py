@@ -1,9 +1,9 @@
-"""`ocat --check-store` and `--repair-store`: what is wrong with a store, and making it whole.
+"""`ocat --check-store`: what is wrong with a store, changing nothing.
 
-In the spirit of `git fsck` and `sqlite3 .recover`: the check reads Chroma (the record) and
-each derived file (read-only) and reports counts per side, orphans, damage and partial
-documents, changing nothing; the repair moves every derived file aside, builds it again from
-Chroma, and finishes (or removes) the documents whose add was cut short.
+In the spirit of `git fsck`: the check reads Chroma (the record: its file's pages too, with
+`PRAGMA quick_check`) and each derived file (read-only), and reports counts per side,
+orphans, damage, a primary store that holds less than its derived files, and documents whose
+add was cut short. `ocat --repair-store` (ocat.memory.store_repair) acts on what it finds.
 """
 
 from __future__ import annotations
@@ -11,11 +11,12 @@ from __future__ import annotations
 import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Iterator
 
-from ocat.memory.storage.derived import SIDE_FILES, move_aside, sqlite_problem
 from ocat.memory.ingest.documents import PartialDocument, partial_documents
-from ocat.memory.storage.derived import beside_index, lexical_index_path
+from ocat.memory.storage.derived import beside_index, lexical_index_path, sqlite_problem
+from ocat.memory.storage.chroma import StoreLocation
+from ocat.memory.storage.primary import SHRUNK_ADVICE, StoreShrunk, lost_records, primary_problem
 from ocat.memory.storage.store import MemoryStore
 from ocat.records import RECORD_KINDS, RecordKind
 from ocat.text import count_of
@@ -38,7 +39,7 @@ class DerivedHealth:
     exists: bool
     damaged: str | None = None
     # Records the file holds, per kind (None when it cannot be read).
-    records: dict[str, int] | None = None
+    records: dict[RecordKind, int] | None = None
     # Records the file holds that Chroma does not, and Chroma's records the file lacks.
     orphans: int = 0
     missing: int = 0
@@ -59,16 +60,26 @@ class StoreHealth:
     documents: int
     derived: list[DerivedHealth] = field(default_factory=list)
     partial_documents: list[PartialDocument] = field(default_factory=list)
+    # What `PRAGMA quick_check` found wrong with chroma.sqlite3 (None: sound, or a server's store).
+    primary_damaged: str | None = None
+    # Where a derived file holds more records than Chroma: Chroma lost them (ocat.memory.storage.primary).
+    shrunk: list[str] = field(default_factory=list)
 
     @property
     def healthy(self) -> bool:
         """Nothing for `--repair-store` to do."""
-        return all(d.healthy for d in self.derived) and not self.partial_documents
+        return (all(d.healthy for d in self.derived) and not self.partial_documents
+                and self.primary_damaged is None and not self.shrunk)
 
     def lines(self) -> list[str]:
         """The report in words, one finding a line."""
         lines = [f"store: {self.path} ({self.collection}): "
                  f"{count_of(self.exchanges, 'exchange')}, {count_of(self.documents, 'document chunk')}"]
+        if self.primary_damaged:
+            lines.append(f"primary store: DAMAGED: {self.primary_damaged}: restore chroma.sqlite3 from a backup "
+                         "(export what can still be read first: `ocat --export-memory FILE`)")
+        for finding in self.shrunk:
+            lines.append(f"primary store: DAMAGED: {finding}")
         for d in self.derived:
             if not d.exists:
                 state = "absent (built on the next open)"
@@ -81,29 +92,61 @@ class StoreHealth:
                     state += f"; {d.orphans} orphaned, {d.missing} missing"
             lines.append(f"{d.what}: {d.path}: {state}")
         for p in self.partial_documents:
-            lines.append(f"partial document: {p.source or p.document_id}: {p.stored_chunks} of {p.total_chunks} chunks")
-        lines.append("healthy" if self.healthy else "problems found: `ocat --repair-store` rebuilds and finishes")
+            lines.append(f"partial document: {p.label}: {p.stored_chunks} of {p.total_chunks} chunks "
+                         "(its add was cut short)")
+        if self.healthy:
+            lines.append("healthy")
+        elif self.shrunk:
+            lines.append(f"the store holds less than its derived files: {SHRUNK_ADVICE}")
+        elif self.primary_damaged:
+            lines.append("problems found: the primary store is damaged, which `ocat --repair-store` cannot mend")
+        else:
+            lines.append("problems found: `ocat --repair-store` rebuilds and finishes (it deletes no memory)")
         return lines
 
 
-def derived_files(store: MemoryStore) -> dict[str, Path]:
+def derived_files(location: StoreLocation, name: str) -> dict[str, Path]:
     """Each derived file of a store, by what it is."""
-    index = lexical_index_path(store.location, store.name)
+    index = lexical_index_path(location, name)
     return {"lexical index": index, "prompt vector file": beside_index(index, "prompts")}
 
 
 def check_store(store: MemoryStore) -> StoreHealth:
     """Inspect a store opened with `upkeep=False` (so nothing was repaired on the way in)."""
     chroma = {kind: set(store.iter_ids(kind)) for kind in RECORD_KINDS}
-    derived = [_check_file(what, path, chroma) for what, path in derived_files(store).items()]
+    derived = [_check_file(what, path, chroma) for what, path in derived_files(store.location, store.name).items()]
+    local = store.location.path if store.location.path is not None and not store.location.host else None
     return StoreHealth(
-        path=str(store.location.path) if store.location.path is not None else store.location.describe(),
+        path=store_path(store.location),
         collection=store.name,
         exchanges=len(chroma["exchange"]),
         documents=len(chroma["document"]),
         derived=derived,
         partial_documents=partial_documents(store),
+        primary_damaged=primary_problem(local) if local is not None else None,
+        shrunk=_shrunk(derived, {kind: len(ids) for kind, ids in chroma.items()}),
     )
+
+
+def unopened_health(location: StoreLocation, name: str, refused: StoreShrunk) -> StoreHealth:
+    """The findings for a store whose primary file is missing or empty (opening it refused, so
+    that no new, empty one is made over the traces): its derived files, as they are."""
+    empty: dict[RecordKind, set[str]] = {kind: set() for kind in RECORD_KINDS}
+    derived = [_check_file(what, path, empty) for what, path in derived_files(location, name).items()]
+    return StoreHealth(path=store_path(location), collection=name, exchanges=0, documents=0, derived=derived,
+                       primary_damaged=None, shrunk=refused.findings)
+
+
+def _shrunk(derived: list[DerivedHealth], stored: dict[RecordKind, int]) -> list[str]:
+    """Where a derived file lists more records of a kind than Chroma holds, in words."""
+    return [f"Chroma holds {count_of(stored[kind], kind)} but the {d.what} {d.path} lists {d.records[kind]:,}"
+            for d in derived if d.records for kind in RECORD_KINDS
+            if lost_records(stored[kind], d.records.get(kind, 0))]
+
+
+def store_path(location: StoreLocation) -> str:
+    """A store's place as the reports show it."""
+    return str(location.path) if location.path is not None else location.describe()
 
 
 def _check_file(what: str, path: Path, chroma: dict[RecordKind, set[str]]) -> DerivedHealth:
@@ -112,7 +155,7 @@ def _check_file(what: str, path: Path, chroma: dict[RecordKind, set[str]]) -> De
     problem = sqlite_problem(path)
     if problem is not None:
         return DerivedHealth(what, str(path), exists=True, damaged=problem)
-    records: dict[str, int] = {}
+    records: dict[RecordKind, int] = {}
     orphans = missing = 0
     try:
         for kind, sql in _ID_TABLES[what].items():
@@ -131,61 +174,3 @@ def _read_ids(path: Path, sql: str) -> Iterator[str]:
         yield from (str(row[0]) for row in db.execute(sql))
     finally:
         db.close()
-
-
-@dataclass(frozen=True)
-class RepairResult:
-    """What `--repair-store` did."""
-
-    rebuilt: list[str]
-    finished_documents: list[str]
-    removed_documents: list[str]
-    before: StoreHealth
-    after: StoreHealth
-
-    def lines(self) -> list[str]:
-        """What was done, in words."""
-        lines = [f"rebuilt {what}" for what in self.rebuilt]
-        lines += [f"finished the partial document {name}" for name in self.finished_documents]
-        lines += [f"removed the partial document {name} (its file is gone)" for name in self.removed_documents]
-        lines.append("healthy" if self.after.healthy else "still not healthy: " + "; ".join(self.after.lines()[1:]))
-        return lines
-
-
-def repair_store(
-    store: MemoryStore,
-    finish: Callable[[MemoryStore, Path], None],
-    *,
-    notify: Callable[[str], None] | None = None,
-) -> RepairResult:
-    """Rebuild every derived file of a store opened with `upkeep=False`, then finish each partial
-    document whose file is still there (`finish` adds it again) and remove the others' chunks.
-    Returns the repaired store's findings too."""
-    before = check_store(store)
-    rebuilt = []
-    for d in before.derived:
-        path = Path(d.path)
-        if d.exists:
-            if d.damaged:
-                move_aside(path)
-            else:  # derived and sound: nothing in it that the rebuild will not make again
-                for suffix in ("", *SIDE_FILES):
-                    Path(f"{path}{suffix}").unlink(missing_ok=True)
-        rebuilt.append(f"the {d.what} {d.path}" + (f" (it was damaged: {d.damaged})" if d.damaged else ""))
-    whole = MemoryStore.reconciled(
-        store.client, store.embedder, name=store.name, location=store.location, notify=notify
-    )
-    whole.lease, store.lease = store.lease, None
-    finished, removed = [], []
-    for partial in before.partial_documents:
-        name = partial.source or partial.document_id
-        source = Path(partial.source) if partial.source else None
-        if source is not None and source.is_file():
-            finish(whole, source)
-            finished.append(name)
-        else:
-            whole.delete_documents_where({"document_id": partial.document_id})
-            removed.append(name)
-    after = check_store(whole)
-    whole.close()
-    return RepairResult(rebuilt, finished, removed, before, after)

@@ -1,47 +1,67 @@
 """The store-health operations: `ocat --check-store` and `ocat --repair-store`.
 
 Both open the configured store's Chroma side alone (its lock taken as for any command), so a
-damaged derived file is reported by the check as it is, and replaced by the repair.
+damaged derived file is reported by the check as it is, and replaced by the repair. A store
+whose primary file is missing or empty is reported by the check, and repaired only when the
+user accepts the smaller store.
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 if TYPE_CHECKING:
     from ocat.config import Settings
-    from ocat.memory.store_check import RepairResult, StoreHealth
+    from ocat.memory.ingest.documents import PartialDocument
+    from ocat.memory.ingest.finishing import Finished
+    from ocat.memory.store_check import StoreHealth
+    from ocat.memory.store_repair import RepairResult
     from ocat.memory.storage.store import MemoryStore
 
-# The exit code of `--check-store` when it found something to repair (docs/cli.md).
+# The exit code of `--check-store` when it found something to repair, and of `--repair-store`
+# when the store is still not healthy or the repair stopped (docs/cli.md).
 PROBLEMS_FOUND = 4
 
 
 def check(settings: Settings, *, notify: Callable[[str], None] | None = None) -> StoreHealth:
     """What is wrong with the configured store, changing nothing."""
-    from ocat.memory import open_store
-    from ocat.memory.store_check import check_store
+    from ocat.memory import StoreShrunk, location_for, open_store
+    from ocat.memory.store_check import check_store, unopened_health
 
-    store = open_store(settings, notify=notify, upkeep=False)
+    try:
+        store = open_store(settings, notify=notify, upkeep=False)
+    except StoreShrunk as refused:  # its chroma.sqlite3 is missing or empty: not opened, so not made anew
+        return unopened_health(location_for(settings), settings.vector_store.collection, refused)
     try:
         return check_store(store)
     finally:
         store.close()
 
 
-def repair(settings: Settings, *, notify: Callable[[str], None] | None = None) -> RepairResult:
-    """Rebuild every derived file of the configured store, and finish or remove its partial documents."""
-    from ocat.memory import add_path, open_store
-    from ocat.memory.store_check import repair_store
+def repair(
+    settings: Settings, *, notify: Callable[[str], None] | None = None, accept_smaller: bool = False
+) -> RepairResult:
+    """Repair the configured store additively (ocat.memory.store_repair): derived files rebuilt,
+    partial documents finished or kept; nothing the user kept is deleted."""
+    from ocat.memory import StoreShrunk, location_for, open_store
+    from ocat.memory.ingest.finishing import finish_document
+    from ocat.memory.store_repair import repair_store, set_aside_derived
 
-    def finish(store: MemoryStore, source: Path) -> None:
-        add_path(store, source, settings.chunking)
+    def finish(store: MemoryStore, partial: PartialDocument) -> Finished:
+        return finish_document(store, partial, settings.chunking)
 
-    store = open_store(settings, notify=notify, upkeep=False)
+    moved: list[str] = []
     try:
-        return repair_store(store, finish, notify=notify)
+        store = open_store(settings, notify=notify, upkeep=False)
+    except StoreShrunk:
+        folder = location_for(settings).path
+        if not accept_smaller or folder is None:
+            raise
+        moved = set_aside_derived(folder)
+        store = open_store(settings, notify=notify, upkeep=False)
+    try:
+        return repair_store(store, finish, notify=notify, accept_smaller=accept_smaller, moved_before=moved)
     finally:
         store.close()
 
@@ -53,6 +73,6 @@ def health_record(found: StoreHealth) -> dict[str, Any]:
 
 def repair_record(done: RepairResult) -> dict[str, Any]:
     """A repair's report as JSON."""
-    return {"rebuilt": done.rebuilt, "finished_documents": done.finished_documents,
-            "removed_documents": done.removed_documents, "before": health_record(done.before),
-            "after": health_record(done.after), "healthy": done.after.healthy}
+    return {"done": done.done, "finished_documents": done.finished_documents,
+            "kept_documents": done.kept_documents, "moved_aside": done.moved_aside,
+            "before": health_record(done.before), "after": health_record(done.after), "healthy": done.after.healthy}

@@ -9,12 +9,13 @@ written, and running the import again completes it.
 
 from __future__ import annotations
 
+import hashlib
 import re
 import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Callable, Iterator
 
 from ocat.errors import Cancelled
 from ocat.records import Exchange
@@ -32,6 +33,10 @@ NAMESPACE = uuid.UUID("5f1d3c2e-8b7a-4e0f-9c6d-2a1b0e9f8d7c")
 STEP_EXCHANGES = 64
 # The longest title kept (as /rename allows).
 TITLE_CHARS = 200
+# The longest message an import takes, in characters: a longer one (a pasted file, a log) is
+# stored whole in its exchange's metadata and would hold gigabytes of memory on the way; such a
+# conversation is named and skipped. 50 MB messages import within 1 GB (docs/PERFORMANCE.md).
+MAX_MESSAGE_CHARS = 64 * 1024 * 1024
 
 
 # The start of a line of ocat's export: every record names its kind first.
@@ -100,8 +105,9 @@ class HistoryImport:
 
 
 def exchanges_of(conversation: ImportedConversation) -> list[Exchange]:
-    """A conversation as exchanges of one thread, with ids derived from the source's."""
-    key = f"{conversation.source}:{conversation.source_id}"
+    """A conversation as exchanges of one thread, with ids derived from the source's (from its
+    content when it has no id of its own: two conversations without ids are two threads)."""
+    key = f"{conversation.source}:{conversation.source_id or _content_key(conversation)}"
     thread_id, session_id = derived_id(key, "thread"), derived_id(key, "session")
     fallback = conversation.created if conversation.created is not None else time.time()
     exchanges = []
@@ -122,6 +128,29 @@ def exchanges_of(conversation: ImportedConversation) -> list[Exchange]:
     return exchanges
 
 
+def _content_key(conversation: ImportedConversation) -> str:
+    """An id for a conversation its source gave none: its title, its start and its first
+    exchange, which a newer export of the same conversation keeps."""
+    first = conversation.exchanges[0] if conversation.exchanges else None
+    seed = "\0".join([conversation.title, repr(conversation.created),
+                       first.prompt if first else "", first.answer[:1000] if first else ""])
+    return "content-" + hashlib.sha256(seed.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def limit_problem(conversation: ImportedConversation, exchanges: list[Exchange]) -> str | None:
+    """Why a conversation breaks an import's limits (a message too long, an id used twice), or None."""
+    seen: set[str] = set()
+    for imported, exchange in zip(conversation.exchanges, exchanges):
+        longest = max(len(imported.prompt), len(imported.answer))
+        if longest > MAX_MESSAGE_CHARS:
+            return (f"a message of {longest:,} characters is over the limit of {MAX_MESSAGE_CHARS:,} "
+                    "(a pasted file? add it with --add-to-vector-store instead)")
+        if exchange.exchange_id in seen:
+            return f"the message id {imported.source_id!r} appears twice in it"
+        seen.add(exchange.exchange_id)
+    return None
+
+
 Progress = Callable[[str, int, int], None]
 
 
@@ -135,64 +164,148 @@ def import_history(
 ) -> HistoryImport:
     """Import the conversations at `path` (format told from the content unless `fmt` names it).
 
-    `progress(label, conversations done, total or 0)` hears each step, and may raise
-    Cancelled to stop between steps (what was written stays; the same call completes it);
-    `problem` hears each conversation that cannot be read, as it is met.
+    `progress(label, conversations done, total or 0)` hears each step (every few exchanges
+    embedded, so a long conversation reports too), and may raise Cancelled to stop there: what
+    was written stays, and the same call completes it. `problem` hears each conversation that
+    cannot be read, or breaks a limit, as it is met. A conversation listed twice (overlapping
+    shards) is imported once; a thread's title is written with its exchanges, and a rerun names
+    an imported thread that has no title yet.
     """
     from ocat.history_import import ConversationProblem, count_conversations, detect_format, read_history
 
     chosen = fmt or detect_format(path)
     items = read_history(path, chosen)
-    total = count_conversations(path, chosen) or 0
+    counted = count_conversations(path, chosen) or 0
     result = HistoryImport(source=chosen)
-    pending: Pending = []
+    label = f"Importing {path.name}"
+
+    def report() -> None:
+        if progress is not None:
+            # A count the fast pass got wrong (a key inside an odd conversation) is no total.
+            progress(label, result.conversations, counted if counted >= result.conversations else 0)
+
+    batch = _Batch(store, result, report)
     try:
         for item in items:
             result.conversations += 1
             if isinstance(item, ConversationProblem):
-                result.problems.append(item)
-                if problem is not None:
-                    problem(item)
+                _skip(result, item, problem)
                 continue
-            pending.append((item, exchanges_of(item)))
-            if sum(len(e) for _, e in pending) >= STEP_EXCHANGES:
-                _write(store, pending, result)
-                pending = []
-                if progress is not None:
-                    progress(f"Importing {path.name}", result.conversations, total)
-        _write(store, pending, result)
-        if progress is not None:
-            progress(f"Importing {path.name}", result.conversations, total or result.conversations)
+            exchanges = exchanges_of(item)
+            broken = limit_problem(item, exchanges)
+            if broken is not None:
+                _skip(result, ConversationProblem(item.source, item.source_id, item.title, broken), problem)
+                continue
+            batch.add(item, exchanges)
+            if batch.size >= STEP_EXCHANGES:
+                batch.write()
+                report()
+        batch.write()
     except Cancelled:
-        result.stopped = True
+        result.stopped = batch.cut_short or _more_to_read(items)
     return result
+
+
+def _skip(
+    result: HistoryImport, item: ConversationProblem, problem: Callable[[ConversationProblem], None] | None
+) -> None:
+    result.problems.append(item)
+    if problem is not None:
+        problem(item)
+
+
+def _more_to_read(items: Iterator[object]) -> bool:
+    """Whether the reader had more conversations when a stop came (read one more to tell)."""
+    try:
+        return next(items, None) is not None
+    except Exception:  # a file that breaks past the stop: there was more, whatever it was
+        return True
 
 
 Pending = list[tuple["ImportedConversation", list[Exchange]]]
 
 
-def _write(store: MemoryStore, pending: Pending, result: HistoryImport) -> None:
-    """Write whole conversations, then name their threads; count what was new."""
-    from ocat.memory.storage.thread_titles import set_thread_title
+class _Batch:
+    """Conversations waiting to be written together (the model embeds best in batches)."""
 
-    if not pending:
+    def __init__(self, store: MemoryStore, result: HistoryImport, report: Callable[[], None]) -> None:
+        self.store = store
+        self.result = result
+        self.report = report
+        self.pending: Pending = []
+        # Whether a stop came in the middle of a write (some of its exchanges are still to write).
+        self.cut_short = False
+
+    @property
+    def size(self) -> int:
+        """Exchanges waiting."""
+        return sum(len(e) for _, e in self.pending)
+
+    def add(self, conversation: ImportedConversation, exchanges: list[Exchange]) -> None:
+        """Queue a conversation."""
+        self.pending.append((conversation, exchanges))
+
+    def write(self) -> None:
+        """Write the queued conversations with their titles, checking for a stop every few
+        exchanges; then name the threads imported before whose title is missing.
+
+        A conversation listed twice (overlapping shards, a repeated export) has the same ids
+        both times: each exchange is written once, and the second listing counts as already
+        here (or as grown, when it is a longer version)."""
+        pending, self.pending = self.pending, []
+        if not pending:
+            return
+        unique = {e.exchange_id: e for _, exchanges in pending for e in exchanges}
+        stored = set(self.store.existing_ids("exchange", list(unique)))
+        titles: dict[str, str] = {}
+        for conversation, exchanges in pending:
+            title = clean_title(conversation.title)[:TITLE_CHARS].strip()
+            if exchanges and title:
+                titles.setdefault(exchanges[0].thread_id, title)
+        fresh = [e for i, e in unique.items() if i not in stored]
+        # Each embedded step (EMBED_STEP exchanges) reports, so a stop is heard within a second or
+        # two even inside one long conversation; what was embedded is written before it stops.
+        try:
+            # In writes of STEP_EXCHANGES, however long one conversation is: a stop then waits
+            # for one small write, not for the rest of a 256-record batch.
+            for start in range(0, len(fresh), STEP_EXCHANGES):
+                self.store.add_exchanges(fresh[start : start + STEP_EXCHANGES], titles=titles,
+                                         progress=lambda _done: self.report())
+        except Cancelled:
+            written = set(self.store.existing_ids("exchange", [e.exchange_id for e in fresh]))
+            self.cut_short = len(written) < len(fresh)
+            self._count(pending, stored, written)
+            raise
+        self._count(pending, stored, {e.exchange_id for e in fresh})
+        before = {e.thread_id for i, e in unique.items() if i in stored}
+        _name_untitled(self.store, {thread: title for thread, title in titles.items() if thread in before})
+
+    def _count(self, pending: Pending, stored: set[str], written: set[str]) -> None:
+        """Count each conversation of a write: already here, new or grown (by what was written now)."""
+        claimed = set(stored)
+        for _, exchanges in pending:
+            if not exchanges:
+                self.result.empty += 1
+                continue
+            here = sum(1 for e in exchanges if e.exchange_id in claimed)
+            added = sum(1 for e in exchanges if e.exchange_id in written and e.exchange_id not in claimed)
+            claimed.update(e.exchange_id for e in exchanges)
+            if here == len(exchanges):
+                self.result.already_here += 1
+            elif added:
+                self.result.exchanges += added
+                if here:
+                    self.result.grown += 1
+                else:
+                    self.result.new += 1
+
+
+def _name_untitled(store: MemoryStore, titles: dict[str, str]) -> None:
+    """Give threads imported before (an import stopped between its writes, by an older ocat) the
+    title they lack; a title given since (/rename) is kept."""
+    from ocat.memory.storage.thread_titles import set_thread_title, titled_threads
+
+    if not titles:
         return
-    everything = [e for _, exchanges in pending for e in exchanges]
-    stored = set(store.existing_ids("exchange", [e.exchange_id for e in everything]))
-    store.add_exchanges([e for e in everything if e.exchange_id not in stored])
-    for conversation, exchanges in pending:
-        if not exchanges:
-            result.empty += 1
-            continue
-        here = sum(1 for e in exchanges if e.exchange_id in stored)
-        if here == len(exchanges):
-            result.already_here += 1
-            continue
-        result.exchanges += len(exchanges) - here
-        if here:
-            result.grown += 1
-        else:
-            result.new += 1
-        title = clean_title(conversation.title)[:TITLE_CHARS].strip()
-        if title:
-            set_thread_title(store, exchanges[0].thread_id, title)
+    for thread_id in set(titles) - titled_threads(store, list(titles)):
+        set_thread_title(store, thread_id, titles[thread_id])

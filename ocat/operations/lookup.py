@@ -20,10 +20,19 @@ Record = Exchange | DocumentChunk
 
 
 
+# The longest start of an id looked up in the index (ocat's ids are 36 to 40 characters; an
+# imported record may have a longer one, which is found by the exact lookup before this).
+LONGEST_PREFIX = 256
+
+
 def resolve_id(store: MemoryStore, prefix: str) -> str:
     """A full record id from an id or a unique prefix of one (UsageError if none or several)."""
+    if not prefix.strip():
+        raise UsageError("give the id of a memory (or its start), as /vquery, /pins and --query-vector-store show it")
     if store.get(prefix) is not None:
         return prefix  # an exact id wins even when it is also the start of another
+    if len(prefix) > LONGEST_PREFIX:  # no start of an id is that long: not worth a search of the index
+        raise UsageError(f"no memory with the id {shorten(prefix, 40)!r}")
     found = store.lexical.resolve_prefix("exchange", prefix) + store.lexical.resolve_prefix("document", prefix)
     if not found:  # a document chunk's short form, as /vquery shows it: doc-3f2a9c1e-12
         found = store.lexical.resolve_chunk(prefix)

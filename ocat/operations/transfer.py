@@ -46,8 +46,10 @@ def write_whole(path: Path, fill: Callable[[IO[str]], T]) -> T:
 def check_import(path: Path) -> TransferResult:
     """Read and check a whole export file before anything is opened or written (InputFileError
     naming the first bad line, or saying why the file cannot be read)."""
+    from ocat.input_files import refuse_special
     from ocat.memory.storage.export_import import check_import_file
 
+    refuse_special(path)
     return check_import_file(path)
 
 

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from ocat.errors import OcatError
+from ocat.operations.profile import fit_lines, read_profile
 from ocat.records import Exchange
 from ocat.text import count_of, local_time, shorten
 
@@ -23,12 +24,6 @@ if TYPE_CHECKING:
     from ocat.memory.storage.store import MemoryStore
     from ocat.operations.lookup import ThreadSummary
 
-# What a new profile file starts with (/profile): the model reads whatever it then says.
-PROFILE_TEMPLATE = (
-    "# About me\n\n"
-    "<!-- Who you are, what you work on, how you like answers. ocat gives this file to the model\n"
-    "at the start of every thread (memory.wake_tokens limits how much). -->\n"
-)
 # The longest a pinned memory is quoted in the block, in characters (a pinned document chunk
 # can be long; the id lets the model's user open it whole).
 PIN_CHARS = 600
@@ -45,6 +40,8 @@ class WakeBlock:
     threads: list[str] = field(default_factory=list)
     left_out: list[str] = field(default_factory=list)
     tokens: int = 0
+    # What the user should know about how it was built (a profile cut or left out), not the model.
+    notes: list[str] = field(default_factory=list)
 
     @property
     def empty(self) -> bool:
@@ -80,7 +77,7 @@ class WakeBlock:
         return {
             "text": self.text(), "tokens": self.tokens, "pins": self.pins, "pinned_ids": self.pinned_ids,
             "profile": self.profile, "profile_path": self.profile_path, "threads": self.threads,
-            "left_out": self.left_out,
+            "left_out": self.left_out, "notes": self.notes,
         }
 
 
@@ -103,38 +100,30 @@ def thread_line(summary: ThreadSummary) -> str:
     return f'- "{name}" · {local_time(summary.last_active, "%Y-%m-%d")} · {count_of(summary.exchanges, "exchange")}'
 
 
-def read_profile(path: Path) -> str:
-    """The profile's text, or "" when there is none (or it cannot be read: the chat goes on)."""
-    try:
-        return path.read_text(encoding="utf-8").strip()
-    except (OSError, UnicodeDecodeError):
-        return ""
-
-
 def build_wake(
     settings: Settings,
-    store: MemoryStore | None,
+    store: MemoryStore | Sequence[MemoryStore] | None,
     *,
     count: Callable[[str], int] | None = None,
     exclude_thread: str | None = None,
 ) -> WakeBlock:
     """The wake block for a new thread (`exclude_thread`: the thread being continued, which the
-    model is sent as history already). Memory that cannot be read leaves its part out."""
+    model is sent as history already). Several stores (an MCP server reading `a,b`) give their
+    pins and threads together. Memory that cannot be read leaves its part out."""
     from ocat.tokens import count_tokens
 
     count = count or count_tokens
+    stores: list[MemoryStore] = [] if store is None else list(store) if isinstance(store, Sequence) else [store]
     block = WakeBlock(profile_path=_shown_path(settings.profile_path))
     budget = settings.memory.wake_tokens
-    pins: list[Pinned] = []
-    threads: list[ThreadSummary] = []
-    if store is not None:
-        pins = _pins(store)
-        threads = _threads(store, settings.memory.wake_threads + 1)
+    pins = sorted(((s, p) for s in stores for p in _pins(s)), key=lambda sp: sp[1].pinned_at, reverse=True)
+    wanted = settings.memory.wake_threads + 1
+    threads = sorted((t for s in stores for t in _threads(s, wanted)), key=lambda t: t.last_active, reverse=True)
     threads = [t for t in threads if t.thread_id != exclude_thread][: settings.memory.wake_threads]
     used = skipped = 0
-    for pinned in pins:
+    for owner, pinned in pins:
         # A pin too long for what is left is skipped; a shorter one after it may still fit.
-        line = pin_line(pinned, _short(store, pinned.id))
+        line = pin_line(pinned, _short(owner, pinned.id))
         cost = count(line) + 1
         if used + cost > budget:
             skipped += 1
@@ -145,12 +134,14 @@ def build_wake(
     if skipped:
         block.left_out.append(count_of(skipped, "pinned memory", "pinned memories"))
     profile = read_profile(settings.profile_path)
-    if profile:
-        fitted = _fit_lines(profile, budget - used - 8, count)
+    if profile.note:
+        block.notes.append(profile.note)
+    if profile.text:
+        fitted = fit_lines(profile.text, budget - used - 8, count)
         if fitted:
             block.profile = fitted
             used += count(fitted) + 8
-        if fitted != profile:
+        if fitted != profile.text:
             block.left_out.append("the end of the profile" if fitted else "the profile")
     for n, summary in enumerate(threads):
         line = thread_line(summary)
@@ -162,20 +153,6 @@ def build_wake(
         used += cost
     block.tokens = used
     return block
-
-
-def _fit_lines(text: str, budget: int, count: Callable[[str], int]) -> str:
-    """The first lines of `text` that fit in `budget` tokens."""
-    if budget <= 0:
-        return ""
-    if count(text) <= budget:
-        return text
-    kept: list[str] = []
-    for line in text.splitlines():
-        if count("\n".join([*kept, line])) > budget:
-            break
-        kept.append(line)
-    return "\n".join(kept).strip()
 
 
 def _short(store: MemoryStore | None, record_id: str) -> str:

@@ -161,7 +161,7 @@ class CommandView(AppBase):
     def _edit_file(self, request: EditFile) -> None:
         """/profile: the file in the editor; a failed editor says why."""
         from ocat.editor import edit_file
-        from ocat.operations.wake import PROFILE_TEMPLATE
+        from ocat.operations.profile import PROFILE_TEMPLATE
         from ocat.ui.external_editor import in_editor
 
         _, problem = in_editor(self, lambda: edit_file(request.path, template=PROFILE_TEMPLATE))

@@ -45,10 +45,17 @@ PASSAGE_OVERLAP = 32
 MIN_PASSAGE = 128
 
 
+# The longest word the tokenizer reads as words: a longer one is one [UNK] word piece
+# (WordPiece's max_input_chars_per_word), so `count` words never need more than this per word.
+MAX_WORD_CHARS = 100
+
+
 def leading_words(text: str, count: int) -> str:
     """`text` up to the end of its `count`-th word (whole when shorter): what a model that
-    reads a bounded window can use of it. Reads only that far, so a 3.5 MB text costs no
+    reads a bounded window can use of it. Reads only that far, and never past `count` words of
+    the longest length the tokenizer reads, so a 50 MB text (even one without a space) costs no
     more than a short one (the tokenizer would otherwise split all of it before cutting)."""
+    text = text[: count * MAX_WORD_CHARS]
     for seen, word in enumerate(_WORD.finditer(text), start=1):
         if seen == count:
             return text[: word.end()]
@@ -69,12 +76,20 @@ class Embedder(Protocol):
 class OnnxMiniLMEmbedder:
     """all-MiniLM-L6-v2 run with onnxruntime: mean pooling, L2 normalisation, dynamic padding."""
 
-    def __init__(self, model_dir: Path | Callable[[], Path], *, threads: int | None = None) -> None:
+    def __init__(
+        self,
+        model_dir: Path | Callable[[], Path],
+        *,
+        threads: int | None = None,
+        present: Callable[[], bool] | None = None,
+    ) -> None:
         """`model_dir` is the model's folder, or a function that finds (or fetches) it on first use,
-        so that a store opens, counts and exports without the model."""
+        so that a store opens, counts and exports without the model; `present` tells, without
+        fetching anything, whether the model is on this machine (default: its folder holds it)."""
         self.name = LOCAL_MODEL_NAME
         self.dimensions = LOCAL_MODEL_DIMENSIONS
         self._locate = model_dir if callable(model_dir) else (lambda: model_dir)
+        self._present = present or (lambda: (self._locate() / "model.onnx").is_file())
         self._threads = threads
         self._lock = threading.Lock()
         self._session: Any = None
@@ -111,6 +126,10 @@ class OnnxMiniLMEmbedder:
             self._input_names = {i.name for i in session.get_inputs()}
             self._tokenizer = tokenizer
             self._session = session
+
+    def ready(self) -> bool:
+        """Whether texts can be embedded without fetching the model first."""
+        return self._session is not None or self._present()
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         """Embed texts in length-sorted batches; returns vectors in the input order."""
@@ -209,6 +228,13 @@ class LiteLLMEmbedder:
         return vectors
 
 
+def embedder_ready(embedder: Embedder) -> bool:
+    """Whether an embedder can embed now, with nothing to fetch: upkeep of derived files (prompt
+    vectors, passages) waits for a model that is not on this machine, and never fetches it."""
+    ready = getattr(embedder, "ready", None)
+    return bool(ready()) if callable(ready) else True
+
+
 def has_passages(embedder: Embedder) -> bool:
     """Whether an embedder cuts texts at a window, and so gives long texts passages."""
     return callable(getattr(embedder, "passages", None))
@@ -237,13 +263,14 @@ def embedder_for(settings: EmbeddingSettings) -> Embedder:
                 f"embedding.dimensions is {settings.dimensions}, but {LOCAL_MODEL_NAME} makes "
                 f"{LOCAL_MODEL_DIMENSIONS}-d vectors"
             )
-        from ocat.memory.embedding.model_files import ensure_model
+        from ocat.memory.embedding.model_files import ensure_model, find_model
 
         # Found, or fetched, when the first text is embedded: a store opens, counts and
         # exports without the model, and front ends fetch it earlier to show progress.
         key = (settings.model, repr(settings))
         with _cache_lock:
             if key not in _cache:
-                _cache[key] = OnnxMiniLMEmbedder(lambda: ensure_model(settings).path)
+                _cache[key] = OnnxMiniLMEmbedder(lambda: ensure_model(settings).path,
+                                                 present=lambda: find_model(settings) is not None)
             return _cache[key]
     return LiteLLMEmbedder(settings.model, settings.dimensions)

@@ -7,7 +7,7 @@ twice stores nothing new, and an add that was cut short is completed by adding a
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Literal, Mapping
 
@@ -15,7 +15,7 @@ from ocat.chunking import ChunkingSettings, chunk_text, content_hash
 from ocat.errors import InputFileError
 from ocat.limits import stored_count
 from ocat.memory.storage.store import WRITE_BATCH, MemoryStore
-from ocat.records import AddResult, DocumentChunk, now
+from ocat.records import SHORTENED_KEY, AddResult, DocumentChunk, now
 
 # How a document arrived; an MCP `memory_save` may name its own source label instead.
 Source = Literal["vdoc_command", "vadd_command", "cli", "import", "mcp"] | str
@@ -41,36 +41,66 @@ def chunk_id(key: str, index: int) -> str:
 
 @dataclass(frozen=True)
 class PartialDocument:
-    """A document whose add was cut short: fewer chunks stored than it was split into."""
+    """A document added from a file whose add was cut short: fewer chunks stored than it was
+    split into. Only such a document can be finished (its file read again); a note or an MCP
+    text has no file, and a shortened document (SHORTENED_KEY) is whole as it is."""
 
     document_id: str
-    source: str  # the file it came from, or its `source` ("vadd_command", ...) for a text
+    # The file it was added from, absolute, as its metadata records it (`source_path`).
+    file: str
     stored_chunks: int
     total_chunks: int
+    # The sha256 of the file's text when it was added: a file that changed since is another document.
+    content_hash: str = ""
+    # The knowledge folder it was added with (`source_folder`), or "" for a file added on its own.
+    folder: str = ""
+    # Its path as the user reads it (relative to its folder for a folder's file).
+    label: str = ""
+
+
+def added_from_file(metadata: Mapping[str, Any]) -> str | None:
+    """The absolute path of the file a chunk was added from, or None for a text that came from
+    no file (/vadd, /remember, MCP, an import): only a path recorded as absolute is ever read
+    again, never a source label (`vadd_command`, `mcp`) taken for a path in the current folder."""
+    for key in ("source_path", "source_file"):
+        value = metadata.get(key)
+        if isinstance(value, str) and value and Path(value).is_absolute():
+            return value
+    return None
 
 
 def partial_documents(store: MemoryStore) -> list[PartialDocument]:
-    """Every partially stored document (adding it again completes it).
+    """Every document added from a file and only partly stored (adding it again completes it).
 
     Read from the primary store alone (each chunk's metadata, page by page; per document only
     a count is kept), so it holds when a derived file is missing or damaged. A chunk whose
     `total_chunks` or `document_id` is unusable (another client's metadata, an older import)
-    says nothing about completeness: such a document is never reported partial.
+    says nothing about completeness: such a document is never reported partial. Neither is a
+    text that came from no file, nor a document that was shortened on purpose.
     """
     stored: dict[str, int] = {}
-    declared: dict[str, tuple[int, str]] = {}
+    declared: dict[str, PartialDocument] = {}
+    whole: set[str] = set()
     for _, metadata in store.iter_metadata("document"):
         document = metadata.get("document_id")
         total = stored_count(metadata.get("total_chunks"), least=1)
-        if not isinstance(document, str) or not document or total is None:
+        file = added_from_file(metadata)
+        if not isinstance(document, str) or not document or total is None or file is None:
             continue
+        if metadata.get(SHORTENED_KEY):
+            whole.add(document)
         stored[document] = stored.get(document, 0) + 1
-        source = str(metadata.get("source_file") or metadata.get("source") or "")
-        declared[document] = (max(total, declared.get(document, (0, ""))[0]), source)
+        known = declared.get(document)
+        if known is None or total > known.total_chunks:
+            declared[document] = PartialDocument(
+                document, file, 0, total, content_hash=str(metadata.get("content_hash") or ""),
+                folder=str(metadata.get("source_folder") or ""),
+                label=str(metadata.get("source_file") or file),
+            )
     return [
-        PartialDocument(document, source, stored[document], total)
-        for document, (total, source) in sorted(declared.items())
-        if stored[document] < total
+        replace(found, stored_chunks=stored[document])
+        for document, found in sorted(declared.items())
+        if document not in whole and stored[document] < found.total_chunks
     ]
 
 

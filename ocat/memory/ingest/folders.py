@@ -242,23 +242,11 @@ def add_folder(
     for file, text in texts:
         if progress:
             progress(file)
-        relative = file.relative_to(folder).as_posix()
-        extra = path_metadata(folder, file)
-        markdown = file.suffix.lower() in MARKDOWN_SUFFIXES
-        chunks = document_chunks(
-            text,
-            FOLDER_MARKDOWN if markdown else options,
-            source=source,
-            source_file=relative,
-            manual_entry=False,
-            extra=extra,
-            # Folder and path make the document: one file is one document whatever else holds its text.
-            identity=f"{extra['source_folder']}\0{relative}",
-            title=relative,
-        )
+        chunks = folder_file_chunks(folder, file, text, options, source=source)
+        absolute = str(file.resolve())
         # Earlier versions: the same file on disk, added from this or any folder, or on its own.
-        previous = {"$or": [{"source_path": extra["source_path"]}, {"source_file": extra["source_path"]}]}
-        result, missing = plan_document(store, chunks, previous=previous, source_path=extra["source_path"])
+        previous = {"$or": [{"source_path": absolute}, {"source_file": absolute}]}
+        result, missing = plan_document(store, chunks, previous=previous, source_path=absolute)
         results.append(result)
         pending.extend(missing)
     # The folder's new chunks go to the store together, in full batches: each write (an
@@ -270,6 +258,27 @@ def add_folder(
     store.add_chunks(pending, progress=report)
     removed = _remove_gone(store, folder, [file for file, _ in texts], unreadable)
     return PathAddResult(source_path=str(folder), files=results, removed_chunks=removed)
+
+
+def folder_file_chunks(
+    folder: Path, file: Path, text: str, options: ChunkingSettings, *, source: Source
+) -> list[DocumentChunk]:
+    """A knowledge folder's file as the chunks it is stored as: markdown split at its headings,
+    other text by `options`, each chunk with the metadata of the file's place in the folder."""
+    relative = file.relative_to(folder).as_posix()
+    extra = path_metadata(folder, file)
+    markdown = file.suffix.lower() in MARKDOWN_SUFFIXES
+    return document_chunks(
+        text,
+        FOLDER_MARKDOWN if markdown else options,
+        source=source,
+        source_file=relative,
+        manual_entry=False,
+        extra=extra,
+        # Folder and path make the document: one file is one document whatever else holds its text.
+        identity=f"{extra['source_folder']}\0{relative}",
+        title=relative,
+    )
 
 
 def _remove_gone(store: MemoryStore, folder: Path, read: list[Path], unreadable: Sequence[Path]) -> int:

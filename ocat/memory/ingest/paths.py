@@ -6,9 +6,10 @@ from pathlib import Path
 from typing import Callable
 
 from ocat.chunking import ChunkingSettings
-from ocat.memory.ingest.documents import PathAddResult, Source, add_text, read_text_file
+from ocat.memory.ingest.documents import PathAddResult, Source, document_chunks, read_text_file, store_document
 from ocat.memory.ingest.folders import add_folder_path
 from ocat.memory.storage.store import MemoryStore
+from ocat.records import DocumentChunk
 
 
 def add_path(
@@ -37,15 +38,18 @@ def add_path(
     if not text.strip() and notify:
         notify(f"{file} is empty; nothing to add from it")
     absolute = str(file.resolve())
-    extra = {"source_path": absolute, "filename": file.name}
-    result = add_text(
-        store,
-        text,
-        options,
-        source=source,
-        source_file=absolute,
-        manual_entry=False,
-        extra=extra,
+    chunks = file_chunks(file, text, options, source=source)
+    previous = {"$or": [{"source_file": absolute}, {"source_path": absolute}]}
+    result = store_document(
+        store, chunks, previous=previous, source_path=absolute,
         progress=(lambda done, total: chunks_stored(file, done, total)) if chunks_stored else None,
     )
     return PathAddResult(source_path=str(path), files=[result])
+
+
+def file_chunks(file: Path, text: str, options: ChunkingSettings, *, source: Source) -> list[DocumentChunk]:
+    """A file added on its own, as the chunks it is stored as: the document is the file's
+    absolute path and its text (the same file added again is the same document)."""
+    absolute = str(file.resolve())
+    return document_chunks(text, options, source=source, source_file=absolute, manual_entry=False,
+                           extra={"source_path": absolute, "filename": file.name})

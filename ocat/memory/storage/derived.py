@@ -21,17 +21,31 @@ if TYPE_CHECKING:
 
 # The files SQLite keeps beside a database in WAL mode.
 SIDE_FILES = ("-wal", "-shm")
-# Errors that say a file is in use or out of reach, not that it is damaged.
-_NOT_DAMAGE = ("locked", "busy", "unable to open")
+# Errors that say a file is in use or out of reach (another process writes it, it belongs to
+# another user or is immutable, the disk is full), not that it is damaged.
+_NOT_DAMAGE = ("locked", "busy", "unable to open", "readonly", "read-only", "permission", "disk is full",
+               "not authorized")
+
+
+def is_damage(message: str) -> bool:
+    """Whether an SQLite error says the file is damaged (rather than busy, read-only or out of reach)."""
+    lowered = message.lower()
+    return not any(word in lowered for word in _NOT_DAMAGE)
 
 
 class DerivedFileError(StoreError):
-    """A derived file failed to read or write (damaged, or gone): the search that met it goes
-    on without that side, and the file is rebuilt."""
+    """A derived file failed to read or write: the search that met it goes on without that side.
+    A damaged one is rebuilt; one that cannot be written (`damage` False: read-only, another
+    user's, a full disk) is left as it is, and catches up with the store once it can be written."""
 
     def __init__(self, message: str, path: str) -> None:
         super().__init__(message)
         self.path = path
+
+    @property
+    def damage(self) -> bool:
+        """Whether the file itself is damaged (moving it aside and rebuilding it helps)."""
+        return is_damage(str(self))
 
 
 def sqlite_problem(path: Path) -> str | None:
@@ -49,7 +63,7 @@ def sqlite_problem(path: Path) -> str | None:
         text = str(exc)
         # Busy (another process is writing) or not readable here: no sign of damage, and a
         # file in use must not be moved from under its writer.
-        return None if any(word in text for word in _NOT_DAMAGE) else text
+        return text if is_damage(text) else None
     found = [str(row[0]) for row in rows]
     return None if found == ["ok"] else "; ".join(found[:3])
 

@@ -18,7 +18,7 @@ from typing import IO, Any, Callable, Iterable, Iterator
 from ocat.errors import InputFileError, StoreError, UsageError
 from ocat.limits import MAX_TITLE_CHARS
 from ocat.locations import cache_dir
-from ocat.memory.storage.export_lines import EARLIEST_TIME, LATEST_TIME, Line, Pin, ThreadTitle, parse_line
+from ocat.memory.storage.export_lines import LATEST_TIME, Line, Pin, ThreadTitle, parse_line
 from ocat.memory.storage.store import WRITE_BATCH, MemoryStore
 from ocat.memory.storage.thread_titles import set_thread_title
 from ocat.records import PINNED_KEY, RECORD_KINDS, THREAD_TITLE_KEY, DocumentChunk, Exchange
@@ -86,7 +86,8 @@ def export_memory(store: MemoryStore, out: IO[str], *, path: str = "-") -> Trans
 def _note_pin(pins: dict[str, float], record_id: str, metadata: dict[str, Any]) -> None:
     """Keep a record's pin for the export, when it has one ocat could have made."""
     when = metadata.get(PINNED_KEY)
-    if isinstance(when, (int, float)) and not isinstance(when, bool) and EARLIEST_TIME <= when <= LATEST_TIME:
+    # A pin import refuses (at or before 1970) is not written: export never writes what import refuses.
+    if isinstance(when, (int, float)) and not isinstance(when, bool) and 0 < when <= LATEST_TIME:
         pins[record_id] = float(when)
 
 

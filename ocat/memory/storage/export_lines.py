@@ -18,7 +18,7 @@ from ocat.errors import InputFileError
 from ocat.limits import MAX_DOCUMENT_CHUNKS, MAX_TITLE_CHARS, stored_count
 # Chroma keeps integers as signed 64-bit numbers; a larger one silently becomes an approximate float.
 from ocat.limits import FIRST_DATE, INT64_MAX, INT64_MIN, LAST_DATE
-from ocat.records import EXCHANGE_FIELDS, DocumentChunk, Exchange
+from ocat.records import EXCHANGE_FIELDS, SHORTENED_KEY, DocumentChunk, Exchange
 from ocat.text import clean_title
 
 _STRING_FIELDS = ("exchange_id", "thread_id", "session_id", "user_prompt", "assistant_response")
@@ -93,8 +93,10 @@ def _pin(data: dict[str, Any]) -> Pin:
     if not isinstance(record_id, str) or not record_id:
         raise _Refused("a pin's id must be a non-empty string")
     _check_text(record_id, "id")
-    if isinstance(when, bool) or not isinstance(when, (int, float)) or not EARLIEST_TIME <= when <= LATEST_TIME:
-        raise _Refused(f"pinned_at must be a time in seconds since 1970, not {_shown(when)}")
+    # A pin is a moment after 1970: the store finds pins by `pinned_at > 0`, so an earlier one
+    # would import without a word and pin nothing.
+    if isinstance(when, bool) or not isinstance(when, (int, float)) or not 0 < when <= LATEST_TIME:
+        raise _Refused(f"pinned_at must be a time in seconds since 1970 (above 0), not {_shown(when)}")
     return Pin(record_id, float(when))
 
 
@@ -145,7 +147,7 @@ def _document(data: dict[str, Any]) -> DocumentChunk:
 # The document metadata ocat itself reads, and what each must be: an import that stored
 # `total_chunks: "many"` made every later stats call fail, and `1e18` invented a partial document.
 _TEXT_KEYS = ("kind", "source", "source_file", "source_path", "source_folder", "filename", "section", "prefix",
-              "content_hash", "document_id")
+              "content_hash", "document_id", SHORTENED_KEY)
 
 
 def _check_known_keys(metadata: dict[str, Any]) -> None:

@@ -20,10 +20,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
-from ocat.errors import StoreError
 from ocat.memory.storage.derived import DerivedFileError
 from ocat.memory.storage.terms import MAX_QUERY_TERMS, terms, within_postings_budget
-from ocat.records import RECORD_KINDS
+from ocat.records import RECORD_KINDS, THREAD_TITLE_KEY, searched_text
 
 # PRAGMA user_version of an index whose per-term document counts (df_<kind>) are filled in.
 SCHEMA_VERSION = 1
@@ -115,7 +114,7 @@ class LexicalIndex:
             for record_id, text, metadata in rows:
                 cursor = self._db.execute(f"INSERT OR IGNORE INTO ids_{kind}(record_id) VALUES (?)", (record_id,))
                 if cursor.rowcount:
-                    body = terms(text)
+                    body = terms(searched_text(text))
                     self._db.execute(
                         f"INSERT INTO fts_{kind}(rowid, body) VALUES (?, ?)", (cursor.lastrowid, " ".join(body))
                     )
@@ -125,6 +124,13 @@ class LexicalIndex:
                         "INSERT OR IGNORE INTO thread_order VALUES (?, ?, ?)",
                         (record_id, str(metadata["thread_id"]), float(metadata.get("timestamp", 0.0))),
                     )
+                    title = metadata.get(THREAD_TITLE_KEY)
+                    if isinstance(title, str) and title:  # the copy of a title written with its exchange
+                        self._db.execute(
+                            "INSERT INTO thread_titles(thread_id, title) VALUES (?, ?) "
+                            "ON CONFLICT(thread_id) DO UPDATE SET title = excluded.title",
+                            (str(metadata["thread_id"]), title),
+                        )
             self._bump(kind, new_terms, 1)
 
     def delete(self, kind: str, record_ids: Sequence[str]) -> None:
@@ -363,7 +369,7 @@ class LexicalIndex:
             self._db.close()
 
     def _transaction(self) -> _Transaction:
-        return _Transaction(self._db)
+        return _Transaction(self._db, self.path)
 
     @contextmanager
     def _guarded(self) -> Iterator[None]:
@@ -378,13 +384,17 @@ class LexicalIndex:
 class _Transaction:
     """BEGIN/COMMIT around a batch, ROLLBACK if it fails: an index batch is all or nothing."""
 
-    def __init__(self, db: sqlite3.Connection) -> None:
+    def __init__(self, db: sqlite3.Connection, path: str) -> None:
         self._db = db
+        self._path = path
 
     def __enter__(self) -> None:
         self._db.execute("BEGIN IMMEDIATE")
 
     def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
-        self._db.execute("ROLLBACK" if exc_type else "COMMIT")
+        try:
+            self._db.execute("ROLLBACK" if exc_type else "COMMIT")
+        except sqlite3.Error as failed:
+            raise DerivedFileError(f"cannot write the lexical index {self._path}: {failed}", self._path) from failed
         if isinstance(exc, sqlite3.Error):
-            raise StoreError(f"lexical index write failed: {exc}") from exc
+            raise DerivedFileError(f"cannot write the lexical index {self._path}: {exc}", self._path) from exc

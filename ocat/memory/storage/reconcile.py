@@ -14,15 +14,18 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
-from ocat.errors import StoreError
-from ocat.memory.embedding.embedders import passages_of
+from ocat.errors import EmbeddingError, StoreError
+from ocat.memory.embedding.embedders import embedder_ready, passages_of
+from ocat.memory.storage.derived import DerivedFileError
+from ocat.memory.storage.primary import StoreShrunk, shrink_findings
 from ocat.memory.storage.prompt_vectors import regroup
 from ocat.memory.storage.scoring import Calibration
 from ocat.memory.storage.thread_titles import sync_titles
 from ocat.records import RECORD_KINDS, Exchange
 
 if TYPE_CHECKING:
-    from ocat.memory.storage.store import MemoryStore, Row
+    from ocat.memory.storage.batches import Row
+    from ocat.memory.storage.store import MemoryStore
 
 # A backfill of prompt vectors at least this long is announced: about 4 s of embedding on two
 # cores (742 LoCoMo prompts made an open take 6.7 s instead of 0.9 s; a chat's prompts are shorter).
@@ -36,9 +39,10 @@ PASSAGE_STEP = 16
 REINDEX_PAGE = 500
 
 
-def sync_lexical(store: MemoryStore) -> bool:
-    """Rebuild a kind's lexical index when it disagrees with Chroma; True if the exchanges'
-    index was rebuilt.
+def sync_lexical(store: MemoryStore, *, force: bool = False) -> bool:
+    """Rebuild a kind's lexical index when it disagrees with Chroma (every kind's, with `force`:
+    a repair, where the counts may agree over different records); True if the exchanges' index
+    was rebuilt.
 
     That happens for a store made before the index existed, after a crash between the
     two writes, when a Chroma server was written by another client, or when the index file
@@ -46,7 +50,7 @@ def sync_lexical(store: MemoryStore) -> bool:
     """
     rebuilt = False
     for kind in RECORD_KINDS:
-        if store.lexical.count(kind) == store.count(kind):
+        if not force and store.lexical.count(kind) == store.count(kind):
             continue
         rebuilt = rebuilt or kind == "exchange"
         store.lexical.clear(kind)
@@ -63,7 +67,7 @@ def sync_lexical(store: MemoryStore) -> bool:
     return rebuilt
 
 
-def sync_prompts(store: MemoryStore, notify: Callable[[str], None] | None = None) -> bool:
+def sync_prompts(store: MemoryStore, notify: Callable[[str], None] | None = None, *, force: bool = False) -> bool:
     """Give every exchange its prompt vector (see ocat.memory.storage.prompt_vectors; its passages
     are left to the background backfill, `start_passages`) and drop the vectors of exchanges that
     are gone, telling `notify` when that is more than a moment's work. False if it failed: the
@@ -72,10 +76,15 @@ def sync_prompts(store: MemoryStore, notify: Callable[[str], None] | None = None
     Reads Chroma only when the counts differ: a store made before prompt vectors existed (once),
     a crash between the writes, or a server written by an older client.
     """
+    if not embedder_ready(store.embedder):
+        return False  # no model here: nothing derived is worth fetching it for (stats, export)
     try:
-        if store.prompts.count() != store.count("exchange"):
+        if force or store.prompts.count() != store.count("exchange"):
             _sync_prompt_rows(store, notify)
-    except StoreError:
+    except DerivedFileError as exc:
+        store.derived_failed(exc)
+        return False
+    except (StoreError, EmbeddingError):
         return False
     return True
 
@@ -170,6 +179,16 @@ def start_passages(store: MemoryStore) -> None:
         store.start_backfill()
 
 
+def catch_up(store: MemoryStore) -> None:
+    """Once the embedding model is on this machine (a first-use download): embed the prompts that
+    waited for it at open, and start the passages. Cheap when nothing waited (two counts)."""
+    if sync_prompts(store, store.notify):
+        try:
+            start_passages(store)
+        except DerivedFileError as exc:
+            store.derived_failed(exc)
+
+
 def settled_calibration(store: MemoryStore, shipped: Calibration, *, complete: bool) -> Calibration:
     """The calibration the store's scores use: the one recorded when it was made, so scores keep
     their meaning; a fit ocat shipped before is replaced by `shipped` (and recorded) once every
@@ -220,7 +239,18 @@ def rebuild_derived(store: MemoryStore) -> list[str]:
 
 def reconcile(store: MemoryStore, notify: Callable[[str], None] | None = None) -> None:
     """Bring a newly opened store's derived data level with Chroma (the lexical index, the
-    titles it mirrors, the prompt vectors) and settle its calibration."""
-    sync_titles(store, rebuilt=sync_lexical(store))
-    store.calibration = settled_calibration(store, store.calibration, complete=sync_prompts(store, notify))
-    start_passages(store)
+    titles it mirrors, the prompt vectors) and settle its calibration.
+
+    Raises StoreShrunk, changing nothing, when a derived file holds more than Chroma: Chroma lost
+    records, and levelling would erase the traces of what it held (ocat.memory.storage.primary)."""
+    findings = shrink_findings(store)
+    if findings:
+        raise StoreShrunk(store.location.describe(), findings)
+    try:
+        sync_titles(store, rebuilt=sync_lexical(store))
+    except DerivedFileError as exc:  # read-only, or damaged on the way: reads go on from Chroma
+        store.derived_failed(exc)
+    complete = sync_prompts(store, notify)
+    store.calibration = settled_calibration(store, store.calibration, complete=complete)
+    if complete:
+        start_passages(store)

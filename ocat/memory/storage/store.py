@@ -7,43 +7,34 @@ records, and enforces, which embedding model built it.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Sequence, cast
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Sequence, TypeVar, cast
 
 from ocat.errors import StoreError
 from ocat.memory.storage.chroma import StoreLocation, collection_names, open_client, open_collection
-from ocat.memory.storage.batches import Row, batches, column, unique_by_id
+from ocat.memory.storage.batches import column
 from ocat.memory.storage.derived import DerivedFileError, beside_index, checked, lexical_index_path
-from ocat.memory.embedding.embedders import Embedder, has_passages
+from ocat.memory.embedding.embedders import Embedder
 from ocat.memory.storage.lexical_index import LexicalIndex
-from ocat.memory.storage.prompt_vectors import PromptVectors, Sides, other_sides, split_sides
+from ocat.memory.storage.primary import refuse_missing_primary
+from ocat.memory.storage.prompt_vectors import PromptVectors
 from ocat.memory.storage.scoring import Calibration, calibration_for
-from ocat.memory.storage.thread_titles import carry_titles
-from ocat.records import RECORD_KINDS, DocumentChunk, Exchange, RecordKind
+from ocat.memory.storage.writes import EMBED_STEP, PASSAGES_INLINE, WRITE_BATCH, Progress, add_rows
+from ocat.records import RECORD_KINDS, DocumentChunk, Exchange, RecordKind, searched_text
+
+_Derived = TypeVar("_Derived", LexicalIndex, PromptVectors)
+
+# Re-exported: callers size their own batches and steps by the store's.
+__all__ = ["EMBED_STEP", "PASSAGES_INLINE", "READ_PAGE", "WRITE_BATCH", "MemoryStore", "Progress"]
+READ_PAGE = 1000
 
 if TYPE_CHECKING:
     from chromadb.api import ClientAPI
     from chromadb.api.models.Collection import Collection
-    from chromadb.api.types import Include, Metadata
+    from chromadb.api.types import Include
 
     from ocat.memory.sharing.owner_lock import StoreLease
     from ocat.memory.storage.reconcile import PassageBackfill
-
-# How many records go to Chroma per call (each write has a cost of its own: writing a
-# 700 KB file's 978 chunks 16 at a time took 4x as long as 256 at a time).
-WRITE_BATCH = 256
-# How many records are embedded per step of a write that reports progress (an add): it
-# reports, and can be stopped, after each, about every half second at ~30 chunks/s on two
-# cores (docs/PERFORMANCE.md).
-EMBED_STEP = 16
-READ_PAGE = 1000
-# A write of up to this many new exchanges (a chat turn, a small import) embeds their passages
-# with them; a bulk write (an import) leaves them to a background thread, so that importing runs
-# at the model's rate on the texts and prompts (docs/PERFORMANCE.md, "Passage vectors").
-PASSAGES_INLINE = 8
-# (id, embedded text, metadata): one record on its way into a collection.
-# Told how many records of a write have been handled (stored or found stored) so far.
-Progress = Callable[[int], None]
-
 
 class MemoryStore:
     """One named store: an exchanges collection and a documents collection."""
@@ -89,6 +80,9 @@ class MemoryStore:
         self.calibration: Calibration = shipped
         # The passages of an older store's exchanges, made in the background (ocat.memory.storage.reconcile).
         self.backfill: PassageBackfill | None = None
+        # Derived files that cannot be written (read-only, another user's, a full disk): what is
+        # stored goes to Chroma, and they catch up once they can be written (`derived_failed`).
+        self.lagging: dict[str, str] = {}
         if not check_derived:
             self.lexical = LexicalIndex(":memory:")
             self.prompts = PromptVectors(":memory:", embedder)
@@ -97,8 +91,19 @@ class MemoryStore:
             index = lexical_index_path(location, name)
             checked(index, "lexical index", notify)
             checked(beside_index(index, "prompts"), "prompt vector file", notify)
-        self.lexical = lexical if lexical is not None else LexicalIndex(index)
-        self.prompts = PromptVectors(beside_index(self.lexical.path, "prompts"), embedder)
+            lexical = self._derived(LexicalIndex, index)
+        self.lexical = lexical
+        prompts = beside_index(self.lexical.path, "prompts")
+        self.prompts = self._derived(lambda path: PromptVectors(path, embedder), prompts)
+
+    def _derived(self, make: Callable[[str], _Derived], path: Path | str) -> _Derived:
+        """A derived file, opened; one that cannot be opened here (another user's, a folder that
+        cannot be written) is replaced by one in memory for this process, and the user told once."""
+        try:
+            return make(str(path))
+        except DerivedFileError as exc:
+            self.derived_failed(exc)
+            return make(":memory:")
 
     @classmethod
     def open(
@@ -113,6 +118,9 @@ class MemoryStore:
         """Open (creating if needed) the store `name` at a location and bring its derived data
         level with Chroma (ocat.memory.storage.reconcile); `notify` hears of long upgrades and
         of derived files rebuilt. `upkeep=False` opens Chroma alone (see __init__)."""
+        if location.path is not None and not location.host:
+            # Before Chroma makes a new, empty file where its records were (ocat.memory.storage.primary).
+            refuse_missing_primary(location.path)
         return cls.reconciled(open_client(location), embedder, name=name, location=location, notify=notify,
                               upkeep=upkeep)
 
@@ -136,8 +144,15 @@ class MemoryStore:
         return store
 
     def derived_failed(self, exc: DerivedFileError) -> None:
-        """A derived file failed mid-search: note it, so the next turn rebuilds it."""
-        self.damaged[exc.path] = str(exc)
+        """A derived file failed: a damaged one is noted for the next turn to rebuild; one that
+        cannot be written is left to catch up later, and the user is told once, naming it."""
+        if exc.damage:
+            self.damaged[exc.path] = str(exc)
+            return
+        if exc.path not in self.lagging and self.notify is not None:
+            self.notify(f"{exc}; what is stored goes to the store itself, and this file catches up once it can "
+                        "be written (check its owner and permissions)")
+        self.lagging[exc.path] = str(exc)
 
     def close(self) -> None:
         """Give the store up: stop serving it and release the owner lock, if held."""
@@ -152,69 +167,27 @@ class MemoryStore:
         """Store one exchange; False if an exchange with its id was already stored."""
         return self.add_exchanges([exchange]) == 1
 
-    def add_exchanges(self, exchanges: Iterable[Exchange], *, progress: Progress | None = None) -> int:
+    def add_exchanges(
+        self,
+        exchanges: Iterable[Exchange],
+        *,
+        progress: Progress | None = None,
+        titles: Mapping[str, str] | None = None,
+    ) -> int:
         """Store exchanges in batches, skipping ids already stored; returns how many were added.
 
         `progress` is called after each embedded step with how many records have been handled so far.
+        `titles` (thread id -> title) names threads that have no title yet, in the same write as
+        their exchanges (an import: a stop between two writes then never leaves a thread unnamed).
         """
-        return self._add(self.exchanges, ((e.exchange_id, e.text, e.to_metadata()) for e in exchanges), progress)
+        # The exchange itself is its metadata (prompt and answer whole); the document Chroma keeps
+        # beside it is what is searched and quoted, bounded (ocat.records.SEARCHED_CHARS).
+        rows = ((e.exchange_id, searched_text(e.text), e.to_metadata()) for e in exchanges)
+        return add_rows(self, "exchange", rows, progress, titles)
 
     def add_chunks(self, chunks: Iterable[DocumentChunk], *, progress: Progress | None = None) -> int:
         """Store document chunks, skipping ids already stored; returns how many were added."""
-        return self._add(self.documents, ((c.id, c.text, c.metadata) for c in chunks), progress)
-
-    def _add(self, collection: Collection, rows: Iterable[Row], progress: Progress | None = None) -> int:
-        # Rows stream through in batches: an import of any size holds one batch at a time,
-        # and only records whose ids are not stored yet are embedded, EMBED_STEP at a time
-        # when `progress` listens (told after each step). Each batch is one Chroma write of
-        # what was embedded, made even when a step is interrupted (Ctrl+C, or `progress`
-        # raising Cancelled): whole records are kept and a rerun adds the rest.
-        added = handled = 0
-        deferred = False
-        step = EMBED_STEP if progress else WRITE_BATCH
-        for batch in batches(rows, WRITE_BATCH):
-            # Embedded by length, as the embedder orders its input: then steps pad as little as
-            # one call for the batch would (unordered steps of 16 embedded 10% slower). Written in
-            # the order given, so an export imported again exports byte for byte the same.
-            unique = unique_by_id(batch)
-            present = set(self.existing_ids(self._kind(collection), [r[0] for r in unique]))
-            fresh = [r for r in unique if r[0] not in present]
-            by_length = sorted(range(len(fresh)), key=lambda i: len(fresh[i][1]))
-            handled += len(batch) - len(fresh)
-            vectors: dict[int, Sequence[float]] = {}
-            sides: dict[int, Sides] = {}
-            # An embedder that reads whole texts has no passages: nothing to leave for later.
-            inline = len(fresh) <= PASSAGES_INLINE or not has_passages(self.embedder)
-            deferred = deferred or (collection is self.exchanges and not inline)
-            try:
-                for start in range(0, len(fresh), step):
-                    part = by_length[start : start + step]
-                    texts = [fresh[i][1] for i in part]
-                    if collection is self.exchanges:
-                        # An exchange's other sides (its prompt, its passages past the model's
-                        # window: ocat.memory.storage.prompt_vectors) are embedded in the same call;
-                        # a bulk write leaves the passages to the background (see PASSAGES_INLINE).
-                        other = [other_sides(self.embedder, fresh[i][1], fresh[i][2], passages=inline)
-                                 for i in part]
-                        embedded = self.embedder.embed(texts + [t for side in other for t in side])
-                        vectors.update(zip(part, embedded[: len(texts)]))
-                        sides.update(zip(part, split_sides(embedded[len(texts) :], other)))
-                    else:
-                        vectors.update(zip(part, self.embedder.embed(texts)))
-                    if progress:
-                        progress(handled + len(vectors))
-            finally:
-                if vectors:
-                    done = sorted(vectors)
-                    self._write(collection, [fresh[i] for i in done], [vectors[i] for i in done],
-                                [sides[i] for i in done if i in sides], passages=inline)
-            added += len(fresh)
-            handled += len(fresh)
-            if not fresh and progress:
-                progress(handled)
-        if deferred:
-            self.start_backfill()
-        return added
+        return add_rows(self, "document", ((c.id, c.text, c.metadata) for c in chunks), progress)
 
     def start_backfill(self) -> None:
         """Make the passages still missing in a background thread (ocat.memory.storage.reconcile.PassageBackfill),
@@ -229,70 +202,34 @@ class MemoryStore:
         return self.backfill is None or self.backfill.wait(timeout)
 
     def existing_ids(self, kind: RecordKind, ids: Sequence[str]) -> list[str]:
-        """Which of `ids` are stored (one read of ids, no texts)."""
+        """Which of `ids` are stored (one read of ids, no texts; an id asked twice is asked once,
+        as Chroma refuses a list that repeats one)."""
         if not ids:
             return []
         try:
-            return list(self._collection(kind).get(ids=list(ids), include=[])["ids"])
+            return list(self._collection(kind).get(ids=list(dict.fromkeys(ids)), include=[])["ids"])
         except Exception as exc:
             raise StoreError(f"cannot read the memory store: {exc}") from exc
 
-    def _write(
-        self,
-        collection: Collection,
-        rows: list[Row],
-        vectors: list[Sequence[float]],
-        sides: list[Sides],
-        *,
-        passages: bool = True,
-    ) -> None:
-        if collection is self.exchanges:
-            carry_titles(self, rows)
-        ids = [row[0] for row in rows]
-        texts = [row[1] for row in rows]
-        # Chroma refuses an empty metadata dict but takes None (its types do not say so): an
-        # imported chunk may have none.
-        metadatas = cast("list[Metadata]", [row[2] or None for row in rows])
-        try:
-            collection.add(ids=ids, embeddings=vectors, documents=texts, metadatas=metadatas)
-        except Exception as exc:
-            raise StoreError(f"cannot write to the memory store: {exc}") from exc
-        # Chroma first: if we die between the writes, the next open sees the counts differ and
-        # rebuilds the lexical index, or embeds the missing prompts and passages.
-        if sides:
-            # Without `passages` the rows are marked for the background to make them.
-            self.prompts.write(ids[: len(sides)], [s[0] for s in sides], [s[1] for s in sides] if passages else None)
-        self.lexical.add(self._kind(collection), rows)
-
     def delete(self, ids: Sequence[str]) -> int:
-        """Delete exchanges or chunks by id; returns how many existed (none for no ids: Chroma
-        refuses an empty list)."""
-        if not ids:
-            return 0
-        removed = 0
-        for collection in (self.exchanges, self.documents):
-            try:
-                found = collection.get(ids=list(ids), include=[])["ids"]
-                if found:
-                    collection.delete(ids=found)
-            except Exception as exc:
-                raise StoreError(f"cannot delete from the memory store: {exc}") from exc
-            if collection is self.exchanges:
-                self.prompts.delete(found)
-            self.lexical.delete(self._kind(collection), found)
-            removed += len(found)
-        return removed
+        """Delete exchanges or chunks by id; returns how many existed. A document left with some of
+        its chunks is marked shortened (ocat.memory.storage.deletes)."""
+        from ocat.memory.storage.deletes import delete_ids
+
+        return delete_ids(self, ids)
 
     def delete_documents_where(self, where: dict[str, Any]) -> int:
         """Delete the document chunks matching a metadata filter; returns how many."""
-        try:
-            found = self.documents.get(where=where, include=[])["ids"]
-            if found:
-                self.documents.delete(ids=found)
-        except Exception as exc:
-            raise StoreError(f"cannot delete from the memory store: {exc}") from exc
-        self.lexical.delete("document", found)
-        return len(found)
+        from ocat.memory.storage.deletes import delete_where
+
+        return delete_where(self, where)
+
+    def mark_shortened(self, documents: Iterable[str], why: str) -> int:
+        """Mark every chunk left of these documents shortened (SHORTENED_KEY, `why`): whole as they
+        are, never finished or removed by a repair. Returns how many chunks were marked."""
+        from ocat.memory.storage.deletes import mark_shortened
+
+        return mark_shortened(self, documents, why)
 
     # -- reading ---------------------------------------------------------------
 
@@ -423,6 +360,10 @@ class MemoryStore:
             "documents": column(got["documents"], len(found)),
             "metadatas": column(got["metadatas"], len(found)),
         }
+
+    def collection(self, kind: RecordKind) -> Collection:
+        """The Chroma collection that holds one kind of record."""
+        return self._collection(kind)
 
     def _collection(self, kind: RecordKind) -> Collection:
         return self.exchanges if kind == "exchange" else self.documents

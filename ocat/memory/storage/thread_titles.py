@@ -9,25 +9,36 @@ kept them in the index alone, into Chroma once.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, cast
+import sqlite3
+from pathlib import Path
+from typing import TYPE_CHECKING, Mapping, cast
 
 from ocat.errors import StoreError
+from ocat.memory.storage.derived import DerivedFileError
 from ocat.records import THREAD_TITLE_KEY
 
 if TYPE_CHECKING:
-    from chromadb.api.types import Metadata
+    from chromadb.api.types import Metadata, Where
 
-    from ocat.memory.storage.store import MemoryStore, Row
+    from ocat.memory.storage.batches import Row
+    from ocat.memory.storage.store import MemoryStore
 
 # How many exchanges one Chroma update names.
 UPDATE_BATCH = 256
 
 
-def carry_titles(store: MemoryStore, rows: list[Row]) -> None:
-    """A new exchange of a titled thread carries the title, as the thread's others do."""
-    titles = store.lexical.titles(list({str(row[2].get("thread_id", "")) for row in rows}))
+def carry_titles(store: MemoryStore, rows: list[Row], given: Mapping[str, str] | None = None) -> None:
+    """A new exchange of a titled thread carries the title, as the thread's others do (read from
+    the lexical index's copy; when that cannot be read, the title stays on the thread's others);
+    one of a thread without a title carries the one `given` for it (an import's), if any."""
+    try:
+        titles = store.lexical.titles(list({str(row[2].get("thread_id", "")) for row in rows}))
+    except DerivedFileError as exc:
+        store.derived_failed(exc)
+        titles = {}
     for _, _, metadata in rows:
-        title = titles.get(str(metadata.get("thread_id", "")))
+        thread_id = str(metadata.get("thread_id", ""))
+        title = titles.get(thread_id) or (given or {}).get(thread_id)
         if title and THREAD_TITLE_KEY not in metadata:
             metadata[THREAD_TITLE_KEY] = title
 
@@ -70,6 +81,42 @@ def sync_titles(store: MemoryStore, *, rebuilt: bool) -> None:
     if rebuilt or upgrading:
         lexical.replace_titles(_stored_titles(store))
         lexical.set_meta(TITLES_IN_STORE, "1")
+
+
+def titled_threads(store: MemoryStore, thread_ids: list[str]) -> set[str]:
+    """Which of these threads have a title in Chroma (one filtered read of ids and metadata)."""
+    if not thread_ids:
+        return set()
+    try:
+        got = store.exchanges.get(where=cast("Where", {"$and": [{"thread_id": {"$in": thread_ids}},
+                                                               {THREAD_TITLE_KEY: {"$ne": ""}}]}),
+                                  include=["metadatas"])
+    except Exception as exc:
+        raise StoreError(f"cannot read the memory store: {exc}") from exc
+    return {str(m.get("thread_id")) for m in got["metadatas"] or [] if m and m.get(THREAD_TITLE_KEY)}
+
+
+def carry_titles_from_file(store: MemoryStore, index: Path) -> int:
+    """Before a repair moves or rebuilds a lexical index: the titles an index made by an older
+    ocat holds alone (it never recorded TITLES_IN_STORE) are written into Chroma, for the threads
+    Chroma has no title for. Read-only, and as far as a damaged file allows; how many were written."""
+    if not index.exists():
+        return 0
+    try:
+        db = sqlite3.connect(f"file:{index}?mode=ro", uri=True)
+        try:
+            carried = db.execute("SELECT value FROM meta WHERE key = ?", (TITLES_IN_STORE,)).fetchone()
+            rows = [] if carried else db.execute("SELECT thread_id, title FROM thread_titles").fetchall()
+        finally:
+            db.close()
+    except sqlite3.Error:  # too damaged to tell: whatever it held cannot be read by anyone
+        return 0
+    present = _stored_titles(store) if rows else {}
+    written = 0
+    for thread_id, title in rows:
+        if str(thread_id) not in present and title:
+            written += bool(set_thread_title(store, str(thread_id), str(title)))
+    return written
 
 
 def _stored_titles(store: MemoryStore) -> dict[str, str]:

@@ -1,0 +1,93 @@
+"""Deleting records: the derived files first, then Chroma, and what is left of a document marked.
+
+The order keeps one rule true through any crash: a derived file never lists a record Chroma does
+not hold (ocat.memory.storage.primary). A document that loses some of its chunks (a user's
+`/vdelete doc-KEY-2`) is marked shortened on the chunks left: whole as it is, never taken for an
+add that was cut short, so no repair ever finishes or removes it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Iterable, Sequence, cast
+
+from ocat.errors import StoreError
+from ocat.memory.storage.batches import column
+from ocat.memory.storage.writes import WRITE_BATCH
+from ocat.records import RECORD_KINDS, SHORTENED_BY_DELETE, SHORTENED_KEY, RecordKind
+
+if TYPE_CHECKING:
+    from chromadb.api.types import Metadata, Where
+
+    from ocat.memory.storage.store import MemoryStore
+
+
+def delete_ids(store: MemoryStore, ids: Sequence[str]) -> int:
+    """Delete exchanges or chunks by id; returns how many existed (none for no ids: Chroma
+    refuses an empty list)."""
+    if not ids:
+        return 0
+    removed = 0
+    for kind in RECORD_KINDS:
+        collection = store.collection(kind)
+        try:
+            got = collection.get(ids=list(dict.fromkeys(ids)), include=["metadatas"])
+        except Exception as exc:
+            raise StoreError(f"cannot delete from the memory store: {exc}") from exc
+        found = list(got["ids"])
+        if not found:
+            continue
+        _forget_derived(store, kind, found)
+        try:
+            collection.delete(ids=found)
+        except Exception as exc:
+            raise StoreError(f"cannot delete from the memory store: {exc}") from exc
+        if kind == "document":
+            metadatas = column(got["metadatas"], len(found))
+            mark_shortened(store, (str((m or {}).get("document_id") or "") for m in metadatas), SHORTENED_BY_DELETE)
+        removed += len(found)
+    return removed
+
+
+def delete_where(store: MemoryStore, where: dict[str, Any]) -> int:
+    """Delete the document chunks matching a metadata filter (a file's earlier version, a
+    folder's file that is gone: whole documents); returns how many."""
+    try:
+        found = store.documents.get(where=cast("Where", where), include=[])["ids"]
+    except Exception as exc:
+        raise StoreError(f"cannot delete from the memory store: {exc}") from exc
+    if found:
+        _forget_derived(store, "document", found)
+        try:
+            store.documents.delete(ids=found)
+        except Exception as exc:
+            raise StoreError(f"cannot delete from the memory store: {exc}") from exc
+    return len(found)
+
+
+def mark_shortened(store: MemoryStore, documents: Iterable[str], why: str) -> int:
+    """Mark every chunk left of these documents shortened (SHORTENED_KEY, `why`); how many."""
+    wanted = sorted({d for d in documents if d})
+    if not wanted:
+        return 0
+    try:
+        within = cast("Where", {"document_id": {"$in": wanted}})
+        left = list(store.documents.get(where=within, include=[])["ids"])
+        for start in range(0, len(left), WRITE_BATCH):
+            part = left[start : start + WRITE_BATCH]
+            marks = cast("list[Metadata]", [{SHORTENED_KEY: why}] * len(part))
+            store.documents.update(ids=part, metadatas=marks)
+    except Exception as exc:
+        raise StoreError(f"cannot mark the rest of a document as kept in the memory store: {exc}") from exc
+    return len(left)
+
+
+def _forget_derived(store: MemoryStore, kind: RecordKind, ids: list[str]) -> None:
+    """Drop records from the derived files before Chroma deletes them: a crash between the two
+    then leaves Chroma holding more than its derived files (mended on the next open), never
+    less, which is how a damaged or emptied primary store looks."""
+    try:
+        if kind == "exchange":
+            store.prompts.delete(ids)
+        store.lexical.delete(kind, ids)
+    except StoreError as exc:
+        raise StoreError(f"nothing was deleted: {exc}") from exc

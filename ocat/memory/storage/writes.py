@@ -1,0 +1,132 @@
+"""Writing records: embedding them a step at a time and storing each batch in Chroma, then in
+the derived files.
+
+Every write is idempotent: ids already stored are skipped, so a write cut short (Ctrl+C, a
+crash, `progress` raising Cancelled) is completed by running it again. Chroma is written first
+and the derived files after it, so they never hold what Chroma does not
+(ocat.memory.storage.primary).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Sequence, cast
+
+from ocat.errors import StoreError
+from ocat.memory.embedding.embedders import has_passages
+from ocat.memory.storage.batches import Row, batches, unique_by_id
+from ocat.memory.storage.derived import DerivedFileError
+from ocat.memory.storage.prompt_vectors import Sides, other_sides, split_sides
+from ocat.memory.storage.thread_titles import carry_titles
+from ocat.records import RecordKind
+
+if TYPE_CHECKING:
+    from chromadb.api.types import Metadata
+
+    from ocat.memory.storage.store import MemoryStore
+
+# How many records go to Chroma per call (each write has a cost of its own: writing a
+# 700 KB file's 978 chunks 16 at a time took 4x as long as 256 at a time).
+WRITE_BATCH = 256
+# How many records are embedded per step of a write that reports progress (an add): it
+# reports, and can be stopped, after each, about every half second at ~30 chunks/s on two
+# cores (docs/PERFORMANCE.md).
+EMBED_STEP = 16
+# A write of up to this many new exchanges (a chat turn, a small import) embeds their passages
+# with them; a bulk write (an import) leaves them to a background thread, so that importing runs
+# at the model's rate on the texts and prompts (docs/PERFORMANCE.md, "Passage vectors").
+PASSAGES_INLINE = 8
+# Told how many records of a write have been handled (stored or found stored) so far.
+Progress = Callable[[int], None]
+
+
+def add_rows(
+    store: MemoryStore, kind: RecordKind, rows: Iterable[Row], progress: Progress | None = None,
+    titles: Mapping[str, str] | None = None,
+) -> int:
+    """Store records of one kind in batches, skipping ids already stored; how many were added.
+    `titles` names threads without a title, in the same write (MemoryStore.add_exchanges)."""
+    # Rows stream through in batches: an import of any size holds one batch at a time,
+    # and only records whose ids are not stored yet are embedded, EMBED_STEP at a time
+    # when `progress` listens (told after each step). Each batch is one Chroma write of
+    # what was embedded, made even when a step is interrupted (Ctrl+C, or `progress`
+    # raising Cancelled): whole records are kept and a rerun adds the rest.
+    added = handled = 0
+    deferred = False
+    step = EMBED_STEP if progress else WRITE_BATCH
+    for batch in batches(rows, WRITE_BATCH):
+        # Embedded by length, as the embedder orders its input: then steps pad as little as
+        # one call for the batch would (unordered steps of 16 embedded 10% slower). Written in
+        # the order given, so an export imported again exports byte for byte the same.
+        unique = unique_by_id(batch)
+        present = set(store.existing_ids(kind, [r[0] for r in unique]))
+        fresh = [r for r in unique if r[0] not in present]
+        by_length = sorted(range(len(fresh)), key=lambda i: len(fresh[i][1]))
+        handled += len(batch) - len(fresh)
+        vectors: dict[int, Sequence[float]] = {}
+        sides: dict[int, Sides] = {}
+        # An embedder that reads whole texts has no passages: nothing to leave for later.
+        inline = len(fresh) <= PASSAGES_INLINE or not has_passages(store.embedder)
+        deferred = deferred or (kind == "exchange" and not inline)
+        try:
+            for start in range(0, len(fresh), step):
+                part = by_length[start : start + step]
+                texts = [fresh[i][1] for i in part]
+                if kind == "exchange":
+                    # An exchange's other sides (its prompt, its passages past the model's
+                    # window: ocat.memory.storage.prompt_vectors) are embedded in the same call;
+                    # a bulk write leaves the passages to the background (see PASSAGES_INLINE).
+                    other = [other_sides(store.embedder, fresh[i][1], fresh[i][2], passages=inline)
+                             for i in part]
+                    embedded = store.embedder.embed(texts + [t for side in other for t in side])
+                    vectors.update(zip(part, embedded[: len(texts)]))
+                    sides.update(zip(part, split_sides(embedded[len(texts) :], other)))
+                else:
+                    vectors.update(zip(part, store.embedder.embed(texts)))
+                if progress:
+                    progress(handled + len(vectors))
+        finally:
+            if vectors:
+                done = sorted(vectors)
+                _write(store, kind, [fresh[i] for i in done], [vectors[i] for i in done],
+                            [sides[i] for i in done if i in sides], passages=inline, titles=titles)
+        added += len(fresh)
+        handled += len(fresh)
+        if not fresh and progress:
+            progress(handled)
+    if deferred:
+        store.start_backfill()
+    return added
+
+
+def _write(
+    store: MemoryStore,
+    kind: RecordKind,
+    rows: list[Row],
+    vectors: list[Sequence[float]],
+    sides: list[Sides],
+    *,
+    passages: bool = True,
+    titles: Mapping[str, str] | None = None,
+) -> None:
+    if kind == "exchange":
+        carry_titles(store, rows, titles)
+    ids = [row[0] for row in rows]
+    texts = [row[1] for row in rows]
+    # Chroma refuses an empty metadata dict but takes None (its types do not say so): an
+    # imported chunk may have none.
+    metadatas = cast("list[Metadata]", [row[2] or None for row in rows])
+    try:
+        store.collection(kind).add(ids=ids, embeddings=vectors, documents=texts, metadatas=metadatas)
+    except Exception as exc:
+        raise StoreError(f"cannot write to the memory store: {exc}") from exc
+    # Chroma first: if we die between the writes, the next open sees the counts differ and
+    # rebuilds the lexical index, or embeds the missing prompts and passages. A derived file
+    # that fails here costs the write nothing: the records are stored, and it catches up.
+    try:
+        if sides:
+            # Without `passages` the rows are marked for the background to make them.
+            later = None if not passages else [s[1] for s in sides]
+            store.prompts.write(ids[: len(sides)], [s[0] for s in sides], later)
+        store.lexical.add(kind, rows)
+    except DerivedFileError as exc:
+        store.derived_failed(exc)
