@@ -13,9 +13,16 @@ from ocat.errors import ProviderError
 
 if TYPE_CHECKING:
     from ocat.config import LLMSettings
+    from ocat.tools.calls import ToolCall
 
 DUMMY_MODEL = "dummy"
-Message = dict[str, str]
+# A chat message: role and content, and for tool calls their ids and arguments (OpenAI's shape).
+Message = dict[str, Any]
+
+
+class ToolsRefused(ProviderError):
+    """The provider refused the request because it offered tools (a model or server that cannot
+    call them): the turn asks again without them."""
 
 
 @dataclass(frozen=True)
@@ -54,13 +61,18 @@ def dummy_reply(messages: list[Message]) -> str:
     return f"[dummy] You said: {prompt.strip()}\n\n(memories in context: {memories})"
 
 
-def _call_args(messages: list[Message], settings: LLMSettings) -> dict[str, Any]:
+def _call_args(
+    messages: list[Message], settings: LLMSettings, tools: list[dict[str, Any]] | None = None
+) -> dict[str, Any]:
     args: dict[str, Any] = {
         "model": settings.model,
         "messages": messages,
         "temperature": settings.temperature,
         "timeout": settings.timeout_seconds,
     }
+    if tools:
+        args["tools"] = tools
+        args["tool_choice"] = "auto"
     if settings.max_tokens:
         args["max_tokens"] = settings.max_tokens
     if settings.api_base:
@@ -141,13 +153,23 @@ def credentials_problem(settings: LLMSettings) -> str | None:
 
 
 class AnswerStream:
-    """The model's answer piece by piece (`async for`); `usage` is set once it has finished."""
+    """One model call's answer piece by piece (`async for`); once it has finished, `usage` is
+    set, and `tool_calls` holds the tools it asked to call (ocat.tools), if it was offered any."""
 
-    def __init__(self, messages: list[Message], settings: LLMSettings, *, dummy: bool = False) -> None:
+    def __init__(
+        self,
+        messages: list[Message],
+        settings: LLMSettings,
+        *,
+        dummy: bool = False,
+        tools: list[dict[str, Any]] | None = None,
+    ) -> None:
         self.messages = messages
         self.settings = settings
         self.dummy = dummy
+        self.tools = tools
         self.usage: Usage | None = None
+        self.tool_calls: list[ToolCall] = []
 
     def __aiter__(self) -> AsyncIterator[str]:
         return self._pieces()
@@ -159,25 +181,70 @@ class AnswerStream:
                 yield word if index == len(words) - 1 else word + " "
             self.usage = Usage()
             return
+        from ocat.tools.calls import CallAssembler
+
         litellm = _litellm()
+        calls = CallAssembler()
         try:
             # include_usage asks OpenAI-style providers for token counts in the last chunk.
             response = await litellm.acompletion(
-                stream=True, stream_options={"include_usage": True}, **_call_args(self.messages, self.settings)
+                stream=True, stream_options={"include_usage": True},
+                **_call_args(self.messages, self.settings, self.tools),
             )
             async for chunk in response:
-                piece = chunk.choices[0].delta.content if chunk.choices else None
+                delta = chunk.choices[0].delta if chunk.choices else None
+                piece = getattr(delta, "content", None) if delta is not None else None
                 if piece:
                     yield piece
+                if delta is not None and getattr(delta, "tool_calls", None):
+                    calls.feed(delta.tool_calls)
                 if getattr(chunk, "usage", None):
                     self.usage = _priced(chunk.usage, self.settings.model)
         except Exception as exc:
+            if self.tools and _refuses_tools(exc):
+                raise ToolsRefused(f"{self.settings.model} does not take tools: {_first_line(exc)}") from exc
             raise provider_error(exc, self.settings) from exc
+        self.tool_calls = calls.calls()
 
 
-def stream(messages: list[Message], settings: LLMSettings, *, dummy: bool = False) -> AnswerStream:
-    """The answer to `messages`, to iterate with `async for`; provider failures become ProviderError."""
-    return AnswerStream(messages, settings, dummy=dummy)
+def _first_line(exc: Exception) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0][:200] if text else type(exc).__name__
+
+
+def _refuses_tools(exc: Exception) -> bool:
+    """Whether a failure says the model or server cannot take tools (an HTTP 400 naming tools or
+    functions, or litellm's own refusal of the parameter) rather than something else."""
+    name = type(exc).__name__
+    text = str(exc).lower()
+    about_tools = any(word in text for word in ("tool", "function"))
+    return about_tools and (name in ("BadRequestError", "UnsupportedParamsError", "UnprocessableEntityError")
+                            or "400" in text or "422" in text or "not supported" in text)
+
+
+def stream(
+    messages: list[Message], settings: LLMSettings, *, dummy: bool = False, tools: list[dict[str, Any]] | None = None
+) -> AnswerStream:
+    """The answer to `messages`, to iterate with `async for`; provider failures become ProviderError
+    (ToolsRefused when it was offered `tools` and says it cannot take them)."""
+    return AnswerStream(messages, settings, dummy=dummy, tools=tools)
+
+
+def model_calls_tools(settings: LLMSettings) -> bool | None:
+    """Whether litellm knows the model calls tools: True, False, or None when it does not know
+    the model (a local server's, a new one): then the model is offered tools, and a refusal is
+    remembered (ocat.tools.support)."""
+    if settings.model == DUMMY_MODEL:
+        return False
+    try:
+        litellm = _litellm()
+        litellm.get_model_info(settings.model)
+    except Exception:
+        return None  # unknown to litellm's list
+    try:
+        return bool(litellm.supports_function_calling(model=settings.model))
+    except Exception:
+        return None
 
 
 def _priced(usage: Any, model: str) -> Usage:
