@@ -13,12 +13,11 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import time
 from enum import Enum
 from typing import TYPE_CHECKING, AsyncIterator
 
 from ocat.outcomes import Recall, Recorded
-from ocat.tools.calls import CallState, ToolCall
+from ocat.tools.calls import CallState, ToolCall, clock
 
 if TYPE_CHECKING:
     from ocat.chat import TurnRequest
@@ -81,7 +80,7 @@ class Turn:
         self.usage: Usage | None = None
         self.recorded: Recorded | None = None
         self.error: BaseException | None = None
-        self.started = time.monotonic()
+        self.started = clock()
         self.first_piece_at: float | None = None
         self.answered_at: float | None = None
         # Memory's state as the turn began: a face says so when a turn turned it off, or when
@@ -135,7 +134,7 @@ class Turn:
                 try:
                     async for piece in stream:
                         if self.first_piece_at is None:
-                            self.first_piece_at = time.monotonic()
+                            self.first_piece_at = clock()
                         if not said and self.pieces and not self.pieces[-1].endswith("\n"):
                             piece = "\n\n" + piece  # a step after tool calls starts a paragraph of its own
                         said.append(piece)
@@ -171,7 +170,7 @@ class Turn:
             self.error = exc
             self.state = TurnState.FAILED
             raise
-        self.answered_at = time.monotonic()
+        self.answered_at = clock()
         self.state = TurnState.ANSWERED
 
     def _toolbox(self) -> ToolBox | None:
@@ -241,7 +240,7 @@ class Turn:
 
     def elapsed(self) -> float:
         """Seconds from the turn's start to its answer's end (or to now, while it runs)."""
-        return (self.answered_at or time.monotonic()) - self.started
+        return (self.answered_at or clock()) - self.started
 
     def _expect(self, state: TurnState) -> None:
         if self.state is not state:

@@ -17,6 +17,11 @@ from typing import Any
 from ocat.records import CalledTool, compact_json
 
 
+def clock() -> float:
+    """Now, for timing calls (a test may set a clock of its own, so pictures never move)."""
+    return time.monotonic()
+
+
 class CallState(Enum):
     """Where a call is: asked for by the model, running, done, or failed (its result says why)."""
 
@@ -52,13 +57,13 @@ class ToolCall:
     def start(self) -> None:
         """The call begins now."""
         self.state = CallState.RUNNING
-        self.started = time.monotonic()
+        self.started = clock()
 
     def end(self, *, failed: bool = False) -> None:
         """The call has its result."""
         self.state = CallState.FAILED if failed else CallState.DONE
         if self.started is not None:
-            self.seconds = time.monotonic() - self.started
+            self.seconds = clock() - self.started
 
     @property
     def ms(self) -> int | None:

@@ -257,6 +257,7 @@ class OcatApp(MemoryView, CommandView, App[int]):
         ticker = self.set_interval(0.1, lambda: status.update(answering_line(time.monotonic() - started)))
         answer = AssistantMessage()
         turn = self.session.turn(prompt)
+        shown: dict[int, ToolCallView] = {}  # each tool call's line, by the call
         try:
             memories = await asyncio.to_thread(turn.recall)
             if turn.memory_lost:
@@ -274,7 +275,6 @@ class OcatApp(MemoryView, CommandView, App[int]):
             await self._append(answer)
             stream = AssistantMessage.get_stream(answer)
             await asyncio.to_thread(turn.prepare)
-            shown: dict[int, ToolCallView] = {}
             try:
                 async for event in turn:
                     if isinstance(event, str):
@@ -290,6 +290,8 @@ class OcatApp(MemoryView, CommandView, App[int]):
                 self._notice(f"Note: {note}.")
         except asyncio.CancelledError:
             turn.cancel()
+            for view in shown.values():
+                view.refresh_call()  # a call under way says it was cancelled
             self._notice("Cancelled: the partial answer stays on screen and is not remembered.")
             raise
         except Exception as exc:  # every failure of a turn is shown, and the prompt comes back
