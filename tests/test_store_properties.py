@@ -222,9 +222,9 @@ class StoreKeepsWhatTheUserKept(RuleBasedStateMachine):
 # CI runs the same 40 runs each time (derandomized: a failure is never a matter of luck);
 # bench/store_properties.py runs hundreds of random ones.
 StoreKeepsWhatTheUserKept.TestCase.settings = settings(
-    max_examples=int(os.environ.get("OCAT_PROPERTY_EXAMPLES", "40")),
-    derandomize=not os.environ.get("OCAT_PROPERTY_RANDOM"),
-    stateful_step_count=int(os.environ.get("OCAT_PROPERTY_STEPS", "12")),
+    max_examples=int(os.environ.get("STORE_PROPERTY_EXAMPLES", "40")),
+    derandomize=not os.environ.get("STORE_PROPERTY_RANDOM"),
+    stateful_step_count=int(os.environ.get("STORE_PROPERTY_STEPS", "12")),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
