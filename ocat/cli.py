@@ -229,6 +229,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if arguments[:1] == ["mcp"]:
         return _run_mcp(arguments[1:])
     args = build_parser().parse_args(arguments)
+    make_config_folder()
     action = chosen_action(args)
     if action is None:
         return _run_app(args)
@@ -247,6 +248,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:  # a bug: one line (and the JSON envelope) naming the log, no traceback
         return reporter.fail(OcatError(_logged("loading the configuration", exc)))
     return run_action(action, args, settings, reporter)
+
+
+def make_config_folder() -> None:
+    """Create ocat's config folder (`$XDG_CONFIG_HOME/ocat`) if it is not there yet.
+
+    A new user's first steps write files into it by hand (the README's `profile.md`), and a
+    shell redirection does not create folders. A folder that cannot be made is no error here:
+    whatever needs it says so.
+    """
+    from ocat.locations import config_dir
+
+    try:
+        config_dir().mkdir(parents=True, exist_ok=True)
+    except OSError:
+        pass
 
 
 def _logged(what: str, exc: BaseException) -> str:
@@ -285,6 +301,7 @@ def check_store_use(action: str | None, args: argparse.Namespace) -> None:
 def _run_mcp(argv: list[str]) -> int:
     """`ocat mcp`: errors before serving go to stderr (stdout belongs to the protocol)."""
     args = build_mcp_parser().parse_args(argv)
+    make_config_folder()
     try:
         from ocat.config import load_settings, parse_override
 
