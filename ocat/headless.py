@@ -29,7 +29,19 @@ def run_action(action: str, args: argparse.Namespace, settings: Settings, report
     reporter.model = "dummy" if args.dummy_mode else settings.llm.model
     handler: Callable[[argparse.Namespace, Settings, Reporter], int] = _HANDLERS[action]
     try:
-        return handler(args, settings, reporter)
+        new_store = None
+        if args.stores and action != "fetch-model":
+            from ocat.operations.stores import check_named_stores
+
+            new_store = check_named_stores(action, args.stores, args.configured_store, settings)
+        code = handler(args, settings, reporter)
+        if new_store is not None:
+            from ocat.operations.stores import made_note
+
+            made = made_note(new_store)
+            if made:
+                reporter.note(f"ocat: {made}")
+        return code
     except OcatError as exc:
         return reporter.fail(exc)
     except KeyboardInterrupt:

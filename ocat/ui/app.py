@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Sequence
 
 from textual import work
 from textual.app import App, ComposeResult
@@ -71,9 +71,13 @@ class OcatApp(MemoryView, CommandView, App[int]):
             self.problem = problem
             super().__init__()
 
-    def __init__(self, session: ChatSession, *, serve: bool = True, quick_exit: bool = False) -> None:
-        """`quick_exit` (the real chat, not tests): closing never waits for workers (ocat.ui.quick_exit)."""
+    def __init__(
+        self, session: ChatSession, *, serve: bool = True, quick_exit: bool = False, notes: Sequence[str] = ()
+    ) -> None:
+        """`quick_exit` (the real chat, not tests): closing never waits for workers (ocat.ui.quick_exit).
+        `notes`: what the command line has to say, shown first in the conversation."""
         super().__init__()
+        self.notes = list(notes)
         self.session = session
         self.serve = serve
         self.quick_exit = quick_exit
@@ -111,6 +115,8 @@ class OcatApp(MemoryView, CommandView, App[int]):
     def on_mount(self) -> None:
         self._load_themes()
         self.query_one(PromptInput).focus()
+        for note in self.notes:
+            self._notice(note)
         # Stay scrolled to the newest message while answers and tables grow.
         self.query_one("#conversation", VerticalScroll).anchor()
 
