@@ -46,7 +46,8 @@ def build_parser() -> argparse.ArgumentParser:
     """The argument parser; its help text is the CLI reference."""
     parser = argparse.ArgumentParser(
         prog="ocat",
-        description="A terminal chat client that remembers. Without an action, opens the chat.",
+        description="A terminal chat client that remembers. Without an action, opens the chat. "
+        "`ocat mcp` serves the same memory to MCP clients (Claude Code, editors) over stdio: see `ocat mcp --help`.",
         epilog="Exit codes: 0 ok, 1 runtime failure, 2 usage error, 3 configuration error, "
     "4 --check-store found problems.",
     )
@@ -264,12 +265,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def make_config_folder() -> None:
-    """Create ocat's config folder (`$XDG_CONFIG_HOME/ocat`) if it is not there yet.
-
-    A new user's first steps write files into it by hand (the README's `profile.md`), and a
-    shell redirection does not create folders. A folder that cannot be made is no error here:
-    whatever needs it says so.
-    """
+    """Create `$XDG_CONFIG_HOME/ocat` if it is not there: a new user's first steps write into it
+    by hand (`echo ... > ~/.config/ocat/profile.md`). One that cannot be made is no error here."""
     from ocat.locations import config_dir
 
     try:

@@ -115,7 +115,7 @@ def _open_stores(settings: Settings, args: argparse.Namespace) -> list[MemorySto
 
 
 def _stats(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> int:
-    from ocat.operations.stats import stats
+    from ocat.operations.stats import config_row, stats, stats_legend, stats_rows
 
     found = stats(_open_stores(settings, args), settings)
     selected = [asdict(one) for one in found.selected]
@@ -123,8 +123,10 @@ def _stats(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> 
         result: dict[str, Any] = selected[0] | {"stores": found.available}
     else:
         result = {"stores": found.available, "selected": selected}
-    text = "\n\n".join("\n".join(f"{key}: {value}" for key, value in one.items()) for one in selected)
-    return reporter.succeed(result, text + f"\nstores: {', '.join(found.available)}")
+    text = "\n\n".join("\n".join(f"{key}: {value}" for key, value in stats_rows(one)) for one in found.selected)
+    key, value = config_row(settings)
+    text += f"\nstores: {', '.join(found.available)}\n{key}: {value}\n({stats_legend()})"
+    return reporter.succeed(result, text)
 
 
 def _add(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> int:

@@ -24,6 +24,29 @@ def test_help_lists_every_command_and_explains_one(session: ChatSession) -> None
     assert run_command(session, "/help nope").error
 
 
+def test_vstats_shows_the_config_path_documents_and_chunks_and_what_the_floor_is(
+    session: ChatSession, tmp_path: Path
+) -> None:
+    from ocat.locations import user_config_file
+
+    notes = tmp_path / "notes.md"
+    notes.write_text("\n\n".join(f"## Part {i}\n\n" + f"part {i} says its own thing. " * 20 for i in range(3)))
+    added = run_command(session, f"/vdoc {notes}")
+    assert not added.error, added.text
+    shown = dict(run_command(session, "/vstats").rows)
+    assert shown["documents"] == "1" and int(shown["document_chunks"]) > 1
+    assert shown["floor"] == "not measured yet" and shown["floor_raise"] == "0.0"
+    # No user file: where one would be read from. The README says /vstats shows the config path.
+    assert shown["config"] == f"none (the shipped defaults; yours would be {user_config_file()})".replace(
+        str(Path.home()), "~")
+    config = tmp_path / "config.yaml"
+    config.write_text("display:\n  context_mode: summary\n")
+    configured = ChatSession(load_settings(str(config), env={}), store=session.store)
+    result = run_command(configured, "/vstats")
+    assert dict(result.rows)["config"] == str(config)
+    assert "floor_raise: how much more" in result.markdown
+
+
 def test_unknown_commands_suggest_the_nearest(session: ChatSession) -> None:
     result = run_command(session, "/vquerry x")
     assert result.error and "did you mean /vquery?" in result.text

@@ -119,6 +119,7 @@ async def test_save_then_search_with_scores_metadata_and_filters(cli: Cli, tmp_p
 
         stats = await call(session, "memory_stats", {})
     assert stats["stores"][0]["documents"] == 2 and stats["stores"][0]["exchanges"] == 2
+    assert stats["stores"][0]["document_chunks"] == 2  # two short notes: a chunk each
     assert stats["writable"] is True and stats["available_stores"] == ["default"]
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import shlex
-from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -46,7 +45,7 @@ def _vquery(session: ChatSession, query: str, count: int | None) -> CommandResul
         words = HitLine.of(one.hit, one.why)
         rows.append((str(rank), one.shown_id, words.marked_score, words.why, words.origin, words.when,
                      one.hit.excerpt(EXCERPT_CHARS)))
-    text = (f"{count_of(len(rows), 'result')} for {query!r} (* = given to the model in a chat; "
+    text = (f"{count_of(len(rows), 'result')} for {query!r} (* = given to the model in a chat, listed first; "
             "/vget ID shows one)") if rows else "No memories found."
     return CommandResult(text=text, columns=("#", "id", "score", "why", "from", "date", "excerpt"), rows=rows,
                          fit_column=6)
@@ -63,15 +62,12 @@ def _vadd(session: ChatSession, text: str) -> CommandResult:
 
 @command("vstats", "show the store's location and counts")
 def _vstats(session: ChatSession) -> CommandResult:
-    from ocat.operations.stats import stats
+    from ocat.operations.stats import config_row, stats, stats_legend, stats_rows
 
     found = stats([require_store(session)], session.settings)
-    shown = asdict(found.selected[0])
-    shown["path"] = display_path(shown["path"])
-    shown["model_path"] = display_path(shown["model_path"]) if shown["model_path"] else "not downloaded yet"
-    shown["floor"] = "not measured yet" if shown["floor"] is None else shown["floor"]
-    shown["stores"] = ", ".join(found.available)
-    return CommandResult(text="Memory", columns=("key", "value"), rows=[(k, str(v)) for k, v in shown.items()])
+    rows = [*stats_rows(found.selected[0], display_path), ("stores", ", ".join(found.available)),
+            config_row(session.settings, display_path)]
+    return CommandResult(text="Memory", columns=("key", "value"), rows=rows, markdown=stats_legend())
 
 
 DOCS_PREFIX = "docs:"

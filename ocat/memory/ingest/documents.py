@@ -49,29 +49,48 @@ class PartialDocument:
     total_chunks: int
 
 
-def partial_documents(store: MemoryStore) -> list[PartialDocument]:
-    """Every partially stored document (adding it again completes it).
+@dataclass(frozen=True)
+class DocumentCensus:
+    """How many documents a store holds (not chunks), and which were stored only in part."""
 
-    Read from the primary store alone (each chunk's metadata, page by page; per document only
-    a count is kept), so it holds when a derived file is missing or damaged. A chunk whose
-    `total_chunks` or `document_id` is unusable (another client's metadata, an older import)
-    says nothing about completeness: such a document is never reported partial.
+    documents: int
+    partial: list[PartialDocument]
+
+
+def document_census(store: MemoryStore) -> DocumentCensus:
+    """Count the documents (distinct `document_id`s) and find the partially stored ones, in one
+    pass over the chunks' metadata (page by page; per document only a count is kept).
+
+    Read from the primary store alone, so it holds when a derived file is missing or damaged.
+    A chunk whose `document_id` is unusable (another client's metadata, an older import) counts
+    as a document of its own; one whose `total_chunks` or `document_id` is unusable says
+    nothing about completeness: such a document is never reported partial.
     """
     stored: dict[str, int] = {}
     declared: dict[str, tuple[int, str]] = {}
+    unnamed = 0
     for _, metadata in store.iter_metadata("document"):
         document = metadata.get("document_id")
-        total = stored_count(metadata.get("total_chunks"), least=1)
-        if not isinstance(document, str) or not document or total is None:
+        if not isinstance(document, str) or not document:
+            unnamed += 1
             continue
         stored[document] = stored.get(document, 0) + 1
+        total = stored_count(metadata.get("total_chunks"), least=1)
+        if total is None:
+            continue
         source = str(metadata.get("source_file") or metadata.get("source") or "")
         declared[document] = (max(total, declared.get(document, (0, ""))[0]), source)
-    return [
+    partial = [
         PartialDocument(document, source, stored[document], total)
         for document, (total, source) in sorted(declared.items())
         if stored[document] < total
     ]
+    return DocumentCensus(documents=len(stored) + unnamed, partial=partial)
+
+
+def partial_documents(store: MemoryStore) -> list[PartialDocument]:
+    """Every partially stored document (adding it again completes it); see `document_census`."""
+    return document_census(store).partial
 
 
 def document_chunks(
