@@ -17,9 +17,15 @@ def session(store: MemoryStore) -> ChatSession:
     return ChatSession(load_settings(env={}), store=store)
 
 
-def test_help_lists_every_command_and_explains_one(session: ChatSession) -> None:
+def test_help_lists_every_command_by_purpose_and_explains_one(session: ChatSession) -> None:
+    from ocat.commands.registry import GROUPS
+
     listed = run_command(session, "/help")
-    assert {row[0].split()[0] for row in listed.rows} == {f"/{c.name}" for c in commands()}
+    assert listed.columns == tuple(GROUPS.values())
+    names = [cell for row in listed.rows for cell in row if cell]
+    assert sorted(names) == sorted(f"/{c.name}" for c in commands())  # each once, read from the registry
+    for column, group in enumerate(GROUPS):
+        assert {row[column] for row in listed.rows} - {""} == {f"/{c.name}" for c in commands() if c.group == group}
     assert "/continue" in run_command(session, "/help continue").text
     assert run_command(session, "/help nope").error
 

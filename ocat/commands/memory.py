@@ -27,7 +27,7 @@ EXCERPT_CHARS = 400
 
 @command(
     "vquery",
-    "search memory: rank, score, where from, date, excerpt",
+    "search memory: rank, score, where from, date, excerpt", group="memory",
     arguments=(
         Arg("query", "a query", kind="text"),
         # The same rule and limits as `--results` (ocat.limits).
@@ -52,6 +52,7 @@ def _vquery(session: ChatSession, query: str, count: int | None) -> CommandResul
 
 
 @command("vadd", "store text as a memory", arguments=(Arg("text", "the text to remember", kind="rest"),),
+         group="memory",
          example="/vadd the spare key is under the blue flowerpot")
 def _vadd(session: ChatSession, text: str) -> CommandResult:
     from ocat.operations.add import add_note
@@ -60,7 +61,7 @@ def _vadd(session: ChatSession, text: str) -> CommandResult:
                                        source="vadd_command").sentence())
 
 
-@command("vstats", "show the store's location and counts")
+@command("vstats", "show the store's location and counts", group="memory")
 def _vstats(session: ChatSession) -> CommandResult:
     from ocat.operations.stats import config_row, stats, stats_legend, stats_rows
 
@@ -94,7 +95,7 @@ def document_path(text: str, docs_folder: str | None) -> Path:
     return path
 
 
-@command("vdoc", "add a file or folder to memory (docs:NAME: from the docs folder)",
+@command("vdoc", "add a file or folder to memory (docs:NAME: from the docs folder)", group="memory",
          arguments=(Arg("path", "a file or folder", kind="path", metavar="PATH|docs:NAME"),),
          example="/vdoc notes.md")
 def _vdoc(session: ChatSession, path: str) -> CommandResult:
@@ -112,7 +113,7 @@ def _vdoc(session: ChatSession, path: str) -> CommandResult:
     return CommandResult(text="\n".join([outcome.sentence(short_path=True), *outcome.notes]))
 
 
-@command("import", "import your old chats: a ChatGPT or Claude export, or llm's logs.db",
+@command("import", "import your old chats: a ChatGPT or Claude export, or llm's logs.db", group="memory",
          arguments=(Arg("path", "an export's .zip, folder or conversations.json, or logs.db", kind="path",
                         metavar="PATH"),),
          example="/import ~/Downloads/chatgpt-export.zip")
@@ -139,7 +140,7 @@ def _exchange_rows(store: MemoryStore, exchanges: list[Exchange]) -> list[tuple[
             for e in exchanges]
 
 
-@command("vget", "show a memory by id, or this session's or thread's exchanges",
+@command("vget", "show a memory by id, or this session's or thread's exchanges", group="memory",
          arguments=(Arg("target", "an id, 'session' or 'thread'", metavar="ID|session|thread"),),
          example="/vget session")
 def _vget(session: ChatSession, target: str) -> CommandResult:
@@ -160,7 +161,7 @@ def _vget(session: ChatSession, target: str) -> CommandResult:
 
 @command(
     "vdelete",
-    "delete a memory by id; asks first (--yes skips asking)",
+    "delete a memory by id; asks first (--yes skips asking)", group="memory",
     arguments=(
         Arg("record", "one id (or the start of one)", metavar="ID"),
         Arg("yes", "delete without asking", kind="flag", optional=True),

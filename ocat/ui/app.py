@@ -29,6 +29,7 @@ from ocat.ui.keys import default_keys, keymap
 from ocat.ui.command_view import CommandView
 from ocat.ui.memory_view import MemoryView
 from ocat.ui.palette import SlashCommands
+from ocat.ui.prompt_focus import PromptFocus
 from ocat.ui.status import answering_line, usage_line
 from ocat.ui.widgets import (
     CommandSuggestions,
@@ -45,7 +46,7 @@ if TYPE_CHECKING:
     from ocat.ui.answer import AssistantMessage  # loaded with the first answer, after the first frame
 
 
-class OcatApp(MemoryView, CommandView, App[int]):
+class OcatApp(MemoryView, CommandView, PromptFocus, App[int]):
     """ocat's chat window."""
 
     CSS_PATH = "ocat.tcss"
@@ -337,7 +338,9 @@ class OcatApp(MemoryView, CommandView, App[int]):
         return False
 
     def action_cancel(self) -> None:
-        """Stop the answer being written, or a long command."""
+        """Stop the answer being written, or a long command; and bring focus back to the prompt
+        if a click took it elsewhere."""
+        self.refocus_prompt()
         self._stop_running_work()
 
     def action_cancel_or_quit(self) -> None:
