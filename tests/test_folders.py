@@ -135,6 +135,14 @@ def test_chunks_stored_before_folders_had_metadata_are_replaced(store: MemorySto
     assert len(plan_chunks) == 3
 
 
+def test_a_title_alone_is_no_chunk_of_a_note(store: MemoryStore, tmp_path: Path) -> None:
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "project.md").write_text("# Bridge project\n\n## Goals\n\nOpen the bridge by May.\n\n## Later\n")
+    add_path(store, notes, OPTIONS)
+    assert [c["text"] for c in chunks_of(store)] == ["project.md\n## Goals\n\nOpen the bridge by May."]
+
+
 def test_a_single_file_keeps_the_configured_chunking(store: MemoryStore, tmp_path: Path) -> None:
     file = tmp_path / "plan.md"
     file.write_text(PLAN)
