@@ -157,6 +157,11 @@ def test_cli_folder_ingest_and_where_filters(cli: Cli, tmp_path: Path) -> None:
     added = cli("--add-to-vector-store", str(notes), "--output", "json")
     assert added.returncode == 0, added.stderr
     assert added.json()["result"]["files"] == 3
+    assert added.stderr.count("adding ") == 3
+    # Added again unchanged: no file is being added, and none is named as if it were.
+    unchanged = cli("--add-to-vector-store", str(notes))
+    assert unchanged.returncode == 0 and "Added 0 chunks" in unchanged.stdout
+    assert "adding" not in unchanged.stderr, unchanged.stderr
 
     def results(*args: str) -> list[dict]:
         run = cli("--query-vector-store", "what are the goals and risks", "--results", "10", "--output", "json", *args)

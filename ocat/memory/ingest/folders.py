@@ -240,8 +240,6 @@ def add_folder(
     results = []
     pending: list[DocumentChunk] = []
     for file, text in texts:
-        if progress:
-            progress(file)
         relative = file.relative_to(folder).as_posix()
         extra = path_metadata(folder, file)
         markdown = file.suffix.lower() in MARKDOWN_SUFFIXES
@@ -259,6 +257,8 @@ def add_folder(
         # Earlier versions: the same file on disk, added from this or any folder, or on its own.
         previous = {"$or": [{"source_path": extra["source_path"]}, {"source_file": extra["source_path"]}]}
         result, missing = plan_document(store, chunks, previous=previous, source_path=extra["source_path"])
+        if progress and missing:
+            progress(file)  # only a file that brings chunks to store: an unchanged one is not being added
         results.append(result)
         pending.extend(missing)
     # The folder's new chunks go to the store together, in full batches: each write (an
