@@ -221,8 +221,8 @@ def test_unknown_ids_in_the_chat_are_errors_not_crashes(seeded: Cli, tmp_path: P
     assert run.returncode == 0, run.stderr
     errors = run.stderr.splitlines()
     assert errors == [
-        "no memory with an id starting 'nosuchid'",
-        "no memory with an id starting 'nosuchid'",
+        "no memory with id nosuchid",
+        "no memory with id nosuchid",
         "no thread with an id starting 'nosuchthread'; /threads lists them",
         "no such file or folder: /no/such/file.md",
         '/vquery needs a query: /vquery "what did we decide" 5',
