@@ -141,6 +141,7 @@ class DocumentChunk:
 # every face shows a memory's source through `SearchHit.origin`.
 SOURCE_WORDS: dict[str, str] = {
     "vadd_command": "note",
+    "remember_command": "note",  # /remember: a note, pinned
     "vdoc_command": "file",
     "cli": "file",
     "chat": "chat",

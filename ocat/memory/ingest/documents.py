@@ -18,7 +18,7 @@ from ocat.memory.storage.store import WRITE_BATCH, MemoryStore
 from ocat.records import AddResult, DocumentChunk, now
 
 # How a document arrived; an MCP `memory_save` may name its own source label instead.
-Source = Literal["vdoc_command", "vadd_command", "cli", "import", "mcp"] | str
+Source = Literal["vdoc_command", "vadd_command", "remember_command", "cli", "import", "mcp"] | str
 # The file types a folder add picks up; a single named file may be any UTF-8 text.
 FOLDER_SUFFIXES = (".md", ".markdown", ".txt")
 # A file larger than this is refused rather than read into memory whole.
