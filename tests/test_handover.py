@@ -10,6 +10,7 @@ import time
 
 import pytest
 
+from ocat.memory.sharing.lock_holders import OWNER_FILE
 from tests.support.cli import Cli
 
 pytestmark = pytest.mark.slow
@@ -41,6 +42,12 @@ def start_quitting_window(cli: Cli, stop_seconds: float) -> subprocess.Popen[str
     window.stdin.write("quit\n")
     window.stdin.flush()
     assert window.stdout.readline() == "closing\n"
+    # Only once it says it is closing is the owner past the point where a newcomer would use its server.
+    record = cli.store_path / OWNER_FILE
+    deadline = time.monotonic() + 60
+    while '"closing": true' not in (record.read_text() if record.exists() else ""):
+        assert time.monotonic() < deadline and window.poll() is None, "the owner never said it was closing"
+        time.sleep(0.05)
     return window
 
 
@@ -50,7 +57,7 @@ def test_a_command_right_after_the_chat_quits_waits_for_the_handover_quietly(cli
         started = time.monotonic()
         run = cli("--vector-store-stats")
         took = time.monotonic() - started
-        assert window.poll() is not None or took > 2.0  # it did meet the closing owner
+        assert window.poll() is not None or took > 1.0  # it did meet the closing owner
     finally:
         window.wait(timeout=60)
     assert run.returncode == 0, run.stderr

@@ -166,7 +166,7 @@ async def test_bad_input_is_an_error_result_and_the_server_carries_on(cli: Cli) 
             ("memory_save", {"content": "x", "source": "bad\nlabel"}, "source must be"),
             ("memory_forget", {}, "either query or id"),
             ("memory_forget", {"query": "x", "id": "y"}, "either query or id"),
-            ("memory_forget", {"id": "no-such-id"}, "no memory with an id"),
+            ("memory_forget", {"id": "no-such-id"}, "no memory with id no-such-id"),
             ("memory_stats", {"verbose": True}, "'verbose' was unexpected"),
         ]
         for tool, arguments, expected in cases:
