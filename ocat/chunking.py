@@ -15,6 +15,8 @@ _PARAGRAPH_BREAK = re.compile(r"\n\s*\n")
 _WORD = re.compile(r"\S+")
 # Level-2 ATX heading at column 0; `###` does not match because a space or tab must follow `##`.
 _HEADING = re.compile(r"##[ \t]+(?=\S)")
+# Any ATX heading line (`# Title`, `### Sub`), for telling a section that holds nothing else.
+_ANY_HEADING = re.compile(r" {0,3}#{1,6}(?:[ \t]|$)")
 # CommonMark fences: up to three spaces of indent, then three or more backticks or tildes.
 _FENCE_OPEN = re.compile(r" {0,3}(`{3,}|~{3,})")
 _FENCE_CLOSE = re.compile(r" {0,3}(`{3,}|~{3,})\s*$")
@@ -288,6 +290,10 @@ def _markdown(text: str, options: ChunkingSettings, filename: str | None) -> lis
     """`(heading, chunk text)` pairs: each section split semantically, each piece headed."""
     pieces: list[tuple[str | None, str]] = []
     for heading, start, end in _sections(text):
+        if _only_headings(text[start:end]):
+            # A heading alone (a title above the first section, an empty section) says nothing
+            # a search can use, and given to the model it is noise: no chunk of its own.
+            continue
         # Half the ceiling at most, so a header can never crowd out the text it introduces.
         header = _header(filename, heading, options.max_chunk_size // 2)
         ceiling = options.max_chunk_size - len(header)
@@ -295,7 +301,10 @@ def _markdown(text: str, options: ChunkingSettings, filename: str | None) -> lis
         spans = _pack(_units(text, start, end, target, ceiling), target)
         for s, e in spans:
             pieces.append((heading, (header + text[s:e]).strip()))
-        if not spans and heading is not None and header.strip():
-            # A heading with nothing under it is still content worth finding.
-            pieces.append((heading, header.strip()))
     return pieces
+
+
+def _only_headings(body: str) -> bool:
+    """Whether a section's body holds nothing but heading lines (or nothing). It holds no code
+    fence either: a section starts only at a heading outside fences, so its headings are real."""
+    return all(_ANY_HEADING.match(line) for line in body.splitlines() if line.strip())

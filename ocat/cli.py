@@ -20,6 +20,7 @@ from ocat.limits import MAX_RESULTS, MIN_RESULTS, whole_number
 from ocat.text import printable
 
 if TYPE_CHECKING:
+    from ocat.config import Settings
     from ocat.session import ChatSession
 
 # dest of each headless action -> the action's name in JSON output.
@@ -45,7 +46,8 @@ def build_parser() -> argparse.ArgumentParser:
     """The argument parser; its help text is the CLI reference."""
     parser = argparse.ArgumentParser(
         prog="ocat",
-        description="A terminal chat client that remembers. Without an action, opens the chat.",
+        description="A terminal chat client that remembers. Without an action, opens the chat. "
+        "`ocat mcp` serves the same memory to MCP clients (Claude Code, editors) over stdio: see `ocat mcp --help`.",
         epilog="Exit codes: 0 ok, 1 runtime failure, 2 usage error, 3 configuration error, "
     "4 --check-store found problems.",
     )
@@ -210,6 +212,17 @@ def overrides_from(args: argparse.Namespace) -> dict[str, object]:
     return overrides
 
 
+def configured_store(args: argparse.Namespace, settings: Settings) -> str:
+    """The store ocat would use without `--store`: the default, or the one the config names.
+    It is made silently on first use; a store named only by `--store` must exist to be read."""
+    if not args.stores:
+        return settings.vector_store.collection
+    from ocat.config import load_settings
+
+    without_store = argparse.Namespace(**{**vars(args), "stores": []})
+    return load_settings(args.config, overrides=overrides_from(without_store)).vector_store.collection
+
+
 def parse_stores(args: argparse.Namespace) -> None:
     """Read `--store a,b` once, into `args.stores` (an empty list without the flag); UsageError for a bad name."""
     from ocat.memory.named_stores import parse_store_names
@@ -238,6 +251,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if arguments[:1] == ["mcp"]:
         return _run_mcp(arguments[1:])
     args = build_parser().parse_args(arguments)
+    make_config_folder()
     action = chosen_action(args)
     if action is None:
         return _run_app(args)
@@ -251,11 +265,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         from ocat.config import load_settings
 
         settings = load_settings(args.config, overrides=overrides_from(args))
+        args.configured_store = configured_store(args, settings)
     except OcatError as exc:
         return reporter.fail(exc)
     except Exception as exc:  # a bug: one line (and the JSON envelope) naming the log, no traceback
         return reporter.fail(OcatError(_logged("loading the configuration", exc)))
     return run_action(action, args, settings, reporter)
+
+
+def make_config_folder() -> None:
+    """Create `$XDG_CONFIG_HOME/ocat` if it is not there: a new user's first steps write into it
+    by hand (`echo ... > ~/.config/ocat/profile.md`). One that cannot be made is no error here."""
+    from ocat.locations import config_dir
+
+    try:
+        config_dir().mkdir(parents=True, exist_ok=True)
+    except OSError:
+        pass
 
 
 def _logged(what: str, exc: BaseException) -> str:
@@ -296,6 +322,7 @@ def check_store_use(action: str | None, args: argparse.Namespace) -> None:
 def _run_mcp(argv: list[str]) -> int:
     """`ocat mcp`: errors before serving go to stderr (stdout belongs to the protocol)."""
     args = build_mcp_parser().parse_args(argv)
+    make_config_folder()
     try:
         from ocat.config import load_settings, parse_override
 
@@ -330,12 +357,17 @@ def _run_app(args: argparse.Namespace) -> int:
         from ocat.config import load_settings
 
         settings = load_settings(args.config, overrides=overrides_from(args))
+        from ocat.operations.stores import chat_note  # light: memory is imported only for `--store NEW`
+
+        new_store = chat_note(args.stores[0] if args.stores else None, configured_store(args, settings), settings)
         if args.plain or not (sys.stdin.isatty() and sys.stdout.isatty()):
             # Imported on this branch only: the full-screen chat paints before it needs any of them.
             from ocat import llm
             from ocat.repl import run_repl
             from ocat.session import open_chat
 
+            if new_store:
+                print(f"ocat: {new_store}", file=sys.stderr)
             problem = None if args.dummy_mode else llm.credentials_problem(settings.llm)
             if problem:
                 # The chat still opens: the person may fix the key, or only browse memory.
@@ -348,7 +380,7 @@ def _run_app(args: argparse.Namespace) -> int:
         # The window paints first; litellm, chromadb and the embedding model load in
         # workers after it, and the app reports missing credentials in the chat.
         session = ChatSession(settings, dummy=args.dummy_mode)
-        app = OcatApp(session, quick_exit=True)
+        app = OcatApp(session, quick_exit=True, notes=[new_store] if new_store else [])
         _leave_now(app.run() or 0, app.closing, session)
     except OcatError as exc:
         _say("ocat", str(exc))

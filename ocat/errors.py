@@ -25,6 +25,10 @@ class StoreError(OcatError):
     """The memory store could not be opened, read or written (exit 1)."""
 
 
+class NotFound(OcatError):
+    """An id names no memory (exit 1: the command line was right, the store has no such thing)."""
+
+
 class EmbeddingError(OcatError):
     """The embedding model could not be loaded or run (exit 1)."""
 

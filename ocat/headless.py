@@ -30,7 +30,19 @@ def run_action(action: str, args: argparse.Namespace, settings: Settings, report
     reporter.model = "dummy" if args.dummy_mode else settings.llm.model
     handler: Callable[[argparse.Namespace, Settings, Reporter], int] = _HANDLERS[action]
     try:
-        return handler(args, settings, reporter)
+        new_store = None
+        if args.stores and action != "fetch-model":
+            from ocat.operations.stores import check_named_stores
+
+            new_store = check_named_stores(action, args.stores, args.configured_store, settings)
+        code = handler(args, settings, reporter)
+        if new_store is not None:
+            from ocat.operations.stores import made_note
+
+            made = made_note(new_store)
+            if made:
+                reporter.note(f"ocat: {made}")
+        return code
     except OcatError as exc:
         return reporter.fail(exc)
     except KeyboardInterrupt:
@@ -104,7 +116,7 @@ def _open_stores(settings: Settings, args: argparse.Namespace) -> list[MemorySto
 
 
 def _stats(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> int:
-    from ocat.operations.stats import stats
+    from ocat.operations.stats import config_row, stats, stats_legend, stats_rows
 
     found = stats(_open_stores(settings, args), settings)
     selected = [asdict(one) for one in found.selected]
@@ -112,8 +124,10 @@ def _stats(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> 
         result: dict[str, Any] = selected[0] | {"stores": found.available}
     else:
         result = {"stores": found.available, "selected": selected}
-    text = "\n\n".join("\n".join(f"{key}: {value}" for key, value in one.items()) for one in selected)
-    return reporter.succeed(result, text + f"\nstores: {', '.join(found.available)}")
+    text = "\n\n".join("\n".join(f"{key}: {value}" for key, value in stats_rows(one)) for one in found.selected)
+    key, value = config_row(settings)
+    text += f"\nstores: {', '.join(found.available)}\n{key}: {value}\n({stats_legend()})"
+    return reporter.succeed(result, text)
 
 
 def _add(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> int:

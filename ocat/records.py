@@ -230,6 +230,7 @@ class DocumentChunk:
 # every face shows a memory's source through `SearchHit.origin`.
 SOURCE_WORDS: dict[str, str] = {
     "vadd_command": "note",
+    "remember_command": "note",  # /remember: a note, pinned
     "vdoc_command": "file",
     "cli": "file",
     "chat": "chat",
@@ -336,7 +337,9 @@ class StoreStats:
     path: str
     collection: str
     exchanges: int
+    # Documents (a file, a note: distinct document ids), and the chunks they were split into.
     documents: int
+    document_chunks: int
     embedding_model: str
     dimensions: int
     similarity_threshold: float
@@ -345,6 +348,7 @@ class StoreStats:
     # The local embedding model's folder; None while it is not downloaded (or for a litellm model).
     model_path: str | None = None
     # The store's floor (ocat.memory.retrieval.store_floor): the median best fused score of generic questions,
-    # None until measured; and how much more an exchange's fused score must be because of it.
+    # None until measured; and how much more an exchange's fused score must be because of it
+    # (ocat.operations.stats words both for people).
     floor: float | None = None
     floor_raise: float = 0.0

@@ -26,6 +26,8 @@ from ocat.text import printable, shorten
 
 # A fitted column (/vquery's excerpt) never gets narrower than this, however narrow the terminal.
 MIN_FIT_WIDTH = 12
+# With less room than this, the fitted cell goes on a line of its own under its row (as in the full-screen chat).
+STACK_BELOW = 30
 
 
 def render_result(result: CommandResult) -> str:
@@ -45,16 +47,32 @@ def _aligned(
     rows: Sequence[tuple[str, ...]], columns: tuple[str, ...] = (), fit: int | None = None, width: int | None = None
 ) -> list[str]:
     """Rows in columns two spaces apart; column `fit` (if any) takes what the terminal's width
-    (or `width`) leaves the others, its cells cut with "…"."""
+    (or `width`) leaves the others, its cells cut with "…". When that is too narrow to read
+    (less than STACK_BELOW), each row's fitted cell goes on a line of its own, under the others."""
     printed = [tuple(printable(cell) for cell in row) for row in rows]
     table = [columns, *printed] if columns else printed
     widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
     if fit is not None:
         total = width or shutil.get_terminal_size().columns
         others = sum(w for i, w in enumerate(widths) if i != fit) + 2 * (len(widths) - 1)
-        widths[fit] = min(widths[fit], max(MIN_FIT_WIDTH, total - others))
+        room = total - others
+        if room < min(STACK_BELOW, widths[fit]):
+            return _stacked(table, widths, fit, total, has_header=bool(columns))
+        widths[fit] = min(widths[fit], max(MIN_FIT_WIDTH, room))
         table = [tuple(shorten(c, widths[fit]) if i == fit else c for i, c in enumerate(row)) for row in table]
     return ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in table]
+
+
+def _stacked(table: list[tuple[str, ...]], widths: list[int], fit: int, total: int, *, has_header: bool) -> list[str]:
+    """Each row's cells but the fitted one on a line, the fitted one indented under them, both
+    cut to the terminal's width."""
+    lines = []
+    for n, row in enumerate(table):
+        top = "  ".join(cell.ljust(w) for i, (cell, w) in enumerate(zip(row, widths)) if i != fit).rstrip()
+        lines.append(shorten(top, total))
+        if not (has_header and n == 0):
+            lines.append(shorten("    " + row[fit], total))
+    return lines
 
 
 def memory_summary(memories: list[SearchHit], mode: str) -> list[str]:

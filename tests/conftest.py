@@ -119,7 +119,8 @@ def model_in_chroma_cache(isolated_home: Path, monkeypatch: pytest.MonkeyPatch) 
 
 def _require_model() -> None:
     if not (MODEL_DIR / "model.onnx").is_file():
-        pytest.fail(f"the embedding model is missing: {MODEL_DIR} (set OCAT_EMBEDDING_MODEL_PATH)")
+        pytest.fail(f"the embedding model is missing: {MODEL_DIR} (run `ocat --fetch-model`, which puts it where "
+                    "the tests look, or set OCAT_EMBEDDING_MODEL_PATH to its folder)")
 
 
 @pytest.fixture(scope="session")

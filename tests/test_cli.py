@@ -57,7 +57,8 @@ def test_add_query_and_stats_on_a_fresh_machine(cli: Cli, notes: Path) -> None:
         "path": str(cli.store_path),
         "collection": "default",
         "exchanges": 0,
-        "documents": document["result"]["added_chunks"],
+        "documents": 1,
+        "document_chunks": document["result"]["added_chunks"],
         "embedding_model": "all-MiniLM-L6-v2",
         "dimensions": 384,
         "similarity_threshold": 0.65,
@@ -253,6 +254,7 @@ def test_version_and_help_and_python_dash_m(cli: Cli) -> None:
     assert version.returncode == 0 and version.stdout.startswith("ocat ")
     helped = cli("--help")
     assert helped.returncode == 0 and "--query-vector-store" in helped.stdout and "Exit codes" in helped.stdout
+    assert "`ocat mcp` serves the same memory to MCP clients" in " ".join(helped.stdout.split())
 
 
 @pytest.mark.parametrize(
@@ -310,3 +312,24 @@ def test_re_adding_an_edited_file_reports_the_replaced_chunks(cli: Cli, notes: P
     run = cli("--add-to-vector-store", str(notes), "--output", "json")
     assert run.json()["result"]["replaced_chunks"] == 1 and run.json()["result"]["added_chunks"] == 1
     assert cli("--vector-store-stats", "--output", "json").json()["result"]["documents"] == 1
+
+
+def test_stats_count_documents_and_their_chunks_and_say_what_the_floor_is(cli: Cli, tmp_path: Path) -> None:
+    folder = tmp_path / "project"
+    folder.mkdir()
+    for name in ("plan.md", "risks.md"):
+        sections = [f"## Part {i}\n\n" + f"{name} part {i} says something of its own. " * 12 for i in range(4)]
+        (folder / name).write_text("\n\n".join(sections))
+    added = cli("--add-to-vector-store", str(folder), "--output", "json")
+    assert added.returncode == 0, added.stderr
+    chunks = added.json()["result"]["added_chunks"]
+    assert chunks > 2
+    result = cli("--vector-store-stats", "--output", "json").json()["result"]
+    assert (result["documents"], result["document_chunks"]) == (2, chunks)
+    assert result["floor"] is None  # JSON keeps the data: null until measured
+    text = cli("--vector-store-stats").stdout
+    assert f"documents: 2\ndocument_chunks: {chunks}\n" in text
+    # One wording for "not measured" in every face, and what floor and floor_raise mean.
+    assert "floor: not measured yet\n" in text and "None" not in text
+    assert "floor: how strongly everyday, generic questions match" in text and "floor_raise: how much" in text
+    assert "config: none (the shipped defaults; yours would be " in text

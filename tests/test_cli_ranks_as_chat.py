@@ -2,8 +2,9 @@
 
 `--query-vector-store` once ranked with its own pool (`--results 10` searched deeper than
 the chat) and re-sorted by own score (a neighbour lifted as context fell down the list),
-so its top 5 was not the chat's. Now it lists the chat's own list first, in the chat's
-order, then what `--results` asks beyond it, marked as never given to the model.
+so its top 5 was not the chat's. Now it lists the chat's own list first: what the chat gives
+the model, in the chat's order (a neighbour right behind its memory), then the rest of it by
+score; then what `--results` asks beyond it, marked as never given to the model.
 """
 
 from __future__ import annotations
@@ -93,17 +94,24 @@ def test_the_cli_lists_the_chats_retrieval_hit_by_hit(cli: Cli, real_embedder: A
     settings = load_settings(env={})
     store = MemoryStore.open(StoreLocation(path=cli.store_path), real_embedder, name="default")
     try:
-        from ocat.operations.search import reasons
-        from ocat.operations.search import hit_record
+        from ocat.memory.retrieval.across_stores import StoreHit
+        from ocat.operations.search import hit_record, reasons, shown_order
 
         chat = ChatSession(settings, store=store)
         lifted = 0
         for query in QUERIES:
-            # What a chat's first turn retrieves (no history yet: one search, with the prompt).
-            hits = retrieve_any(store, [query], RetrievalLimits.from_settings(settings.vector_store))
+            # What a chat's first turn retrieves (no history yet: one search, with the prompt),
+            # listed as every face lists it: what the chat gives the model first, in its order.
+            ranked = retrieve_any(store, [query], RetrievalLimits.from_settings(settings.vector_store))
+            hits = [f.hit for f in shown_order([StoreHit("default", h) for h in ranked])]
             mine = [hit_record(h, why=w) for h, w in zip(hits, reasons(hits))]
             cli_hits = listed[query]
             assert [_key(h) for h in cli_hits[: len(mine)]] == [_key(h) for h in mine], query
+            # Every row marked given comes before every row that is not; those follow by score.
+            flags = [h["admitted"] for h in cli_hits]
+            assert flags == sorted(flags, reverse=True), query
+            rest = [h["score"] for h in cli_hits[sum(flags) : len(mine)]]
+            assert rest == sorted(rest, reverse=True), query
             # Past the chat's list: more of the same ranking, never given to the model.
             assert all(not h["admitted"] and h["why"] == "past the chat's count" for h in cli_hits[len(mine):])
             # What the chat gives the model is exactly what the CLI marks as given.

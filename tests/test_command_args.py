@@ -200,7 +200,7 @@ def test_a_handler_is_never_called_on_bad_input(session: ChatSession, monkeypatc
     monkeypatch.setattr(registry, "REGISTRY", dict(registry.REGISTRY))
     calls: list[tuple[str, int | None]] = []
 
-    @command("probe", "records its calls", arguments=(
+    @command("probe", "records its calls", group="settings", arguments=(
         Arg("what", "a word"), Arg("count", "a count", kind="int", optional=True, lo=1, hi=5, default=2)))
     def _probe(session: ChatSession, what: str, count: int) -> CommandResult:
         calls.append((what, count))

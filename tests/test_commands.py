@@ -17,11 +17,40 @@ def session(store: MemoryStore) -> ChatSession:
     return ChatSession(load_settings(env={}), store=store)
 
 
-def test_help_lists_every_command_and_explains_one(session: ChatSession) -> None:
+def test_help_lists_every_command_by_purpose_and_explains_one(session: ChatSession) -> None:
+    from ocat.commands.registry import GROUPS
+
     listed = run_command(session, "/help")
-    assert {row[0].split()[0] for row in listed.rows} == {f"/{c.name}" for c in commands()}
+    assert listed.columns == tuple(GROUPS.values())
+    names = [cell for row in listed.rows for cell in row if cell]
+    assert sorted(names) == sorted(f"/{c.name}" for c in commands())  # each once, read from the registry
+    for column, group in enumerate(GROUPS):
+        assert {row[column] for row in listed.rows} - {""} == {f"/{c.name}" for c in commands() if c.group == group}
     assert "/continue" in run_command(session, "/help continue").text
     assert run_command(session, "/help nope").error
+
+
+def test_vstats_shows_the_config_path_documents_and_chunks_and_what_the_floor_is(
+    session: ChatSession, tmp_path: Path
+) -> None:
+    from ocat.locations import user_config_file
+
+    notes = tmp_path / "notes.md"
+    notes.write_text("\n\n".join(f"## Part {i}\n\n" + f"part {i} says its own thing. " * 20 for i in range(3)))
+    added = run_command(session, f"/vdoc {notes}")
+    assert not added.error, added.text
+    shown = dict(run_command(session, "/vstats").rows)
+    assert shown["documents"] == "1" and int(shown["document_chunks"]) > 1
+    assert shown["floor"] == "not measured yet" and shown["floor_raise"] == "0.0"
+    # No user file: where one would be read from. The README says /vstats shows the config path.
+    assert shown["config"] == f"none (the shipped defaults; yours would be {user_config_file()})".replace(
+        str(Path.home()), "~")
+    config = tmp_path / "config.yaml"
+    config.write_text("display:\n  context_mode: summary\n")
+    configured = ChatSession(load_settings(str(config), env={}), store=session.store)
+    result = run_command(configured, "/vstats")
+    assert dict(result.rows)["config"] == str(config)
+    assert "floor_raise: how much more" in result.markdown
 
 
 def test_unknown_commands_suggest_the_nearest(session: ChatSession) -> None:

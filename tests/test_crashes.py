@@ -80,16 +80,16 @@ def test_kill_9_during_a_document_add_leaves_it_detectably_partial_and_re_adding
     running.kill()
 
     before = stats(cli)
-    assert before["partial_documents"] == 1
-    assert 256 <= before["documents"]
+    assert before["partial_documents"] == 1 and before["documents"] == 1
+    assert 256 <= before["document_chunks"]
     again = cli("--add-to-vector-store", str(document), *SMALL_CHUNKS, "--output", "json")
     assert again.returncode == 0, again.stderr
     result = again.json()["result"]
     total = result["total_chunks"]
-    assert before["documents"] < total
-    assert result["added_chunks"] == total - before["documents"]
+    assert before["document_chunks"] < total
+    assert result["added_chunks"] == total - before["document_chunks"]
     after = stats(cli)
-    assert after["documents"] == total and after["partial_documents"] == 0
+    assert after["document_chunks"] == total and after["documents"] == 1 and after["partial_documents"] == 0
     assert lexical_count(cli, "document") == total
     for paragraph in (paragraphs[2], paragraphs[-3]):
         assert paragraph in top_hit(cli, paragraph)["text"]
@@ -109,7 +109,7 @@ def test_ctrl_c_during_a_document_add_stops_cleanly_and_re_adding_completes_it(c
     again = cli("--add-to-vector-store", str(document), *SMALL_CHUNKS, "--output", "json")
     assert again.returncode == 0, again.stderr
     after = stats(cli)
-    assert after["partial_documents"] == 0 and after["documents"] == again.json()["result"]["total_chunks"]
+    assert after["partial_documents"] == 0 and after["document_chunks"] == again.json()["result"]["total_chunks"]
 
 
 def test_vdoc_and_the_cli_add_use_the_same_ingest_function(

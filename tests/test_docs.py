@@ -202,3 +202,22 @@ def _has(module: str, cls: str, name: str) -> bool:
     """Whether the class has `name`: a method or class attribute, or an attribute its code sets on self."""
     found = getattr(importlib.import_module(module), cls)
     return hasattr(found, name) or re.search(rf"self\.{name}\s*[:=]", inspect.getsource(found)) is not None
+
+
+def test_the_readme_and_cli_md_explain_the_words_a_query_list_shows() -> None:
+    from ocat.operations.search import ADMITTED_LEGEND, reasons
+    from ocat.records import SearchHit
+
+    def hit(i: str, score: float, **kw: object) -> SearchHit:
+        return SearchHit(id=i, kind="exchange", score=score, text=i, metadata={}, threshold=0.65, **kw)  # type: ignore[arg-type]
+
+    # One hit of each verdict, in the order a list shows them.
+    words = reasons([hit("a", 0.95), hit("b", 0.30, context_of="a", with_admitted=True),
+                     hit("c", 0.70, outranked=True), hit("d", 0.40), hit("e", 0.20, beyond=True)])
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    cli_md = _cli_doc()
+    for said in words:
+        assert f"`{said}`" in readme, f"README.md does not explain {said!r}"
+        assert f"`{said}`" in cli_md, f"docs/cli.md does not explain {said!r}"
+    assert ADMITTED_LEGEND in cli_md
+    assert "they come first, in the chat's order" in readme

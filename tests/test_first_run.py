@@ -4,6 +4,7 @@ what to do while the commands that need no embedding keep working."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -115,6 +116,25 @@ def test_ask_without_the_model_answers_and_says_memory_is_off(cli: Cli, llm_serv
 
 
 # The CLI
+
+
+def test_after_fetch_model_the_test_suite_finds_the_model_where_ocat_keeps_it(
+    cli: Cli, server: ArchiveServer, tmp_path: Path
+) -> None:
+    from tests.support import find_model_dir
+
+    clone = tmp_path / "clone" / "ocat"  # a fresh clone: no ../shared/models beside it
+    clone.mkdir(parents=True)
+    assert not (find_model_dir({}, clone, cli.home) / "model.onnx").exists()
+    done = cli("--fetch-model", env=served_env(server))
+    assert done.returncode == 0, done.stderr
+    assert find_model_dir({}, clone, cli.home) == chroma_model_dir() == Path(done.stdout.strip())
+    # A folder named by OCAT_EMBEDDING_MODEL_PATH comes first, then the shared one.
+    assert find_model_dir({"OCAT_EMBEDDING_MODEL_PATH": "/models/mini"}, clone, cli.home) == Path("/models/mini")
+    shared = tmp_path / "clone" / "shared" / "models" / "all-MiniLM-L6-v2-int8"
+    shared.mkdir(parents=True)
+    (shared / "model.onnx").write_bytes(b"")
+    assert find_model_dir({}, clone, cli.home) == shared
 
 
 def test_cli_fetch_model_prints_the_folder_and_keeps_progress_on_stderr(cli: Cli, server: ArchiveServer) -> None:

@@ -135,6 +135,14 @@ def test_chunks_stored_before_folders_had_metadata_are_replaced(store: MemorySto
     assert len(plan_chunks) == 3
 
 
+def test_a_title_alone_is_no_chunk_of_a_note(store: MemoryStore, tmp_path: Path) -> None:
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "project.md").write_text("# Bridge project\n\n## Goals\n\nOpen the bridge by May.\n\n## Later\n")
+    add_path(store, notes, OPTIONS)
+    assert [c["text"] for c in chunks_of(store)] == ["project.md\n## Goals\n\nOpen the bridge by May."]
+
+
 def test_a_single_file_keeps_the_configured_chunking(store: MemoryStore, tmp_path: Path) -> None:
     file = tmp_path / "plan.md"
     file.write_text(PLAN)
@@ -149,6 +157,11 @@ def test_cli_folder_ingest_and_where_filters(cli: Cli, tmp_path: Path) -> None:
     added = cli("--add-to-vector-store", str(notes), "--output", "json")
     assert added.returncode == 0, added.stderr
     assert added.json()["result"]["files"] == 3
+    assert added.stderr.count("adding ") == 3
+    # Added again unchanged: no file is being added, and none is named as if it were.
+    unchanged = cli("--add-to-vector-store", str(notes))
+    assert unchanged.returncode == 0 and "Added 0 chunks" in unchanged.stdout
+    assert "adding" not in unchanged.stderr, unchanged.stderr
 
     def results(*args: str) -> list[dict]:
         run = cli("--query-vector-store", "what are the goals and risks", "--results", "10", "--output", "json", *args)

@@ -116,10 +116,10 @@ def test_a_neighbour_that_continues_the_subject_comes_as_context_with_its_own_sc
     if counters.context_of is not None:
         # Shown with the quote, never as a memory of its own: its score is its own.
         assert counters.context_of == quote.id
-        assert counters.admitted and why[counters.id] == "context of #1"
+        assert counters.admitted and why[counters.id] == "next to #1 in its thread"
         assert counters.score < quote.score
     else:
-        assert why[counters.id] in {"relevant", "far below the best"} or why[counters.id].startswith("below")
+        assert why[counters.id] in {"relevant", "far weaker than #1"} or why[counters.id].startswith("below threshold")
 
 
 def test_reasons_name_the_verdict_of_every_hit() -> None:
@@ -135,7 +135,38 @@ def test_reasons_name_the_verdict_of_every_hit() -> None:
         hit("d", 0.40),
         hit("e", 0.20, context_of="zzzzzzzzzz", with_admitted=False),
     ]
-    assert reasons(hits) == ["relevant", "context of #1", "far below the best", "below 0.65", "context of zzzzzzzz (not given)"]
+    assert reasons(hits) == [
+        "relevant", "next to #1 in its thread", "far weaker than #1", "below threshold 0.65",
+        "next to zzzzzzzz in its thread, not given",
+    ]
     assert [h.admitted for h in hits] == [True, True, False, False, False]
     # Context never travels without its memory, even when the budget drops the memory.
     assert within_budget([hits[1]], 1500) == []
+
+
+def test_a_list_shows_what_is_given_first_in_the_chats_order_then_the_rest_by_score() -> None:
+    from ocat.memory.retrieval.across_stores import StoreHit
+    from ocat.operations.search import reasons, shown_order
+    from ocat.records import SearchHit
+
+    def hit(i: str, score: float, **kw: object) -> StoreHit:
+        return StoreHit("default", SearchHit(id=i, kind="exchange", score=score, text=i, metadata={},  # type: ignore[arg-type]
+                                             threshold=0.65, **kw))
+
+    # The chat's order: a neighbour ranks by what it inherits, so a 0.06 one stands above a 0.10.
+    ranked = [
+        hit("best", 0.97),
+        hit("far", 0.78, outranked=True),
+        hit("neighbour", 0.06, context_of="best", with_admitted=True),
+        hit("low", 0.10),
+        hit("second", 0.70),
+        hit("lower", 0.30),
+        hit("more", 0.50, beyond=True),
+    ]
+    shown = [f.hit for f in shown_order(ranked)]
+    assert [h.id for h in shown] == ["best", "neighbour", "second", "far", "lower", "low", "more"]
+    assert reasons(shown) == [
+        "relevant", "next to #1 in its thread", "relevant", "far weaker than #1", "below threshold 0.65",
+        "below threshold 0.65", "past the chat's count",
+    ]
+    assert [h.admitted for h in shown] == [True, True, True, False, False, False, False]

@@ -24,7 +24,7 @@ def test_import_reports_what_it_added_and_a_second_run_adds_nothing(store: Memor
     assert store.count("exchange") == 3
 
 
-def test_a_stop_keeps_whole_conversations_and_says_so(store: MemoryStore, tmp_path: Path) -> None:
+def test_a_stop_is_heard_within_a_step_and_the_same_command_completes_it(store: MemoryStore, tmp_path: Path) -> None:
     many = [gpt_linear(f"c{i}", f"C{i}", [("user", f"q{i}.{t}") if t % 2 == 0 else ("assistant", f"a{i}.{t}")
                                           for t in range(40)]) for i in range(6)]
     export = write_zip(tmp_path / "many.zip", {"conversations.json": many})
@@ -34,7 +34,9 @@ def test_a_stop_keeps_whole_conversations_and_says_so(store: MemoryStore, tmp_pa
     result = run_command(session, f"/import {export}")
     assert "stopped: run the same command again" in result.text
     written = store.count("exchange")
-    assert 0 < written < 120 and written % 20 == 0  # whole conversations of 20 exchanges each
+    # Stopped within a step of embedding (16 exchanges), inside a conversation if need be: what
+    # was written is whole exchanges with their thread's title, and the rerun completes the rest.
+    assert 0 < written < 120
     session.progress.start(None)
     assert "stopped" not in run_command(session, f"/import {export}").text
     assert store.count("exchange") == 120

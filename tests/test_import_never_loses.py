@@ -314,7 +314,7 @@ def test_pin_of_an_empty_or_huge_id_says_what_is_wrong(cli: Cli) -> None:
     empty = cli("--pin", "")
     assert empty.returncode != 0 and "give the id" in empty.stderr and "more than one" not in empty.stderr
     huge = cli("--pin", "a" * 100_000)
-    assert huge.returncode != 0 and "no memory with the id" in huge.stderr and "LIKE" not in huge.stderr
+    assert huge.returncode != 0 and "no memory with id" in huge.stderr and "LIKE" not in huge.stderr
 
 
 @pytest.mark.slow

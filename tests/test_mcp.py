@@ -119,6 +119,7 @@ async def test_save_then_search_with_scores_metadata_and_filters(cli: Cli, tmp_p
 
         stats = await call(session, "memory_stats", {})
     assert stats["stores"][0]["documents"] == 2 and stats["stores"][0]["exchanges"] == 2
+    assert stats["stores"][0]["document_chunks"] == 2  # two short notes: a chunk each
     assert stats["writable"] is True and stats["available_stores"] == ["default"]
 
 
@@ -165,7 +166,7 @@ async def test_bad_input_is_an_error_result_and_the_server_carries_on(cli: Cli) 
             ("memory_save", {"content": "x", "source": "bad\nlabel"}, "source must be"),
             ("memory_forget", {}, "either query or id"),
             ("memory_forget", {"query": "x", "id": "y"}, "either query or id"),
-            ("memory_forget", {"id": "no-such-id"}, "no memory with an id"),
+            ("memory_forget", {"id": "no-such-id"}, "no memory with id no-such-id"),
             ("memory_stats", {"verbose": True}, "'verbose' was unexpected"),
         ]
         for tool, arguments, expected in cases:

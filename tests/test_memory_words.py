@@ -104,6 +104,17 @@ def test_vget_shows_a_document_chunk_with_its_source_in_words(session: ChatSessi
     assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d", details["date"])
 
 
+def test_a_remembered_note_shows_as_a_note_and_keeps_its_stored_source(session: ChatSession) -> None:
+    result = run_command(session, "/remember the spare key is under the blue flowerpot")
+    assert not result.error, result.text
+    [note_id] = list(session.store.iter_ids("document"))  # type: ignore[union-attr]
+    assert dict(run_command(session, f"/vget {note_id}").rows)["source"] == "note"
+    found = run_command(session, '/vquery "spare key flowerpot"')
+    assert [row[4] for row in found.rows] == ["note"]
+    stored = session.store.get(note_id)  # type: ignore[union-attr]
+    assert stored is not None and stored.metadata["source"] == "remember_command"  # display only
+
+
 def test_counts_sources_and_scores_in_words() -> None:
     assert [count_of(n, "memory", "memories") for n in (0, 1, 2)] == ["0 memories", "1 memory", "2 memories"]
     assert count_of(1, "chunk") == "1 chunk" and count_of(3, "result") == "3 results"
@@ -111,8 +122,8 @@ def test_counts_sources_and_scores_in_words() -> None:
     def note(source: str, **more: Any) -> SearchHit:
         return SearchHit(id="n", kind="document", score=0.5, text="t", metadata={"source": source, **more})
 
-    assert [note(s).origin for s in ("vadd_command", "vdoc_command", "cli", "mcp", "import", "meeting")] == [
-        "note", "file", "file", "MCP", "import", "meeting"]
+    assert [note(s).origin for s in ("vadd_command", "remember_command", "vdoc_command", "cli", "mcp", "import",
+                                     "meeting")] == ["note", "note", "file", "file", "MCP", "import", "meeting"]
     assert note("cli", source_file="/home/me/plan.md").origin == "plan.md"
 
 

@@ -84,7 +84,7 @@ def test_a_partial_document_is_still_found_without_the_lexical_index(store: Memo
     store.add_chunks(chunks)
     store.lexical.clear("document")  # derived: stats must not need it
     [partial] = partial_documents(store)
-    assert (partial.document_id, partial.stored_chunks, partial.total_chunks, partial.source) == ("y", 2, 3, "/y.md")
+    assert (partial.document_id, partial.stored_chunks, partial.total_chunks, partial.file) == ("y", 2, 3, "/y.md")
 
 
 # -- as a user meets it: the CLI and MCP ------------------------------------------------------------

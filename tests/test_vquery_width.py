@@ -40,19 +40,38 @@ async def test_vquery_excerpts_fit_the_width_and_end_in_an_ellipsis(size: tuple[
         assert table.region.right <= width and table.virtual_size.width <= table.scrollable_content_region.width
         lines = table_lines(table)
         assert all(len(line.rstrip()) <= table.size.width for line in lines)
-        excerpt = str(table.get_row_at(0)[-1])
+        if width < 100:
+            # Side by side, the excerpt would get a dozen characters: each hit is stacked, its
+            # excerpt on a line of its own, as wide as the table.
+            assert table.stacked
+            excerpt = str(table.get_row_at(0)[-1]).split("\n")[1]
+            assert len(excerpt) >= width - 20, excerpt
+        else:
+            assert not table.stacked
+            excerpt = str(table.get_row_at(0)[-1])
+            assert len(excerpt) > width - 80
         assert excerpt.endswith("…") and excerpt[:-1] in " ".join(NOTE.split())
         assert any(excerpt in line for line in lines)  # shown whole, not clipped
-        # The excerpt column takes what the other columns leave: the table is as wide as its space.
+        # The table is as wide as its space.
         assert table.virtual_size.width == table.scrollable_content_region.width
         if width >= 120:
-            assert len(excerpt) > width - 80
-            # Narrowed, the table is fitted again.
+            # Narrowed, the table is fitted again: stacked at 80 columns.
             await pilot.resize_terminal(80, 24)
             await pilot.pause()
             await pilot.pause()
             assert table.region.right <= 80 and table.virtual_size.width == table.scrollable_content_region.width
-            assert len(str(table.get_row_at(0)[-1])) < len(excerpt)
+            assert table.stacked
+
+
+def test_line_mode_stacks_a_row_when_its_excerpt_would_be_too_narrow(monkeypatch: pytest.MonkeyPatch) -> None:
+    row = ("1", "doc-62b1f658-0", "0.06*", "next to #1 in its thread", "thread 3f2a9c1e", "2026-11-26", NOTE)
+    result = CommandResult(text="1 result", columns=("#", "id", "score", "why", "from", "date", "excerpt"),
+                           rows=[row], fit_column=6)
+    monkeypatch.setenv("COLUMNS", "80")
+    lines = render_result(result).splitlines()
+    assert all(len(line) <= 80 for line in lines)
+    assert lines[-2].startswith("1  doc-62b1f658-0  0.06*  next to #1 in its thread")
+    assert lines[-1].startswith("    the spare key is under") and lines[-1].endswith("…") and len(lines[-1]) == 80
 
 
 def test_line_mode_fits_the_excerpt_to_the_terminal(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -143,8 +143,11 @@ def test_the_line_mode_gives_the_model_the_block_and_the_cli_manages_pins(
     pin_id = listed.json()["result"]["pins"][0]["id"]
     assert cli("--unpin", pin_id[:8]).returncode == 0
     assert cli("--pins", "--output", "json").json()["result"]["pins"] == []
-    missing = cli("--pin", "nothing-like-this")
-    assert missing.returncode == 2 and "no memory with an id starting" in missing.stderr
+    # No such memory: a runtime failure (1), not a usage error (2: the command line was right).
+    for flag in ("--pin", "--unpin"):
+        missing = cli(flag, "zzzz")
+        assert missing.returncode == 1, (flag, missing.stderr)
+        assert missing.stderr == "ocat: no memory with id zzzz\n"
 
 
 @pytest.mark.slow

@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from ocat.session import ChatSession
 
 
-@command("memory", "browse, search and manage all of memory (Ctrl+R)",
+@command("memory", "browse, search and manage all of memory (Ctrl+R)", group="memory",
          arguments=(Arg("query", "words to search for as it opens", kind="rest", optional=True),),
          aliases=("browse",), example="/memory garden plans")
 def _memory(session: ChatSession, query: str | None) -> CommandResult:

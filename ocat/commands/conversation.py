@@ -22,19 +22,20 @@ def listed_count(what: str) -> Arg:
                default=DEFAULT_LISTED)
 
 
-@command("clear", "clear the screen and start a new thread (memory is kept)")
+@command("clear", "clear the screen and start a new thread (memory is kept)", group="conversation")
 def _clear(session: ChatSession) -> CommandResult:
     session.new_thread()
     return CommandResult(text="New thread.", conversation_replaced=True)
 
 
-@command("history", "show this conversation's last prompts", arguments=(listed_count("prompts"),), example="/history 5")
+@command("history", "show this conversation's last prompts", arguments=(listed_count("prompts"),), example="/history 5",
+         group="conversation")
 def _history(session: ChatSession, count: int) -> CommandResult:
     rows = [(local_time(e.timestamp), e.user_prompt) for e in session.history[-count:]]
     return CommandResult(text=count_of(len(rows), "prompt"), columns=("when", "prompt"), rows=rows)
 
 
-@command("model", "show or switch the model; the next turn uses it",
+@command("model", "show or switch the model; the next turn uses it", group="settings",
          arguments=(Arg("name", "a model name litellm knows (as --model takes)", optional=True),),
          example="/model openai/gpt-4o-mini")
 def _model(session: ChatSession, name: str | None) -> CommandResult:
@@ -58,6 +59,7 @@ def _model(session: ChatSession, name: str | None) -> CommandResult:
 
 
 @command("showcontext", "show or set how used memories are shown: off, on or summary (kept for next time)",
+         group="settings",
          arguments=(Arg("mode", "how used memories are shown", kind="choice", optional=True, choices=CONTEXT_MODES),),
          example="/showcontext summary")
 def _showcontext(session: ChatSession, mode: str | None) -> CommandResult:
@@ -75,7 +77,7 @@ def _change_setting(session: ChatSession, section: str, key: str, value: object)
     session.settings = dataclasses.replace(session.settings, **{section: changed})
 
 
-@command("theme", "list the themes, or switch to one, kept for next time (full-screen chat)",
+@command("theme", "list the themes, or switch to one, kept for next time (full-screen chat)", group="settings",
          arguments=(Arg("name", "a theme's name", optional=True),), example="/theme ocat-night")
 def _theme(session: ChatSession, name: str | None) -> CommandResult:
     return CommandResult(request=ShowThemes(name or ""))

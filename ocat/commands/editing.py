@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from ocat.session import ChatSession
 
 
-@command("edit", "compose in $EDITOR; (last) edit and resend the last prompt",
+@command("edit", "compose in $EDITOR; (last) edit and resend the last prompt", group="conversation",
          arguments=(Arg("what", "the last prompt, to edit and send again", kind="choice", optional=True,
                         choices=("last",), metavar="last"),),
          example="/edit last")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import shlex
-from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -28,7 +27,7 @@ EXCERPT_CHARS = 400
 
 @command(
     "vquery",
-    "search memory: rank, score, where from, date, excerpt",
+    "search memory: rank, score, where from, date, excerpt", group="memory",
     arguments=(
         Arg("query", "a query", kind="text"),
         # The same rule and limits as `--results` (ocat.limits).
@@ -46,13 +45,14 @@ def _vquery(session: ChatSession, query: str, count: int | None) -> CommandResul
         words = HitLine.of(one.hit, one.why)
         rows.append((str(rank), one.shown_id, words.marked_score, words.why, words.origin, words.when,
                      one.hit.excerpt(EXCERPT_CHARS)))
-    text = (f"{count_of(len(rows), 'result')} for {query!r} (* = given to the model in a chat; "
+    text = (f"{count_of(len(rows), 'result')} for {query!r} (* = given to the model in a chat, listed first; "
             "/vget ID shows one)") if rows else "No memories found."
     return CommandResult(text=text, columns=("#", "id", "score", "why", "from", "date", "excerpt"), rows=rows,
                          fit_column=6)
 
 
 @command("vadd", "store text as a memory", arguments=(Arg("text", "the text to remember", kind="rest"),),
+         group="memory",
          example="/vadd the spare key is under the blue flowerpot")
 def _vadd(session: ChatSession, text: str) -> CommandResult:
     from ocat.operations.add import add_note
@@ -61,17 +61,14 @@ def _vadd(session: ChatSession, text: str) -> CommandResult:
                                        source="vadd_command").sentence())
 
 
-@command("vstats", "show the store's location and counts")
+@command("vstats", "show the store's location and counts", group="memory")
 def _vstats(session: ChatSession) -> CommandResult:
-    from ocat.operations.stats import stats
+    from ocat.operations.stats import config_row, stats, stats_legend, stats_rows
 
     found = stats([require_store(session)], session.settings)
-    shown = asdict(found.selected[0])
-    shown["path"] = display_path(shown["path"])
-    shown["model_path"] = display_path(shown["model_path"]) if shown["model_path"] else "not downloaded yet"
-    shown["floor"] = "not measured yet" if shown["floor"] is None else shown["floor"]
-    shown["stores"] = ", ".join(found.available)
-    return CommandResult(text="Memory", columns=("key", "value"), rows=[(k, str(v)) for k, v in shown.items()])
+    rows = [*stats_rows(found.selected[0], display_path), ("stores", ", ".join(found.available)),
+            config_row(session.settings, display_path)]
+    return CommandResult(text="Memory", columns=("key", "value"), rows=rows, markdown=stats_legend())
 
 
 DOCS_PREFIX = "docs:"
@@ -98,7 +95,7 @@ def document_path(text: str, docs_folder: str | None) -> Path:
     return path
 
 
-@command("vdoc", "add a file or folder to memory (docs:NAME: from the docs folder)",
+@command("vdoc", "add a file or folder to memory (docs:NAME: from the docs folder)", group="memory",
          arguments=(Arg("path", "a file or folder", kind="path", metavar="PATH|docs:NAME"),),
          example="/vdoc notes.md")
 def _vdoc(session: ChatSession, path: str) -> CommandResult:
@@ -116,7 +113,7 @@ def _vdoc(session: ChatSession, path: str) -> CommandResult:
     return CommandResult(text="\n".join([outcome.sentence(short_path=True), *outcome.notes]))
 
 
-@command("import", "import your old chats: a ChatGPT or Claude export, or llm's logs.db",
+@command("import", "import your old chats: a ChatGPT or Claude export, or llm's logs.db", group="memory",
          arguments=(Arg("path", "an export's .zip, folder or conversations.json, or logs.db", kind="path",
                         metavar="PATH"),),
          example="/import ~/Downloads/chatgpt-export.zip")
@@ -143,7 +140,7 @@ def _exchange_rows(store: MemoryStore, exchanges: list[Exchange]) -> list[tuple[
             for e in exchanges]
 
 
-@command("vget", "show a memory by id, or this session's or thread's exchanges",
+@command("vget", "show a memory by id, or this session's or thread's exchanges", group="memory",
          arguments=(Arg("target", "an id, 'session' or 'thread'", metavar="ID|session|thread"),),
          example="/vget session")
 def _vget(session: ChatSession, target: str) -> CommandResult:
@@ -164,7 +161,7 @@ def _vget(session: ChatSession, target: str) -> CommandResult:
 
 @command(
     "vdelete",
-    "delete a memory by id; asks first (--yes skips asking)",
+    "delete a memory by id; asks first (--yes skips asking)", group="memory",
     arguments=(
         Arg("record", "one id (or the start of one)", metavar="ID"),
         Arg("yes", "delete without asking", kind="flag", optional=True),

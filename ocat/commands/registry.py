@@ -24,9 +24,19 @@ if TYPE_CHECKING:
 Handler = Callable[..., CommandResult]
 
 
+# What commands are for, in the order /help shows them: each group is a column of names.
+GROUPS: dict[str, str] = {
+    "conversation": "chat and threads",
+    "memory": "memory",
+    "wake": "wake block",
+    "settings": "settings",
+}
+
+
 @dataclass(frozen=True)
 class Command:
-    """One slash command: its name, aliases, declared arguments, help line, example and handler."""
+    """One slash command: its name, aliases, declared arguments, help line, example, its group
+    (what it is for: a key of GROUPS) and handler."""
 
     name: str
     help: str
@@ -34,6 +44,7 @@ class Command:
     arguments: tuple[Arg, ...] = ()
     aliases: tuple[str, ...] = ()
     example: str = ""
+    group: str = "settings"
 
     @property
     def usage(self) -> str:
@@ -56,14 +67,18 @@ REGISTRY: dict[str, Command] = {}
 
 
 def command(
-    name: str, help: str, *, arguments: tuple[Arg, ...] = (), aliases: tuple[str, ...] = (), example: str = ""
+    name: str, help: str, *, group: str, arguments: tuple[Arg, ...] = (), aliases: tuple[str, ...] = (),
+    example: str = "",
 ) -> Callable[[Handler], Handler]:
-    """Register a handler as a slash command taking the declared `arguments`."""
+    """Register a handler as a slash command taking the declared `arguments`, listed by /help
+    under `group` (a key of GROUPS)."""
     check_declaration(name, arguments)
+    if group not in GROUPS:
+        raise ValueError(f"/{name}: group {group!r} is not one of {', '.join(GROUPS)}")
 
     def register(handler: Handler) -> Handler:
         entry = Command(name=name, help=help, handler=handler, arguments=arguments, aliases=aliases,
-                        example=example or f"/{name}")
+                        example=example or f"/{name}", group=group)
         for key in (name, *aliases):
             REGISTRY[key] = entry
         return handler
@@ -116,7 +131,7 @@ def run_step(what: str, step: Callable[[], CommandResult]) -> CommandResult:
         return CommandResult(text=log_failure(what, exc), error=True)
 
 
-@command("help", "list the commands, or explain one", aliases=("h", "?"), example="/help vquery",
+@command("help", "list the commands, or explain one", group="settings", aliases=("h", "?"), example="/help vquery",
          arguments=(Arg("name", "the command to explain", optional=True, metavar="COMMAND"),))
 def _help(session: ChatSession, name: str | None) -> CommandResult:
     if name:
@@ -124,11 +139,20 @@ def _help(session: ChatSession, name: str | None) -> CommandResult:
         if entry is None:
             raise UsageError(f"no command /{name.lstrip('/')}; /help lists them")
         return entry.explain()
-    rows = [(c.usage, c.help) for c in commands()]
-    return CommandResult(text="Commands", columns=("command", "what it does"), rows=rows)
+    return command_overview()
 
 
-@command("exit", "leave ocat", aliases=("quit", "q"))
+def command_overview() -> CommandResult:
+    """Every command's name, in a column per group (GROUPS): short enough to be seen whole in
+    a 80x24 window, where a line per command with its help was not."""
+    columns = [[f"/{c.name}" for c in commands() if c.group == group] for group in GROUPS]
+    rows = [tuple(column[i] if i < len(column) else "" for column in columns)
+            for i in range(max(len(column) for column in columns))]
+    return CommandResult(text="Commands by purpose. /help NAME explains one: what it does, its arguments, "
+                              "an example.", columns=tuple(GROUPS.values()), rows=rows)
+
+
+@command("exit", "leave ocat", group="settings", aliases=("quit", "q"))
 def _quit(session: ChatSession) -> CommandResult:
     return CommandResult(quit=True)
 

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from ocat.session import ChatSession
 
 
-@command("threads", "list recent threads: id, last active, exchanges, title",
+@command("threads", "list recent threads: id, last active, exchanges, title", group="conversation",
          arguments=(listed_count("threads"),), example="/threads 20")
 def _threads(session: ChatSession, count: int) -> CommandResult:
     from ocat.operations.lookup import recent_threads
@@ -28,6 +28,7 @@ def _threads(session: ChatSession, count: int) -> CommandResult:
 
 
 @command("continue", "resume a thread by id or prefix; without one, pick from a list", aliases=("resume",),
+         group="conversation",
          arguments=(Arg("thread", "a thread's id or its start", optional=True, metavar="THREAD_ID"),),
          example="/continue 3f2a9c1e")
 def _continue(session: ChatSession, thread: str | None) -> CommandResult:
@@ -58,6 +59,7 @@ def _resume(session: ChatSession, thread_id: str) -> CommandResult:
 
 
 @command("rename", "give this thread a title (/threads and the picker show it); empty: its first prompt again",
+         group="conversation",
          arguments=(Arg("title", "the new title", kind="rest", optional=True),),
          example="/rename kitchen renovation")
 def _rename(session: ChatSession, title: str | None) -> CommandResult:
@@ -70,7 +72,7 @@ def _rename(session: ChatSession, title: str | None) -> CommandResult:
     return CommandResult(text=f"This thread is called by its first prompt again: {default_title(first)!r}.")
 
 
-@command("deletethread", "delete a whole thread from memory (this one without an id); asks first",
+@command("deletethread", "delete a whole thread from memory (this one without an id); asks first", group="conversation",
          aliases=("rmthread",),
          arguments=(Arg("thread", "a thread's id or its start", optional=True, metavar="THREAD_ID"),),
          example="/deletethread 3f2a9c1e")
@@ -105,7 +107,7 @@ def _delete_thread(session: ChatSession, thread_id: str) -> CommandResult:
     return CommandResult(text=text + " A new thread starts.", conversation_replaced=True)
 
 
-@command("export", "write this conversation as Markdown (to PATH, or a file named after it here)",
+@command("export", "write this conversation as Markdown (to PATH, or a file named after it here)", group="conversation",
          arguments=(Arg("path", "a file, or a folder to put it in", kind="path", optional=True),),
          example="/export ~/notes/garden.md")
 def _export(session: ChatSession, path: str | None) -> CommandResult:
@@ -122,7 +124,8 @@ def _export(session: ChatSession, path: str | None) -> CommandResult:
     return CommandResult(text=f"Wrote {count_of(len(session.history), 'exchange')} to {display_path(str(target))}.")
 
 
-@command("retry", "ask the last prompt again: its answer is replaced, in memory too", aliases=("regenerate",))
+@command("retry", "ask the last prompt again: its answer is replaced, in memory too", aliases=("regenerate",),
+         group="conversation")
 def _retry(session: ChatSession) -> CommandResult:
     last = session.take_back_last()
     if last is None:

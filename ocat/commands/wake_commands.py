@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from ocat.session import ChatSession
 
 
-@command("wake", "show what the model knows at the start of every thread: pins, profile, recent threads",
+@command("wake", "show what the model knows at the start of every thread: pins, profile, recent threads", group="wake",
          example="/wake")
 def _wake(session: ChatSession) -> CommandResult:
     block = session.wake_block()  # this thread's: what the model is given with every turn of it
@@ -29,7 +29,7 @@ def _wake(session: ChatSession) -> CommandResult:
                               "tokens; given to the model with every turn of this thread)")
 
 
-@command("pin", "pin a memory: the model is given it at the start of every thread",
+@command("pin", "pin a memory: the model is given it at the start of every thread", group="wake",
          arguments=(Arg("id", "a memory's id (or its start)", metavar="ID"),), example="/pin 3f2a9c1e")
 def _pin(session: ChatSession, id: str) -> CommandResult:
     from ocat.operations.wake import pin
@@ -41,6 +41,7 @@ def _pin(session: ChatSession, id: str) -> CommandResult:
 
 
 @command("unpin", "unpin a memory", arguments=(Arg("id", "a pinned memory's id (or its start)", metavar="ID"),),
+         group="wake",
          example="/unpin 3f2a9c1e")
 def _unpin(session: ChatSession, id: str) -> CommandResult:
     from ocat.operations.wake import unpin
@@ -51,7 +52,7 @@ def _unpin(session: ChatSession, id: str) -> CommandResult:
     return CommandResult(text=f"Unpinned {_shown(store, record_id)}; it stays in memory.")
 
 
-@command("pins", "list the pinned memories", example="/pins")
+@command("pins", "list the pinned memories", group="wake", example="/pins")
 def _pins(session: ChatSession) -> CommandResult:
     from ocat.operations.wake import pins
 
@@ -61,7 +62,7 @@ def _pins(session: ChatSession) -> CommandResult:
     return CommandResult(text="\n".join(line for _, line in found))
 
 
-@command("remember", "store a note and pin it: the model is given it at the start of every thread",
+@command("remember", "store a note and pin it: the model is given it at the start of every thread", group="wake",
          arguments=(Arg("text", "what to remember", kind="rest"),), example="/remember I prefer metric units")
 def _remember(session: ChatSession, text: str) -> CommandResult:
     from ocat.operations.wake import remember
@@ -79,7 +80,8 @@ def _shown(store: MemoryStore, record_id: str) -> str:
     return short_id(store, record_id)
 
 
-@command("profile", "edit your profile (who you are, how you like answers) in $EDITOR", example="/profile")
+@command("profile", "edit your profile (who you are, how you like answers) in $EDITOR", example="/profile",
+         group="wake")
 def _profile(session: ChatSession) -> CommandResult:
     path = session.settings.profile_path
     session.wake = None

@@ -3,26 +3,31 @@
 A store is a pair of collections named after it (see `ocat.memory.storage.chroma`), so two stores
 never share a collection: work and personal memory stay apart at the storage level. By
 default each store has its own folder (`vector_stores/<name>`); with `vector_store.path`
-set they share that folder, and one process holds the folder once for all of them.
+set they share that folder, and one process holds the folder once for all of them. Whether a
+store exists is told without opening it (`store_exists`): reading a store that was never made
+is an error (ocat.operations.stores), not a new, empty store.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import re
-from typing import TYPE_CHECKING, Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Sequence
 
-from ocat.errors import UsageError
-from ocat.memory.storage.chroma import DOCUMENTS_SUFFIX, EXCHANGES_SUFFIX
+from ocat.errors import StoreError, UsageError
+from ocat.memory.storage.chroma import (
+    DOCUMENTS_SUFFIX,
+    EXCHANGES_SUFFIX,
+    StoreLocation,
+    collection_names,
+    collections_in_folder,
+    open_client,
+)
 from ocat.memory.storage.store import MemoryStore
 from ocat.settings import COLLECTION_NAME
 
 if TYPE_CHECKING:
     from ocat.config import Settings
     from ocat.memory.embedding.embedders import Embedder
-
-_LEXICAL_FILE = re.compile(r"ocat-lexical-(.+)\.sqlite3")
-
 
 def parse_store_names(text: str) -> list[str]:
     """`a,b` -> ["a", "b"]; UsageError for an empty or malformed name (names are collection names)."""
@@ -75,25 +80,77 @@ def open_stores(
 def store_names(settings: Settings, store: MemoryStore) -> list[str]:
     """The stores that exist beside `store`: in its folder or server, and (default layout) in
     the sibling folders under `$XDG_DATA_HOME/ocat/vector_stores`."""
+    try:
+        collections = {str(getattr(c, "name", c)) for c in store.client.list_collections()}
+    except Exception:  # listing is a nicety; the store itself was opened fine
+        collections = set()
+    return sorted({store.name} | _stores_in(collections) | _sibling_stores(settings))
+
+
+def store_exists(settings: Settings) -> bool:
+    """Whether the configured store (`vector_store.collection`) has been made: its collections
+    are in its folder, or on its server.
+
+    Nothing is created or taken: a folder's catalogue is read as a file (another process may
+    own the folder), a server is asked for its collections. When that cannot be told, the store
+    is taken to exist, and opening it says what is wrong.
+    """
+    exchanges, _ = collection_names(settings.vector_store.collection)
+    found = _collections(settings)
+    return found is None or exchanges in found
+
+
+def existing_stores(settings: Settings) -> list[str]:
+    """The stores that exist where the configured one would be (its folder or server) and, in
+    the default layout, in the sibling folders; none is opened or created."""
+    return sorted(_stores_in(_collections(settings) or set()) | _sibling_stores(settings))
+
+
+def missing_store(settings: Settings) -> StoreError:
+    """The error for reading a store that was never made: it names the stores that exist and
+    how a store is made."""
+    name = settings.vector_store.collection
+    others = existing_stores(settings)
+    listed = f"the stores are: {', '.join(others)}" if others else "there are no stores yet"
+    return StoreError(
+        f"no store named {name!r}; {listed}. A store is made by its first write "
+        f"(ocat --store {name} --add-to-vector-store PATH, --import-memory, --import-history or --ask) "
+        "or by naming it in your config (vector_store.collection)"
+    )
+
+
+def _collections(settings: Settings) -> set[str] | None:
+    """The collection names where the configured store lives, or None when they cannot be read."""
+    vector_store = settings.vector_store
+    if vector_store.host:
+        try:
+            client = open_client(StoreLocation(host=vector_store.host, port=vector_store.port))
+            return {str(getattr(c, "name", c)) for c in client.list_collections()}
+        except Exception:  # the open that follows names the server and what failed
+            return None
+    return collections_in_folder(settings.store_path)
+
+
+def _stores_in(collections: Iterable[str]) -> set[str]:
+    """The store names behind collection names (`work-exchanges` -> `work`)."""
+    names = set()
+    for name in collections:
+        for suffix in (EXCHANGES_SUFFIX, DOCUMENTS_SUFFIX):
+            if name.endswith("-" + suffix):
+                names.add(name[: -len(suffix) - 1])
+    return names
+
+
+def _sibling_stores(settings: Settings) -> set[str]:
+    """In the default layout (a folder per store), the stores of the other folders."""
     from ocat import locations
 
-    names = {store.name}
-    try:
-        collections = store.client.list_collections()
-    except Exception:  # listing is a nicety; the store itself was opened fine
-        collections = []
-    for collection in collections:
-        name = getattr(collection, "name", collection)
-        for suffix in (EXCHANGES_SUFFIX, DOCUMENTS_SUFFIX):
-            if isinstance(name, str) and name.endswith("-" + suffix):
-                names.add(name[: -len(suffix) - 1])
-    if settings.vector_store.path is None and not settings.vector_store.host:
-        # Other stores' folders are owned by other processes maybe: read only their file names.
-        root = locations.default_store_path("x").parent
-        if root.is_dir():
-            for folder in root.iterdir():
-                for entry in folder.glob("ocat-lexical-*.sqlite3") if folder.is_dir() else ():
-                    match = _LEXICAL_FILE.fullmatch(entry.name)
-                    if match:
-                        names.add(match.group(1))
-    return sorted(names)
+    if settings.vector_store.path is not None or settings.vector_store.host:
+        return set()
+    root = locations.default_store_path("x").parent
+    names: set[str] = set()
+    if root.is_dir():
+        for folder in root.iterdir():
+            if folder.is_dir():
+                names |= _stores_in(collections_in_folder(folder) or set())
+    return names

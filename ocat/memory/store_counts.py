@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ocat.memory.embedding.model_files import find_model, uses_local_model
-from ocat.memory.ingest.documents import partial_documents
+from ocat.memory.ingest.documents import document_census
 from ocat.memory.retrieval.store_floor import floor_of
 from ocat.memory.storage.derived import DerivedFileError
 from ocat.memory.storage.store import MemoryStore
@@ -20,15 +20,17 @@ if TYPE_CHECKING:
 
 def store_stats(store: MemoryStore, settings: Settings) -> StoreStats:
     """Counts and identity of an open store, as `--vector-store-stats` reports them."""
+    census = document_census(store)
     return StoreStats(
         path=str(store.location.path) if store.location.path is not None else store.location.describe(),
         collection=store.name,
         exchanges=store.count("exchange"),
-        documents=store.count("document"),
+        documents=census.documents,
+        document_chunks=store.count("document"),
         embedding_model=store.embedder.name,
         dimensions=store.embedder.dimensions,
         similarity_threshold=settings.vector_store.similarity_threshold,
-        partial_documents=len(partial_documents(store)),
+        partial_documents=len(census.partial),
         model_path=_local_model_path(settings),
         **_floor_of(store),
     )

@@ -87,7 +87,8 @@ def add_file_or_folder(
 ) -> AddSummary:
     """Add a file, or a folder's .md/.txt files (InputFileError if there is nothing to add).
 
-    `file_started` hears of each file of a folder; `chunks_stored(file name, done, total)`
+    `file_started` hears of each file of a folder that brings chunks to store (an unchanged one is
+    not named); `chunks_stored(file name, done, total)`
     follows each stored batch (and may raise Cancelled to stop between two); warnings go to
     `notify` as they happen and are kept in the summary's `notes`.
     """

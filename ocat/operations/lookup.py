@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Sequence
 
-from ocat.errors import UsageError
+from ocat.errors import NotFound, UsageError
 from ocat.limits import stored_count
 from ocat.records import DocumentChunk, Exchange, SearchHit, source_word
 from ocat.text import count_of, local_time, shorten
@@ -26,28 +26,29 @@ LONGEST_PREFIX = 256
 
 
 def resolve_id(store: MemoryStore, prefix: str) -> str:
-    """A full record id from an id or a unique prefix of one (UsageError if none or several)."""
+    """A full record id from an id or a unique prefix of one (NotFound if none, UsageError if several)."""
     if not prefix.strip():
         raise UsageError("give the id of a memory (or its start), as /vquery, /pins and --query-vector-store show it")
     if store.get(prefix) is not None:
         return prefix  # an exact id wins even when it is also the start of another
     if len(prefix) > LONGEST_PREFIX:  # no start of an id is that long: not worth a search of the index
-        raise UsageError(f"no memory with the id {shorten(prefix, 40)!r}")
+        raise NotFound(f"no memory with id {shorten(prefix, 40)}")
     found = store.lexical.resolve_prefix("exchange", prefix) + store.lexical.resolve_prefix("document", prefix)
     if not found:  # a document chunk's short form, as /vquery shows it: doc-3f2a9c1e-12
         found = store.lexical.resolve_chunk(prefix)
     if not found:
-        raise UsageError(f"no memory with an id starting {prefix!r}")
+        raise NotFound(f"no memory with id {prefix}")
     if len(found) > 1:
         raise UsageError(f"{prefix!r} matches more than one memory; give more of the id")
     return found[0]
 
 def get_record(store: MemoryStore, id_or_prefix: str) -> Record:
-    """The exchange or document chunk with this id, or the one id starting with it (UsageError if none or several)."""
+    """The exchange or document chunk with this id, or the one id starting with it (NotFound if none,
+    UsageError if several)."""
     record_id = resolve_id(store, id_or_prefix)
     record = store.get(record_id)
     if record is None:  # deleted between the two reads (another process)
-        raise UsageError(f"no memory with the id {record_id!r}")
+        raise NotFound(f"no memory with id {record_id}")
     return record
 
 

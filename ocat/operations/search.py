@@ -18,6 +18,7 @@ from ocat.records import SUPERSEDED_KEY, SearchHit
 from ocat.text import count_of
 
 if TYPE_CHECKING:
+    from ocat.memory.retrieval.across_stores import StoreHit
     from ocat.memory.retrieval.filters import Filters
     from ocat.memory.storage.store import MemoryStore
     from ocat.settings import VectorStoreSettings
@@ -79,7 +80,7 @@ def search(
 
     count = count or settings.context_results
     limits = RetrievalLimits.from_settings(settings, results=count)
-    found = search_stores(stores, query, limits, filters, limit=count)
+    found = shown_order(search_stores(stores, query, limits, filters, limit=count))
     why = reasons([f.hit for f in found])
     by_name = {s.name: s for s in stores} if short_ids else {}
     return SearchResult(
@@ -90,23 +91,44 @@ def search(
     )
 
 
+def shown_order(found: Sequence[StoreHit]) -> list[StoreHit]:
+    """The order every face lists a search in: what a chat gives the model first, in the chat's
+    own order (a memory, then the thread neighbours given with it); then the rest by their
+    own score, best first; then what `--results` lists past the chat's count, by score too.
+
+    Retrieval ranks a neighbour by what it inherits from its memory, not by its own score, so
+    in the chat's order a 0.06 neighbour can stand above a 0.10 hit that is not given: listing
+    the given ones first keeps every mark and score in an order a reader can follow.
+    """
+    def by_score(group: list[StoreHit]) -> list[StoreHit]:
+        return sorted(group, key=lambda f: f.hit.score, reverse=True)
+
+    given = [f for f in found if f.hit.admitted]
+    return given + by_score([f for f in found if not f.hit.admitted and not f.hit.beyond]) + by_score(
+        [f for f in found if f.hit.beyond])
+
+
 def reasons(hits: Sequence[SearchHit]) -> list[str]:
     """Why each hit is or is not given to the model, in words, naming other hits by position (#1
     first): the verdicts are retrieval's (ocat.memory.retrieval), the words every face's."""
     position = {h.id: n for n, h in enumerate(hits, start=1)}
+    best: dict[str, int] = {}  # the first hit of each kind that is given on its own: what an outranked one is far below
+    for hit in hits:
+        if hit.admitted and hit.context_of is None:
+            best.setdefault(hit.kind, position[hit.id])
     said = []
     for hit in hits:
         if hit.beyond:
             said.append("past the chat's count")
         elif hit.context_of is not None:
             where = f"#{position[hit.context_of]}" if hit.context_of in position else hit.context_of[:8]
-            said.append(f"context of {where}" + ("" if hit.with_admitted else " (not given)"))
+            said.append(f"next to {where} in its thread" + ("" if hit.with_admitted else ", not given"))
         elif hit.metadata.get(SUPERSEDED_KEY):
             said.append(f"replaced by {str(hit.metadata[SUPERSEDED_KEY])[:12]}")
         elif hit.score < hit.threshold:
-            said.append(f"below {hit.threshold:.2f}")
+            said.append(f"below threshold {hit.threshold:.2f}")
         elif hit.outranked:
-            said.append("far below the best")
+            said.append(f"far weaker than #{best[hit.kind]}" if hit.kind in best else "far weaker than the best")
         else:
             said.append("relevant")
     return said
@@ -162,7 +184,7 @@ def marked_score(score: float, admitted: bool) -> str:
     return score_text(score) + (ADMITTED_MARK if admitted else "")
 
 
-ADMITTED_LEGEND = "* = given to the model in a chat: relevant, or the context of a relevant memory"
+ADMITTED_LEGEND = "* = given to the model in a chat; those come first, the rest follow by score"
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Sequence
 
 from textual import work
 from textual.app import App, ComposeResult
@@ -29,6 +29,7 @@ from ocat.ui.keys import default_keys, keymap
 from ocat.ui.command_view import CommandView
 from ocat.ui.memory_view import MemoryView
 from ocat.ui.palette import SlashCommands
+from ocat.ui.prompt_focus import PromptFocus
 from ocat.ui.status import answering_line, usage_line
 from ocat.ui.widgets import (
     CommandSuggestions,
@@ -45,7 +46,7 @@ if TYPE_CHECKING:
     from ocat.ui.answer import AssistantMessage  # loaded with the first answer, after the first frame
 
 
-class OcatApp(MemoryView, CommandView, App[int]):
+class OcatApp(MemoryView, CommandView, PromptFocus, App[int]):
     """ocat's chat window."""
 
     CSS_PATH = "ocat.tcss"
@@ -71,9 +72,13 @@ class OcatApp(MemoryView, CommandView, App[int]):
             self.problem = problem
             super().__init__()
 
-    def __init__(self, session: ChatSession, *, serve: bool = True, quick_exit: bool = False) -> None:
-        """`quick_exit` (the real chat, not tests): closing never waits for workers (ocat.ui.quick_exit)."""
+    def __init__(
+        self, session: ChatSession, *, serve: bool = True, quick_exit: bool = False, notes: Sequence[str] = ()
+    ) -> None:
+        """`quick_exit` (the real chat, not tests): closing never waits for workers (ocat.ui.quick_exit).
+        `notes`: what the command line has to say, shown first in the conversation."""
         super().__init__()
+        self.notes = list(notes)
         self.session = session
         self.serve = serve
         self.quick_exit = quick_exit
@@ -111,6 +116,8 @@ class OcatApp(MemoryView, CommandView, App[int]):
     def on_mount(self) -> None:
         self._load_themes()
         self.query_one(PromptInput).focus()
+        for note in self.notes:
+            self._notice(note)
         # Stay scrolled to the newest message while answers and tables grow.
         self.query_one("#conversation", VerticalScroll).anchor()
 
@@ -343,7 +350,9 @@ class OcatApp(MemoryView, CommandView, App[int]):
         return False
 
     def action_cancel(self) -> None:
-        """Stop the answer being written, or a long command."""
+        """Stop the answer being written, or a long command; and bring focus back to the prompt
+        if a click took it elsewhere."""
+        self.refocus_prompt()
         self._stop_running_work()
 
     def action_cancel_or_quit(self) -> None:

@@ -1,5 +1,7 @@
 """A command's table whose one wide column (/vquery's excerpt) takes the width the others leave,
-cut with "…", fitted again whenever the table's width changes."""
+cut with "…", fitted again whenever the table's width changes. When that leaves it too narrow to
+read (a 80-column window), each row is stacked: its other cells on one line, the wide one under
+them, as wide as the table."""
 
 from __future__ import annotations
 
@@ -14,10 +16,16 @@ from ocat.text import printable, shorten
 
 # The fitted column never gets narrower than this: at such widths a few letters say more than none.
 MIN_FIT_WIDTH = 12
+# With less room than this for the fitted column, rows are stacked (an excerpt of 11
+# characters said nothing: the /vquery table at 80 columns).
+STACK_BELOW = 30
+SEPARATOR = "  "
 
 
 def _cut(text: str, width: int) -> str:
     """`text` cut to `width` cells (wide characters take two), ending in "…" when cut."""
+    if width <= 0:
+        return ""
     if cell_len(text) <= width:
         return text
     cut = shorten(text, width)
@@ -26,9 +34,15 @@ def _cut(text: str, width: int) -> str:
     return cut
 
 
+def _padded(cells: Sequence[str], widths: Sequence[int]) -> str:
+    """Cells side by side, each padded to its width, two spaces apart."""
+    return SEPARATOR.join(cell + " " * (width - cell_len(cell)) for cell, width in zip(cells, widths)).rstrip()
+
+
 class FittedTable(DataTable[Text]):
     """A DataTable of untrusted cells (shown as plain text, controls escaped) in which column
-    `fit` is as wide as the table's width allows, its cells cut to that width with "…"."""
+    `fit` is as wide as the table's width allows, its cells cut to that width with "…"; or, when
+    that is too narrow, each row stacked on two lines with the fitted cell as wide as the table."""
 
     def __init__(self, columns: Sequence[str], rows: Sequence[tuple[str, ...]], fit: int, **kwargs: object) -> None:
         super().__init__(**kwargs)  # type: ignore[arg-type]
@@ -36,16 +50,21 @@ class FittedTable(DataTable[Text]):
         self._rows = [tuple(" ".join(printable(cell).split()) if i == fit else printable(cell)
                             for i, cell in enumerate(row)) for row in rows]
         self._fit = fit
-        self._room: int | None = None
+        self._layout: tuple[bool, int] | None = None
         # The other columns are as wide as their widest cell, header included.
         self._widths = [max([cell_len(self._columns[i]), *(cell_len(row[i]) for row in self._rows)])
                         for i in range(len(self._columns))]
 
     def room(self, width: int) -> int:
-        """How wide the fitted column can be in a table `width` cells wide."""
+        """How wide the fitted column can be, side by side with the others, in a table `width` cells wide."""
         padding = 2 * self.cell_padding
         others = sum(w + padding for i, w in enumerate(self._widths) if i != self._fit)
         return max(MIN_FIT_WIDTH, min(self._widths[self._fit], width - others - padding))
+
+    @property
+    def stacked(self) -> bool:
+        """Whether rows are shown stacked (the fitted cell under the others) at the current width."""
+        return self._layout is not None and self._layout[0]
 
     def on_resize(self, event: events.Resize) -> None:
         self.refit()
@@ -56,15 +75,31 @@ class FittedTable(DataTable[Text]):
         if width <= 0:
             return
         room = self.room(width)
-        if room == self._room:
+        stack = room < min(STACK_BELOW, self._widths[self._fit]) and self._fit > 0
+        layout = (stack, width if stack else room)
+        if layout == self._layout:
             return
-        self._room = room
+        self._layout = layout
         self.clear(columns=True)
-        for i, label in enumerate(self._columns):
-            self.add_column(label, width=room if i == self._fit else self._widths[i])
-        self.add_rows([
-            tuple(Text(_cut(cell, room) if i == self._fit else cell) for i, cell in enumerate(row))
-            for row in self._rows
-        ])
+        if stack:
+            self._stack(width)
+        else:
+            for i, label in enumerate(self._columns):
+                self.add_column(label, width=room if i == self._fit else self._widths[i])
+            self.add_rows([
+                tuple(Text(_cut(cell, room) if i == self._fit else cell) for i, cell in enumerate(row))
+                for row in self._rows
+            ])
         # The rows may bring a vertical scrollbar, which takes width: fit once more after the layout.
         self.call_after_refresh(self.refit)
+
+    def _stack(self, width: int) -> None:
+        """Two columns: the first cell, then the others on one line and the fitted cell under them."""
+        inner = max(MIN_FIT_WIDTH, width - self._widths[0] - 4 * self.cell_padding)
+        rest = [i for i in range(1, len(self._columns)) if i != self._fit]
+        widths = [self._widths[i] for i in rest]
+        self.add_column(self._columns[0], width=self._widths[0])
+        self.add_column(_cut(_padded([self._columns[i] for i in rest], widths), inner), width=inner)
+        for row in self._rows:
+            top = _cut(_padded([row[i] for i in rest], widths), inner)
+            self.add_row(Text(row[0]), Text(f"{top}\n{_cut(row[self._fit], inner)}"), height=2)

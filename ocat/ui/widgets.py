@@ -32,12 +32,17 @@ if TYPE_CHECKING:
 # in answer.py: what the first frame does not show loads after it.
 
 
+# What Tab says when there is nothing to complete (it never takes focus from the prompt).
+TAB_HINT = "Tab completes a command: type / to list them. PageUp and PageDown scroll the conversation."
+
+
 class PromptInput(TextArea):
     """Multi-line input: Enter sends, Ctrl+J inserts a newline, Up/Down at the edges walk history.
 
     While a command name is being typed, the matching commands are listed above the box (and
     while /model's or /vdoc's argument is typed, the matching models or paths):
-    Up/Down choose, Tab (or Enter on a partial name) completes, Esc hides the list.
+    Up/Down choose, Tab (or Enter on a partial name) completes, Esc hides the list. Tab never
+    moves focus out of the box; PageUp/PageDown scroll the conversation above it.
 
     Every key acts in the order it was typed, however fast the keys come (see `_on_key`).
     Prompts sent while the app is busy wait in `held` until the app sends them.
@@ -186,6 +191,16 @@ class PromptInput(TextArea):
                 suggestions.display = False
             else:
                 suggestions.action_cursor_up() if key == "up" else suggestions.action_cursor_down()
+        elif key in ("tab", "shift+tab"):
+            # Never a move of focus away from the prompt (what is typed next would go elsewhere):
+            # Tab completes what can be completed, else says what it is for.
+            self._handled(event)
+            if key == "shift+tab" or suggestions is None or not self._complete(suggestions):
+                self.app.notify(TAB_HINT, timeout=6)
+        elif key in ("pageup", "pagedown"):
+            # The conversation scrolls, the prompt keeps focus (a long result at 80x24).
+            self._handled(event)
+            await self.run_action(f"app.scroll_conversation('{'up' if key == 'pageup' else 'down'}')")
         elif key == "up" and self.prompt_history and self.navigator.is_first_wrapped_line(self.cursor_location):
             self._handled(event)
             self._walk_history(-1)

@@ -76,3 +76,16 @@ async def wait_for(pilot: Any, condition: Any, what: str, *, seconds: float = 5.
             return
         await pilot.pause(0.05)
     raise AssertionError(f"never happened: {what}")
+
+
+def screen_text(app: OcatApp) -> str:
+    """What the window shows now, as plain text (one line per row of cells)."""
+    import io
+
+    from rich.console import Console
+
+    width, height = app.size
+    console = Console(width=width, height=height, file=io.StringIO(), force_terminal=True, record=True,
+                      legacy_windows=False, safe_box=False)
+    console.print(app.screen._compositor.render_update(full=True, screen_stack=app._background_screens))
+    return console.export_text()

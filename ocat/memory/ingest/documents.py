@@ -18,7 +18,7 @@ from ocat.memory.storage.store import WRITE_BATCH, MemoryStore
 from ocat.records import SHORTENED_KEY, AddResult, DocumentChunk, now
 
 # How a document arrived; an MCP `memory_save` may name its own source label instead.
-Source = Literal["vdoc_command", "vadd_command", "cli", "import", "mcp"] | str
+Source = Literal["vdoc_command", "vadd_command", "remember_command", "cli", "import", "mcp"] | str
 # The file types a folder add picks up; a single named file may be any UTF-8 text.
 FOLDER_SUFFIXES = (".md", ".markdown", ".txt")
 # A file larger than this is refused rather than read into memory whole.
@@ -69,27 +69,41 @@ def added_from_file(metadata: Mapping[str, Any]) -> str | None:
     return None
 
 
-def partial_documents(store: MemoryStore) -> list[PartialDocument]:
-    """Every document added from a file and only partly stored (adding it again completes it).
+@dataclass(frozen=True)
+class DocumentCensus:
+    """How many documents a store holds (not chunks), and which were stored only in part."""
 
-    Read from the primary store alone (each chunk's metadata, page by page; per document only
-    a count is kept), so it holds when a derived file is missing or damaged. A chunk whose
-    `total_chunks` or `document_id` is unusable (another client's metadata, an older import)
-    says nothing about completeness: such a document is never reported partial. Neither is a
-    text that came from no file, nor a document that was shortened on purpose.
+    documents: int
+    partial: list[PartialDocument]
+
+
+def document_census(store: MemoryStore) -> DocumentCensus:
+    """Count the documents (distinct `document_id`s) and find the partially stored ones, in one
+    pass over the chunks' metadata (page by page; per document only a count is kept).
+
+    Read from the primary store alone, so it holds when a derived file is missing or damaged.
+    A chunk whose `document_id` is unusable (another client's metadata, an older import) counts
+    as a document of its own; one whose `total_chunks` or `document_id` is unusable says
+    nothing about completeness: such a document is never reported partial. Only a document
+    added from a file can be partial: a text that came from no file, or a document shortened on
+    purpose (SHORTENED_KEY), is whole as it is.
     """
     stored: dict[str, int] = {}
     declared: dict[str, PartialDocument] = {}
     whole: set[str] = set()
+    unnamed = 0
     for _, metadata in store.iter_metadata("document"):
         document = metadata.get("document_id")
+        if not isinstance(document, str) or not document:
+            unnamed += 1
+            continue
+        stored[document] = stored.get(document, 0) + 1
         total = stored_count(metadata.get("total_chunks"), least=1)
         file = added_from_file(metadata)
-        if not isinstance(document, str) or not document or total is None or file is None:
+        if total is None or file is None:
             continue
         if metadata.get(SHORTENED_KEY):
             whole.add(document)
-        stored[document] = stored.get(document, 0) + 1
         known = declared.get(document)
         if known is None or total > known.total_chunks:
             declared[document] = PartialDocument(
@@ -97,11 +111,18 @@ def partial_documents(store: MemoryStore) -> list[PartialDocument]:
                 folder=str(metadata.get("source_folder") or ""),
                 label=str(metadata.get("source_file") or file),
             )
-    return [
+    partial = [
         replace(found, stored_chunks=stored[document])
         for document, found in sorted(declared.items())
         if document not in whole and stored[document] < found.total_chunks
     ]
+    return DocumentCensus(documents=len(stored) + unnamed, partial=partial)
+
+
+def partial_documents(store: MemoryStore) -> list[PartialDocument]:
+    """Every document added from a file and only partly stored (adding it again completes it);
+    see `document_census`."""
+    return document_census(store).partial
 
 
 def document_chunks(

@@ -240,13 +240,13 @@ def add_folder(
     results = []
     pending: list[DocumentChunk] = []
     for file, text in texts:
-        if progress:
-            progress(file)
         chunks = folder_file_chunks(folder, file, text, options, source=source)
         absolute = str(file.resolve())
         # Earlier versions: the same file on disk, added from this or any folder, or on its own.
         previous = {"$or": [{"source_path": absolute}, {"source_file": absolute}]}
         result, missing = plan_document(store, chunks, previous=previous, source_path=absolute)
+        if progress and missing:
+            progress(file)  # only a file that brings chunks to store: an unchanged one is not being added
         results.append(result)
         pending.extend(missing)
     # The folder's new chunks go to the store together, in full batches: each write (an

@@ -27,9 +27,9 @@ def add_path(
     This is the one ingest path: `--add-to-vector-store` and `/vdoc` both call it.
     A folder is a knowledge folder (see `ocat.memory.ingest.folders`): markdown split at `## `
     headings, metadata from each file's path, and files gone from it removed from memory.
-    `progress` is told each file of a folder as it starts; `notify` gets warnings (a file
-    that is empty, or not UTF-8); `chunks_stored(file, done, total)` is told the total before
-    anything is embedded, then follows each written step.
+    `progress` is told each file of a folder that has chunks to store (not an unchanged one);
+    `notify` gets warnings (a file that is empty, or not UTF-8); `chunks_stored(file, done,
+    total)` is told the total before anything is embedded, then follows each written step.
     """
     if path.is_dir():
         return add_folder_path(store, path, options, source=source, progress=progress, notify=notify,

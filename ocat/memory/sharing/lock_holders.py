@@ -40,6 +40,8 @@ class Holder:
     pid: int
     command: str
     serves: bool
+    # Set by an owner giving the store up (its server stopping): it hands over in a moment.
+    closing: bool = False
 
     def describe(self) -> str:
         return f"process {self.pid} ({self.command})"
@@ -53,7 +55,8 @@ def read_holder(path: Path) -> Holder | None:
     """
     try:
         info = json.loads((path / OWNER_FILE).read_text(encoding="utf-8"))
-        holder = Holder(int(info["pid"]), str(info.get("command") or "ocat")[:120], bool(info.get("serves")))
+        holder = Holder(int(info["pid"]), str(info.get("command") or "ocat")[:120], bool(info.get("serves")),
+                        bool(info.get("closing")))
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
     return holder if process_exists(holder.pid) else None

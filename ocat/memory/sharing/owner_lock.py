@@ -61,6 +61,10 @@ UNANSWERED_SECONDS = 10.0
 # started again: the owner gives the store up instead, so other processes are not kept waiting.
 MAX_RESTARTS = 3
 RESTART_WINDOW_SECONDS = 60.0
+# How long a process waiting for a closing owner waits without a word: the owner's server gets
+# 15 s to stop (ocat.memory.sharing.chroma_server.stop_server), and a chat that quits hands over
+# in about a second; past this, the wait is said as any other.
+HANDOVER_SECONDS = 20.0
 
 
 
@@ -203,6 +207,10 @@ class StoreLease:
         server, self._server = self._server, None
         lock, self._lock = self._lock, None
         path = self._path
+        if lock is not None and server is not None:
+            # Stopping the server takes a moment (up to its 15 s grace); a process that finds the
+            # store held meanwhile waits quietly for the handover instead of saying it waits.
+            _write_owner(path, serves=True, closing=True)
         if server is not None:
             (path / SERVER_FILE).unlink(missing_ok=True)
             stop_server(server)
@@ -252,8 +260,12 @@ def acquire(
                 return StoreLease(StoreLocation(path=path, host=host, port=port), "client")
             why = _why_busy(path)
             waited = time.monotonic() - started
+            # An owner that is closing hands the store over in a moment: that is no wait worth a word.
+            quiet = _handing_over(path) and waited < HANDOVER_SECONDS
             # Told before the deadline is checked: probing a stopped server can take longer than a short wait.
-            if notify and wait_seconds > 0 and (why != told or time.monotonic() - told_at >= NOTIFY_EVERY_SECONDS):
+            if notify and wait_seconds > 0 and not quiet and (
+                why != told or time.monotonic() - told_at >= NOTIFY_EVERY_SECONDS
+            ):
                 if told is None:
                     notify(
                         f"{WAITING_FOR_THE_STORE} {path}: {why}. ocat waits up to {duration_words(wait_seconds)} "
@@ -331,10 +343,13 @@ def _write_server(path: Path, port: int, server_pid: int) -> None:
     _write_json(path / SERVER_FILE, {"host": "127.0.0.1", "port": port, "pid": os.getpid(), "server_pid": server_pid})
 
 
-def _write_owner(path: Path, *, serves: bool) -> None:
+def _write_owner(path: Path, *, serves: bool, closing: bool = False) -> None:
     # Only for other processes' waiting messages: a folder where it cannot be written still works.
+    record: dict[str, Any] = {"pid": os.getpid(), "command": own_command(), "serves": serves}
+    if closing:
+        record["closing"] = True
     try:
-        _write_json(path / OWNER_FILE, {"pid": os.getpid(), "command": own_command(), "serves": serves})
+        _write_json(path / OWNER_FILE, record)
     except OSError:
         (path / OWNER_FILE).unlink(missing_ok=True)
 
@@ -345,10 +360,18 @@ def _write_json(target: Path, data: dict[str, Any]) -> None:
     partial.replace(target)  # readers never see half a file
 
 
+def _handing_over(path: Path) -> bool:
+    """Whether the store's owner is giving it up (stopping its server, then letting go of the lock)."""
+    holder = read_holder(path)
+    return holder is not None and holder.closing
+
+
 def _why_busy(path: Path) -> str:
     """What a process that cannot take the store waits for, in words."""
     holder = read_holder(path)
     who = holder.describe() if holder else "another ocat process"
+    if holder is not None and holder.closing:
+        return f"{who} is closing, and hands it over once its memory server has stopped"
     info = _server_info(path)
     if info is not None:
         host, port, server_pid = info

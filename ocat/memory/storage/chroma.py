@@ -172,6 +172,33 @@ def _unanswered(exc: BaseException) -> ServerNotAnswering | None:
     return None
 
 
+# The file an embedded Chroma store keeps its catalogue in (collections, their metadata).
+CHROMA_FILE = "chroma.sqlite3"
+
+
+def collections_in_folder(path: Path) -> set[str] | None:
+    """The collection names of the embedded store in folder `path`, read without opening it
+    (an empty set when there is no store there; None when its catalogue cannot be read).
+
+    Read-only and lock-free: another process may own the folder (ocat.memory.sharing), and
+    asking whether a store exists must neither wait for it nor create anything. It reads
+    Chroma's own catalogue table, which Chroma has kept under this name since 0.4.
+    """
+    import sqlite3
+
+    catalogue = path / CHROMA_FILE
+    if not catalogue.is_file():
+        return set()
+    try:
+        connection = sqlite3.connect(f"{catalogue.resolve().as_uri()}?mode=ro", uri=True, timeout=5)
+        try:
+            return {str(row[0]) for row in connection.execute("SELECT name FROM collections")}
+        finally:
+            connection.close()
+    except sqlite3.Error:
+        return None
+
+
 def collection_names(store: str) -> tuple[str, str]:
     """The two Chroma collections of a named store: exchanges, and documents.
 

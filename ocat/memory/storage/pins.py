@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
-from ocat.errors import StoreError, UsageError
+from ocat.errors import NotFound, StoreError
 from ocat.records import PINNED_KEY, RECORD_KINDS, DocumentChunk, Exchange, RecordKind
 
 if TYPE_CHECKING:
@@ -40,7 +40,7 @@ class Pinned:
 
 def set_pinned(store: MemoryStore, record_id: str, pinned_at: float | None) -> RecordKind:
     """Pin a memory (at `pinned_at`, now if 0) or unpin it (None); returns its kind.
-    UsageError when no memory has this id."""
+    NotFound when no memory has this id."""
     for kind in RECORD_KINDS:
         if store.existing_ids(kind, [record_id]):
             when = None if pinned_at is None else (pinned_at or time.time())
@@ -50,7 +50,7 @@ def set_pinned(store: MemoryStore, record_id: str, pinned_at: float | None) -> R
             except Exception as exc:
                 raise StoreError(f"cannot pin the memory in the memory store: {exc}") from exc
             return kind
-    raise UsageError(f"no memory with the id {record_id!r}")
+    raise NotFound(f"no memory with id {record_id}")
 
 
 def pinned(store: MemoryStore) -> list[Pinned]:

@@ -1,0 +1,126 @@
+"""The bounds issue 34 promises, measured: what a hostile or clumsy input costs.
+
+- a ChatGPT export holding one 50 MB message: `ocat --import-history` peak RSS (goal: under 1 GB);
+- Ctrl+C inside one long conversation (3,000 exchanges): seconds from SIGINT to the exit
+  (goal: within 2 s);
+- the wake block with a 660 KB profile and `memory.wake_tokens: 100000`: milliseconds to build
+  it (goal: under 100 ms; it was 17.5 s at 20,000 tokens and unfinished at 100,000).
+
+    python bench/limits.py                 # all three
+    python bench/limits.py --only wake     # one of: big, stop, wake
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "bench"))
+
+from ingest import ocat_command, ocat_env, run_cli  # noqa: E402
+
+DEFAULT_MODEL = REPO.parent / "shared" / "models" / "all-MiniLM-L6-v2-int8"
+WORDS = "bridge pier scour deck cable anchor steel rust survey river concrete valve pump".split()
+
+
+def linear(conversation_id: str, turns: list[tuple[str, str]]) -> dict[str, Any]:
+    """A ChatGPT conversation without branches."""
+    mapping: dict[str, Any] = {"root": {"id": "root", "message": None, "parent": None, "children": []}}
+    parent = "root"
+    for n, (role, text) in enumerate(turns):
+        node = f"{conversation_id}-{n}"
+        mapping[node] = {"id": node, "parent": parent, "children": [], "message": {
+            "id": node, "author": {"role": role}, "create_time": 1_700_000_000.0 + n,
+            "content": {"content_type": "text", "parts": [text]}, "metadata": {}}}
+        mapping[parent]["children"].append(node)
+        parent = node
+    return {"id": conversation_id, "title": conversation_id, "create_time": 1_700_000_000.0,
+            "mapping": mapping, "current_node": parent}
+
+
+def big_message(folder: Path, model: Path) -> None:
+    rng = random.Random(1)
+    text = " ".join(f"{rng.choice(WORDS)}{rng.randint(0, 99_999)}" for _ in range(4_500_000))
+    export = folder / "big.json"
+    export.write_text(json.dumps([linear("big", [("user", "read this log"), ("assistant", text)]),
+                                  linear("small", [("user", "hi"), ("assistant", "hello")])]))
+    run = run_cli(["--import-history", str(export)], folder / "home", folder / "store-big", model, None)
+    mib = run["peak_rss_mib"]
+    print(f"50 MB message: {run['seconds']:.1f} s, peak RSS {mib} MiB (goal: under 1024) "
+          f"{'OK' if mib < 1024 else 'OVER'}; result {run['result']['new']} new")
+
+
+def stop_inside_a_conversation(folder: Path, model: Path, runs: int) -> None:
+    turns = [(role, f"{role} line {n}: " + " ".join(random.Random(n).choice(WORDS) for _ in range(60)))
+             for n in range(3000) for role in ("user", "assistant")]
+    export = folder / "long.json"
+    export.write_text(json.dumps([linear("long", turns)]))
+    waits = []
+    for run in range(runs):
+        env = {**os.environ, **ocat_env(folder / "home", folder / f"store-stop-{run}", model, None)}
+        child = subprocess.Popen([*ocat_command(), "--import-history", str(export)], env=env,
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert child.stderr is not None
+        while "conversations" not in child.stderr.readline():  # the first progress line: writing it
+            pass
+        time.sleep(2.0)  # well into the conversation
+        sent = time.perf_counter()
+        child.send_signal(signal.SIGINT)
+        code = child.wait(timeout=120)
+        waits.append(time.perf_counter() - sent)
+        assert code == 130, code
+    median = statistics.median(waits)
+    print(f"Ctrl+C inside a 3,000-exchange conversation: exit after {median:.2f} s (median of {runs}; "
+          f"max {max(waits):.2f}; goal: within 2 s) {'OK' if max(waits) <= 2.0 else 'OVER'}")
+
+
+def wake_with_a_big_profile(folder: Path) -> None:
+    from ocat.config import load_settings
+    from ocat.operations.wake import build_wake
+
+    profile = folder / "profile.md"
+    profile.write_text("\n".join(f"- fact {n}: I prefer metric units and short answers about bridges."
+                                 for n in range(10_000)))  # about 660 KB
+    settings = load_settings(env={}, overrides={"memory.profile": str(profile), "memory.wake_tokens": 100_000})
+    build_wake(settings, None)  # the tokenizer loads once
+    times = []
+    for _ in range(7):
+        started = time.perf_counter()
+        block = build_wake(settings, None)
+        times.append((time.perf_counter() - started) * 1000)
+    median = statistics.median(times)
+    print(f"wake block, {profile.stat().st_size // 1024} KB profile, 100,000 tokens: {median:.1f} ms median "
+          f"(goal: under 100) {'OK' if median < 100 else 'OVER'}; {block.tokens:,} tokens; notes: {block.notes}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--only", choices=("big", "stop", "wake"))
+    parser.add_argument("--runs", type=int, default=3, help="Ctrl+C runs (default 3)")
+    parser.add_argument("--model", type=Path, default=DEFAULT_MODEL)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="ocat-limits-") as tmp:
+        folder = Path(tmp)
+        (folder / "home").mkdir()
+        if args.only in (None, "wake"):
+            wake_with_a_big_profile(folder)
+        if args.only in (None, "stop"):
+            stop_inside_a_conversation(folder, args.model, args.runs)
+        if args.only in (None, "big"):
+            big_message(folder, args.model)
+
+
+if __name__ == "__main__":
+    main()
