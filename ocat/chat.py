@@ -204,7 +204,9 @@ def build_turn(
     quoted = memory_message(memories)
     if quoted:
         messages.append(quoted)
-    if token_limit is not None:
+    if token_limit is not None and history:
+        # Counting needs the tokenizer's tables (26 MB, a tenth of a second): only when there
+        # is history to trim (never for --ask).
         fixed = sum(count_tokens(m["content"]) + 4 for m in messages) + count_tokens(prompt) + 4
         history = fit_history(history, token_limit - fixed)
     for exchange in history:
