@@ -320,8 +320,8 @@ def _priced(usage: Any, model: str) -> Usage:
     """Tokens from the provider's count, and the cost from litellm's table (None when it has no price)."""
     from ocat.model_table import model_facts
 
-    prompt = int(getattr(usage, "prompt_tokens", 0) or 0)
-    completion = int(getattr(usage, "completion_tokens", 0) or 0)
+    prompt = int(_get(usage, "prompt_tokens") or 0)  # a dict on the OpenAI road, an object on litellm's
+    completion = int(_get(usage, "completion_tokens") or 0)
     facts = model_facts(model)
     cost: float | None = None
     if facts is not None and facts.input_cost_per_token is not None and facts.output_cost_per_token is not None:

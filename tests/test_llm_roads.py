@@ -48,6 +48,8 @@ def test_what_is_known_of_a_model_and_what_is_not() -> None:
     assert not llm.openai_road(anthropic)
     priced = llm._priced(type("U", (), {"prompt_tokens": 1000, "completion_tokens": 100})(), "gpt-4o-mini")
     assert priced.cost_usd is not None and priced.cost_usd > 0
+    # The OpenAI road hands the usage over as a dict: counted the same.
+    assert llm._priced({"prompt_tokens": 1000, "completion_tokens": 100}, "gpt-4o-mini") == priced
 
 
 @pytest.mark.slow
