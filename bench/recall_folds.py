@@ -33,7 +33,7 @@ import statistics
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 KS = (1, 3, 5, 10)
 LOCOMO_FOLDS = ("conv-26", "conv-30", "conv-41")
@@ -321,6 +321,10 @@ def format_folds(report: dict[str, Any]) -> str:
 
 # -- asking -------------------------------------------------------------------
 
+# Called with each question as it is asked: the open store, the question (as the data set has
+# it), what was asked, and what evidence a record id covers.
+Also = Callable[[Any, dict[str, Any], Asked, Callable[[str], set[str]]], None]
+
 
 def _hits(store: Any, question: str, limits: Any) -> tuple[list[Any], float | None]:
     """The chat's ranking of a question (top 10, first 5 with the chat's verdicts) and the
@@ -353,9 +357,10 @@ def _weighted(store: Any, coverage_weight: float | None) -> None:
         store.calibration = replace(store.calibration, coverage_weight=coverage_weight)
 
 
-def ask_locomo(conversations: Sequence[Any], model_dir: Path, folder: Path, coverage_weight: float | None = None
-               ) -> list[Asked]:
-    """Every LoCoMo question (and every other conversation's, as off-topic) against each store."""
+def ask_locomo(conversations: Sequence[Any], model_dir: Path, folder: Path, coverage_weight: float | None = None,
+               also: Also | None = None) -> list[Asked]:
+    """Every LoCoMo question (and every other conversation's, as off-topic) against each store;
+    `also` is called with each question asked (bench/tool_recall.py: the model's own search)."""
     from recall import normalise_evidence
 
     from ocat.config import load_settings
@@ -387,12 +392,15 @@ def ask_locomo(conversations: Sequence[Any], model_dir: Path, folder: Path, cove
                                 bool(covers), timestamp=when.get(h.id, 0.0)))
             asked.append(Asked("locomo", conv.sample_id, kind, hits, len(evidence), floor,
                                settings.memory_token_budget))
+            if also is not None:
+                also(store, q, asked[-1], lambda i, conv=conv, evidence=evidence: conv.dia_ids.get(i, set()) & evidence)
         store.close()
     return asked
 
 
-def ask_chats(folder: Path, model_dir: Path, tmp: Path, coverage_weight: float | None = None) -> list[Asked]:
-    """Every chats-dev question against one store of its 211 exchanges."""
+def ask_chats(folder: Path, model_dir: Path, tmp: Path, coverage_weight: float | None = None,
+              also: Also | None = None) -> list[Asked]:
+    """Every chats-dev question against one store of its 211 exchanges (`also`: as ask_locomo)."""
     from recall_chats import load_chats
 
     from ocat.config import load_settings
@@ -427,6 +435,8 @@ def ask_chats(folder: Path, model_dir: Path, tmp: Path, coverage_weight: float |
         ]
         asked.append(Asked("chats", fold, q["kind"], hits, max(1, len(targets)), floor,
                            settings.memory_token_budget, has_superseded=bool(old)))
+        if also is not None:
+            also(store, q, asked[-1], lambda i, targets=targets: {i} & targets)
     store.close()
     return asked
 

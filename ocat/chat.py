@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from ocat.errors import ConfigError
 from ocat.records import Exchange, SearchHit
@@ -140,10 +140,30 @@ def retrieval_queries(prompt: str, recent: Sequence[Exchange], window: int) -> l
 
 @dataclass(frozen=True)
 class TurnRequest:
-    """Everything the model is sent for one turn."""
+    """Everything the model is sent for one turn (one model call of it: a turn with tool calls
+    sends the same messages again, with the calls and their results added)."""
 
-    messages: list[dict[str, str]]
+    messages: list[dict[str, Any]]
     memories: list[SearchHit]
+
+
+def tool_note(exchange: Exchange) -> str:
+    """The tools an earlier answer called, in one compact line the model reads with that answer
+    (so it knows what it searched and found), or "" when it called none."""
+    if not exchange.tool_calls:
+        return ""
+    said = []
+    for call in exchange.tool_calls:
+        outcome = "failed" if call.error else (f"{call.count} results" if call.count is not None else "done")
+        ids = f" [{', '.join(i[:12] for i in call.ids[:8])}]" if call.ids else ""
+        said.append(f"{call.name} {call.arguments[:160]} -> {outcome}{ids}")
+    return "(tools used for this answer: " + "; ".join(said) + ")"
+
+
+def answer_as_sent(exchange: Exchange) -> str:
+    """An earlier answer as the model is sent it in the history: its tool calls first, compact."""
+    note = tool_note(exchange)
+    return f"{note}\n{exchange.assistant_response}" if note else exchange.assistant_response
 
 
 def fit_history(history: Sequence[Exchange], budget: int) -> list[Exchange]:
@@ -153,7 +173,7 @@ def fit_history(history: Sequence[Exchange], budget: int) -> list[Exchange]:
     kept: list[Exchange] = []
     for exchange in reversed(history):
         # A few tokens per message for the role and separators, as chat formats add them.
-        cost = count_tokens(exchange.user_prompt) + count_tokens(exchange.assistant_response) + 8
+        cost = count_tokens(exchange.user_prompt) + count_tokens(answer_as_sent(exchange)) + 8
         if cost > budget:
             break
         budget -= cost
@@ -177,18 +197,20 @@ def build_turn(
     """
     from ocat.tokens import count_tokens
 
-    messages = [{"role": "system", "content": system}]
+    messages: list[dict[str, Any]] = [{"role": "system", "content": system}]
     woken = wake_message(wake)
     if woken:
         messages.append(woken)
     quoted = memory_message(memories)
     if quoted:
         messages.append(quoted)
-    if token_limit is not None:
+    if token_limit is not None and history:
+        # Counting needs the tokenizer's tables (26 MB, a tenth of a second): only when there
+        # is history to trim (never for --ask).
         fixed = sum(count_tokens(m["content"]) + 4 for m in messages) + count_tokens(prompt) + 4
         history = fit_history(history, token_limit - fixed)
     for exchange in history:
         messages.append({"role": "user", "content": exchange.user_prompt})
-        messages.append({"role": "assistant", "content": exchange.assistant_response})
+        messages.append({"role": "assistant", "content": answer_as_sent(exchange)})
     messages.append({"role": "user", "content": prompt})
     return TurnRequest(messages=messages, memories=list(memories))

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from ocat.memory import MemoryStore
     from ocat.memory.embedding.model_files import FetchResult
     from ocat.operations.search import Found
+    from ocat.turn import Turn
 
 
 def run_action(action: str, args: argparse.Namespace, settings: Settings, reporter: Reporter) -> int:
@@ -200,6 +201,7 @@ def _ask(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> in
 
     from ocat import llm
     from ocat.operations.search import hit_record, reasons
+    from ocat.outcomes import remembered_words
     from ocat.session import open_chat
 
     prompt = read_stdin(reporter, "the prompt") if args.ask == "-" else args.ask
@@ -216,11 +218,12 @@ def _ask(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> in
         turn.recall()
         if turn.problem:  # the search failed; the question is still answered, and remembered
             reporter.note(f"ocat: warning: {turn.problem}")
-        asyncio.run(turn.answer())
+        asyncio.run(_answer_with_tool_lines(turn, reporter))
         turn.finish()
-        stored = turn.stored  # before closing, which gives memory up
-        if session.memory_error:
-            reporter.note(f"ocat: warning: memory is off: {session.memory_error}")
+        if turn.memory_lost:
+            reporter.note(f"ocat: warning: memory is off: {turn.memory_lost}")
+        elif turn.recorded is not None and (said := remembered_words(turn.recorded)) is not None:
+            reporter.note(f"ocat: warning: {said[0]}")
     finally:
         closing = session.close()  # what memory could not take is kept for the next start, and said
         if closing:
@@ -230,9 +233,22 @@ def _ask(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> in
         "text": turn.text,
         "usage": (turn.usage or llm.Usage()).to_dict(),
         "memories": [hit_record(h, why=w) for h, w in zip(turn.memories, reasons(turn.memories))],
-        "exchange_id": exchange.exchange_id if exchange is not None and stored else None,
+        "tool_calls": [call.kept().to_json() for call in turn.calls],
+        "exchange_id": exchange.exchange_id if exchange is not None and turn.stored else None,
     }
     return reporter.succeed(result, turn.text)
+
+
+async def _answer_with_tool_lines(turn: Turn, reporter: Reporter) -> None:
+    """The whole answer; each tool call, once it has its result, is one line on stderr."""
+    from ocat.text import printable
+    from ocat.tools.calls import CallState
+
+    async for event in turn:
+        if not isinstance(event, str) and event.state in (CallState.DONE, CallState.FAILED):
+            reporter.note(f"ocat: · {printable(event.line())}")
+    for note in turn.tool_notes:
+        reporter.note(f"ocat: note: {printable(note)}")
 
 
 def _export(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> int:

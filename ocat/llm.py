@@ -1,11 +1,16 @@
-"""Chat models through litellm: completions, streaming, usage and cost, and errors.
+"""Chat models: completions streamed (with tool calls), usage and cost, and errors.
 
-litellm takes seconds to import, so it is imported on first use. `--dummy-mode` answers
-with a deterministic reply and never imports it at all.
+Two roads reach a model. OpenAI and OpenAI-compatible servers (`openai/...`, with or without
+`llm.api_base`: llama.cpp, vLLM, LM Studio, Ollama's /v1) go through one streamed POST over
+httpx (ocat.openai_compatible); every other provider goes through litellm. litellm takes seconds to
+import (issue 35: it made `--ask` 7x slower than simonw/llm), so it is imported only for the
+providers that need it; what ocat knows of a model (its window, prices, tools) comes from
+litellm's table read without importing it (ocat.model_table). `--dummy-mode` imports neither.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, AsyncIterator
 
@@ -13,9 +18,16 @@ from ocat.errors import ProviderError
 
 if TYPE_CHECKING:
     from ocat.config import LLMSettings
+    from ocat.tools.calls import ToolCall
 
 DUMMY_MODEL = "dummy"
-Message = dict[str, str]
+# A chat message: role and content, and for tool calls their ids and arguments (OpenAI's shape).
+Message = dict[str, Any]
+
+
+class ToolsRefused(ProviderError):
+    """The provider refused the request because it offered tools (a model or server that cannot
+    call them): the turn asks again without them."""
 
 
 @dataclass(frozen=True)
@@ -54,13 +66,18 @@ def dummy_reply(messages: list[Message]) -> str:
     return f"[dummy] You said: {prompt.strip()}\n\n(memories in context: {memories})"
 
 
-def _call_args(messages: list[Message], settings: LLMSettings) -> dict[str, Any]:
+def _call_args(
+    messages: list[Message], settings: LLMSettings, tools: list[dict[str, Any]] | None = None
+) -> dict[str, Any]:
     args: dict[str, Any] = {
         "model": settings.model,
         "messages": messages,
         "temperature": settings.temperature,
         "timeout": settings.timeout_seconds,
     }
+    if tools:
+        args["tools"] = tools
+        args["tool_choice"] = "auto"
     if settings.max_tokens:
         args["max_tokens"] = settings.max_tokens
     if settings.api_base:
@@ -70,25 +87,57 @@ def _call_args(messages: list[Message], settings: LLMSettings) -> dict[str, Any]
     return args
 
 
+# The key sent to a server named by `llm.api_base` when none is set: local servers (llama.cpp,
+# Ollama, vLLM) accept any key, and the SDKs refuse to send a request without one.
+PLACEHOLDER_KEY = "ocat-no-key"
+
+
+def openai_road(settings: LLMSettings) -> bool:
+    """Whether the model is reached through the `openai` SDK (OpenAI, or a server speaking its
+    API) rather than litellm."""
+    model = settings.model
+    if model.startswith("openai/"):
+        return True
+    if "/" in model:
+        return False
+    from ocat.model_table import model_facts
+
+    facts = model_facts(model)
+    return facts is not None and facts.provider == "openai"
+
+
+def _openai_key(settings: LLMSettings) -> str | None:
+    """The key the SDK sends: `llm.api_key`, OPENAI_API_KEY, or a placeholder for a server named
+    by `llm.api_base`; None when there is none (the provider needs one)."""
+    key = settings.api_key or os.environ.get("OPENAI_API_KEY")
+    if key:
+        return key
+    return PLACEHOLDER_KEY if settings.api_base else None
+
+
 def warm_up(settings: LLMSettings) -> None:
-    """Do now, in the background, the slow first-use work of an answer: import litellm, look
-    the model up in its price list, and load the token counter, so the first answer starts
-    as fast as the later ones."""
+    """Do now, in the background, the slow first-use work of an answer: import the SDK that
+    reaches the model (and litellm, for its providers), read its facts, load the token counter,
+    so the first answer starts as fast as the later ones."""
     if settings.model == DUMMY_MODEL:
         return
     from ocat.tokens import count_tokens
 
-    litellm = _litellm()
     input_token_limit(settings)
     count_tokens("warm")
-    # A first streamed call imports some 500 more modules (litellm's dispatch and logging,
-    # the OpenAI SDK's resources): about a second on a 2-core machine. A mocked call (no
-    # request leaves the machine) and an unused client pay for them now.
-    import asyncio
+    if openai_road(settings):
+        import httpx  # noqa: F401  (the road's one import: ready before the first answer)
 
+        return
     import openai
 
     openai.AsyncOpenAI(api_key="warm-up", base_url="http://127.0.0.1:9/v1").chat.completions  # noqa: B018
+    # A first streamed call through litellm imports some 500 more modules (its dispatch and
+    # logging): about a second on a 2-core machine. A mocked call (no request leaves the
+    # machine) pays for them now.
+    import asyncio
+
+    litellm = _litellm()
 
     async def mocked() -> None:
         args = _call_args([{"role": "user", "content": "warm up"}], settings)
@@ -106,14 +155,12 @@ def missing_credentials(settings: LLMSettings) -> list[str]:
     """Environment variables the model's provider needs that are not set (empty if unknown)."""
     if settings.model == DUMMY_MODEL or settings.api_key or settings.api_base:
         return []
-    try:
-        report = _litellm().validate_environment(model=settings.model)
-    except Exception:
-        return []
-    return list(report.get("missing_keys") or [])
+    if openai_road(settings):
+        return [] if _openai_key(settings) else ["OPENAI_API_KEY"]
+    return missing_credentials_of(_litellm(), settings)
 
 
-# When litellm does not know a model's context window (local and self-hosted models),
+# When litellm's table does not know a model's context window (local and self-hosted models),
 # assume a small one: trimming too much history is better than a failed request.
 FALLBACK_CONTEXT_TOKENS = 8192
 # Room kept for the answer when llm.max_tokens leaves its length to the provider.
@@ -121,13 +168,11 @@ ANSWER_RESERVE_TOKENS = 1024
 
 
 def input_token_limit(settings: LLMSettings) -> int:
-    """Tokens the model accepts as input, less room for the answer."""
-    window = FALLBACK_CONTEXT_TOKENS
-    try:
-        info = _litellm().get_model_info(settings.model)
-        window = int(info.get("max_input_tokens") or info.get("max_tokens") or window)
-    except Exception:
-        pass  # unknown to litellm's price list: keep the fallback
+    """Tokens the model accepts as input, less room for the answer (litellm's table, unimported)."""
+    from ocat.model_table import model_facts
+
+    facts = model_facts(settings.model)
+    window = facts.max_input_tokens if facts is not None and facts.max_input_tokens else FALLBACK_CONTEXT_TOKENS
     reserve = settings.max_tokens or ANSWER_RESERVE_TOKENS
     return max(window - reserve, 0)
 
@@ -141,13 +186,23 @@ def credentials_problem(settings: LLMSettings) -> str | None:
 
 
 class AnswerStream:
-    """The model's answer piece by piece (`async for`); `usage` is set once it has finished."""
+    """One model call's answer piece by piece (`async for`); once it has finished, `usage` is
+    set, and `tool_calls` holds the tools it asked to call (ocat.tools), if it was offered any."""
 
-    def __init__(self, messages: list[Message], settings: LLMSettings, *, dummy: bool = False) -> None:
+    def __init__(
+        self,
+        messages: list[Message],
+        settings: LLMSettings,
+        *,
+        dummy: bool = False,
+        tools: list[dict[str, Any]] | None = None,
+    ) -> None:
         self.messages = messages
         self.settings = settings
         self.dummy = dummy
+        self.tools = tools
         self.usage: Usage | None = None
+        self.tool_calls: list[ToolCall] = []
 
     def __aiter__(self) -> AsyncIterator[str]:
         return self._pieces()
@@ -159,38 +214,118 @@ class AnswerStream:
                 yield word if index == len(words) - 1 else word + " "
             self.usage = Usage()
             return
-        litellm = _litellm()
+        from ocat.tools.calls import CallAssembler
+
+        calls = CallAssembler()
         try:
-            # include_usage asks OpenAI-style providers for token counts in the last chunk.
-            response = await litellm.acompletion(
-                stream=True, stream_options={"include_usage": True}, **_call_args(self.messages, self.settings)
-            )
-            async for chunk in response:
-                piece = chunk.choices[0].delta.content if chunk.choices else None
+            async for chunk in _chunks(self.messages, self.settings, self.tools):
+                choices = _get(chunk, "choices")
+                delta = _get(choices[0], "delta") if choices else None
+                piece = _get(delta, "content")
                 if piece:
                     yield piece
-                if getattr(chunk, "usage", None):
-                    self.usage = _priced(chunk.usage, self.settings.model)
+                if _get(delta, "tool_calls"):
+                    calls.feed(_get(delta, "tool_calls"))
+                if _get(chunk, "usage"):
+                    self.usage = _priced(_get(chunk, "usage"), self.settings.model)
         except Exception as exc:
+            if self.tools and _refuses_tools(exc):
+                raise ToolsRefused(f"{self.settings.model} does not take tools: {_first_line(exc)}") from exc
             raise provider_error(exc, self.settings) from exc
+        self.tool_calls = calls.calls()
 
 
-def stream(messages: list[Message], settings: LLMSettings, *, dummy: bool = False) -> AnswerStream:
-    """The answer to `messages`, to iterate with `async for`; provider failures become ProviderError."""
-    return AnswerStream(messages, settings, dummy=dummy)
+async def _chunks(
+    messages: list[Message], settings: LLMSettings, tools: list[dict[str, Any]] | None
+) -> AsyncIterator[Any]:
+    """The streamed answer's chunks, OpenAI's shape, on either road (dicts on the OpenAI road,
+    litellm's objects on the other). include_usage asks for token counts in the last chunk."""
+    args = _call_args(messages, settings, tools)
+    if openai_road(settings):
+        from ocat.openai_compatible import stream_chat
+
+        body = {key: value for key, value in args.items() if key not in ("api_base", "api_key", "timeout")}
+        body["model"] = settings.model.removeprefix("openai/")
+        body["stream_options"] = {"include_usage": True}
+        async for chunk in stream_chat(body, base_url=settings.api_base, api_key=_openai_key(settings),
+                                       timeout=settings.timeout_seconds):
+            yield chunk
+        return
+    litellm = _litellm()
+    if settings.api_base and not settings.api_key and missing_credentials_of(litellm, settings):
+        args["api_key"] = PLACEHOLDER_KEY  # a local server behind litellm: it takes any key
+    response = await litellm.acompletion(stream=True, stream_options={"include_usage": True}, **args)
+    async for chunk in response:
+        yield chunk
+
+
+def _get(value: Any, name: str) -> Any:
+    """A field of a chunk, whether the chunk is a dict (the OpenAI road) or an object (litellm's)."""
+    if value is None:
+        return None
+    if isinstance(value, dict):
+        return value.get(name)
+    return getattr(value, name, None)
+
+
+def missing_credentials_of(litellm: Any, settings: LLMSettings) -> list[str]:
+    """What litellm says the provider needs and is not set (empty when it cannot tell)."""
+    try:
+        return list(litellm.validate_environment(model=settings.model).get("missing_keys") or [])
+    except Exception:
+        return []
+
+
+def _first_line(exc: Exception) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0][:200] if text else type(exc).__name__
+
+
+def _kind(exc: Exception) -> str:
+    """A failure's name as litellm and the OpenAI SDK give it (`RateLimitError`, ...)."""
+    return str(getattr(exc, "kind", None) or type(exc).__name__)
+
+
+def _refuses_tools(exc: Exception) -> bool:
+    """Whether a failure says the model or server cannot take tools (an HTTP 400 naming tools or
+    functions, or litellm's own refusal of the parameter) rather than something else."""
+    name = _kind(exc)
+    text = str(exc).lower()
+    about_tools = any(word in text for word in ("tool", "function"))
+    return about_tools and (name in ("BadRequestError", "UnsupportedParamsError", "UnprocessableEntityError")
+                            or "400" in text or "422" in text or "not supported" in text)
+
+
+def stream(
+    messages: list[Message], settings: LLMSettings, *, dummy: bool = False, tools: list[dict[str, Any]] | None = None
+) -> AnswerStream:
+    """The answer to `messages`, to iterate with `async for`; provider failures become ProviderError
+    (ToolsRefused when it was offered `tools` and says it cannot take them)."""
+    return AnswerStream(messages, settings, dummy=dummy, tools=tools)
+
+
+def model_calls_tools(settings: LLMSettings) -> bool | None:
+    """Whether litellm's table says the model calls tools: True, False, or None when it does not
+    know the model (a local server's, a new one): then the model is offered tools, and a refusal
+    is remembered (ocat.tools.support)."""
+    if settings.model == DUMMY_MODEL:
+        return False
+    from ocat.model_table import model_facts
+
+    facts = model_facts(settings.model)
+    return None if facts is None else facts.supports_function_calling
 
 
 def _priced(usage: Any, model: str) -> Usage:
-    prompt = int(getattr(usage, "prompt_tokens", 0) or 0)
-    completion = int(getattr(usage, "completion_tokens", 0) or 0)
+    """Tokens from the provider's count, and the cost from litellm's table (None when it has no price)."""
+    from ocat.model_table import model_facts
+
+    prompt = int(_get(usage, "prompt_tokens") or 0)  # a dict on the OpenAI road, an object on litellm's
+    completion = int(_get(usage, "completion_tokens") or 0)
+    facts = model_facts(model)
     cost: float | None = None
-    try:
-        prompt_cost, completion_cost = _litellm().cost_per_token(
-            model=model, prompt_tokens=prompt, completion_tokens=completion
-        )
-        cost = float(prompt_cost + completion_cost)
-    except Exception:
-        cost = None  # litellm has no price for this model
+    if facts is not None and facts.input_cost_per_token is not None and facts.output_cost_per_token is not None:
+        cost = prompt * facts.input_cost_per_token + completion * facts.output_cost_per_token
     return Usage(prompt_tokens=prompt, completion_tokens=completion, cost_usd=cost)
 
 
@@ -212,7 +347,7 @@ def _about_credentials(message: str) -> bool:
 
 
 def _describe_failure(exc: Exception, settings: LLMSettings) -> str:
-    name = type(exc).__name__
+    name = _kind(exc)
     detail = str(exc).strip().splitlines()[0] if str(exc).strip() else name
     model = settings.model
     # A missing key comes as AuthenticationError from some providers and as InternalServerError

@@ -66,6 +66,7 @@ def load_memory(
     `notify` hears what opening waits for (another process holding the store); `progress`
     follows a first-use download (it may raise Cancelled to stop it).
     """
+    _load_model_meanwhile(session)
     if not session.open_memory(serve=serve, notify=notify):
         return MemoryLoaded(session.memory_error)
     fetched = session.prepare_model(progress=progress)
@@ -80,6 +81,26 @@ def load_memory(
     recovered = session.write_kept()
     downloaded = fetched.describe() if fetched is not None and fetched.downloaded else None
     return MemoryLoaded(session.memory_error, downloaded=downloaded, saved=saved, recovered=recovered)
+
+
+def _load_model_meanwhile(session: ChatSession) -> None:
+    """Load the local embedding model in a thread while the store opens, when the model is here:
+    ONNX Runtime builds its session without Python's lock, so on two cores it costs the start
+    nothing (the store's import holds that lock meanwhile). A model still to be fetched is left
+    to `prepare_model`, which says what it does."""
+    import threading
+
+    from ocat.memory import preload_embedder
+
+    if not session.settings.vector_store.enabled or session.dummy:
+        return
+    # Imported here, first: two threads importing numpy (ONNX Runtime's, and ChromaDB's) at once
+    # can meet it half made. Only the building of the session runs beside the store's import.
+    import onnxruntime  # noqa: F401
+    import tokenizers  # noqa: F401
+
+    threading.Thread(target=preload_embedder, args=(session.settings.embedding,), name="ocat-model-load",
+                     daemon=True).start()
 
 
 def warm_up(session: ChatSession) -> None:

@@ -33,6 +33,8 @@ EXCHANGE_FIELDS: tuple[str, ...] = (
 # The metadata key of an exchange that holds its thread's title (/rename): every exchange of a
 # titled thread carries it, so the title lives in the primary store and travels with the thread.
 THREAD_TITLE_KEY = "thread_title"
+# The metadata key of an exchange's tool calls (ocat.tools): a JSON list, kept and exported.
+TOOL_CALLS_KEY = "tool_calls"
 # The metadata key of a pinned memory (/pin, /remember): when it was pinned. User data in the
 # primary store, like a title: exported, imported, kept through any rebuild of derived files.
 PINNED_KEY = "pinned_at"
@@ -41,6 +43,10 @@ PINNED_KEY = "pinned_at"
 # a cut-short add whose file is gone. Such a document is whole as it is: never "partial", never
 # finished or removed by a repair. Its value says why (SHORTENED_BY_DELETE, SHORTENED_BY_REPAIR).
 SHORTENED_KEY = "shortened"
+# The metadata key of a note's chunks once a newer note replaced it (the model's `remember` with
+# `replaces`): the id of the newer note. The old note is kept, and shown, but retrieval gives
+# the newer one, and the wake block shows only the newer one.
+SUPERSEDED_KEY = "superseded_by"
 SHORTENED_BY_DELETE = "a chunk was deleted"
 SHORTENED_BY_REPAIR = "kept by a repair: its file is gone or changed"
 
@@ -73,6 +79,61 @@ def exchange_text(user_prompt: str, assistant_response: str) -> str:
 
 
 @dataclass(frozen=True)
+class CalledTool:
+    """A tool the answer called (ocat.tools), as the exchange keeps it: its name and arguments, how
+    many results it gave and their record ids, how long it took, and its error, if any."""
+
+    name: str
+    # The arguments as JSON text (compact): what the model asked for.
+    arguments: str = "{}"
+    count: int | None = None
+    ids: tuple[str, ...] = ()
+    ms: int | None = None
+    error: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The call as JSON (in the exchange's metadata, and its export)."""
+        try:
+            arguments: Any = json.loads(self.arguments)
+        except ValueError:
+            arguments = self.arguments  # as the model wrote it
+        return {"name": self.name, "arguments": arguments, "count": self.count, "ids": list(self.ids),
+                "ms": self.ms, "error": self.error}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> CalledTool:
+        """A call read back from JSON (checked by import; a stored odd value reads as little as it holds)."""
+        arguments = data.get("arguments", {})
+        count, ms = data.get("count"), data.get("ms")
+        return cls(
+            name=str(data.get("name", "")),
+            arguments=arguments if isinstance(arguments, str) else compact_json(arguments),
+            count=count if isinstance(count, int) and not isinstance(count, bool) else None,
+            ids=tuple(str(i) for i in data.get("ids") or () if isinstance(i, str)),
+            ms=ms if isinstance(ms, int) and not isinstance(ms, bool) else None,
+            error=str(data["error"]) if data.get("error") else None,
+        )
+
+
+def compact_json(value: Any) -> str:
+    """JSON without spaces (a tool call's arguments, as kept): the same value reads back the same."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def called_tools(value: Any) -> tuple[CalledTool, ...]:
+    """An exchange's stored `tool_calls` (a JSON string in Chroma, a list in an export) as
+    records; anything else is none."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value) if value else []
+        except ValueError:
+            return ()
+    if not isinstance(value, list):
+        return ()
+    return tuple(CalledTool.from_json(item) for item in value if isinstance(item, dict))
+
+
+@dataclass(frozen=True)
 class Exchange:
     """One user prompt and the assistant's answer, within a thread and a session."""
 
@@ -85,6 +146,8 @@ class Exchange:
     prior_exchange_ids: tuple[str, ...] = ()
     # 0 for the session that started the thread, +1 each time /continue resumes it.
     thread_continuation_seq: int = 0
+    # The tools the answer called: kept with it, exported and imported (absent when none).
+    tool_calls: tuple[CalledTool, ...] = ()
 
     @property
     def thread_session_id(self) -> str:
@@ -97,8 +160,9 @@ class Exchange:
         return exchange_text(self.user_prompt, self.assistant_response)
 
     def to_metadata(self) -> dict[str, Any]:
-        """Chroma metadata. Chroma rejects empty lists, so prior ids are kept as a JSON string."""
-        return {
+        """Chroma metadata. Chroma rejects empty lists, so prior ids (and tool calls, when there
+        are any) are kept as JSON strings."""
+        metadata: dict[str, Any] = {
             "exchange_id": self.exchange_id,
             "thread_id": self.thread_id,
             "session_id": self.session_id,
@@ -109,11 +173,17 @@ class Exchange:
             "thread_session_id": self.thread_session_id,
             "thread_continuation_seq": int(self.thread_continuation_seq),
         }
+        if self.tool_calls:
+            metadata[TOOL_CALLS_KEY] = json.dumps([c.to_json() for c in self.tool_calls], ensure_ascii=False)
+        return metadata
 
     def to_record(self) -> dict[str, Any]:
-        """The exchange as a JSON-ready dict of the nine fields (prior ids as a list)."""
+        """The exchange as a JSON-ready dict of the nine fields (prior ids as a list), and its tool
+        calls when it has any."""
         record = self.to_metadata()
         record["prior_exchange_ids"] = list(self.prior_exchange_ids)
+        if self.tool_calls:
+            record[TOOL_CALLS_KEY] = [c.to_json() for c in self.tool_calls]
         return record
 
     @classmethod
@@ -131,6 +201,7 @@ class Exchange:
             timestamp=_stored_time(metadata.get("timestamp")),
             prior_exchange_ids=tuple(str(p) for p in prior),
             thread_continuation_seq=int(metadata.get("thread_continuation_seq", 0)),
+            tool_calls=called_tools(metadata.get(TOOL_CALLS_KEY)),
         )
 
 
@@ -165,6 +236,7 @@ SOURCE_WORDS: dict[str, str] = {
     "chat": "chat",
     "mcp": "MCP",
     "import": "import",
+    "model": "model note",
 }
 
 

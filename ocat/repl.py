@@ -14,10 +14,12 @@ from typing import IO, Callable, Sequence
 from ocat.commands import Choose, CommandResult, Confirm, Send, ShowThemes, is_command, run_command, run_step
 from ocat.commands.results import BrowseMemory, EditFile, EditPrompt, Request
 from ocat.errors import OcatError
+from ocat.outcomes import remembered_words
 from ocat.prompt_history import history_file
 from ocat.records import SearchHit
 from ocat.operations.add import progress_printer
 from ocat.session import ChatSession
+from ocat.tools.calls import CallState
 from ocat.turn import Turn
 from ocat.text import printable, shorten
 
@@ -142,10 +144,20 @@ async def _stream_answer(turn: Turn, out: IO[str], err: IO[str]) -> None:
     for line in memory_summary(turn.memories, turn.session.settings.display.context_mode):
         err.write(line + "\n")
     err.flush()
-    async for piece in turn:
-        # The model may repeat escape sequences it read in a memory; they are shown, not obeyed.
-        out.write(printable(piece))
-        out.flush()
+    show_results = turn.session.settings.display.context_mode == "on"
+    async for event in turn:
+        if isinstance(event, str):
+            # The model may repeat escape sequences it read in a memory; they are shown, not obeyed.
+            out.write(printable(event))
+            out.flush()
+        elif event.state in (CallState.DONE, CallState.FAILED):
+            # One line per call, on stderr beside the memories used: the answer alone is on stdout.
+            err.write(f"· {printable(event.line())}\n")
+            if show_results and event.result:
+                err.writelines(f"  {printable(line)}\n" for line in event.result.splitlines())
+            err.flush()
+    for note in turn.tool_notes:
+        err.write(f"ocat: note: {printable(note)}\n")
 
 
 def run_repl(session: ChatSession, *, out: IO[str] | None = None, err: IO[str] | None = None) -> int:
@@ -225,9 +237,9 @@ def _chat(session: ChatSession, out: IO[str], err: IO[str]) -> int:
         out.write("\n")
         turn.finish()
         if turn.memory_lost:
-            err.write(f"ocat: memory is off: {session.memory_error}\n")
-        elif turn.exchange in session.unsaved and turn.problem:
-            err.write(f"ocat: note: {printable(turn.problem)}\n")
+            err.write(f"ocat: memory is off: {printable(turn.memory_lost)}\n")
+        elif turn.recorded is not None and (said := remembered_words(turn.recorded)) is not None:
+            err.write(f"ocat: note: {printable(said[0])}\n")
 
 
 def _run_command_line(

@@ -10,11 +10,12 @@ import sys
 import threading
 from datetime import datetime
 from types import ModuleType
-from typing import IO, TYPE_CHECKING, Callable
+from typing import IO, TYPE_CHECKING, Any, Callable
 
 from ocat.chat import TurnRequest, build_turn, retrieval_queries, system_prompt
 from ocat.errors import OcatError
-from ocat.records import Exchange, SearchHit, new_id
+from ocat.outcomes import Recall, Recorded, Remembered
+from ocat.records import CalledTool, Exchange, SearchHit, new_id
 from ocat.progress import CommandProgress
 from ocat.session_memory import SessionMemory
 
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
     from ocat.memory.embedding.model_files import DownloadProgress, FetchResult
     from ocat.memory_loading import MemoryLoaded
     from ocat.operations.wake import WakeBlock
+    from ocat.tools import ToolBox
     from ocat.turn import Turn
 
 
@@ -97,6 +99,8 @@ class ChatSession(SessionMemory):
         self.wake: WakeBlock | None = None
         # Long commands (/vdoc) report here, and stop at their next step when asked (ocat.progress).
         self.progress = CommandProgress()
+        # Offer the model tools (ocat.tools); off for the rest of the session once the provider refuses them.
+        self._tools_on = True
 
     @classmethod
     def open(
@@ -138,17 +142,19 @@ class ChatSession(SessionMemory):
             self.wake = build_wake(self.settings, store, exclude_thread=continuing)
         return self.wake
 
-    def recall(self, prompt: str) -> list[SearchHit]:
-        """Memories worth showing the model for this prompt, leaving out what is already in view."""
+    def recall(self, prompt: str) -> Recall:
+        """Memories worth showing the model for this prompt, leaving out what is already in view,
+        and what went wrong on the way (a failed search leaves memory on, and says so)."""
         self.problem = None
+        had_memory = self.memory_on
         if not self.model_available():
-            return []
+            return Recall()
         if self.unsaved:
             self.save_unsaved()  # every turn tries again what memory could not take before
             if self.store is None:
-                return []
+                return Recall(memory_lost=self.memory_error if had_memory else None)
         assert self.store is not None
-        rebuilt = self._rebuild_damaged()
+        rebuilt = tuple(self._rebuild_damaged())
         from ocat.memory import RetrievalLimits, admitted
         from ocat.memory.retrieval.retrieve import retrieve_any, within_budget
 
@@ -169,18 +175,19 @@ class ChatSession(SessionMemory):
                                     "and the file is rebuilt from the store on the next turn")
                 elif rebuilt:
                     self.problem = f"{'; '.join(rebuilt)} rebuilt from the store"
-                return within_budget(found, self.settings.vector_store.memory_token_budget)
+                hits = within_budget(found, self.settings.vector_store.memory_token_budget)
+                return Recall(hits, self.problem, rebuilt)
             except OcatError as exc:
                 if self._reachable():
                     # A failed search is a failed search: this turn goes on without memories and
                     # says so, and memory stays on for the exchange and the next turn.
                     self.problem = f"memories were not searched for this turn: {exc}"
-                    return []
+                    return Recall(problem=self.problem, rebuilt=rebuilt)
                 self._memory_failed(exc)
                 # Once: the owner this process reached the store through may just have closed.
                 if attempt == 2 or not self._reopen():
-                    return []
-        return []
+                    return Recall(rebuilt=rebuilt, memory_lost=self.memory_error if had_memory else None)
+        return Recall(rebuilt=rebuilt)
 
     def request(self, prompt: str, memories: list[SearchHit]) -> TurnRequest:
         """The messages for this turn: system prompt, memory, recent history, the prompt.
@@ -202,12 +209,48 @@ class ChatSession(SessionMemory):
         window = self.settings.vector_store.chat_window
         return self.history[-window:] if window > 0 else []
 
-    def stream(self, request: TurnRequest) -> AnswerStream:
-        """The model's answer, piece by piece; its `usage` is known once it has finished."""
-        return _llm().stream(request.messages, self.settings.llm, dummy=self.dummy)
+    def stream(self, request: TurnRequest, tools: list[dict[str, Any]] | None = None) -> AnswerStream:
+        """One model call's answer, piece by piece; its `usage` is known once it has finished, and
+        its `tool_calls` when it was offered `tools`."""
+        return _llm().stream(request.messages, self.settings.llm, dummy=self.dummy, tools=tools)
 
-    def record(self, prompt: str, answer: str, memories: list[SearchHit]) -> Exchange:
-        """Add a finished exchange to the history and, unless in dummy mode, to memory."""
+    def toolbox(self, in_context: set[str]) -> ToolBox | None:
+        """The tools this turn offers the model (ocat.tools), or None: none in dummy mode, with
+        tools off, for a model that cannot call them, or without memory (its tools need it).
+        `in_context`: the memories the model already has (marked, not repeated, by a search)."""
+        if self.dummy or not self._tools_on or self.store is None or not self.model_available():
+            return None
+        from ocat.tools import ToolBox
+        from ocat.tools.memory_tools import MemoryToolContext, memory_tools
+        from ocat.tools.support import offer_tools
+        from ocat.tokens import count_tokens
+
+        if not offer_tools(self.settings):
+            return None
+        store = self.store
+
+        def short(record_id: str) -> str:
+            from ocat.operations.lookup import short_id
+
+            return short_id(store, record_id)
+
+        context = MemoryToolContext(store, self.settings, in_context=set(in_context), short=short)
+        return ToolBox(memory_tools(context), result_tokens=self.settings.tools.result_tokens, count=count_tokens)
+
+    def tools_refused(self) -> str:
+        """The provider refused tools: no more for this model (here, and in later runs); the words to say once."""
+        from ocat.tools.support import remember_refusal
+
+        self._tools_on = False
+        remember_refusal(self.settings.llm.model)
+        return (f"{self.settings.llm.model} does not take tools: asked again without them, and it will be "
+                "from now on (tools.enabled: on insists; ~/.local/state/ocat/tools.json remembers it)")
+
+    def record(
+        self, prompt: str, answer: str, memories: list[SearchHit], calls: tuple[CalledTool, ...] = ()
+    ) -> Recorded:
+        """Add a finished exchange to the history and, unless in dummy mode, to memory; says
+        whether it was stored, kept for a later write, or not stored, and why."""
         exchange = Exchange(
             user_prompt=prompt,
             assistant_response=answer,
@@ -215,14 +258,15 @@ class ChatSession(SessionMemory):
             session_id=self.session_id,
             prior_exchange_ids=tuple(h.id for h in memories),
             thread_continuation_seq=self.continuation_seq,
+            tool_calls=calls,
         )
         self.history.append(exchange)
         if self.dummy or not self.settings.vector_store.enabled:
-            return exchange
+            return Recorded(exchange, Remembered.NOT_STORED)
         with self._unsaved_lock:
             if not self.memory_on:
                 self.unsaved.append(exchange)  # written once the store and the model are ready
-                return exchange
+                return Recorded(exchange, Remembered.KEPT, self.memory_error, memory_off=self.memory_error is not None)
         try:
             with self._writing:
                 if self.store is None:
@@ -231,9 +275,13 @@ class ChatSession(SessionMemory):
         except OcatError as exc:
             with self._unsaved_lock:
                 self.unsaved.append(exchange)
-            if not self._write_failed(exc):
-                self._reopen()  # once, at once: writes the kept exchange if the store comes back
-        return exchange
+            if self._write_failed(exc):
+                return Recorded(exchange, Remembered.KEPT, self.problem)
+            self._reopen()  # once, at once: writes the kept exchange if the store comes back
+            if exchange not in self.unsaved:
+                return Recorded(exchange, Remembered.STORED)
+            return Recorded(exchange, Remembered.KEPT, self.memory_error or "memory is off", memory_off=True)
+        return Recorded(exchange, Remembered.STORED)
 
     def resume(self, thread_id: str) -> list[Exchange]:
         """Continue a stored thread: its exchanges become this conversation, oldest first.

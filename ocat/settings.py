@@ -116,6 +116,23 @@ class MemorySettings:
     wake_threads: int = _field("Recent threads listed in the wake block, one line each.", lo=0)
     profile: str | None = _field("Markdown file about you, in the wake block; null: profile.md beside the config.",
                                  path=True)
+    model_may_remember: bool = _field("Let the chat model store notes with its remember tool (tools.enabled on).")
+
+
+# Whether the chat model is offered tools: auto (when the model can call them), on, off.
+TOOL_MODES: tuple[str, ...] = ("auto", "on", "off")
+
+
+@dataclass(frozen=True)
+class ToolsSettings:
+    """The tools the chat model may call (searching and reading memory, remembering) and their limits."""
+
+    enabled: str = _field("auto: offer tools when the model can call them; on: always; off: never.",
+                          choices=TOOL_MODES)
+    max_steps: int = _field("Most model calls with tools in one turn; one last call without tools follows.",
+                            lo=1, hi=50)
+    result_tokens: int = _field("Most tokens one tool result may give the model; a longer one is cut, with a note.",
+                                lo=100, hi=100_000)
 
 
 _KEYS = (
@@ -149,6 +166,7 @@ class Settings:
     display: DisplaySettings
     keys: KeysSettings
     memory: MemorySettings
+    tools: ToolsSettings
     config_path: str | None = None  # the user file that was read, or None
     # The dotted keys the user file, OCAT_* variables or flags set (the rest are the shipped defaults).
     named: frozenset[str] = frozenset()
@@ -177,5 +195,6 @@ SECTION_CLASSES: dict[str, type] = {
     "display": DisplaySettings,
     "keys": KeysSettings,
     "memory": MemorySettings,
+    "tools": ToolsSettings,
 }
 SECTIONS: tuple[str, ...] = tuple(SECTION_CLASSES)

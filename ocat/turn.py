@@ -1,16 +1,23 @@
-"""One chat turn, written once: recall -> request -> stream -> record.
+"""One chat turn, written once: recall -> request -> (model step -> tool calls)* -> record.
 
 The full-screen chat, the line mode, `--ask` and `/retry` (which sends its prompt again as a
 new turn) all drive a `Turn` and only render it, as every face of simonw/llm iterates one
-`Response`. The turn holds what the faces show: the memories it used, what went wrong with
-memory on the way, the answer's pieces, usage and timings, and the exchange it recorded.
+`Response`. A turn is a loop: a model call, then the tools it asked for (ocat.tools), then the
+next call with their results, until there is an answer; at most `tools.max_steps` calls offer
+tools, and one last call without them follows. The turn owns everything that happened to it:
+what recall found (`recalled`), every step and tool call, the answer's pieces, usage and
+timings, and whether the exchange was remembered (`recorded`).
 """
 
 from __future__ import annotations
 
-import time
+import asyncio
+import dataclasses
 from enum import Enum
 from typing import TYPE_CHECKING, AsyncIterator
+
+from ocat.outcomes import Recall, Recorded
+from ocat.tools.calls import CallState, ToolCall, clock
 
 if TYPE_CHECKING:
     from ocat.chat import TurnRequest
@@ -18,6 +25,11 @@ if TYPE_CHECKING:
     from ocat.operations.wake import WakeBlock
     from ocat.records import Exchange, SearchHit
     from ocat.session import ChatSession
+    from ocat.tools import ToolBox
+
+# What iterating a turn gives: a piece of the answer's text, or a tool call (once when it
+# starts, once when it has its result: its `state` says which).
+TurnEvent = str | ToolCall
 
 
 class TurnState(Enum):
@@ -37,35 +49,44 @@ class TurnError(RuntimeError):
 
 
 class Turn:
-    """One prompt and its answer: `recall()`, `prepare()`, `async for piece in turn`, then
+    """One prompt and its answer: `recall()`, `prepare()`, `async for event in turn`, then
     `finish()` records the exchange or `cancel()` drops it.
 
     `recall` and `prepare` block (the store, the tokenizer, litellm's model list): the
     full-screen chat runs them off its event loop; iterating runs whichever has not run yet.
+    Tool calls run in a thread (the store is synchronous); cancelling the iteration (Esc)
+    stops the turn at once, a call under way finishing in its thread with no one to read it.
     """
 
     def __init__(self, session: ChatSession, prompt: str) -> None:
         self.session = session
         self.prompt = prompt
         self.state = TurnState.NEW
-        self.memories: list[SearchHit] = []
+        self.recalled = Recall()
         # The thread's wake block, as the model is given it with this turn (None when off), and
         # whether this turn built it (the first of a thread: `/showcontext on` shows it then).
         self.wake: WakeBlock | None = None
         self.wake_is_new = False
-        # What went wrong with memory on this turn while memory stayed on (a search that failed,
-        # an exchange kept to be written later), in words; None when nothing did.
+        # What went wrong with memory on this turn while memory stayed on, and what to know of
+        # the wake block (a profile left out), in words; None when nothing did.
         self.problem: str | None = None
         self.request: TurnRequest | None = None
         self.pieces: list[str] = []
+        # Every tool call of the turn, in order, and how many model calls it made.
+        self.calls: list[ToolCall] = []
+        self.steps = 0
+        # What the faces should say about tools this turn (a model that refused them, the step limit).
+        self.tool_notes: list[str] = []
         self.usage: Usage | None = None
-        self.exchange: Exchange | None = None
+        self.recorded: Recorded | None = None
         self.error: BaseException | None = None
-        self.started = time.monotonic()
+        self.started = clock()
         self.first_piece_at: float | None = None
         self.answered_at: float | None = None
-        # Memory's state as the turn began: a face says so when a turn turned it off.
+        # Memory's state as the turn began: a face says so when a turn turned it off, or when
+        # memory that had failed (not memory still loading) is back.
         self._had_memory = session.memory_on
+        self._memory_had_failed = session.memory_error is not None
 
     # -- the steps -------------------------------------------------------------------
 
@@ -76,13 +97,12 @@ class Turn:
         built_before = self.session.wake is not None
         self.wake = self.session.wake_block()
         self.wake_is_new = self.wake is not None and not built_before and not self.wake.empty
-        self.memories = self.session.recall(self.prompt)
-        self.problem = self.session.problem
-        if self.wake is not None and not built_before and self.wake.notes:
-            # What the user should know about the block (a profile left out or cut), once a thread.
-            self.problem = "; ".join([*self.wake.notes, *([self.problem] if self.problem else [])])
+        self.recalled = self.session.recall(self.prompt)
+        notes = list(self.wake.notes) if self.wake is not None and not built_before else []
+        # What the user should know about the block (a profile left out or cut), once a thread.
+        self.problem = "; ".join([*notes, *([self.recalled.problem] if self.recalled.problem else [])]) or None
         self.state = TurnState.RECALLED
-        return self.memories
+        return self.recalled.hits
 
     def prepare(self) -> TurnRequest:
         """Build the messages the model is sent (recalling first if that has not run)."""
@@ -93,27 +113,72 @@ class Turn:
             self.request = self.session.request(self.prompt, self.memories)
         return self.request
 
-    def __aiter__(self) -> AsyncIterator[str]:
+    def __aiter__(self) -> AsyncIterator[TurnEvent]:
         return self._answer()
 
-    async def _answer(self) -> AsyncIterator[str]:
+    async def _answer(self) -> AsyncIterator[TurnEvent]:
+        from ocat.chat import TurnRequest
+        from ocat.llm import ToolsRefused
+
         request = self.prepare()
         self.state = TurnState.ANSWERING
-        stream = self.session.stream(request)
+        box = await asyncio.to_thread(self._toolbox)
+        limit = self.session.settings.tools.max_steps
+        messages = list(request.messages)
         try:
-            async for piece in stream:
-                if self.first_piece_at is None:
-                    self.first_piece_at = time.monotonic()
-                self.pieces.append(piece)
-                yield piece
+            while True:
+                offered = box.schemas() if box is not None and self.steps < limit else None
+                stream = self.session.stream(TurnRequest(messages, request.memories), tools=offered)
+                self.steps += 1
+                said: list[str] = []
+                try:
+                    async for piece in stream:
+                        if self.first_piece_at is None:
+                            self.first_piece_at = clock()
+                        if not said and self.pieces and not self.pieces[-1].endswith("\n"):
+                            piece = "\n\n" + piece  # a step after tool calls starts a paragraph of its own
+                        said.append(piece)
+                        self.pieces.append(piece)
+                        yield piece
+                except ToolsRefused:
+                    if said:
+                        raise
+                    self.tool_notes.append(self.session.tools_refused())
+                    box = None
+                    self.steps -= 1
+                    continue
+                self.usage = _added(self.usage, stream.usage)
+                calls = list(stream.tool_calls) if offered else []
+                if not calls:
+                    break
+                if box is None:  # for the type checker: calls come only when tools were offered
+                    break
+                messages.append({"role": "assistant", "content": "".join(said) or None,
+                                 "tool_calls": [call.request_message() for call in calls]})
+                for call in calls:
+                    self.calls.append(call)
+                    call.start()
+                    yield call
+                    await asyncio.to_thread(box.run, call)
+                    messages.append(call.result_message())
+                    yield call
+                if self.steps >= limit:
+                    self.tool_notes.append(
+                        f"the model asked for tools {limit} times (tools.max_steps): it answers now without them")
         except BaseException as exc:
             # A provider failure or a cancellation: nothing of this turn is remembered.
             self.error = exc
             self.state = TurnState.FAILED
             raise
-        self.usage = stream.usage
-        self.answered_at = time.monotonic()
+        self.answered_at = clock()
         self.state = TurnState.ANSWERED
+
+    def _toolbox(self) -> ToolBox | None:
+        """The tools of this turn; the model already has the injected memories and the wake block's pins."""
+        in_context = {hit.id for hit in self.memories}
+        if self.wake is not None:
+            in_context |= set(self.wake.pinned_ids)
+        return self.session.toolbox(in_context)
 
     async def answer(self) -> str:
         """The whole answer, for a face that shows it only once it is complete (`--ask`)."""
@@ -123,20 +188,35 @@ class Turn:
 
     def finish(self) -> Exchange:
         """Record the answered exchange in the conversation and in memory (or keep it to be
-        written later: `problem` then says why)."""
+        written later: `recorded` says which, and why)."""
         self._expect(TurnState.ANSWERED)
-        self.exchange = self.session.record(self.prompt, self.text, self.memories)
-        if self.exchange in self.session.unsaved and self.session.problem:
-            self.problem = self.session.problem
+        recorded = self.session.record(self.prompt, self.text, self.memories, tuple(c.kept() for c in self.calls))
+        if recorded.stored and self._memory_had_failed:
+            recorded = dataclasses.replace(recorded, memory_back=True)
+        self.recorded = recorded
         self.state = TurnState.FINISHED
-        return self.exchange
+        return recorded.exchange
 
     def cancel(self) -> None:
         """Drop the turn: what was shown stays on screen, nothing of it is remembered."""
         if self.state is not TurnState.FINISHED:
             self.state = TurnState.CANCELLED
+        for call in self.calls:
+            if call.state is CallState.RUNNING:
+                call.error = "cancelled"
+                call.end(failed=True)
 
     # -- what the faces show ------------------------------------------------------------
+
+    @property
+    def memories(self) -> list[SearchHit]:
+        """The memories recall gave the model."""
+        return self.recalled.hits
+
+    @property
+    def exchange(self) -> Exchange | None:
+        """The exchange this turn recorded, once finished."""
+        return self.recorded.exchange if self.recorded is not None else None
 
     @property
     def text(self) -> str:
@@ -144,9 +224,9 @@ class Turn:
         return "".join(self.pieces)
 
     @property
-    def memory_lost(self) -> bool:
-        """Memory was on when the turn began and is off now (`session.memory_error` says why)."""
-        return self._had_memory and not self.session.memory_on
+    def memory_lost(self) -> str | None:
+        """Why memory went off during this turn's search (it was on when the turn began), or None."""
+        return self.recalled.memory_lost
 
     @property
     def had_memory(self) -> bool:
@@ -156,17 +236,22 @@ class Turn:
     @property
     def stored(self) -> bool:
         """Whether the finished exchange is in memory (False in dummy mode, with memory off, or kept for later)."""
-        return (
-            self.exchange is not None
-            and self.session.memory_on
-            and not self.session.dummy
-            and self.exchange not in self.session.unsaved
-        )
+        return self.recorded is not None and self.recorded.stored
 
     def elapsed(self) -> float:
         """Seconds from the turn's start to its answer's end (or to now, while it runs)."""
-        return (self.answered_at or time.monotonic()) - self.started
+        return (self.answered_at or clock()) - self.started
 
     def _expect(self, state: TurnState) -> None:
         if self.state is not state:
             raise TurnError(f"this turn is {self.state.value}, not {state.value}")
+
+
+def _added(total: Usage | None, more: Usage | None) -> Usage | None:
+    """Two model calls' usage together (a turn with tool calls makes several)."""
+    if more is None or total is None:
+        return more or total
+    from ocat.llm import Usage
+
+    cost = None if total.cost_usd is None or more.cost_usd is None else total.cost_usd + more.cost_usd
+    return Usage(total.prompt_tokens + more.prompt_tokens, total.completion_tokens + more.completion_tokens, cost)

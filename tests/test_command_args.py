@@ -110,7 +110,7 @@ def test_choices_words_and_flags(session: ChatSession, store: MemoryStore) -> No
     assert "too many arguments" in error_of(session, "/vget a b")
     assert "too many arguments" in error_of(session, "/continue a b")
     assert "too many arguments" in error_of(session, "/help vquery threads")
-    exchange = session.record("delete me later", "ok", [])
+    exchange = session.record("delete me later", "ok", []).exchange
     prefix = exchange.exchange_id[:8]
     assert error_of(session, f"/vdelete {prefix} --force") == (
         '/vdelete: unknown option "--force"; usage: /vdelete ID [--yes]'

@@ -68,7 +68,7 @@ def test_continue_resumes_a_thread_with_a_new_session_and_the_next_sequence(stor
     result = run_command(later, f"/continue {first.thread_id[:8]}")
     assert result.conversation_replaced and not result.error
     assert [e.user_prompt for e in later.history] == ["plan the garden", "and then?"]
-    added = later.record("what about herbs?", "basil", [])
+    added = later.record("what about herbs?", "basil", []).exchange
     stored = store.get(added.exchange_id)
     assert stored.thread_id == first.thread_id
     assert stored.session_id == later.session_id != first.session_id

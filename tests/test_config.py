@@ -37,7 +37,8 @@ DOCUMENTED_DEFAULTS = {
     "keys": {"send": "enter", "newline": "ctrl+j,shift+enter", "cancel": "escape", "quit": "ctrl+q",
              "copy_answer": "ctrl+o", "copy_code": "ctrl+b",
              "editor": "ctrl+g", "memory": "ctrl+r"},
-    "memory": {"wake": True, "wake_tokens": 400, "wake_threads": 5, "profile": None},
+    "memory": {"wake": True, "wake_tokens": 400, "wake_threads": 5, "profile": None, "model_may_remember": True},
+    "tools": {"enabled": "auto", "max_steps": 6, "result_tokens": 1500},
 }
 
 

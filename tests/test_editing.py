@@ -92,7 +92,7 @@ def test_edit_last_takes_nothing_back_until_the_edited_prompt_is_sent(session: C
     assert run_command(session, "/edit last").error  # nothing to edit yet
     assert run_command(session, "/edit").request == EditPrompt()
     session.record("first", "one", [])
-    last = session.record("what is the capital of Australia?", "Sydney", [])
+    last = session.record("what is the capital of Australia?", "Sydney", []).exchange
     asked = run_command(session, "/edit last")
     assert asked.request == EditPrompt("what is the capital of Australia?", last.exchange_id)
     assert len(session.history) == 2 and store.count("exchange") == 2  # still there
@@ -104,7 +104,7 @@ def test_edit_last_takes_nothing_back_until_the_edited_prompt_is_sent(session: C
 def test_an_edited_prompt_sent_after_the_conversation_moved_on_replaces_nothing(
     session: ChatSession, store: MemoryStore
 ) -> None:
-    old = session.record("first", "one", [])
+    old = session.record("first", "one", []).exchange
     session.record("second", "two", [])
     sent = replace_last(session, old.exchange_id, "first, edited")
     assert sent.request == Send("first, edited") and not sent.conversation_replaced

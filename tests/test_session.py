@@ -19,11 +19,11 @@ def session_on(store: MemoryStore, **overrides: object) -> ChatSession:
 
 def test_recorded_exchanges_carry_the_ids_of_the_memories_used(store: MemoryStore) -> None:
     first = session_on(store)
-    remembered = first.record("my bike is a red gazelle", "nice bike", [])
+    remembered = first.record("my bike is a red gazelle", "nice bike", []).exchange
     later = session_on(store)
-    memories = later.recall("what colour is my bike")
+    memories = later.recall("what colour is my bike").hits
     assert [m.id for m in memories] == [remembered.exchange_id]
-    exchange = later.record("what colour is my bike", "red", memories)
+    exchange = later.record("what colour is my bike", "red", memories).exchange
     stored = store.get(exchange.exchange_id)
     assert stored.prior_exchange_ids == (remembered.exchange_id,)
     assert stored.thread_id == later.thread_id and stored.session_id == later.session_id
@@ -32,9 +32,9 @@ def test_recorded_exchanges_carry_the_ids_of_the_memories_used(store: MemoryStor
 
 def test_turns_beyond_the_chat_window_can_be_recalled_but_recent_ones_are_not(store: MemoryStore) -> None:
     session = session_on(store)
-    old = session.record("the wifi password is hunter2", "noted", [])
-    recent = session.record("the printer is on floor two", "noted", [])
-    ids = {m.id for m in session.recall("wifi password printer")}
+    old = session.record("the wifi password is hunter2", "noted", []).exchange
+    recent = session.record("the printer is on floor two", "noted", []).exchange
+    ids = {m.id for m in session.recall("wifi password printer").hits}
     assert old.exchange_id in ids  # out of the window: only memory can bring it back
     assert recent.exchange_id not in ids  # in the window: already sent as history
     messages = session.request("next", []).messages
@@ -73,11 +73,11 @@ def test_a_store_failure_turns_memory_off_without_raising(store: MemoryStore) ->
 
 def test_a_follow_up_finds_memory_through_the_conversation_so_far(store: MemoryStore) -> None:
     earlier = session_on(store)
-    remembered = earlier.record("billing ledger database choice", "postgresql", [])
+    remembered = earlier.record("billing ledger database choice", "postgresql", []).exchange
     now = session_on(store)
-    assert now.recall("which one was it?") == []  # the follow-up alone says nothing
+    assert now.recall("which one was it?").hits == []  # the follow-up alone says nothing
     now.record("remind me of the billing ledger database choice", "let me look", [])
-    follow_up = now.recall("which one was it?")
+    follow_up = now.recall("which one was it?").hits
     assert [m.id for m in follow_up] == [remembered.exchange_id]
 
 

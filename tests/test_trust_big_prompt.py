@@ -78,7 +78,7 @@ def test_a_failed_search_leaves_memory_on_and_the_exchange_is_stored(store: Memo
 
     store.lexical.search = failing  # type: ignore[method-assign]
     session.record("an earlier exchange about printers", "noted", [])
-    assert session.recall("where is the printer?") == []
+    assert session.recall("where is the printer?").hits == []
     assert session.memory_on and session.memory_error is None
     assert "not searched" in (session.problem or "") and "too many SQL variables" in (session.problem or "")
     session.record("where is the printer?", "floor two", [])
@@ -97,7 +97,7 @@ def test_a_failed_write_is_kept_and_tried_again_on_the_next_turn(store: MemorySt
         return real_add(*args, **kwargs)  # type: ignore[arg-type]
 
     store.add_exchanges = add_once_failing  # type: ignore[method-assign]
-    first = session.record("first", "one", [])
+    first = session.record("first", "one", []).exchange
     assert session.unsaved == [first] and session.memory_on
     assert "not written to memory yet" in (session.problem or "")
     session.recall("second")  # the next turn writes what waited

@@ -25,7 +25,7 @@ def dummy_session(store: MemoryStore) -> ChatSession:
 
 def test_a_turn_recalls_answers_and_records_with_its_memories(store: MemoryStore) -> None:
     session = dummy_session(store)
-    remembered = session.record("my bike is a red gazelle", "nice bike", [])
+    remembered = session.record("my bike is a red gazelle", "nice bike", []).exchange
     session.new_thread()
     session.dummy = True  # the deterministic answer; memory is still searched
     turn = session.turn("what colour is my bike")
@@ -48,12 +48,13 @@ def test_a_real_turn_is_stored_and_says_so(store: MemoryStore, monkeypatch: pyte
 
     class Answer:
         usage = None
+        tool_calls: list[object] = []
 
         async def __aiter__(self) -> AsyncIterator[str]:
             for piece in ("Quartz", " it is."):
                 yield piece
 
-    monkeypatch.setattr(session, "stream", lambda request: Answer())
+    monkeypatch.setattr(session, "stream", lambda request, tools=None: Answer())
     turn = session.turn("which counter top?")
     asyncio.run(turn.answer())  # iterating recalls and prepares first
     exchange = turn.finish()
@@ -71,12 +72,13 @@ def test_a_cancelled_or_failed_turn_records_nothing(store: MemoryStore, monkeypa
 
     class Failing:
         usage = None
+        tool_calls: list[object] = []
 
         async def __aiter__(self) -> AsyncIterator[str]:
             yield "half an"
             raise ProviderError("the provider hung up")
 
-    monkeypatch.setattr(session, "stream", lambda request: Failing())
+    monkeypatch.setattr(session, "stream", lambda request, tools=None: Failing())
     failed = session.turn("tell me everything")
     with pytest.raises(ProviderError):
         asyncio.run(failed.answer())

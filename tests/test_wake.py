@@ -69,7 +69,7 @@ def test_a_new_thread_gets_the_block_and_pinned_memories_are_not_retrieved_again
 ) -> None:
     settings = settings_with_profile(tmp_path)
     session = ChatSession(settings, store=store)
-    remembered = session.record("my bike is a red gazelle", "nice bike", [])
+    remembered = session.record("my bike is a red gazelle", "nice bike", []).exchange
     pin(store, remembered.exchange_id)
     session.new_thread()
     turn = session.turn("what colour is my bike")

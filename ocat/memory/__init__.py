@@ -24,7 +24,7 @@ Nothing heavy is imported until a store is opened.
 
 from __future__ import annotations
 
-from ocat.memory.embedding.embedders import Embedder
+from ocat.memory.embedding.embedders import Embedder, preload_embedder
 from ocat.memory.ingest.documents import add_text, partial_documents
 from ocat.memory.ingest.paths import add_path
 from ocat.memory.opening import location_for, open_store
@@ -52,6 +52,7 @@ __all__ = [
     "location_for",
     "open_store",
     "partial_documents",
+    "preload_embedder",
     "retrieve",
     "store_stats",
 ]

@@ -14,7 +14,7 @@ from datetime import datetime
 from decimal import ROUND_FLOOR, Decimal
 from typing import TYPE_CHECKING, Any, Sequence
 
-from ocat.records import SearchHit
+from ocat.records import SUPERSEDED_KEY, SearchHit
 from ocat.text import count_of
 
 if TYPE_CHECKING:
@@ -123,6 +123,8 @@ def reasons(hits: Sequence[SearchHit]) -> list[str]:
         elif hit.context_of is not None:
             where = f"#{position[hit.context_of]}" if hit.context_of in position else hit.context_of[:8]
             said.append(f"next to {where} in its thread" + ("" if hit.with_admitted else ", not given"))
+        elif hit.metadata.get(SUPERSEDED_KEY):
+            said.append(f"replaced by {str(hit.metadata[SUPERSEDED_KEY])[:12]}")
         elif hit.score < hit.threshold:
             said.append(f"below threshold {hit.threshold:.2f}")
         elif hit.outranked:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from ocat.errors import OcatError
 from ocat.operations.profile import fit_lines, read_profile
-from ocat.records import Exchange
+from ocat.records import SUPERSEDED_KEY, Exchange
 from ocat.text import count_of, local_time, shorten
 
 if TYPE_CHECKING:
@@ -166,10 +166,11 @@ def _short(store: MemoryStore | None, record_id: str) -> str:
 
 
 def _pins(store: MemoryStore) -> list[Pinned]:
+    """The pins the block shows: a note replaced by a newer one (the model's `remember`) is not."""
     from ocat.memory.storage.pins import pinned
 
     try:
-        return pinned(store)
+        return [p for p in pinned(store) if not p.record_metadata().get(SUPERSEDED_KEY)]
     except OcatError:
         return []
 

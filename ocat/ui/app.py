@@ -256,6 +256,7 @@ class OcatApp(MemoryView, CommandView, PromptFocus, App[int]):
         """Recall, stream the answer, then store the exchange; Esc cancels, errors restore the prompt."""
         # Imported here: Markdown loads with the first answer, not before the first frame.
         from ocat.ui.answer import AssistantMessage
+        from ocat.ui.tool_calls import ToolCallView
 
         await self._append(UserMessage(prompt))
         status = self.query_one("#status", Static)
@@ -263,10 +264,11 @@ class OcatApp(MemoryView, CommandView, PromptFocus, App[int]):
         ticker = self.set_interval(0.1, lambda: status.update(answering_line(time.monotonic() - started)))
         answer = AssistantMessage()
         turn = self.session.turn(prompt)
+        shown: dict[int, ToolCallView] = {}  # each tool call's line, by the call
         try:
             memories = await asyncio.to_thread(turn.recall)
             if turn.memory_lost:
-                self._notice(f"Memory is off: {self.session.memory_error}", error=True)
+                self._notice(f"Memory is off: {turn.memory_lost}", error=True)
                 self.memory_state = "memory off"
                 self._refresh_header()
             elif turn.problem:  # this turn's search failed; memory stays on
@@ -281,12 +283,22 @@ class OcatApp(MemoryView, CommandView, PromptFocus, App[int]):
             stream = AssistantMessage.get_stream(answer)
             await asyncio.to_thread(turn.prepare)
             try:
-                async for piece in turn:
-                    await stream.write(printable(piece))  # the stored answer stays as it came
+                async for event in turn:
+                    if isinstance(event, str):
+                        await stream.write(printable(event))  # the stored answer stays as it came
+                    elif id(event) in shown:
+                        shown[id(event)].refresh_call()
+                    else:  # a call starts: its line goes under the answer, and is updated when it ends
+                        shown[id(event)] = ToolCallView(event, expanded=context_mode == "on")
+                        await self._append(shown[id(event)])
             finally:
                 await stream.stop()
+            for note in turn.tool_notes:
+                self._notice(f"Note: {note}.")
         except asyncio.CancelledError:
             turn.cancel()
+            for view in shown.values():
+                view.refresh_call()  # a call under way says it was cancelled
             self._notice("Cancelled: the partial answer stays on screen and is not remembered.")
             raise
         except Exception as exc:  # every failure of a turn is shown, and the prompt comes back

@@ -205,23 +205,22 @@ class MemoryView(AppBase):
         self._refresh_header()
 
     def _say_what_was_remembered(self, turn: Turn) -> None:
-        """A turn that memory could not take says so on that turn (while memory is still
-        loading it is kept quietly, and written once memory is ready); memory that came back
-        during the turn says so too."""
-        session, exchange = self.session, turn.exchange
-        if exchange in session.unsaved and session.memory_on and turn.problem:
-            # One write failed but memory answers: the exchange waits for the next turn.
-            self._notice(f"Not remembered yet: {turn.problem}.", error=True)
-        elif exchange in session.unsaved and not self._memory_pending():
-            self._notice(
-                f"Not remembered yet: {session.memory_error or 'memory is off'}. This chat keeps it, "
-                "and it is written to memory when memory is back.",
-                error=True,
-            )
+        """Say what `remembered_words` says of the turn's exchange (nothing while memory is
+        still loading: it is kept quietly, and written once memory is ready); the header
+        follows memory going off and coming back."""
+        from ocat.outcomes import remembered_words
+
+        recorded = turn.recorded
+        if recorded is None:
+            return
+        said = remembered_words(recorded)
+        if recorded.memory_off and self._memory_pending():
+            return  # still loading, or its model downloading: the header says so already
+        if said is not None:
+            self._notice(said[0], error=said[1])
+        if recorded.memory_off:
             self.memory_state = "memory off"
             self._refresh_header()
-        elif not turn.had_memory and session.memory_on and self.memory_state == "memory off":
-            self._notice("Memory is back on; what this chat kept meanwhile is remembered.")
 
     def _memory_pending(self) -> bool:
         """True while memory is still opening or its model downloading."""

@@ -53,6 +53,20 @@ class FakeLLMServer:
     port: int = 0
     # What GET /v1/models lists (the ids of an OpenAI-style model list).
     models: tuple[str, ...] = ("fake-model", "fake-large")
+    # What the next requests answer, one step each, before `reply` takes over: a text, or the
+    # tool calls of one step ([{"name": ..., "arguments": {...} or raw text}, ...]), streamed
+    # the way providers stream them (ids first, the arguments in pieces, several per step).
+    script: list[str | list[dict[str, Any]]] = field(default_factory=list)
+    # Answer a request that offers tools with HTTP 400, as a server that cannot call them does.
+    refuse_tools: bool = False
+
+    def next_step(self, body: dict[str, Any]) -> str | list[dict[str, Any]]:
+        """What to answer `body` with: the next scripted step (tool calls only when tools are offered)."""
+        while self.script:
+            step = self.script.pop(0)
+            if isinstance(step, str) or body.get("tools"):
+                return step
+        return self.reply
 
     @property
     def api_base(self) -> str:
@@ -91,17 +105,27 @@ def llm_handler(server_state: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
                 failure = json.dumps({"error": {"message": "fake failure", "type": "error", "code": server_state.status}})
                 self._send(server_state.status, "application/json", failure.encode())
                 return
+            if server_state.refuse_tools and body.get("tools"):
+                refusal = {"error": {"message": "tools is not supported for this model", "type": "invalid_request_error",
+                                     "param": "tools", "code": None}}
+                self._send(400, "application/json", json.dumps(refusal).encode())
+                return
             usage = {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}
+            step = server_state.next_step(body) if body.get("stream") else server_state.reply
             if body.get("stream"):
-                pieces = [server_state.reply[i : i + 5] for i in range(0, len(server_state.reply), 5)]
                 events = []
-                for piece in pieces:
+                deltas: list[dict[str, Any]] = []
+                if isinstance(step, str):
+                    deltas = [{"content": step[i : i + 5]} for i in range(0, len(step), 5)]
+                else:
+                    deltas = _tool_call_deltas(step, len(server_state.requests))
+                for delta in deltas:
                     chunk = {
                         "id": "c1",
                         "object": "chat.completion.chunk",
                         "created": 0,
                         "model": body.get("model"),
-                        "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}],
+                        "choices": [{"index": 0, "delta": delta, "finish_reason": None}],
                     }
                     events.append(f"data: {json.dumps(chunk)}\n\n")
                 final = {
@@ -109,7 +133,7 @@ def llm_handler(server_state: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
                     "object": "chat.completion.chunk",
                     "created": 0,
                     "model": body.get("model"),
-                    "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
+                    "choices": [{"index": 0, "delta": {}, "finish_reason": "stop" if isinstance(step, str) else "tool_calls"}],
                     "usage": usage,
                 }
                 events.append(f"data: {json.dumps(final)}\n\ndata: [DONE]\n\n")
@@ -153,6 +177,21 @@ def llm_handler(server_state: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
             self.wfile.write(data)
 
     return Handler
+
+
+def _tool_call_deltas(calls: list[dict[str, Any]], request: int) -> list[dict[str, Any]]:
+    """Tool calls as OpenAI streams them: for each call its index, id and name first, then its
+    arguments in pieces of 7 characters; the calls of one step one after another."""
+    deltas: list[dict[str, Any]] = []
+    for index, call in enumerate(calls):
+        arguments = call.get("arguments", {})
+        text = arguments if isinstance(arguments, str) else json.dumps(arguments)
+        deltas.append({"role": "assistant", "content": None, "tool_calls": [
+            {"index": index, "id": f"call_{request}_{index}", "type": "function",
+             "function": {"name": call["name"], "arguments": ""}}]})
+        for start in range(0, len(text), 7):
+            deltas.append({"tool_calls": [{"index": index, "function": {"arguments": text[start : start + 7]}}]})
+    return deltas
 
 
 @contextmanager

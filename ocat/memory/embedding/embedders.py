@@ -95,6 +95,10 @@ class OnnxMiniLMEmbedder:
         self._session: Any = None
         self._tokenizer: Any = None
 
+    def load(self) -> None:
+        """Load the model's session and tokenizer now (else on the first embedding)."""
+        self._load()
+
     def _load(self) -> None:
         with self._lock:
             if self._session is not None:
@@ -226,6 +230,21 @@ class LiteLLMEmbedder:
                 f"embedding.dimensions says {self.dimensions}"
             )
         return vectors
+
+
+def preload_embedder(settings: EmbeddingSettings) -> None:
+    """Load the configured local model now (its ONNX session and tokenizer), if it is on this
+    machine; nothing is fetched, and a failure is left to the first embedding, which says it."""
+    from ocat.memory.embedding.model_files import find_model
+
+    if settings.model != LOCAL_MODEL_NAME or find_model(settings) is None:
+        return
+    embedder = embedder_for(settings)
+    if isinstance(embedder, OnnxMiniLMEmbedder):
+        try:
+            embedder.load()
+        except Exception:
+            pass
 
 
 def embedder_ready(embedder: Embedder) -> bool:

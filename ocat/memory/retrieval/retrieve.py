@@ -20,7 +20,7 @@ from ocat.memory.storage.derived import DerivedFileError
 from ocat.memory.storage.scoring import Calibration
 from ocat.memory.storage.store import MemoryStore
 from ocat.memory.storage.terms import query_terms as terms_of_query
-from ocat.records import RecordKind, SearchHit
+from ocat.records import SUPERSEDED_KEY, RecordKind, SearchHit
 
 if TYPE_CHECKING:
     from ocat.settings import VectorStoreSettings
@@ -172,8 +172,12 @@ def _verdicts(
     more never changes a verdict.
     """
     best = max((c.z for c in kept[:reach]), default=0.0)
+    # A note the model replaced (`remember` with `replaces`) stays, but never stands on its own:
+    # the newer one is the memory to give.
+    replaced = {c.id for c in kept if records[c.id][1].get(SUPERSEDED_KEY)}
     standing = {
-        c.id for c in kept[:reach] if calibration.relevance_of(c.z) >= threshold and c.z >= best - MARGIN
+        c.id for c in kept[:reach]
+        if calibration.relevance_of(c.z) >= threshold and c.z >= best - MARGIN and c.id not in replaced
     }
     hits = []
     for position, c in enumerate(kept):

@@ -12,11 +12,11 @@ from typing import TYPE_CHECKING, Any, Iterable, Sequence, cast
 
 from ocat.errors import StoreError
 from ocat.memory.storage.batches import column
-from ocat.memory.storage.writes import WRITE_BATCH
+from ocat.memory.storage.writes import mark_documents
 from ocat.records import RECORD_KINDS, SHORTENED_BY_DELETE, SHORTENED_KEY, RecordKind
 
 if TYPE_CHECKING:
-    from chromadb.api.types import Metadata, Where
+    from chromadb.api.types import Where
 
     from ocat.memory.storage.store import MemoryStore
 
@@ -66,19 +66,7 @@ def delete_where(store: MemoryStore, where: dict[str, Any]) -> int:
 
 def mark_shortened(store: MemoryStore, documents: Iterable[str], why: str) -> int:
     """Mark every chunk left of these documents shortened (SHORTENED_KEY, `why`); how many."""
-    wanted = sorted({d for d in documents if d})
-    if not wanted:
-        return 0
-    try:
-        within = cast("Where", {"document_id": {"$in": wanted}})
-        left = list(store.documents.get(where=within, include=[])["ids"])
-        for start in range(0, len(left), WRITE_BATCH):
-            part = left[start : start + WRITE_BATCH]
-            marks = cast("list[Metadata]", [{SHORTENED_KEY: why}] * len(part))
-            store.documents.update(ids=part, metadatas=marks)
-    except Exception as exc:
-        raise StoreError(f"cannot mark the rest of a document as kept in the memory store: {exc}") from exc
-    return len(left)
+    return mark_documents(store, documents, {SHORTENED_KEY: why})
 
 
 def _forget_derived(store: MemoryStore, kind: RecordKind, ids: list[str]) -> None:

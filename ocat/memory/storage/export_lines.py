@@ -18,7 +18,7 @@ from ocat.errors import InputFileError
 from ocat.limits import MAX_DOCUMENT_CHUNKS, MAX_TITLE_CHARS, stored_count
 # Chroma keeps integers as signed 64-bit numbers; a larger one silently becomes an approximate float.
 from ocat.limits import FIRST_DATE, INT64_MAX, INT64_MIN, LAST_DATE
-from ocat.records import EXCHANGE_FIELDS, SHORTENED_KEY, DocumentChunk, Exchange
+from ocat.records import EXCHANGE_FIELDS, SHORTENED_KEY, SUPERSEDED_KEY, TOOL_CALLS_KEY, DocumentChunk, Exchange
 from ocat.text import clean_title
 
 _STRING_FIELDS = ("exchange_id", "thread_id", "session_id", "user_prompt", "assistant_response")
@@ -123,7 +123,24 @@ def _exchange(data: dict[str, Any]) -> Exchange:
         raise _Refused(f"thread_continuation_seq {_shown(seq)} is beyond the 64-bit integers Chroma stores")
     if data["thread_session_id"] != f"{data['thread_id']}_{data['session_id']}":
         raise _Refused("thread_session_id must be '{thread_id}_{session_id}'")
+    if TOOL_CALLS_KEY in data:
+        _check_tool_calls(data[TOOL_CALLS_KEY])
     return Exchange.from_metadata(data)
+
+
+def _check_tool_calls(calls: Any) -> None:
+    """An exchange's tool calls: a list of objects, each with a name, and ids as strings."""
+    if not isinstance(calls, list):
+        raise _Refused("tool_calls must be a list")
+    for call in calls:
+        if not isinstance(call, dict) or not isinstance(call.get("name"), str) or not call["name"]:
+            raise _Refused("each of tool_calls must be an object with a name")
+        ids = call.get("ids", [])
+        if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+            raise _Refused("the ids of a tool call must be a list of strings")
+        for key in ("count", "ms"):
+            if call.get(key) is not None and (isinstance(call[key], bool) or not isinstance(call[key], int)):
+                raise _Refused(f"the {key} of a tool call must be a whole number or null")
 
 
 def _document(data: dict[str, Any]) -> DocumentChunk:
@@ -147,7 +164,7 @@ def _document(data: dict[str, Any]) -> DocumentChunk:
 # The document metadata ocat itself reads, and what each must be: an import that stored
 # `total_chunks: "many"` made every later stats call fail, and `1e18` invented a partial document.
 _TEXT_KEYS = ("kind", "source", "source_file", "source_path", "source_folder", "filename", "section", "prefix",
-              "content_hash", "document_id", SHORTENED_KEY)
+              "content_hash", "document_id", SHORTENED_KEY, SUPERSEDED_KEY)
 
 
 def _check_known_keys(metadata: dict[str, Any]) -> None:

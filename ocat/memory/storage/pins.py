@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from ocat.errors import NotFound, StoreError
 from ocat.records import PINNED_KEY, RECORD_KINDS, DocumentChunk, Exchange, RecordKind
@@ -32,6 +32,10 @@ class Pinned:
     def id(self) -> str:
         """The record's id."""
         return self.record.exchange_id if isinstance(self.record, Exchange) else self.record.id
+
+    def record_metadata(self) -> dict[str, Any]:
+        """The pinned record's metadata (a chunk's as stored; an exchange's nine fields)."""
+        return self.record.to_metadata() if isinstance(self.record, Exchange) else self.record.metadata
 
 
 def set_pinned(store: MemoryStore, record_id: str, pinned_at: float | None) -> RecordKind:

@@ -224,6 +224,12 @@ class MemoryStore:
 
         return delete_where(self, where)
 
+    def mark_documents(self, documents: Iterable[str], marks: Mapping[str, Any]) -> int:
+        """Set metadata on every chunk of these documents (a note replaced by a newer one); how many."""
+        from ocat.memory.storage.writes import mark_documents
+
+        return mark_documents(self, documents, marks)
+
     def mark_shortened(self, documents: Iterable[str], why: str) -> int:
         """Mark every chunk left of these documents shortened (SHORTENED_KEY, `why`): whole as they
         are, never finished or removed by a repair. Returns how many chunks were marked."""

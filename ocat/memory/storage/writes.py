@@ -9,7 +9,7 @@ and the derived files after it, so they never hold what Chroma does not
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Sequence, cast
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence, cast
 
 from ocat.errors import StoreError
 from ocat.memory.embedding.embedders import has_passages
@@ -20,7 +20,7 @@ from ocat.memory.storage.thread_titles import carry_titles
 from ocat.records import RecordKind
 
 if TYPE_CHECKING:
-    from chromadb.api.types import Metadata
+    from chromadb.api.types import Metadata, Where
 
     from ocat.memory.storage.store import MemoryStore
 
@@ -130,3 +130,20 @@ def _write(
         store.lexical.add(kind, rows)
     except DerivedFileError as exc:
         store.derived_failed(exc)
+
+
+def mark_documents(store: MemoryStore, documents: Iterable[str], marks: Mapping[str, Any]) -> int:
+    """Set metadata `marks` on every stored chunk of these documents (Chroma merges them into what
+    each chunk holds); how many chunks were marked. User data, so it is in Chroma itself."""
+    wanted = sorted({d for d in documents if d})
+    if not wanted:
+        return 0
+    try:
+        within = cast("Where", {"document_id": {"$in": wanted}})
+        found = list(store.documents.get(where=within, include=[])["ids"])
+        for start in range(0, len(found), WRITE_BATCH):
+            part = found[start : start + WRITE_BATCH]
+            store.documents.update(ids=part, metadatas=cast("list[Metadata]", [dict(marks) for _ in part]))
+    except Exception as exc:
+        raise StoreError(f"cannot mark a document in the memory store: {exc}") from exc
+    return len(found)

@@ -1,0 +1,37 @@
+"""A tool call under the answer: one line (what it did, how many results, how long), expandable
+to what the tool gave the model. Expanded from the start with `/showcontext on`, as memories are."""
+
+from __future__ import annotations
+
+from textual.widgets import Collapsible, Static
+
+from ocat.tools.calls import ToolCall
+from ocat.ui.plain import plain
+
+
+class ToolCallView(Collapsible):
+    """One tool call of a turn, updated as it runs and when it has its result."""
+
+    DEFAULT_CSS = """
+    ToolCallView {
+        color: $text-muted;
+        margin: 0;
+        padding: 0;
+        border-top: none;
+    }
+    ToolCallView.failed {
+        color: $error;
+    }
+    """
+
+    def __init__(self, call: ToolCall, *, expanded: bool = False) -> None:
+        self.call = call
+        self.body = Static(plain(call.result or "…"), classes="tool-result")
+        # The line holds what the model wrote (a query): never markup, never a terminal control.
+        super().__init__(self.body, title=plain(call.line()), collapsed=not expanded, classes="tool-call")  # type: ignore[arg-type]
+
+    def refresh_call(self) -> None:
+        """Show the call as it is now (its result, or its error)."""
+        self.title = plain(self.call.line())  # type: ignore[assignment]
+        self.body.update(plain(self.call.result or self.call.error or ""))
+        self.set_class(self.call.error is not None, "failed")

@@ -1,0 +1,220 @@
+"""Issue 30: the model uses memory through tools, in the turn (ocat.turn): search_memory,
+read_thread and remember, called as providers stream calls (several per step, arguments in
+pieces), bad input turned into tool errors, a model that calls for ever stopped, a model that
+refuses tools asked again without them."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ocat.config import load_settings
+from ocat.memory import MemoryStore
+from ocat.records import SUPERSEDED_KEY, Exchange
+from ocat.session import ChatSession
+from ocat.tools.calls import CallState
+from ocat.turn import Turn
+from tests.support.fakes import FakeLLMServer
+
+
+def session_on(store: MemoryStore, server: FakeLLMServer, **overrides: Any) -> ChatSession:
+    settings = load_settings(env={}, overrides={
+        "llm.model": "openai/fake-model", "llm.api_base": server.api_base, "llm.api_key": "sk-test", **overrides})
+    return ChatSession(settings, store=store)
+
+
+def kitchen(store: MemoryStore) -> list[Exchange]:
+    exchanges = [
+        Exchange(user_prompt="What counter top for the kitchen?", assistant_response="Quartz: about 18,000 euros.",
+                 thread_id="kitchen-thread", session_id="s", exchange_id="k1", timestamp=1_760_000_000.0),
+        Exchange(user_prompt="Who fits the cabinets?", assistant_response="Berg & Sons fit the cabinets.",
+                 thread_id="kitchen-thread", session_id="s", exchange_id="k2", timestamp=1_760_000_100.0),
+        Exchange(user_prompt="Which ferry to Porto?", assistant_response="The 9:10 from the harbour.",
+                 thread_id="trip-thread", session_id="s", exchange_id="t1", timestamp=1_770_000_000.0),
+    ]
+    store.add_exchanges(exchanges)
+    return exchanges
+
+
+def run(turn: Turn) -> list[Any]:
+    async def go() -> list[Any]:
+        return [event if isinstance(event, str) else (event.name, event.state) async for event in turn]
+
+    return asyncio.run(go())
+
+
+def test_a_search_call_streamed_in_pieces_reaches_the_model_as_a_tool_result(
+    store: MemoryStore, llm_server: FakeLLMServer
+) -> None:
+    kitchen(store)
+    llm_server.script = [[{"name": "search_memory", "arguments": {"query": "cabinets fitter", "kind": "exchanges"}}],
+                         "Berg & Sons fit them."]
+    session = session_on(store, llm_server)
+    turn = session.turn("hello again")  # nothing is injected: the model searches for itself
+    events = run(turn)
+    assert ("search_memory", CallState.RUNNING) in events and ("search_memory", CallState.DONE) in events
+    assert turn.text == "Berg & Sons fit them." and turn.steps == 2
+    [call] = turn.calls
+    assert call.error is None and call.count and "k2" in call.ids and call.ms is not None
+    assert "Berg & Sons fit the cabinets." in call.result, call.result.splitlines()
+    first, second = llm_server.requests[-2:]
+    assert {t["function"]["name"] for t in first["tools"]} == {"search_memory", "read_thread", "remember"}
+    tool_messages = [m for m in second["messages"] if m["role"] == "tool"]
+    assert tool_messages[0]["tool_call_id"] == call.id and "Berg & Sons" in tool_messages[0]["content"]
+    exchange = turn.finish()
+    assert turn.stored and exchange.tool_calls[0].name == "search_memory" and "k2" in exchange.tool_calls[0].ids
+    assert store.get(exchange.exchange_id).tool_calls == exchange.tool_calls  # type: ignore[union-attr]
+
+
+def test_several_calls_in_one_step_and_read_thread_oldest_first(store: MemoryStore, llm_server: FakeLLMServer) -> None:
+    kitchen(store)
+    llm_server.script = [[{"name": "read_thread", "arguments": {"id": "kitchen-th"}},
+                          {"name": "search_memory", "arguments": {"query": "ferry", "after": "2026-01-01"}}],
+                         "Done."]
+    turn = session_on(store, llm_server).turn("summarise the kitchen thread")
+    run(turn)
+    read, searched = turn.calls
+    assert read.ids == ("k1", "k2") and read.result.index("Quartz") < read.result.index("Berg")
+    assert searched.ids == ("t1",) and "after 2026-01-01" in searched.summary
+
+
+def test_bad_calls_are_tool_errors_and_the_turn_goes_on(store: MemoryStore, llm_server: FakeLLMServer) -> None:
+    kitchen(store)
+    llm_server.script = [[
+        {"name": "search_memory", "arguments": "{not json"},
+        {"name": "search_memory", "arguments": {}},
+        {"name": "delete_everything", "arguments": {}},
+        {"name": "remember", "arguments": {"text": "   "}},
+        {"name": "remember", "arguments": {"text": "x" * 8001}},
+        {"name": "search_memory", "arguments": {"query": "q", "after": "last tuesday"}},
+    ], "Sorry, I could not."]
+    turn = session_on(store, llm_server).turn("try things")
+    run(turn)
+    errors = [c.error for c in turn.calls]
+    assert all(errors) and turn.text == "Sorry, I could not."
+    assert "not JSON" in str(errors[0]) and "missing argument: query" in str(errors[1])
+    assert "no tool 'delete_everything'" in str(errors[2]) and "empty" in str(errors[3])
+    assert "8,001 characters" in str(errors[4]) and "ISO 8601" in str(errors[5])
+    results = [m for m in llm_server.requests[-1]["messages"] if m["role"] == "tool"]
+    assert len(results) == 6 and all(m["content"].startswith("error: ") for m in results)
+    assert store.count("document") == 0
+
+
+def test_a_tool_that_raises_is_one_error_line_and_logged(
+    store: MemoryStore, llm_server: FakeLLMServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import ocat.operations.search as search_module
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("index exploded")
+
+    monkeypatch.setattr(search_module, "search", broken)
+    llm_server.script = [[{"name": "search_memory", "arguments": {"query": "x"}}], "Answered anyway."]
+    turn = session_on(store, llm_server).turn("hello")
+    run(turn)
+    assert turn.text == "Answered anyway." and "RuntimeError: index exploded" in str(turn.calls[0].error)
+
+
+def test_a_model_that_calls_for_ever_is_stopped_at_the_limit(store: MemoryStore, llm_server: FakeLLMServer) -> None:
+    llm_server.script = [[{"name": "search_memory", "arguments": {"query": f"again {n}"}}] for n in range(20)]
+    llm_server.reply = "Final answer."
+    turn = session_on(store, llm_server, **{"tools.max_steps": 3}).turn("loop")
+    run(turn)
+    assert turn.steps == 4 and len(turn.calls) == 3 and turn.text == "Final answer."
+    assert "tools" not in llm_server.requests[-1] and "3 times" in turn.tool_notes[0]
+
+
+def test_a_result_over_the_budget_is_cut_with_a_note(store: MemoryStore, llm_server: FakeLLMServer) -> None:
+    store.add_exchanges([Exchange(user_prompt=f"pump question {n}", assistant_response="pump " * 400,
+                                  thread_id=f"t{n}", session_id="s", exchange_id=f"p{n}", timestamp=1.0e9 + n)
+                         for n in range(10)])
+    llm_server.script = [[{"name": "search_memory", "arguments": {"query": "pump", "limit": 10}}], "ok"]
+    turn = session_on(store, llm_server, **{"tools.result_tokens": 300}).turn("pumps?")
+    run(turn)
+    from ocat.tokens import count_tokens
+
+    assert count_tokens(turn.calls[0].result) <= 300
+
+
+def test_remember_stores_a_model_note_and_replaces_marks_the_older_one(
+    store: MemoryStore, llm_server: FakeLLMServer
+) -> None:
+    from ocat.operations.wake import pin
+
+    llm_server.script = [[{"name": "remember", "arguments": {"text": "Ana is allergic to peanuts."}}], "Noted."]
+    session = session_on(store, llm_server)
+    first = session.turn("remember that Ana is allergic to peanuts")
+    run(first)
+    [call] = first.calls
+    assert call.changed and call.changed.startswith("Remembered: 'Ana is allergic to peanuts.'")
+    old_id = call.ids[0]
+    assert store.get(old_id).metadata["source"] == "model"  # type: ignore[union-attr]
+    pin(store, old_id)
+    llm_server.script = [[{"name": "remember", "arguments": {"text": "Ana is allergic to peanuts and sesame.",
+                                                             "replaces": old_id[:12]}}], "Updated."]
+    second = session.turn("she is allergic to sesame too")
+    run(second)
+    new_id = second.calls[0].ids[0]
+    assert store.get(old_id).metadata[SUPERSEDED_KEY] == new_id  # type: ignore[union-attr]
+    block = __import__("ocat.operations.wake", fromlist=["build_wake"]).build_wake(session.settings, store)
+    assert "sesame" in block.text() and block.pinned_ids == [new_id]
+    # The old note is kept, and a search says it was replaced; retrieval gives the newer one.
+    from ocat.operations.search import search
+
+    found = search([store], "Ana allergic peanuts", session.settings.vector_store)
+    reasons = {f.hit.id: f.why for f in found.found}
+    assert reasons[old_id].startswith("replaced by") and not next(f for f in found.found if f.hit.id == old_id).hit.admitted
+
+
+def test_remember_can_be_turned_off_and_no_tool_deletes(store: MemoryStore, llm_server: FakeLLMServer) -> None:
+    session = session_on(store, llm_server, **{"memory.model_may_remember": False})
+    box = session.toolbox(set())
+    assert box is not None and set(box.specs) == {"search_memory", "read_thread"}
+    full = session_on(store, llm_server).toolbox(set())
+    assert full is not None and not any("delete" in name or "forget" in name for name in full.specs)
+
+
+def test_a_server_that_refuses_tools_is_asked_again_without_and_remembered(
+    store: MemoryStore, llm_server: FakeLLMServer, isolated_home: Path
+) -> None:
+    llm_server.refuse_tools = True
+    llm_server.reply = "Plain answer."
+    session = session_on(store, llm_server)
+    turn = session.turn("hello")
+    run(turn)
+    assert turn.text == "Plain answer." and "does not take tools" in turn.tool_notes[0]
+    assert "tools" in llm_server.requests[-2] and "tools" not in llm_server.requests[-1]
+    state = json.loads((isolated_home / ".local/state/ocat/tools.json").read_text())
+    assert state == {"refused": ["openai/fake-model"]}
+    later = session_on(store, llm_server).turn("again")  # a new run knows: no tools offered, nothing said
+    run(later)
+    assert later.tool_notes == [] and "tools" not in llm_server.requests[-1]
+
+
+def test_a_search_marks_what_the_model_already_has(store: MemoryStore, llm_server: FakeLLMServer) -> None:
+    kitchen(store)
+    session = session_on(store, llm_server)
+    box = session.toolbox({"k2"})
+    assert box is not None
+    from ocat.tools.calls import ToolCall
+
+    call = box.run(ToolCall("c", "search_memory", json.dumps({"query": "who fits the cabinets", "kind": "exchanges"})))
+    assert "already in your context above" in call.result and call.result.count("Berg & Sons") == 0
+
+
+def test_earlier_calls_reach_the_model_compact_in_the_history(store: MemoryStore, llm_server: FakeLLMServer) -> None:
+    kitchen(store)
+    llm_server.script = [[{"name": "search_memory", "arguments": {"query": "ferry"}}], "The 9:10."]
+    session = session_on(store, llm_server)
+    first = session.turn("which ferry?")
+    run(first)
+    first.finish()
+    turn = session.turn("and back?")
+    turn.prepare()
+    assert turn.request is not None
+    answers = [m["content"] for m in turn.request.messages if m["role"] == "assistant"]
+    assert answers and answers[-1].startswith('(tools used for this answer: search_memory {"query":"ferry"} -> 3 results [t1')
