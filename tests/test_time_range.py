@@ -184,11 +184,11 @@ def test_the_words_shown_are_the_prompts_own() -> None:
     )
     found = time_range("a couple of weeks ago, the sink", NOW)
     assert found is not None and found.words == "a couple of weeks ago"
-    assert found.said() == "dated 2025-06-10..2025-06-24 (from 'a couple of weeks ago')"
+    assert found.said() == "dated 2025-06-10..2025-06-24, from 'a couple of weeks ago'"
     one_day = time_range("yesterday", NOW)
-    assert one_day is not None and one_day.said() == "dated 2025-06-30 (from 'yesterday')"
+    assert one_day is not None and one_day.said() == "dated 2025-06-30, from 'yesterday'"
     open_start = time_range("before may", NOW)
-    assert open_start is not None and open_start.said() == "dated up to 2025-04-30 (from 'before may')"
+    assert open_start is not None and open_start.said() == "dated up to 2025-04-30, from 'before may'"
 
 
 def test_holds() -> None:

@@ -100,14 +100,14 @@ class TimeRange:
         return (start is None or timestamp >= start) and timestamp < end
 
     def said(self) -> str:
-        """"dated 2026-03-01..2026-03-31 (from 'in March')": the span in words, for the user."""
+        """"dated 2026-03-01..2026-03-31, from 'in March'": the span in words, for the user."""
         last = (self.end - timedelta(microseconds=1)).date().isoformat()
         if self.start is None:
             span = f"up to {last}"
         else:
             first = self.start.date().isoformat()
             span = first if first == last else f"{first}..{last}"
-        return f"dated {span} (from {self.words!r})"
+        return f"dated {span}, from {self.words!r}"
 
 
 def might_name_a_time(prompt: str) -> bool:
