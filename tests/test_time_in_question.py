@@ -26,13 +26,11 @@ def _at(day: str) -> float:
     return datetime.fromisoformat(day).replace(hour=15, tzinfo=timezone.utc).timestamp()
 
 
-# Two exchanges on one subject, months apart (the February one says more of a question's words),
+# Two exchanges on one subject, months apart (the February one says more of the question's words),
 # and others from every month, so that a month leaves most of the store outside it.
 HISTORY = [
-    ("2025-02-14", "grout", "which grout should we choose for the kitchen tiles, white or grey?",
-     "Warm white grout suits off-white tiles; grey grout shows the grid."),
-    ("2025-04-20", "grout-again", "we changed our minds about the backsplash",
-     "Then choose light grey grout: it hides stains better."),
+    ("2025-02-14", "grout", "which grout should we choose for the tiles?", "Warm white grout for the tiles."),
+    ("2025-04-20", "grout-again", "which grout should we choose for the tiles after all?", "Light grey grout for the tiles."),
     ("2025-01-10", "bread", "my sourdough starter is slow in winter", "Keep it warm, near 26 degrees."),
     ("2025-03-05", "finger", "i hurt my finger climbing", "Rest it two weeks, then tape it."),
     ("2025-05-12", "tickets", "museum tickets in mexico city", "Book them online a week ahead."),
@@ -55,9 +53,9 @@ def _ids(hits: list[Any]) -> list[str]:
 
 def test_a_memory_of_the_named_time_comes_first(store: MemoryStore) -> None:
     _fill(store)
-    plain = retrieve(store, "which grout did we choose?", CHAT, now=NOW)
+    plain = retrieve(store, "which grout did we choose for the tiles?", CHAT, now=NOW)
     assert _ids(plain)[0] == "grout"
-    dated = retrieve(store, "which grout did we choose in april?", CHAT, now=NOW)
+    dated = retrieve(store, "which grout did we choose for the tiles in april?", CHAT, now=NOW)
     assert _ids(dated)[0] == "grout-again"
     first = dated[0]
     assert first.admitted
@@ -66,7 +64,7 @@ def test_a_memory_of_the_named_time_comes_first(store: MemoryStore) -> None:
     other = next(h for h in dated if h.id == "grout")
     assert other.dated == ""
     # Seen from another "now", the same words name another April: nothing of it is in the store.
-    later = retrieve(store, "which grout did we choose in april?", CHAT,
+    later = retrieve(store, "which grout did we choose for the tiles in april?", CHAT,
                      now=datetime(2026, 7, 1, tzinfo=timezone.utc))
     assert _ids(later)[0] == "grout" and not any(h.dated for h in later)
 
@@ -74,11 +72,11 @@ def test_a_memory_of_the_named_time_comes_first(store: MemoryStore) -> None:
 def test_restricting_keeps_to_the_time_unless_nothing_there_is_relevant(store: MemoryStore) -> None:
     _fill(store)
     restrict = replace(CHAT, time_policy="restrict")
-    dated = retrieve(store, "which grout did we choose in april?", restrict, now=NOW)
+    dated = retrieve(store, "which grout did we choose for the tiles in april?", restrict, now=NOW)
     assert _ids(dated)[0] == "grout-again" and "grout" not in _ids(dated)
     assert dated[0].dated == "only memories dated 2025-04-01..2025-04-30, from 'in april'"
     # In May nothing is about grout: every date is searched, and the hits say why.
-    may = retrieve(store, "which grout did we choose in may?", restrict, now=NOW)
+    may = retrieve(store, "which grout did we choose for the tiles in may?", restrict, now=NOW)
     assert _ids(may)[0] == "grout"
     assert may[0].dated == "nothing relevant dated 2025-05-01..2025-05-31, from 'in may', so memories of any date"
 
@@ -86,7 +84,7 @@ def test_restricting_keeps_to_the_time_unless_nothing_there_is_relevant(store: M
 @pytest.mark.parametrize(
     "prompt",
     [
-        "which grout did we choose?",
+        "which grout did we choose for the tiles?",
         "may i ask about my sourdough starter",  # "may" is not a month here
         "the second pair of climbing shoes",
         "my cat is overweight, now what",
@@ -115,7 +113,7 @@ def test_a_prompt_without_a_time_ranks_exactly_as_before(
 def test_a_time_that_holds_every_memory_moves_nothing(store: MemoryStore) -> None:
     _fill(store)
     # Every memory is from 2025: "this year" tells none of them apart, so no score moves.
-    prompt = "which grout did we choose this year?"
+    prompt = "which grout did we choose for the tiles this year?"
     off = retrieve(store, prompt, replace(CHAT, time_policy="off"), now=NOW)
     on = retrieve(store, prompt, CHAT, now=NOW)
     assert on == off
@@ -143,7 +141,7 @@ def test_the_user_is_told(store: MemoryStore) -> None:
     from ocat.headless import format_hits
 
     _fill(store)
-    found = search([store], "which grout did we choose in april?", SETTINGS, now=NOW)
+    found = search([store], "which grout did we choose for the tiles in april?", SETTINGS, now=NOW)
     note = "memories dated 2025-04-01..2025-04-30, from 'in april' ranked higher"
     assert found.dated == note
     assert format_hits(found.found).splitlines()[-1] == f"({note})"
@@ -160,6 +158,6 @@ def test_the_setting_turns_it_off(store: MemoryStore) -> None:
     _fill(store)
     off = load_settings(env={"OCAT_VECTOR_STORE_TIME_IN_PROMPT": "false"}).vector_store
     assert RetrievalLimits.from_settings(off).time_policy == "off"
-    hits = retrieve(store, "which grout did we choose in april?",
+    hits = retrieve(store, "which grout did we choose for the tiles in april?",
                     RetrievalLimits.from_settings(off), now=NOW)
     assert _ids(hits)[0] == "grout" and not any(h.dated for h in hits)

@@ -39,10 +39,10 @@ MARGIN = 0.50
 # dates; "strict": only memories of that time, unless it holds none; "off": not read. The two
 # restricting policies are kept for `bench/recall_dated.py`, which measured them against the boost.
 TimePolicy = Literal["boost", "restrict", "strict", "off"]
-# The boost, in z (a memory covering one more rare word of the question gains about as much):
-# fitted by `bench/recall_dated.py` on folds it was not scored on (0.3 on six of seven held-out
-# folds, 0.2 on the seventh; 0.3 on all of them), scaled by the share of candidates outside the time.
-TIME_BOOST = 0.3
+# The boost, in z (a memory covering one more rare word of the question gains about as much),
+# scaled by the share of the candidates outside the time: fitted by `bench/recall_dated.py` on
+# folds it was not scored on (docs/RETRIEVAL.md, "Time in the question").
+TIME_BOOST = 0.2
 # Metadata keys of a record's date, per kind (a filter that names one wins over the prompt's words).
 DATE_KEYS = {"exchange": "timestamp", "document": "date_added"}
 
@@ -226,6 +226,15 @@ class _KindSearch:
             keep=2 * self.shown + len(self.exclude_ids), judged=self.judged,
         )
 
+    def dates(self, ids: Sequence[str]) -> dict[str, float]:
+        """When each of these records was made (an exchange's time, a document's date added)."""
+        got = self.store.fetch(self.kind, list(ids), vectors=False)
+        key = DATE_KEYS[self.kind]
+        return {
+            i: float(m[key]) for i, m in zip(got["ids"], got["metadatas"])
+            if m and isinstance(m.get(key), (int, float)) and not isinstance(m.get(key), bool)
+        }
+
     def hits(self, where: dict[str, Any] | None, ranked: list[Candidate] | None = None) -> list[SearchHit]:
         """The hits of `ranked` (default: this search's own ranking under `where`)."""
         ranked = self.ranked(where) if ranked is None else ranked
@@ -241,37 +250,43 @@ def _within(
     search: _KindSearch, dated: TimeRange, where: dict[str, Any] | None, limits: RetrievalLimits
 ) -> list[SearchHit]:
     """One kind's hits for a query that names a time, per the time policy (TimePolicy)."""
+    if limits.time_policy == "boost":
+        return _boosted(search, dated, where, limits.time_boost)
     start, end = dated.bounds()
     key = DATE_KEYS[search.kind]
     span: dict[str, Any] = {key: {"$lt": end}}
     if start is not None:
         span = {"$and": [{key: {"$gte": start}}, span]}
-    in_range = span if where is None else {"$and": [where, span]}
     said = dated.said()
-    if limits.time_policy == "boost":
-        # Every memory; those of that time with `time_boost` added to their fused score, before
-        # the gate. The boost is what the time tells apart: scaled by the share of the candidates
-        # outside it, so a time that holds them all ("this year", in a year-old store) moves nothing.
-        of_that_time = search.ranked(in_range)
-        inside = {c.id: c for c in of_that_time if c.source is None}  # a lifted neighbour may be outside it
-        ranked = search.ranked(where)
-        found = [c.id for c in ranked if c.source is None]
-        known = {c.id for c in of_that_time}
-        outside = sum(1 for i in found if i not in known) / len(found) if found else 0.0
-        judged, boost = search.judged, limits.time_boost * outside
-        pool = {c.id: c for c in ranked}
-        if not inside or not boost:
-            return search.hits(where, ranked)
-        pool.update({i: Candidate(i, judged.relevance_of(c.z + boost), c.z + boost) for i, c in inside.items()})
-        ranking = sorted(pool.values(), key=lambda c: c.rank, reverse=True)
-        return [replace(h, dated=f"memories {said} ranked higher") if h.id in inside else h
-                for h in search.hits(where, ranking)]
-    hits = search.hits(in_range)
+    hits = search.hits(span if where is None else {"$and": [where, span]})
     if any(h.admitted for h in hits) or (limits.time_policy == "strict" and hits):
         return [replace(h, dated=f"only memories {said}") for h in hits]
     # Nothing of that time is worth giving: the words may name the wrong time (or when the
     # thing happens, not when it was said), so every date is searched, and the hits say so.
     return [replace(h, dated=f"nothing relevant {said}, so memories of any date") for h in search.hits(where)]
+
+
+def _boosted(search: _KindSearch, dated: TimeRange, where: dict[str, Any] | None, size: float) -> list[SearchHit]:
+    """Every memory; those of that time with `size` added to their fused score, before the gate.
+
+    The boost is what the time tells apart: it is scaled by the share of the candidates found
+    outside that time, so a time that holds them all ("this year", in a store of this year)
+    moves nothing. The candidates are the plain search's: asking Chroma for that time's own
+    best as well (a `where` on dates) changed one LoCoMo question in 74, and cost 100-400 ms
+    on a store of 10,000 exchanges (docs/RETRIEVAL.md, "Time in the question").
+    """
+    ranked = search.ranked(where)
+    found = [c.id for c in ranked if c.source is None]  # a lifted neighbour is scored by its own hit
+    when = search.dates(found)
+    inside = {i for i in found if i in when and dated.holds(when[i])}
+    boost = size * (len(found) - len(inside)) / len(found) if found else 0.0
+    if not inside or not boost:
+        return search.hits(where, ranked)
+    judged = search.judged
+    lifted = [Candidate(c.id, judged.relevance_of(c.z + boost), c.z + boost) if c.id in inside else c for c in ranked]
+    ranking = sorted(lifted, key=lambda c: c.rank, reverse=True)
+    said = f"memories {dated.said()} ranked higher"
+    return [replace(h, dated=said) if h.id in inside else h for h in search.hits(where, ranking)]
 
 
 def _verdicts(
