@@ -21,6 +21,10 @@ measures is the search's, on a store of that size; the queries are real.
     python bench/latency.py --exchanges 10000
     python bench/latency.py --exchanges 1000 10000 100000 --vectors synthetic --store /tmp/ocat-bench --served
     python bench/latency.py ... --checkout /tmp/ocat-before   # the same for another source tree (git archive)
+    python bench/latency.py --exchanges 10000 --vectors synthetic --dated   # questions that name a time
+
+`--dated` times only the dev questions that name a time ("in May 2023", "last year"), asked the
+day after the dev conversations' last session, with the time read (what ships) and not read.
 """
 
 from __future__ import annotations
@@ -203,7 +207,7 @@ class Breakdown:
             undo()
 
 
-def time_queries(store: Any, questions: list[str], limits: Any, *, chat: bool) -> list[float]:
+def time_queries(store: Any, questions: list[str], limits: Any, *, chat: bool, now: Any = None) -> list[float]:
     """Milliseconds per retrieval: one search per question, or a chat turn after the previous question."""
     from ocat.memory.retrieval.retrieve import retrieve_any
 
@@ -212,7 +216,7 @@ def time_queries(store: Any, questions: list[str], limits: Any, *, chat: bool) -
         # As ocat.chat.retrieval_queries builds them once a conversation has history.
         queries = [question, f"{questions[n - 1]}\n{question}"] if chat else [question]
         t0 = time.perf_counter()
-        retrieve_any(store, queries, limits)
+        retrieve_any(store, queries, limits, now=now)
         times.append((time.perf_counter() - t0) * 1000)
     return times
 
@@ -261,6 +265,24 @@ def measure(folder: Path, embedder: Any, questions: list[str], *, served: bool, 
     return result
 
 
+def measure_dated(folder: Path, embedder: Any, questions: list[str], now: Any) -> dict[str, Any]:
+    """Questions that name a time, one search each (embedded), with the time read and not."""
+    from ocat.config import load_settings
+    from ocat.memory import MemoryStore, RetrievalLimits, StoreLocation
+
+    limits = RetrievalLimits.from_settings(load_settings(env={}).vector_store)
+    store = MemoryStore.open(StoreLocation(path=folder), embedder, name="bench")
+    try:
+        time_queries(store, questions[:5], limits, chat=False, now=now)  # warm the model and caches
+        return {
+            "time read": summary(time_queries(store, questions, limits, chat=False, now=now)),
+            "time not read": summary(time_queries(store, questions, replace(limits, time_policy="off"), chat=False,
+                                                  now=now)),
+        }
+    finally:
+        store.close()
+
+
 def main(argv: list[str] | None = None) -> int:
     """Build (or reuse) a store per size, time the queries, print p50/p95/mean and the growth."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -275,6 +297,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", action="store_true", help="also profile chat turns on the last store (needs pyinstrument)")
     parser.add_argument("--checkout", type=Path, help="time ocat from this source tree (e.g. an older commit, for before/after)")
     parser.add_argument("--json", action="store_true", help="print one JSON document")
+    parser.add_argument("--dated", action="store_true", help="time only the questions that name a time, read and not")
     args = parser.parse_args(argv)
     if args.checkout:
         sys.path.insert(0, str(args.checkout.resolve()))  # before anything imports ocat
@@ -284,6 +307,15 @@ def main(argv: list[str] | None = None) -> int:
     conversations = load_conversations(args.data)
     base = [e for c in conversations for e in c.exchanges]
     questions = [q["question"] for c in conversations for q in c.questions][: args.queries]
+    now = None
+    if args.dated:
+        from datetime import datetime, timedelta
+
+        from ocat.memory.retrieval.time_range import time_range
+
+        last = datetime.fromtimestamp(max(e.timestamp for e in base))
+        now = last.replace(hour=0, minute=0, second=0, microsecond=0) + timedelta(days=1)
+        questions = [q["question"] for c in conversations for q in c.questions if time_range(q["question"], now)]
     embedder = OnnxMiniLMEmbedder(args.model)
     report: dict[str, Any] = {
         "ocat": str(Path(ocat.__file__).parent.parent),
@@ -299,6 +331,13 @@ def main(argv: list[str] | None = None) -> int:
             folder = root / f"{args.vectors}-{size}"
             build = build_store(folder, size, args.vectors, base, embedder)
             entry: dict[str, Any] = {"build_s": round(build, 1)}
+            if args.dated:
+                entry["dated"] = measure_dated(folder, embedder, questions, now)
+                report["sizes"][size] = entry
+                if not args.json:
+                    for label, row in entry["dated"].items():
+                        print(f"{size} exchanges, {len(questions)} questions that name a time, {label}: {row}")
+                continue
             for mode in ("embedded", "served") if args.served else ("embedded",):
                 entry[mode] = measure(folder, embedder, questions, served=mode == "served", breakdown=args.breakdown)
             report["sizes"][size] = entry
@@ -307,7 +346,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.profile:
             report["profile"] = profile_chat_turns(root / f"{args.vectors}-{args.exchanges[-1]}", embedder, questions)
     sizes = sorted(report["sizes"])
-    if len(sizes) > 1:
+    if len(sizes) > 1 and not args.dated:
         first, last = report["sizes"][sizes[0]], report["sizes"][sizes[-1]]
         report["growth_p50"] = {
             f"{mode} {label}": round(last[mode][label]["p50"] / first[mode][label]["p50"], 2)

@@ -12,6 +12,10 @@ chats-dev (one user's chats with an assistant) is measured by bench/recall_chats
     python bench/recall.py --questions 20 --json # a quick slice, machine-readable
     python bench/recall.py --sets chats          # only chats-dev
     python bench/recall.py --folds               # cross-validated, mean and worst fold (bench/recall_folds.py)
+    python bench/recall.py --time off            # without reading a time the question names (the "before")
+
+Questions are asked "after" the history: LoCoMo's the day after the conversation's last session,
+chats-dev's on 2025-07-01 (its README), so a question that names a time means what it would then.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -32,7 +36,8 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
-from recall_chats import DEFAULT_CHATS, evaluate_chats, format_chats, pct  # noqa: E402
+import recall_chats  # noqa: E402
+from recall_chats import DEFAULT_CHATS, bench_settings, evaluate_chats, format_chats, pct  # noqa: E402
 DEFAULT_DATA = REPO.parent / "shared" / "eval" / "locomo-dev.json"
 DEFAULT_MODEL = REPO.parent / "shared" / "models" / "all-MiniLM-L6-v2-int8"
 KS = (1, 3, 5, 10)
@@ -104,6 +109,14 @@ def load_conversations(path: Path) -> list[Conversation]:
     return conversations
 
 
+def locomo_now(conversation: Conversation) -> datetime:
+    """When a conversation's questions are asked: the day after its last session (naive local
+    time, as its sessions' dates were read), so that "last year" or "in May" mean what they
+    would to someone asking then."""
+    last = datetime.fromtimestamp(max(e.timestamp for e in conversation.exchanges))
+    return last.replace(hour=0, minute=0, second=0, microsecond=0) + timedelta(days=1)
+
+
 def _turn_text(turn: dict[str, Any]) -> str:
     text = f"{turn['speaker']}: {turn['text']}"
     if turn.get("blip_caption"):
@@ -156,14 +169,13 @@ def evaluate(
     the operation `--query-vector-store` runs, to show that it ranks as the chat does.
     """
     from ocat.chat import retrieval_queries
-    from ocat.config import load_settings
     from ocat.memory import MemoryStore, RetrievalLimits, StoreLocation, retrieve
     from ocat.memory.retrieval.retrieve import retrieve_any
     from ocat.records import Exchange
     from ocat.memory.embedding.embedders import OnnxMiniLMEmbedder
     from ocat.operations.search import search
 
-    settings = load_settings(env={})
+    settings = bench_settings()
     vector_store = settings.vector_store
     embedder = OnnxMiniLMEmbedder(model_dir)
     results = {mode: ModeResult() for mode in modes}
@@ -176,6 +188,7 @@ def evaluate(
             store.add_exchanges(conv.exchanges)
             getattr(store, "wait_for_passages", lambda: True)()  # made in the background after a bulk write
             asked = conv.questions[:questions] if questions else conv.questions
+            now = locomo_now(conv)
             others = [q for c in conversations if c is not conv for q in c.questions]
             others = others[:off_topic] if off_topic else others
             for mode in modes:
@@ -191,22 +204,22 @@ def evaluate(
                     started = time.perf_counter()
                     if context and before:
                         queries = retrieval_queries(q["question"], before, context)
-                        hits = retrieve_any(store, queries, ranking)
+                        hits = retrieve_any(store, queries, ranking, now=now)
                     elif via_cli and mode == "hybrid":
                         # The operation `--query-vector-store --results 10` runs (ocat.operations.search).
-                        hits = search([store], q["question"], vector_store, count=max(KS)).hits
+                        hits = search([store], q["question"], vector_store, count=max(KS), now=now).hits
                     else:
-                        hits = retrieve(store, q["question"], ranking, mode=mode)
+                        hits = retrieve(store, q["question"], ranking, mode=mode, now=now)
                     result.latency_ms.append((time.perf_counter() - started) * 1000)
                     for k in KS:
                         covered = set().union(*(conv.dia_ids.get(h.id, set()) for h in hits[:k])) if hits else set()
                         share = len(evidence & covered) / len(evidence)
                         result.recall[k].append(share)
                         result.by_category.setdefault(q["category"], {kk: [] for kk in KS})[k].append(share)
-                    gate = [h for h in retrieve(store, q["question"], chat_limits, mode=mode) if h.admitted]
+                    gate = [h for h in retrieve(store, q["question"], chat_limits, mode=mode, now=now) if h.admitted]
                     result.admitted.append(any(conv.dia_ids.get(h.id, set()) & evidence for h in gate))
                 for q in others:
-                    gate = [h for h in retrieve(store, q["question"], chat_limits, mode=mode) if h.admitted]
+                    gate = [h for h in retrieve(store, q["question"], chat_limits, mode=mode, now=now) if h.admitted]
                     result.quiet.append(not gate)
     return {mode: results[mode].row() for mode in modes}
 
@@ -251,7 +264,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--asked", type=Path,
                         help="with --folds: keep the retrieved scores in this file, and reuse them when it exists")
     parser.add_argument("--weights", help="with --folds: also fit the coverage weight among these (e.g. 0.6,0.8,1.2)")
+    parser.add_argument("--time", choices=("on", "off"), default="on",
+                        help="off: do not read a time the question names (vector_store.time_in_prompt false)")
     args = parser.parse_args(argv)
+    if args.time == "off":
+        recall_chats.SETTINGS_ENV["OCAT_VECTOR_STORE_TIME_IN_PROMPT"] = "false"
     sets = {s.strip() for s in args.sets.split(",") if s.strip()}
     for wanted, path in (("locomo", args.data), ("chats", args.chats / "questions.json")):
         if wanted in sets and not path.is_file():

@@ -17,13 +17,29 @@ import json
 import tempfile
 import time
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_CHATS = REPO.parent / "shared" / "eval" / "chats-dev"
 KS = (1, 3, 5, 10)
 DIFFICULTIES = ("easy", "medium", "hard")
+# When chats-dev's questions are asked (its README: "now" after the last exchange), in the
+# user's zone: a question that names a time ("this year") is read from there.
+CHATS_NOW = datetime(2025, 7, 1, 12, 0, tzinfo=ZoneInfo("America/Montreal"))
+# The environment the benches read settings with: ocat's defaults, whatever the user's own
+# environment says. `bench/recall.py --time off` adds OCAT_VECTOR_STORE_TIME_IN_PROMPT=false
+# (the figures before a prompt's time was read).
+SETTINGS_ENV: dict[str, str] = {}
+
+
+def bench_settings() -> Any:
+    """ocat's default settings, as the benches measure them (SETTINGS_ENV)."""
+    from ocat.config import load_settings
+
+    return load_settings(env=dict(SETTINGS_ENV))
 
 
 def pct(values: list[float] | list[bool]) -> float | None:
@@ -78,14 +94,13 @@ class ChatsResult:
 
 def evaluate_chats(folder: Path, model_dir: Path, *, questions: int | None = None) -> dict[str, Any]:
     """Load the history into a fresh store, ask every question, return the metrics row."""
-    from ocat.config import load_settings
     from ocat.memory import MemoryStore, RetrievalLimits, StoreLocation, admitted, retrieve
     from ocat.memory.embedding.embedders import OnnxMiniLMEmbedder
     from ocat.memory.retrieval.retrieve import within_budget
 
     exchanges, asked = load_chats(folder)
     asked = asked[:questions] if questions else asked
-    vector_store = load_settings(env={}).vector_store
+    vector_store = bench_settings().vector_store
     # The chat's own limits, listing max(KS) of the same ranking: R@5 is the chat's top 5.
     ranking = RetrievalLimits.from_settings(vector_store, results=max(KS))
     chat_limits = RetrievalLimits.from_settings(vector_store)
@@ -96,14 +111,15 @@ def evaluate_chats(folder: Path, model_dir: Path, *, questions: int | None = Non
         store.wait_for_passages()  # a bulk write makes them in the background
         for q in asked:
             started = time.perf_counter()
-            gate = within_budget(admitted(retrieve(store, q["question"], chat_limits)), vector_store.memory_token_budget)
+            gate = within_budget(admitted(retrieve(store, q["question"], chat_limits, now=CHATS_NOW)),
+                                 vector_store.memory_token_budget)
             result.latency_ms.append((time.perf_counter() - started) * 1000)
             shown = [h.id for h in gate]  # context hits included: the model reads them too
             if q["kind"] != "recall":
                 result.quiet[q["kind"]].append(not shown)
                 continue
             targets = set(q["targets"])
-            hits = retrieve(store, q["question"], ranking)
+            hits = retrieve(store, q["question"], ranking, now=CHATS_NOW)
             for k in KS:
                 result.recall[k].append(len(targets & {h.id for h in hits[:k]}) / len(targets))
             result.by_difficulty.setdefault(q["difficulty"], []).append(result.recall[5][-1])

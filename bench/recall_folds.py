@@ -326,13 +326,13 @@ def format_folds(report: dict[str, Any]) -> str:
 Also = Callable[[Any, dict[str, Any], Asked, Callable[[str], set[str]]], None]
 
 
-def _hits(store: Any, question: str, limits: Any) -> tuple[list[Any], float | None]:
+def _hits(store: Any, question: str, limits: Any, now: Any) -> tuple[list[Any], float | None]:
     """The chat's ranking of a question (top 10, first 5 with the chat's verdicts) and the
     store's floor median."""
     from ocat.memory import retrieve
     from ocat.memory.retrieval.store_floor import floor_of
 
-    hits = retrieve(store, question, limits)
+    hits = retrieve(store, question, limits, now=now)
     floor = floor_of(store)
     floor.shift()  # measures it on first use, as a chat turn would
     known = floor.current() if store.lexical.count("exchange") >= 20 else None
@@ -361,14 +361,14 @@ def ask_locomo(conversations: Sequence[Any], model_dir: Path, folder: Path, cove
                also: Also | None = None) -> list[Asked]:
     """Every LoCoMo question (and every other conversation's, as off-topic) against each store;
     `also` is called with each question asked (bench/tool_recall.py: the model's own search)."""
-    from recall import normalise_evidence
+    from recall import locomo_now, normalise_evidence
+    from recall_chats import bench_settings
 
-    from ocat.config import load_settings
     from ocat.memory import MemoryStore, RetrievalLimits, StoreLocation
     from ocat.memory.embedding.embedders import OnnxMiniLMEmbedder
     from ocat.tokens import count_tokens
 
-    settings = load_settings(env={}).vector_store
+    settings = bench_settings().vector_store
     limits = RetrievalLimits.from_settings(settings, results=max(KS))
     embedder = OnnxMiniLMEmbedder(model_dir)
     asked: list[Asked] = []
@@ -384,7 +384,7 @@ def ask_locomo(conversations: Sequence[Any], model_dir: Path, folder: Path, cove
             evidence = normalise_evidence(q["evidence"]) if kind == "recall" else set()
             if kind == "recall" and not evidence:
                 continue
-            found, floor = _hits(store, q["question"], limits)
+            found, floor = _hits(store, q["question"], limits, locomo_now(conv))
             hits = []
             for h in found:
                 covers = frozenset(conv.dia_ids.get(h.id, set()) & evidence)
@@ -401,15 +401,14 @@ def ask_locomo(conversations: Sequence[Any], model_dir: Path, folder: Path, cove
 def ask_chats(folder: Path, model_dir: Path, tmp: Path, coverage_weight: float | None = None,
               also: Also | None = None) -> list[Asked]:
     """Every chats-dev question against one store of its 211 exchanges (`also`: as ask_locomo)."""
-    from recall_chats import load_chats
+    from recall_chats import CHATS_NOW, bench_settings, load_chats
 
-    from ocat.config import load_settings
     from ocat.memory import MemoryStore, RetrievalLimits, StoreLocation
     from ocat.memory.embedding.embedders import OnnxMiniLMEmbedder
     from ocat.tokens import count_tokens
 
     exchanges, questions = load_chats(folder)
-    settings = load_settings(env={}).vector_store
+    settings = bench_settings().vector_store
     limits = RetrievalLimits.from_settings(settings, results=max(KS))
     started = _thread_months(exchanges)
     month_of = {e.exchange_id: started[e.thread_id] for e in exchanges}
@@ -426,7 +425,7 @@ def ask_chats(folder: Path, model_dir: Path, tmp: Path, coverage_weight: float |
             off += 1
         else:
             fold = CHATS_FOLDS[month_of[(q["targets"] or q["related"])[0]]]
-        found, floor = _hits(store, q["question"], limits)
+        found, floor = _hits(store, q["question"], limits, CHATS_NOW)
         targets, old = set(q["targets"]), set(q.get("superseded") or ())
         hits = [
             Hit(h.id, _z(store, floor, h.score), count_tokens(h.text), h.context_of,

@@ -155,7 +155,7 @@ def format_hits(found: list[Found], *, with_stores: bool = False) -> str:
     each hit's store too when several were searched."""
     if not found:
         return "No memories found."
-    from ocat.operations.search import ADMITTED_LEGEND, HitLine
+    from ocat.operations.search import ADMITTED_LEGEND, HitLine, dated_note
 
     lines = []
     id_width = max(len(one.shown_id) for one in found)
@@ -167,6 +167,8 @@ def format_hits(found: list[Found], *, with_stores: bool = False) -> str:
         lines.append(f"{head}  {words.when}  {where}  ({words.why})")
         lines.append(f"    {one.hit.excerpt(100)}")
     lines.append(f"({ADMITTED_LEGEND})")
+    if note := dated_note([one.hit for one in found]):
+        lines.append(f"({note})")
     return "\n".join(lines)
 
 

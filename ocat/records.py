@@ -273,6 +273,9 @@ class SearchHit:
     # Set by retrieval: what the hit is ranked by (its own score, or the higher score a
     # neighbour lends it as context); lists of hits from several searches merge by it.
     rank: float | None = None
+    # Set by retrieval when the query named a time ("in March"): how the search used it, in
+    # words ("only memories dated 2026-03-01..2026-03-31, from 'in March'"); "" when it named none.
+    dated: str = ""
 
     @property
     def admitted(self) -> bool:

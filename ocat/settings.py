@@ -52,6 +52,7 @@ class VectorStoreSettings:
     chat_window: int = _field("Previous exchanges of the current chat sent with each prompt.", lo=0)
     context_results: int = _field("Past exchanges retrieved per prompt; default --results of queries.", lo=1)
     search_context_window: int = _field("Recent exchanges whose prompts join the memory search query.", lo=0)
+    time_in_prompt: bool = _field("A time the prompt names ('last week', 'in March') restricts the search to it.")
     memory_threshold: float = _field("Calibrated relevance (0-1) a document or /vadd memory needs.", lo=0, hi=1)
     memory_results: int = _field("Document chunks and /vadd memories retrieved per prompt.", lo=1)
     memory_token_budget: int = _field("Most tokens of memory given to the model per turn.", lo=0)

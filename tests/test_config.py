@@ -19,7 +19,7 @@ DOCUMENTED_DEFAULTS = {
     "vector_store": {
         "enabled": True, "path": None, "host": None, "port": 8000, "collection": "default",
         "similarity_threshold": 0.65, "chat_window": 3, "context_results": 5,
-        "search_context_window": 3, "memory_threshold": 0.7, "memory_results": 3, "memory_token_budget": 1500, "docs_folder": None,
+        "search_context_window": 3, "time_in_prompt": True, "memory_threshold": 0.7, "memory_results": 3, "memory_token_budget": 1500, "docs_folder": None,
     },
     "chunking": {
         "strategy": "semantic", "chunk_size": 1000, "chunk_overlap": 100,

@@ -47,6 +47,8 @@ def _vquery(session: ChatSession, query: str, count: int | None) -> CommandResul
                      one.hit.excerpt(EXCERPT_CHARS)))
     text = (f"{count_of(len(rows), 'result')} for {query!r} (* = given to the model in a chat, listed first; "
             "/vget ID shows one)") if rows else "No memories found."
+    if found.dated:
+        text += f"\n{found.dated[0].upper()}{found.dated[1:]}."
     return CommandResult(text=text, columns=("#", "id", "score", "why", "from", "date", "excerpt"), rows=rows,
                          fit_column=6)
 

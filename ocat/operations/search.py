@@ -58,6 +58,18 @@ class SearchResult:
         """The hits alone, best first."""
         return [f.hit for f in self.found]
 
+    @property
+    def dated(self) -> str:
+        """How a time the query named was used ("only memories dated 2026-03-01..2026-03-31, from
+        'in March'"), or "" when it named none."""
+        return dated_note(self.hits)
+
+
+def dated_note(hits: Sequence[SearchHit]) -> str:
+    """What the hits say of the time their query named, once ("" when it named none): the
+    search kept to that time, or found nothing relevant there and searched every date."""
+    return "; ".join(dict.fromkeys(h.dated for h in hits if h.dated))
+
 
 def search(
     stores: Sequence[MemoryStore],
@@ -67,12 +79,14 @@ def search(
     count: int | None = None,
     filters: Filters | None = None,
     short_ids: bool = False,
+    now: datetime | None = None,
 ) -> SearchResult:
     """The `count` (default `context_results`) most relevant memories for `query` in `stores`,
     merged by score, each with the reason it is or is not given to the model in a chat.
 
     `short_ids`: also work out each hit's shortest unique id, for a face that shows ids to
-    type back (a few index reads per hit; JSON and MCP give whole ids and skip them).
+    type back (a few index reads per hit; JSON and MCP give whole ids and skip them). A time
+    the query names ("last week") is read as seen from `now` (default: the clock).
     """
     from ocat.memory.retrieval.retrieve import RetrievalLimits
     from ocat.memory.retrieval.across_stores import search_stores
@@ -80,7 +94,7 @@ def search(
 
     count = count or settings.context_results
     limits = RetrievalLimits.from_settings(settings, results=count)
-    found = shown_order(search_stores(stores, query, limits, filters, limit=count))
+    found = shown_order(search_stores(stores, query, limits, filters, limit=count, now=now))
     why = reasons([f.hit for f in found])
     by_name = {s.name: s for s in stores} if short_ids else {}
     return SearchResult(
@@ -150,6 +164,8 @@ def hit_record(
     if why is not None:
         record |= {"why": why, "context_of": hit.context_of}
     record["date"] = iso_date(hit.timestamp)
+    if hit.dated:
+        record["dated"] = hit.dated
     if not compact:
         record["excerpt"] = hit.excerpt()
     record["text"] = hit.excerpt(300) if brief else hit.text
@@ -217,4 +233,6 @@ def used_memories(memories: Sequence[SearchHit]) -> tuple[str, list[HitLine]]:
     """What the chat shows of the memories a turn gave the model: a title ("Using context from
     2 memories") and each memory's words (`/showcontext on`; `summary` shows the title alone)."""
     title = f"Using context from {count_of(len(memories), 'memory', 'memories')}"
+    if note := dated_note(memories):
+        title += f" ({note})"
     return title, [HitLine.of(hit, why) for hit, why in zip(memories, reasons(memories))]

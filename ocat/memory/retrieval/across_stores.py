@@ -8,6 +8,7 @@ for searches a person or a tool asks for, which may name metadata filters (a Chr
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from datetime import datetime
 from typing import Sequence
 
 from ocat.memory.retrieval.filters import Filters
@@ -25,11 +26,18 @@ class StoreHit:
 
 
 def search_store(
-    store: MemoryStore, query: str, limits: RetrievalLimits, filters: Filters | None = None, *, limit: int | None = None
+    store: MemoryStore,
+    query: str,
+    limits: RetrievalLimits,
+    filters: Filters | None = None,
+    *,
+    limit: int | None = None,
+    now: datetime | None = None,
 ) -> list[SearchHit]:
-    """Hybrid retrieval in one store, restricted by `filters`; best first, cut to `limit`."""
+    """Hybrid retrieval in one store, restricted by `filters`; best first, cut to `limit`. A filter
+    on dates wins over a time the query names (retrieve reads it only when none does)."""
     if not filters:
-        return retrieve(store, query, limits, limit=limit)
+        return retrieve(store, query, limits, limit=limit, now=now)
     hits: list[SearchHit] = []
     for kind in filters.kinds():
         where = filters.where_for(kind)
@@ -39,7 +47,7 @@ def search_store(
             exchange_results=limits.exchange_results if kind == "exchange" else 0,
             document_results=limits.document_results if kind == "document" else 0,
         )
-        hits.extend(retrieve(store, query, only, where=where))  # type: ignore[arg-type]
+        hits.extend(retrieve(store, query, only, where=where, now=now))  # type: ignore[arg-type]
     hits.sort(key=lambda h: h.order, reverse=True)
     return hits[:limit] if limit is not None else hits
 
@@ -51,9 +59,11 @@ def search_stores(
     filters: Filters | None = None,
     *,
     limit: int | None = None,
+    now: datetime | None = None,
 ) -> list[StoreHit]:
     """Search every store and merge the hits as each store ranks them (relevances are calibrated,
     so comparable); one store's list keeps its order exactly."""
-    found = [StoreHit(store.name, hit) for store in stores for hit in search_store(store, query, limits, filters)]
+    found = [StoreHit(store.name, hit) for store in stores
+             for hit in search_store(store, query, limits, filters, now=now)]
     found.sort(key=lambda h: h.hit.order, reverse=True)
     return found[:limit] if limit is not None else found

@@ -10,12 +10,15 @@ ids to leave out are dropped here, after over-fetching.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Collection, Sequence
+from dataclasses import dataclass, replace
+from functools import cached_property
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Collection, Literal, Sequence
 
 from ocat.memory.retrieval.neighbours import Candidate
 from ocat.memory.retrieval.rank import MIN_POOL, POOL_FACTOR, Mode, rank_candidates
 from ocat.memory.retrieval.store_floor import floor_of
+from ocat.memory.retrieval.time_range import TimeRange, time_range
 from ocat.memory.storage.derived import DerivedFileError
 from ocat.memory.storage.scoring import Calibration
 from ocat.memory.storage.store import MemoryStore
@@ -30,6 +33,18 @@ if TYPE_CHECKING:
 # "Cross-validated figures": 0.50 on every held-out fold; on chats-dev 75% of targets are
 # within 0.27 of the best).
 MARGIN = 0.50
+# How a time the prompt names is used (docs/RETRIEVAL.md, "Time in the question"): "boost"
+# (shipped): every memory, those of that time with `time_boost` added to their fused score before
+# the gate; "restrict": only memories of that time, unless none of them is admitted, then all
+# dates; "strict": only memories of that time, unless it holds none; "off": not read. The two
+# restricting policies are kept for `bench/recall_dated.py`, which measured them against the boost.
+TimePolicy = Literal["boost", "restrict", "strict", "off"]
+# The boost, in z (a memory covering one more rare word of the question gains about as much),
+# scaled by the share of the candidates outside the time: fitted by `bench/recall_dated.py` on
+# folds it was not scored on (docs/RETRIEVAL.md, "Time in the question").
+TIME_BOOST = 0.2
+# Metadata keys of a record's date, per kind (a filter that names one wins over the prompt's words).
+DATE_KEYS = {"exchange": "timestamp", "document": "date_added"}
 
 
 @dataclass(frozen=True)
@@ -44,6 +59,10 @@ class RetrievalLimits:
     # the ranking and the verdicts stay those of the counts (what the chat reads), and a hit
     # past its kind's count is listed as `beyond` (never given to the model in a chat).
     listed: int = 0
+    # What a time the prompt names does to the search ("last week", "in March": TimePolicy);
+    # the chat's and every explicit search's limits boost by TIME_BOOST (vector_store.time_in_prompt).
+    time_policy: TimePolicy = "off"
+    time_boost: float = 0.0
 
     @classmethod
     def from_settings(cls, vector_store: VectorStoreSettings, *, results: int | None = None) -> RetrievalLimits:
@@ -55,6 +74,8 @@ class RetrievalLimits:
             exchange_threshold=vector_store.similarity_threshold,
             document_threshold=vector_store.memory_threshold,
             listed=results or 0,
+            time_policy="boost" if vector_store.time_in_prompt else "off",
+            time_boost=TIME_BOOST,
         )
 
 
@@ -67,6 +88,7 @@ def retrieve(
     where: dict[str, Any] | None = None,
     limit: int | None = None,
     mode: Mode = "hybrid",
+    now: datetime | None = None,
 ) -> list[SearchHit]:
     """Memories for a query, best first, each marked with its threshold (see SearchHit.admitted).
 
@@ -74,21 +96,28 @@ def retrieve(
     is a Chroma metadata filter (for scripts and the CLI; slow on large stores); `limit`
     caps the merged list. Nothing is filtered by threshold here, so callers can show what
     fell short; the chat injects only admitted hits. `mode` picks the hybrid scorer or one
-    side alone (the evaluation's baselines).
+    side alone (the evaluation's baselines). A time the query names ("last week") is read
+    as seen from `now` (default: the clock), per `limits.time_policy`.
     """
-    hits = _retrieve(store, [query], limits, exclude_ids=exclude_ids, where=where, mode=mode)
+    hits = _retrieve(store, [query], limits, exclude_ids=exclude_ids, where=where, mode=mode, now=now)
     return hits[:limit] if limit is not None else hits
 
 
 def retrieve_any(
-    store: MemoryStore, queries: Sequence[str], limits: RetrievalLimits, *, exclude_ids: Collection[str] = ()
+    store: MemoryStore,
+    queries: Sequence[str],
+    limits: RetrievalLimits,
+    *,
+    exclude_ids: Collection[str] = (),
+    now: datetime | None = None,
 ) -> list[SearchHit]:
     """Retrieve for several queries and keep each memory's best score (per-kind counts still hold).
 
     The queries share the work: one embedding call, one nearest-neighbour call per kind,
     one read of vectors and one of texts, so a chat turn's two searches cost little more than one.
+    The first query is the one whose time is read (the chat's prompt; the others add context).
     """
-    return _retrieve(store, queries, limits, exclude_ids=exclude_ids)
+    return _retrieve(store, queries, limits, exclude_ids=exclude_ids, now=now)
 
 
 def _retrieve(
@@ -99,19 +128,39 @@ def _retrieve(
     exclude_ids: Collection[str],
     where: dict[str, Any] | None = None,
     mode: Mode = "hybrid",
+    now: datetime | None = None,
 ) -> list[SearchHit]:
     queries = [q for q in queries if q.strip()]
     if not queries:
         return []
+    dated = _dated(queries[0], limits, where, now)
     if mode == "hybrid":
         try:
-            return _search(store, queries, limits, exclude_ids=exclude_ids, where=where, mode=mode)
+            return _search(store, queries, limits, exclude_ids=exclude_ids, where=where, mode=mode, dated=dated)
         except DerivedFileError as exc:
             # A damaged index degrades this search to the vectors, never fails it; the next
             # turn (or open) rebuilds the file from the store.
             store.derived_failed(exc)
             mode = "vectors"
-    return _search(store, queries, limits, exclude_ids=exclude_ids, where=where, mode=mode)
+    return _search(store, queries, limits, exclude_ids=exclude_ids, where=where, mode=mode, dated=dated)
+
+
+def _dated(
+    query: str, limits: RetrievalLimits, where: dict[str, Any] | None, now: datetime | None
+) -> TimeRange | None:
+    """The time the query names, when the policy reads it and no filter already names a date
+    (the model's `after`/`before`, `--where date>=...`: those win over the words)."""
+    if limits.time_policy == "off" or _names_a_date(where):
+        return None
+    return time_range(query, now or datetime.now())
+
+
+def _names_a_date(where: Any) -> bool:
+    if isinstance(where, dict):
+        return any(key in DATE_KEYS.values() or _names_a_date(value) for key, value in where.items())
+    if isinstance(where, list):
+        return any(_names_a_date(item) for item in where)
+    return False
 
 
 def _search(
@@ -122,6 +171,7 @@ def _search(
     exclude_ids: Collection[str],
     where: dict[str, Any] | None,
     mode: Mode,
+    dated: TimeRange | None = None,
 ) -> list[SearchHit]:
     query_terms = [terms_of_query(q) for q in queries]
     vectors = store.embedder.embed(queries) if mode != "lexical" else None
@@ -133,24 +183,110 @@ def _search(
     for kind, count, threshold in per_kind:
         if count <= 0 or (store.count(kind) if mode == "vectors" else store.lexical.count(kind)) == 0:
             continue
-        shown = max(count, limits.listed)
-        # The pool follows the chat's count, never the number listed, so that listing more
-        # (--results 10) ranks exactly as the chat does; it grows only to have `shown` at all.
-        pool = max(MIN_POOL, POOL_FACTOR * count, shown) + len(exclude_ids)
-        # An exchange is judged against its store's floor (ocat.memory.retrieval.store_floor); the baselines are not.
-        judged = store.calibration.raised(floor_of(store).shift() if kind == "exchange" and mode == "hybrid" else 0.0)
-        ranked = rank_candidates(
-            store, kind, query_terms, vectors, pool, where, mode, keep=2 * shown + len(exclude_ids), judged=judged
-        )
-        wanted = [c for c in ranked if c.id not in exclude_ids][: 2 * shown]
-        # Texts and metadata are read only now, and only for these few (neighbours included).
-        got = store.fetch(kind, [c.id for c in wanted], where=where, vectors=False)
-        records = {i: (t or "", dict(m or {})) for i, t, m in zip(got["ids"], got["documents"], got["metadatas"])}
-        kept = [c for c in wanted if c.id in records][:shown]
-        hits_found.extend(_verdicts(kept, records, kind, threshold, judged, reach=count))
+        search = _KindSearch(store, kind, query_terms, vectors, count, threshold, limits, exclude_ids, mode)
+        if dated is None:
+            hits_found.extend(search.hits(where))
+        else:
+            hits_found.extend(_within(search, dated, where, limits))
     # What the chat reads comes first, best first; what is listed beyond it follows.
     hits_found.sort(key=lambda hit: hit.order, reverse=True)
     return hits_found
+
+
+@dataclass(frozen=True)
+class _KindSearch:
+    """One kind's search for the queries: rank, read the few kept, give each its verdict."""
+
+    store: MemoryStore
+    kind: RecordKind
+    query_terms: list[list[str]]
+    vectors: list[list[float]] | None
+    count: int
+    threshold: float
+    limits: RetrievalLimits
+    exclude_ids: Collection[str]
+    mode: Mode
+
+    @property
+    def shown(self) -> int:
+        return max(self.count, self.limits.listed)
+
+    @cached_property
+    def judged(self) -> Calibration:
+        # An exchange is judged against its store's floor (ocat.memory.retrieval.store_floor); the baselines are not.
+        shift = floor_of(self.store).shift() if self.kind == "exchange" and self.mode == "hybrid" else 0.0
+        return self.store.calibration.raised(shift)
+
+    def ranked(self, where: dict[str, Any] | None) -> list[Candidate]:
+        # The pool follows the chat's count, never the number listed, so that listing more
+        # (--results 10) ranks exactly as the chat does; it grows only to have `shown` at all.
+        pool = max(MIN_POOL, POOL_FACTOR * self.count, self.shown) + len(self.exclude_ids)
+        return rank_candidates(
+            self.store, self.kind, self.query_terms, self.vectors, pool, where, self.mode,
+            keep=2 * self.shown + len(self.exclude_ids), judged=self.judged,
+        )
+
+    def dates(self, ids: Sequence[str]) -> dict[str, float]:
+        """When each of these records was made (an exchange's time, a document's date added)."""
+        got = self.store.fetch(self.kind, list(ids), vectors=False)
+        key = DATE_KEYS[self.kind]
+        return {
+            i: float(m[key]) for i, m in zip(got["ids"], got["metadatas"])
+            if m and isinstance(m.get(key), (int, float)) and not isinstance(m.get(key), bool)
+        }
+
+    def hits(self, where: dict[str, Any] | None, ranked: list[Candidate] | None = None) -> list[SearchHit]:
+        """The hits of `ranked` (default: this search's own ranking under `where`)."""
+        ranked = self.ranked(where) if ranked is None else ranked
+        wanted = [c for c in ranked if c.id not in self.exclude_ids][: 2 * self.shown]
+        # Texts and metadata are read only now, and only for these few (neighbours included).
+        got = self.store.fetch(self.kind, [c.id for c in wanted], where=where, vectors=False)
+        records = {i: (t or "", dict(m or {})) for i, t, m in zip(got["ids"], got["documents"], got["metadatas"])}
+        kept = [c for c in wanted if c.id in records][: self.shown]
+        return _verdicts(kept, records, self.kind, self.threshold, self.judged, reach=self.count)
+
+
+def _within(
+    search: _KindSearch, dated: TimeRange, where: dict[str, Any] | None, limits: RetrievalLimits
+) -> list[SearchHit]:
+    """One kind's hits for a query that names a time, per the time policy (TimePolicy)."""
+    if limits.time_policy == "boost":
+        return _boosted(search, dated, where, limits.time_boost)
+    start, end = dated.bounds()
+    key = DATE_KEYS[search.kind]
+    span: dict[str, Any] = {key: {"$lt": end}}
+    if start is not None:
+        span = {"$and": [{key: {"$gte": start}}, span]}
+    said = dated.said()
+    hits = search.hits(span if where is None else {"$and": [where, span]})
+    if any(h.admitted for h in hits) or (limits.time_policy == "strict" and hits):
+        return [replace(h, dated=f"only memories {said}") for h in hits]
+    # Nothing of that time is worth giving: the words may name the wrong time (or when the
+    # thing happens, not when it was said), so every date is searched, and the hits say so.
+    return [replace(h, dated=f"nothing relevant {said}, so memories of any date") for h in search.hits(where)]
+
+
+def _boosted(search: _KindSearch, dated: TimeRange, where: dict[str, Any] | None, size: float) -> list[SearchHit]:
+    """Every memory; those of that time with `size` added to their fused score, before the gate.
+
+    The boost is what the time tells apart: it is scaled by the share of the candidates found
+    outside that time, so a time that holds them all ("this year", in a store of this year)
+    moves nothing. The candidates are the plain search's: asking Chroma for that time's own
+    best as well (a `where` on dates) changed one LoCoMo question in 74, and cost 100-400 ms
+    on a store of 10,000 exchanges (docs/RETRIEVAL.md, "Time in the question").
+    """
+    ranked = search.ranked(where)
+    found = [c.id for c in ranked if c.source is None]  # a lifted neighbour is scored by its own hit
+    when = search.dates(found)
+    inside = {i for i in found if i in when and dated.holds(when[i])}
+    boost = size * (len(found) - len(inside)) / len(found) if found else 0.0
+    if not inside or not boost:
+        return search.hits(where, ranked)
+    judged = search.judged
+    lifted = [Candidate(c.id, judged.relevance_of(c.z + boost), c.z + boost) if c.id in inside else c for c in ranked]
+    ranking = sorted(lifted, key=lambda c: c.rank, reverse=True)
+    said = f"memories {dated.said()} ranked higher"
+    return [replace(h, dated=said) if h.id in inside else h for h in search.hits(where, ranking)]
 
 
 def _verdicts(
