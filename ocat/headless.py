@@ -204,6 +204,7 @@ def _ask(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> in
     from ocat import llm
     from ocat.operations.search import hit_record, reasons
     from ocat.outcomes import remembered_words
+    from ocat.records import ONE_SHOT
     from ocat.session import open_chat
 
     prompt = read_stdin(reporter, "the prompt") if args.ask == "-" else args.ask
@@ -213,6 +214,7 @@ def _ask(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> in
     if problem:
         raise ProviderError(problem)
     session = open_chat(settings, dummy=args.dummy_mode, serve=False, stream=reporter.stderr)
+    session.origin = ONE_SHOT  # the wake block groups one-shot questions (operations.wake)
     try:
         if session.loaded is not None and session.loaded.recovered:
             reporter.note(f"ocat: {session.loaded.recovered}")
@@ -312,14 +314,17 @@ def _import_history(args: argparse.Namespace, settings: Settings, reporter: Repo
 
 
 def _import_history_path(path: Path, fmt: str | None, settings: Settings, reporter: Reporter) -> int:
-    from ocat.history_import import detect_format
+    from ocat.history_import import ConversationProblem, detect_format
+    from ocat.history_import.folders import exports_in
     from ocat.input_files import refuse_special
-    from ocat.operations.history import import_history, is_ocat_export
+    from ocat.operations.history import import_exports, import_history, is_ocat_export
 
     refuse_special(path)  # before the first look at it: a pipe would block, a device never end
     if fmt == "ocat" or (fmt is None and is_ocat_export(path)):
         return _import_path(path, settings, reporter)  # ocat's own export: the same import as --import-memory
-    chosen = fmt or detect_format(path)  # a file of another shape fails before a model download
+    held = exports_in(path) if fmt is None else None
+    # A file of another shape fails before a model download.
+    chosen = None if held is not None and held.several else fmt or detect_format(path)
     _prepare_model(settings, reporter)
     store = _open_store(settings)
     eta = EtaPrinter(reporter.note, "conversations")
@@ -330,12 +335,17 @@ def _import_history_path(path: Path, fmt: str | None, settings: Settings, report
             if stopping.is_set():
                 raise Cancelled("stopped")
 
-        outcome = import_history(
-            store, path, chosen, progress=step,
-            problem=lambda p: reporter.note(f"ocat: skipped {p.title or p.source_id or 'a conversation'}: {p.problem}"),
-        )
-    code = reporter.succeed(outcome.to_dict(), outcome.sentence())
-    return 130 if outcome.stopped else code
+        def skipped(p: ConversationProblem) -> None:
+            reporter.note(f"ocat: skipped {p.title or p.source_id or 'a conversation'}: {p.problem}")
+
+        if held is None or not held.several:
+            outcome = import_history(store, path, chosen, progress=step, problem=skipped)
+            code = reporter.succeed(outcome.to_dict(), outcome.sentence())
+            return 130 if outcome.stopped else code
+        # A folder of several exports (a ChatGPT zip, a Claude zip, logs.db): each one, a line each.
+        done = import_exports(store, held, progress=step, problem=skipped)
+    code = reporter.succeed(done.to_dict(), "\n".join(done.lines()))
+    return 130 if done.stopped else (1 if done.failed else code)
 
 
 def _wake(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> int:

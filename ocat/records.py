@@ -35,6 +35,10 @@ EXCHANGE_FIELDS: tuple[str, ...] = (
 THREAD_TITLE_KEY = "thread_title"
 # The metadata key of an exchange's tool calls (ocat.tools): a JSON list, kept and exported.
 TOOL_CALLS_KEY = "tool_calls"
+# Where an exchange was said, when not in a chat: ONE_SHOT for `ocat --ask` (the wake block
+# groups those, so one-shot questions never crowd the conversations out of it).
+ORIGIN_KEY = "origin"
+ONE_SHOT = "ask"
 # The metadata key of a pinned memory (/pin, /remember): when it was pinned. User data in the
 # primary store, like a title: exported, imported, kept through any rebuild of derived files.
 PINNED_KEY = "pinned_at"
@@ -148,6 +152,8 @@ class Exchange:
     thread_continuation_seq: int = 0
     # The tools the answer called: kept with it, exported and imported (absent when none).
     tool_calls: tuple[CalledTool, ...] = ()
+    # "" for a chat's exchange, ONE_SHOT for `ocat --ask`'s (absent from the metadata when "").
+    origin: str = ""
 
     @property
     def thread_session_id(self) -> str:
@@ -173,6 +179,8 @@ class Exchange:
             "thread_session_id": self.thread_session_id,
             "thread_continuation_seq": int(self.thread_continuation_seq),
         }
+        if self.origin:
+            metadata[ORIGIN_KEY] = self.origin
         if self.tool_calls:
             metadata[TOOL_CALLS_KEY] = json.dumps([c.to_json() for c in self.tool_calls], ensure_ascii=False)
         return metadata
@@ -202,6 +210,7 @@ class Exchange:
             prior_exchange_ids=tuple(str(p) for p in prior),
             thread_continuation_seq=int(metadata.get("thread_continuation_seq", 0)),
             tool_calls=called_tools(metadata.get(TOOL_CALLS_KEY)),
+            origin=str(metadata.get(ORIGIN_KEY) or ""),
         )
 
 

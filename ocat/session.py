@@ -64,6 +64,8 @@ class ChatSession(SessionMemory):
         self.thread_id = thread_id or new_id()
         self.session_id = new_id()
         self.continuation_seq = continuation_seq
+        # Where its exchanges are said: "" for a chat, records.ONE_SHOT for `ocat --ask`.
+        self.origin = ""
         self.history: list[Exchange] = list(history or [])
         self.started = datetime.now()
         self.memory_error: str | None = None
@@ -259,6 +261,7 @@ class ChatSession(SessionMemory):
             prior_exchange_ids=tuple(h.id for h in memories),
             thread_continuation_seq=self.continuation_seq,
             tool_calls=calls,
+            origin=self.origin,
         )
         self.history.append(exchange)
         if self.dummy or not self.settings.vector_store.enabled:

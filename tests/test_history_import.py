@@ -148,3 +148,33 @@ def test_ctrl_c_stops_after_whole_conversations_and_a_rerun_completes_exactly(cl
     assert rerun.json()["result"]["already_here"] == stopped["new"]
     assert rerun.json()["result"]["new"] == 120 - stopped["new"]
     assert stats(cli)["exchanges"] == 480
+
+
+def test_a_folder_of_several_exports_imports_each_with_a_line_each(cli: Cli, tmp_path: Path) -> None:
+    downloads = tmp_path / "downloads"
+    downloads.mkdir()
+    kitchen_export(downloads)  # chatgpt-export.zip
+    write_zip(downloads / "claude-export.zip", {"conversations.json": [claude_conversation("cl-1", "Trip", [
+        claude_message("m1", "human", "We fly to Lisbon in May."),
+        claude_message("m2", "assistant", "Lovely: warm, and before the crowds."),
+    ])]})
+    legacy_db(downloads / "logs.db")
+    (downloads / "notes.txt").write_text("not an export")
+    (downloads / "broken.zip").write_bytes(b"PK\x03\x04 cut short")
+    run = cli("--import-history", str(downloads))
+    # One line per export, by name; the zip that is none is named too (exit 1), the others stored.
+    lines = run.stdout.splitlines()
+    assert run.returncode == 1, (run.stdout, run.stderr)
+    assert [line.split(":")[0] for line in lines] == ["chatgpt-export.zip (ChatGPT)", "claude-export.zip (Claude)",
+                                                       "logs.db (llm)", "broken.zip"]
+    assert "2 new, 4 exchanges" in lines[0] and "1 new, 1 exchange" in lines[1]
+    assert "damaged or truncated zip" in lines[3] and "notes.txt" not in run.stdout
+    (downloads / "broken.zip").unlink()
+    stored = stats(cli)["exchanges"]
+    assert stored >= 6
+    again = cli("--import-history", str(downloads), "--output", "json")
+    assert again.returncode == 0, again.stderr
+    exports = again.json()["result"]["exports"]
+    assert [Path(e["path"]).name for e in exports] == ["chatgpt-export.zip", "claude-export.zip", "logs.db"]
+    assert [e["source"] for e in exports] == ["chatgpt", "claude", "llm"] and not any(e["exchanges"] for e in exports)
+    assert stats(cli)["exchanges"] == stored

@@ -8,7 +8,7 @@ from ocat.commands import run_command
 from ocat.config import load_settings
 from ocat.memory import MemoryStore
 from ocat.session import ChatSession
-from tests.support.history_fixtures import gpt_linear, three_conversations, write_zip
+from tests.support.history_fixtures import gpt_linear, legacy_db, three_conversations, write_zip
 
 
 def test_import_reports_what_it_added_and_a_second_run_adds_nothing(store: MemoryStore, tmp_path: Path) -> None:
@@ -47,3 +47,14 @@ def test_a_path_that_is_no_export_is_an_error_line(store: MemoryStore, tmp_path:
     other.write_text("just notes")
     result = run_command(ChatSession(load_settings(env={}), store=store), f"/import {other}")
     assert result.error and "is not a ChatGPT, Claude or llm export" in result.text
+
+
+def test_a_folder_of_several_exports_imports_each(store: MemoryStore, tmp_path: Path) -> None:
+    write_zip(tmp_path / "chatgpt.zip", {"conversations.json": three_conversations()})
+    legacy_db(tmp_path / "logs.db")
+    session = ChatSession(load_settings(env={}), store=store)
+    result = run_command(session, f"/import {tmp_path}")
+    lines = result.text.splitlines()
+    assert not result.error
+    assert lines[0].startswith("chatgpt.zip (ChatGPT): 3 conversations: 0 already here, 3 new, 3 exchanges")
+    assert lines[1].startswith("logs.db (llm): ") and "0 new" not in lines[1]

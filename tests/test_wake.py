@@ -14,7 +14,7 @@ from ocat.memory import MemoryStore, StoreLocation
 from ocat.memory.storage.export_import import export_memory, import_memory
 from ocat.memory.storage.pins import pinned
 from ocat.operations.wake import build_wake, pin, remember, unpin
-from ocat.records import Exchange
+from ocat.records import ONE_SHOT, Exchange
 from ocat.session import ChatSession
 from tests.support.cli import Cli
 from tests.support.fakes import FakeLLMServer
@@ -116,6 +116,46 @@ def test_pins_travel_in_an_export_and_survive_a_rebuild_of_every_derived_file(
         path.unlink()
     again = MemoryStore.open(store.location, fake_embedder, name="test")
     assert {p.id for p in pinned(again)} == {note, "kitchen-1"}
+
+
+def test_one_shot_questions_share_one_line_and_never_push_a_conversation_out(store: MemoryStore) -> None:
+    two_threads(store)  # two conversations, then five asks (three of one question) after them
+    asked = ["what is the boiling point of water?"] * 3 + ["convert 5 miles to km", "who wrote Dune?"]
+    for n, question in enumerate(asked):
+        store.add_exchange(Exchange(user_prompt=question, assistant_response="…", thread_id=f"ask-{n}",
+                                    session_id=f"ask-{n}", timestamp=1_770_000_000.0 + n, origin=ONE_SHOT))
+    block = build_wake(load_settings(env={}, overrides={"memory.wake_threads": 3}), store)
+    assert [line.split(" · ")[0] for line in block.threads] == [
+        '- "a trip to Lisbon"', '- "plan the kitchen renovation"',
+        '- one-shot questions (ocat --ask): "who wrote Dune?"; "convert 5 miles to km"; '
+        '"what is the boiling point of water?"']
+    assert block.threads[2].endswith("· 5 asks")
+    # With room for two lines, the conversations keep them.
+    two = build_wake(load_settings(env={}, overrides={"memory.wake_threads": 2}), store)
+    assert ["Lisbon" in two.threads[0], "kitchen" in two.threads[1]] == [True, True]
+
+
+def test_the_same_one_question_thread_is_listed_once(store: MemoryStore) -> None:
+    # Stores written before asks were marked: the same one-exchange question three times is one line.
+    for n in range(3):
+        store.add_exchange(Exchange(user_prompt="What is  the boiling point of water?", assistant_response="100 C",
+                                    thread_id=f"old-{n}", session_id=f"old-{n}", timestamp=1_770_000_000.0 + n))
+    two_threads(store)
+    lines = build_wake(load_settings(env={}), store).threads
+    assert len(lines) == 3 and lines[0].startswith('- "What is the boiling point of water?"')
+    assert lines[0].endswith("asked 3 times") and "Lisbon" in lines[1]
+
+
+def test_ask_marks_its_exchanges_and_they_travel(cli: Cli, llm_server: FakeLLMServer, tmp_path: Path) -> None:
+    args = ["--model", "openai/fake-model", "--set", f"llm.api_base={llm_server.api_base}",
+            "--set", "llm.api_key=sk-test"]
+    for _ in range(3):
+        assert cli("--ask", "what is the boiling point of water?", *args).returncode == 0
+    shown = cli("--wake")
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.count("boiling point") == 1 and "one-shot questions (ocat --ask)" in shown.stdout
+    assert cli("--export-memory", str(tmp_path / "out.jsonl")).returncode == 0
+    assert (tmp_path / "out.jsonl").read_text().count('"origin": "ask"') == 3
 
 
 @pytest.mark.slow

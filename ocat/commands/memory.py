@@ -116,17 +116,28 @@ def _vdoc(session: ChatSession, path: str) -> CommandResult:
 
 
 @command("import", "import your old chats: a ChatGPT or Claude export, or llm's logs.db", group="memory",
-         arguments=(Arg("path", "an export's .zip, folder or conversations.json, or logs.db", kind="path",
-                        metavar="PATH"),),
+         arguments=(Arg("path", "an export's .zip, folder or conversations.json, logs.db, or a folder of several",
+                        kind="path", metavar="PATH"),),
          example="/import ~/Downloads/chatgpt-export.zip")
 def _import(session: ChatSession, path: str) -> CommandResult:
     from pathlib import Path
 
-    from ocat.operations.history import import_history
+    from ocat.history_import.folders import exports_in
+    from ocat.operations.history import import_exports, import_history
 
+    where = Path(path).expanduser()
+    held = exports_in(where)
+    if held.several:
+        # A folder of several exports: each one, a line each (as --import-history).
+        done = import_exports(require_model(session), held, progress=session.progress)
+        lines = done.lines()
+        lines += [f"Skipped {p.title or p.source_id or 'a conversation'}: {p.problem}"
+                  for _, outcome in done.imported for p in outcome.problems]
+        stored = sum(outcome.exchanges for _, outcome in done.imported)
+        return CommandResult(text="\n".join(lines), error=(done.stopped or bool(done.failed)) and not stored)
     outcome = import_history(
         require_model(session),
-        Path(path).expanduser(),
+        where,
         # The full-screen chat shows a bar, and Esc stops the import after whole conversations.
         progress=session.progress,
     )

@@ -74,7 +74,7 @@ def locate(path: Path) -> Located:
 def _in_folder(folder: Path) -> Located:
     if (folder / CONVERSATIONS).is_file():
         return Located(folder, parts=(JsonPart(folder / CONVERSATIONS),))
-    shards = _shards({p.name: p for p in folder.iterdir() if p.is_file()})
+    shards = shard_files({p.name: p for p in folder.iterdir() if p.is_file()})
     if shards:
         return Located(folder, parts=tuple(JsonPart(p) for p in shards))
     if (folder / LLM_DATABASE).is_file():
@@ -102,11 +102,11 @@ def _in_zip(path: Path) -> tuple[JsonPart, ...]:
             f"{path} is not a ChatGPT or Claude export: the zip holds no {CONVERSATIONS} or conversations-000.json"
         )
     found = by_folder[min(by_folder, key=lambda folder: len(folder.parts))]
-    members = [found[CONVERSATIONS]] if CONVERSATIONS in found else _shards(found)
+    members = [found[CONVERSATIONS]] if CONVERSATIONS in found else shard_files(found)
     return tuple(JsonPart(path, member) for member in members)
 
 
-def _shards(files: dict[str, Any]) -> list[Any]:
+def shard_files(files: dict[str, Any]) -> list[Any]:
     """The values of `files` named conversations-NNN.json, in the order of their numbers."""
     numbered = [(int(m.group(1)), name) for name in files if (m := _SHARD.fullmatch(name))]
     return [files[name] for _, name in sorted(numbered)]

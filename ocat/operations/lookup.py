@@ -6,11 +6,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from ocat.errors import NotFound, UsageError
 from ocat.limits import stored_count
-from ocat.records import DocumentChunk, Exchange, SearchHit, source_word
+from ocat.records import ORIGIN_KEY, DocumentChunk, Exchange, SearchHit, source_word
 from ocat.text import count_of, local_time, shorten
 
 if TYPE_CHECKING:
@@ -169,6 +169,8 @@ class ThreadSummary:
     first_prompt: str
     # The title the user gave it (/rename), or "" (then its first prompt names it).
     given_title: str = ""
+    # Where its first exchange was said: "" for a chat, records.ONE_SHOT for `ocat --ask`.
+    origin: str = ""
 
     @property
     def title(self) -> str:
@@ -181,13 +183,14 @@ class ThreadSummary:
 def recent_threads(store: MemoryStore, count: int, only: Sequence[str] | None = None) -> list[ThreadSummary]:
     """The `count` most recently active threads (of `only`, when given), most recent first."""
     summaries = store.lexical.recent_threads(count, only)
-    heads: dict[str, str] = {}
+    heads: dict[str, dict[str, Any]] = {}
     if summaries:
         got = store.fetch("exchange", [head for *_, head in summaries if head], vectors=False)
-        heads = {i: str(m.get("user_prompt", "")) for i, m in zip(got["ids"], got["metadatas"])}
+        heads = {i: dict(m or {}) for i, m in zip(got["ids"], got["metadatas"])}
     titles = store.lexical.titles([thread_id for thread_id, *_ in summaries])
     return [
-        ThreadSummary(thread_id, size, first, last, heads.get(head, ""), titles.get(thread_id, ""))
+        ThreadSummary(thread_id, size, first, last, str(heads.get(head, {}).get("user_prompt", "")),
+                      titles.get(thread_id, ""), str(heads.get(head, {}).get(ORIGIN_KEY) or ""))
         for thread_id, size, first, last, head in summaries
     ]
 

@@ -1,7 +1,8 @@
 """The wake block: what the model always knows at the start of a thread, and the pins it holds.
 
 In this order, within `memory.wake_tokens`: the memories the user pinned (latest first), their
-profile (a Markdown file they edit), one line for each of their latest threads. What does not
+profile (a Markdown file they edit), one line for each of their latest conversations, and one
+for their latest one-shot questions (`ocat --ask`), which never push a conversation out. What does not
 fit is left out and the block says so. The chat gives it to the model in every thread (and
 leaves the pinned memories out of retrieval, so nothing is given twice); `/wake`, `ocat --wake`
 and MCP's `memory_wake` show the same block.
@@ -15,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from ocat.errors import OcatError
 from ocat.operations.profile import fit_lines, read_profile
-from ocat.records import SUPERSEDED_KEY, Exchange
+from ocat.records import ONE_SHOT, SUPERSEDED_KEY, Exchange
 from ocat.text import count_of, local_time, shorten
 
 if TYPE_CHECKING:
@@ -27,6 +28,10 @@ if TYPE_CHECKING:
 # The longest a pinned memory is quoted in the block, in characters (a pinned document chunk
 # can be long; the id lets the model's user open it whole).
 PIN_CHARS = 600
+# Threads read per line the block lists: one-shot questions may be many among the latest.
+THREADS_READ_PER_LINE = 4
+# One-shot questions quoted on their line, and how much of each.
+ASKS_QUOTED, ASK_CHARS = 3, 60
 
 
 @dataclass
@@ -94,10 +99,44 @@ def pin_line(pinned: Pinned, shown_id: str = "") -> str:
     return f"- [{shown_id or pinned.id[:8]}] ({what}, pinned {local_time(pinned.pinned_at, '%Y-%m-%d')}) {quoted}"
 
 
-def thread_line(summary: ThreadSummary) -> str:
-    """A recent thread as one line: title (or its first prompt), last date, size."""
+def thread_line(summary: ThreadSummary, repeats: int = 1) -> str:
+    """A recent thread as one line: title (or its first prompt), last date, size (and how many
+    times its one question was asked, when more than once)."""
     name = summary.given_title or shorten(" ".join(summary.first_prompt.split()), 80) or summary.thread_id[:8]
-    return f'- "{name}" · {local_time(summary.last_active, "%Y-%m-%d")} · {count_of(summary.exchanges, "exchange")}'
+    size = count_of(summary.exchanges, "exchange") if repeats == 1 else f"asked {repeats} times"
+    return f'- "{name}" · {local_time(summary.last_active, "%Y-%m-%d")} · {size}'
+
+
+def thread_lines(threads: Sequence[ThreadSummary], count: int) -> list[str]:
+    """At most `count` lines for the latest threads (most recent first): a conversation a line,
+    each once (a one-exchange thread that repeats an earlier one's question is counted on its
+    line, not listed again); then, if a line is left, the one-shot questions (`ocat --ask`)
+    together on one line. Grouped rather than left out: the model still learns what was asked
+    lately, and three asks of the same question can no longer push the conversations out."""
+    if count <= 0:
+        return []
+    talks: dict[str, tuple[ThreadSummary, int]] = {}
+    asks: list[ThreadSummary] = []
+    for summary in threads:
+        if summary.origin == ONE_SHOT:
+            asks.append(summary)
+            continue
+        key = summary.thread_id if summary.exchanges > 1 else "said:" + " ".join(summary.title.lower().split())
+        first, repeats = talks.get(key, (summary, 0))
+        talks[key] = (first, repeats + 1)
+    lines = [thread_line(first, repeats) for first, repeats in list(talks.values())[:count]]
+    if asks and len(lines) < count:
+        lines.append(_asks_line(asks))
+    return lines
+
+
+def _asks_line(asks: Sequence[ThreadSummary]) -> str:
+    """The latest one-shot questions on one line, each distinct one quoted once."""
+    quoted = list(dict.fromkeys(shorten(" ".join(a.first_prompt.split()), ASK_CHARS) for a in asks))
+    shown = "; ".join(f'"{q}"' for q in quoted[:ASKS_QUOTED])
+    more = f" and {count_of(len(quoted) - ASKS_QUOTED, 'other')}" if len(quoted) > ASKS_QUOTED else ""
+    latest = local_time(max(a.last_active for a in asks), "%Y-%m-%d")
+    return f"- one-shot questions (ocat --ask): {shown}{more} · latest {latest} · {count_of(len(asks), 'ask')}"
 
 
 def build_wake(
@@ -117,9 +156,9 @@ def build_wake(
     block = WakeBlock(profile_path=_shown_path(settings.profile_path))
     budget = settings.memory.wake_tokens
     pins = sorted(((s, p) for s in stores for p in _pins(s)), key=lambda sp: sp[1].pinned_at, reverse=True)
-    wanted = settings.memory.wake_threads + 1
+    wanted = (settings.memory.wake_threads + 1) * THREADS_READ_PER_LINE
     threads = sorted((t for s in stores for t in _threads(s, wanted)), key=lambda t: t.last_active, reverse=True)
-    threads = [t for t in threads if t.thread_id != exclude_thread][: settings.memory.wake_threads]
+    lines = thread_lines([t for t in threads if t.thread_id != exclude_thread], settings.memory.wake_threads)
     used = skipped = 0
     for owner, pinned in pins:
         # A pin too long for what is left is skipped; a shorter one after it may still fit.
@@ -143,11 +182,10 @@ def build_wake(
             used += count(fitted) + 8
         if fitted != profile.text:
             block.left_out.append("the end of the profile" if fitted else "the profile")
-    for n, summary in enumerate(threads):
-        line = thread_line(summary)
+    for n, line in enumerate(lines):
         cost = count(line) + 1
         if used + cost > budget:
-            block.left_out.append(count_of(len(threads) - n, "recent thread"))
+            block.left_out.append(count_of(len(lines) - n, "recent thread"))
             break
         block.threads.append(line)
         used += cost

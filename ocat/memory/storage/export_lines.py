@@ -18,7 +18,15 @@ from ocat.errors import InputFileError
 from ocat.limits import MAX_DOCUMENT_CHUNKS, MAX_TITLE_CHARS, stored_count
 # Chroma keeps integers as signed 64-bit numbers; a larger one silently becomes an approximate float.
 from ocat.limits import FIRST_DATE, INT64_MAX, INT64_MIN, LAST_DATE
-from ocat.records import EXCHANGE_FIELDS, SHORTENED_KEY, SUPERSEDED_KEY, TOOL_CALLS_KEY, DocumentChunk, Exchange
+from ocat.records import (
+    EXCHANGE_FIELDS,
+    ORIGIN_KEY,
+    SHORTENED_KEY,
+    SUPERSEDED_KEY,
+    TOOL_CALLS_KEY,
+    DocumentChunk,
+    Exchange,
+)
 from ocat.text import clean_title
 
 _STRING_FIELDS = ("exchange_id", "thread_id", "session_id", "user_prompt", "assistant_response")
@@ -125,6 +133,8 @@ def _exchange(data: dict[str, Any]) -> Exchange:
         raise _Refused("thread_session_id must be '{thread_id}_{session_id}'")
     if TOOL_CALLS_KEY in data:
         _check_tool_calls(data[TOOL_CALLS_KEY])
+    if ORIGIN_KEY in data and not isinstance(data[ORIGIN_KEY], str):
+        raise _Refused(f"{ORIGIN_KEY} must be a string")
     return Exchange.from_metadata(data)
 
 
