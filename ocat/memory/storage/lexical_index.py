@@ -249,6 +249,18 @@ class LexicalIndex:
             ).fetchall()
         return {record_id: (before, after) for record_id, before, after in rows}
 
+    def times(self, record_ids: Sequence[str]) -> dict[str, float]:
+        """Each exchange's time, from the thread order (a time named in a prompt: read here, not
+        with each candidate's whole metadata from Chroma, at a fifth of the cost)."""
+        unique = list(dict.fromkeys(record_ids))
+        if not unique:
+            return {}
+        with self._guarded():
+            rows = self._db.execute(
+                f"SELECT record_id, ts FROM thread_order WHERE record_id IN ({','.join('?' * len(unique))})", unique
+            ).fetchall()
+        return {record_id: float(ts) for record_id, ts in rows}
+
     def recent_threads(
         self, limit: int, only: Sequence[str] | None = None
     ) -> list[tuple[str, int, float, float, str]]:
