@@ -51,6 +51,16 @@ def _ids(hits: list[Any]) -> list[str]:
     return [h.id for h in hits]
 
 
+def test_the_times_come_from_the_lexical_index_and_chroma_fills_what_it_lacks(store: MemoryStore) -> None:
+    from ocat.memory.retrieval.retrieve import _KindSearch
+
+    _fill(store)
+    assert store.lexical.times(["grout", "cat", "nothing"]) == {"grout": _at("2025-02-14"), "cat": _at("2025-06-02")}
+    store.lexical.delete("exchange", ["cat"])  # an index that lags behind Chroma
+    search = _KindSearch(store, "exchange", [], None, 1, 0.5, CHAT, (), "hybrid")
+    assert search.dates(["grout", "cat"]) == {"grout": _at("2025-02-14"), "cat": _at("2025-06-02")}
+
+
 def test_a_memory_of_the_named_time_comes_first(store: MemoryStore) -> None:
     _fill(store)
     plain = retrieve(store, "which grout did we choose for the tiles?", CHAT, now=NOW)
