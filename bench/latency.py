@@ -283,6 +283,45 @@ def measure_dated(folder: Path, embedder: Any, questions: list[str], now: Any) -
         store.close()
 
 
+def measure_backfill(folder: Path, embedder: Any, questions: list[str], gap: float) -> dict[str, Any]:
+    """Chat turns while the passage backfill runs (every exchange's passages marked to be made
+    again, as after a big import), `gap` seconds apart as a chat's turns come; then the same turns
+    with the backfill stopped. Embedded, as the chat that owns the store searches."""
+    from ocat.config import load_settings
+    from ocat.memory import MemoryStore, RetrievalLimits, StoreLocation
+
+    limits = RetrievalLimits.from_settings(load_settings(env={}).vector_store)
+    store = MemoryStore.open(StoreLocation(path=folder), embedder, name="bench")
+    try:
+        time_queries(store, questions[:5], limits, chat=False)  # warm the model and caches
+        store.prompts.delete_passages()
+        waiting = len(store.prompts.without_passages(10**7))
+        store.start_backfill()
+        during = _turns_apart(store, questions, limits, gap)
+        made = waiting - len(store.prompts.without_passages(10**7))
+        running = store.backfill is not None and store.backfill.thread.is_alive()
+        if store.backfill is not None:
+            store.backfill.stop()
+        after = _turns_apart(store, questions, limits, gap)
+        return {"chat turn during the backfill": summary(during), "chat turn after it": summary(after),
+                "passages made meanwhile": made, "of": waiting, "backfill still running": running}
+    finally:
+        store.close()
+
+
+def _turns_apart(store: Any, questions: list[str], limits: Any, gap: float) -> list[float]:
+    """Milliseconds per chat turn's retrieval (the question after the one before), `gap` s apart."""
+    from ocat.memory.retrieval.retrieve import retrieve_any
+
+    times = []
+    for n, question in enumerate(questions):
+        time.sleep(gap)
+        t0 = time.perf_counter()
+        retrieve_any(store, [question, f"{questions[n - 1]}\n{question}"] if n else [question], limits)
+        times.append((time.perf_counter() - t0) * 1000)
+    return times
+
+
 def main(argv: list[str] | None = None) -> int:
     """Build (or reuse) a store per size, time the queries, print p50/p95/mean and the growth."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -298,6 +337,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--checkout", type=Path, help="time ocat from this source tree (e.g. an older commit, for before/after)")
     parser.add_argument("--json", action="store_true", help="print one JSON document")
     parser.add_argument("--dated", action="store_true", help="time only the questions that name a time, read and not")
+    parser.add_argument("--during-backfill", action="store_true",
+                        help="time chat turns while the passage backfill runs, and after it (--gap apart)")
+    parser.add_argument("--gap", type=float, default=1.0, help="with --during-backfill: seconds between turns")
     args = parser.parse_args(argv)
     if args.checkout:
         sys.path.insert(0, str(args.checkout.resolve()))  # before anything imports ocat
@@ -331,6 +373,13 @@ def main(argv: list[str] | None = None) -> int:
             folder = root / f"{args.vectors}-{size}"
             build = build_store(folder, size, args.vectors, base, embedder)
             entry: dict[str, Any] = {"build_s": round(build, 1)}
+            if args.during_backfill:
+                entry["backfill"] = measure_backfill(folder, embedder, questions, args.gap)
+                report["sizes"][size] = entry
+                if not args.json:
+                    for label, row in entry["backfill"].items():
+                        print(f"{size} exchanges, {label}: {row}")
+                continue
             if args.dated:
                 entry["dated"] = measure_dated(folder, embedder, questions, now)
                 report["sizes"][size] = entry
@@ -346,7 +395,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.profile:
             report["profile"] = profile_chat_turns(root / f"{args.vectors}-{args.exchanges[-1]}", embedder, questions)
     sizes = sorted(report["sizes"])
-    if len(sizes) > 1 and not args.dated:
+    if len(sizes) > 1 and not args.dated and not args.during_backfill:
         first, last = report["sizes"][sizes[0]], report["sizes"][sizes[-1]]
         report["growth_p50"] = {
             f"{mode} {label}": round(last[mode][label]["p50"] / first[mode][label]["p50"], 2)

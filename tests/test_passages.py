@@ -181,8 +181,8 @@ def test_a_process_killed_mid_backfill_leaves_whole_steps_and_the_next_open_comp
         reconcile.PASSAGE_STEP = 1
         real = reconcile._embed_passages
         calls = []
-        def embed_then_die(store, ids):
-            real(store, ids)
+        def embed_then_die(store, ids, *rest):
+            real(store, ids, *rest)
             calls.append(1)
             if len(calls) == 2:
                 os.kill(os.getpid(), signal.SIGKILL)  # after two whole steps, in the middle of the backfill

@@ -10,6 +10,7 @@ ids to leave out are dropped here, after over-fetching.
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from functools import cached_property
 from datetime import datetime
@@ -134,6 +135,21 @@ def _retrieve(
     if not queries:
         return []
     dated = _dated(queries[0], limits, where, now)
+    # Background work on the store (the passage backfill) steps aside while this runs.
+    foreground = getattr(store, "foreground", None)
+    with foreground.searching() if foreground is not None else nullcontext():
+        return _ranked(store, queries, limits, exclude_ids, where, mode, dated)
+
+
+def _ranked(
+    store: MemoryStore,
+    queries: list[str],
+    limits: RetrievalLimits,
+    exclude_ids: Collection[str],
+    where: dict[str, Any] | None,
+    mode: Mode,
+    dated: TimeRange | None,
+) -> list[SearchHit]:
     if mode == "hybrid":
         try:
             return _search(store, queries, limits, exclude_ids=exclude_ids, where=where, mode=mode, dated=dated)

@@ -35,6 +35,8 @@ BACKFILL_STEP = 256
 # Exchanges whose passages one step of the background backfill embeds (one transaction; a
 # stop waits for at most one step, well under a second).
 PASSAGE_STEP = 16
+# Passages the backfill embeds between two looks for a search (about 50 ms of the model on two cores).
+PASSAGE_SLICE = 8
 # Records written to a rebuilt lexical index per step.
 REINDEX_PAGE = 500
 
@@ -107,10 +109,19 @@ def _sync_prompt_rows(store: MemoryStore, notify: Callable[[str], None] | None) 
 def sync_passages(store: MemoryStore, stop: threading.Event | None = None) -> bool:
     """Make the passage vectors of exchanges stored before passages existed (or whose step a
     crash cut short), PASSAGE_STEP exchanges per transaction, until done or `stop` is set;
-    False if it failed (those exchanges score by their first window and prompt until the next open)."""
+    False if it failed (those exchanges score by their first window and prompt until the next open).
+    With `stop` (the background backfill), each step waits until no search has run for a moment:
+    searches come first (ocat.memory.storage.foreground)."""
     try:
-        while not (stop is not None and stop.is_set()) and (todo := store.prompts.without_passages(PASSAGE_STEP)):
-            _embed_passages(store, todo)
+        while not (stop is not None and stop.is_set()):
+            if stop is not None:
+                store.foreground.wait_quiet(stop)
+                if stop.is_set():
+                    break
+            todo = store.prompts.without_passages(PASSAGE_STEP)
+            if not todo:
+                break
+            _embed_passages(store, todo, stop)
     except StoreError:
         return False
     return True
@@ -127,6 +138,9 @@ class PassageBackfill:
         atexit.register(self.stop)
 
     def _run(self, store: MemoryStore) -> None:
+        from ocat.memory.storage.foreground import lowest_priority
+
+        lowest_priority()  # the chat's own threads first, even between two searches
         # A thread's exception would be printed over the chat's screen: it is logged instead,
         # and the exchanges left score as before until the next open tries again.
         try:
@@ -162,12 +176,22 @@ def _embed_prompts(store: MemoryStore, ids: list[str]) -> None:
     store.prompts.write(got["ids"], store.embedder.embed(prompts))
 
 
-def _embed_passages(store: MemoryStore, ids: list[str]) -> None:
-    """Embed some exchanges' passages from their text in Chroma and write them (one transaction)."""
+def _embed_passages(store: MemoryStore, ids: list[str], stop: threading.Event | None = None) -> None:
+    """Embed some exchanges' passages from their text in Chroma and write them (one transaction).
+    With `stop` (the background backfill), a search that comes meanwhile is waited for between
+    slices of PASSAGE_SLICE passages; a stop then leaves the step to be made again."""
     got = store.fetch("exchange", ids, vectors=False)
     done = list(got["ids"])
     texts = [passages_of(store.embedder, text or "") for text in got["documents"]]
-    passages = regroup(store.embedder.embed([t for side in texts for t in side]), texts)
+    flat = [t for side in texts for t in side]
+    vectors: list[list[float]] = []
+    for start in range(0, len(flat), PASSAGE_SLICE):
+        if stop is not None:
+            store.foreground.wait_quiet(stop)
+            if stop.is_set():
+                return
+        vectors += store.embedder.embed(flat[start : start + PASSAGE_SLICE])
+    passages = regroup(vectors, texts)
     # An id Chroma no longer holds (deleted meanwhile) is marked done with none.
     gone = [i for i in ids if i not in set(done)]
     store.prompts.write_passages(done + gone, passages + [[] for _ in gone])

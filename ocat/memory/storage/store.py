@@ -14,6 +14,7 @@ from ocat.errors import StoreError
 from ocat.memory.storage.chroma import StoreLocation, collection_names, open_client, open_collection
 from ocat.memory.storage.batches import column
 from ocat.memory.storage.derived import DerivedFileError, beside_index, checked, lexical_index_path
+from ocat.memory.storage.foreground import Foreground
 from ocat.memory.embedding.embedders import Embedder
 from ocat.memory.storage.lexical_index import LexicalIndex
 from ocat.memory.storage.primary import refuse_missing_primary
@@ -80,6 +81,8 @@ class MemoryStore:
         self.calibration: Calibration = shipped
         # The passages of an older store's exchanges, made in the background (ocat.memory.storage.reconcile).
         self.backfill: PassageBackfill | None = None
+        # The searches running on it: the backfill steps aside for them (ocat.memory.storage.foreground).
+        self.foreground = Foreground()
         # Derived files that cannot be written (read-only, another user's, a full disk): what is
         # stored goes to Chroma, and they catch up once they can be written (`derived_failed`).
         self.lagging: dict[str, str] = {}

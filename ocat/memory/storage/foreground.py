@@ -1,0 +1,69 @@
+"""Searches come first: background work on a store (the passage backfill) steps aside for them.
+
+After a big import the backfill embeds passages for minutes, and a search that runs beside it
+shares the two cores and the interpreter's lock with it: at 100,000 exchanges a chat turn's
+recall took 2.5 times as long (docs/PERFORMANCE.md, "Searches while the backfill runs"). So a
+search marks itself (`searching`), and the backfill waits between its small steps until no search
+has run for a moment (`wait_quiet`); its thread also runs at the lowest CPU priority.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+# How long after a search the backfill waits before its next step: a chat turn's searches come
+# together (its recall, then the model's tool calls a second or two later), and an answer being
+# streamed needs little CPU.
+QUIET_SECONDS = 0.3
+
+
+class Foreground:
+    """The searches running on one store, and when the last one ended."""
+
+    def __init__(self) -> None:
+        self._changed = threading.Condition()
+        self._running = 0
+        self._last_end = 0.0
+
+    @contextmanager
+    def searching(self) -> Iterator[None]:
+        """Mark a search as running for the time of the block."""
+        with self._changed:
+            self._running += 1
+        try:
+            yield
+        finally:
+            with self._changed:
+                self._running -= 1
+                self._last_end = time.monotonic()
+                self._changed.notify_all()
+
+    def busy(self) -> bool:
+        """Whether a search runs, or ended less than QUIET_SECONDS ago."""
+        with self._changed:
+            return self._running > 0 or time.monotonic() - self._last_end < QUIET_SECONDS
+
+    def wait_quiet(self, stop: threading.Event) -> None:
+        """Return once no search has run for QUIET_SECONDS, or at once when `stop` is set."""
+        with self._changed:
+            while not stop.is_set():
+                if self._running:
+                    self._changed.wait(QUIET_SECONDS)
+                    continue
+                left = QUIET_SECONDS - (time.monotonic() - self._last_end)
+                if left <= 0:
+                    return
+                self._changed.wait(left)
+
+
+def lowest_priority() -> None:
+    """Run the calling thread at the lowest CPU priority, where the system allows it (on Linux
+    a thread has its own nice value); elsewhere, or when refused, nothing changes."""
+    try:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
+    except (AttributeError, OSError):
+        pass

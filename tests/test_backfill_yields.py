@@ -1,0 +1,70 @@
+"""The passage backfill steps aside for searches (issue 35): while a search runs, and for a moment
+after it, the backfill starts no step; once the store is quiet it goes on, and a stop still ends it."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from ocat.memory import MemoryStore, RetrievalLimits, retrieve
+from ocat.memory.storage import foreground
+from ocat.memory.storage.foreground import Foreground
+from ocat.memory.storage.reconcile import PASSAGE_STEP
+from ocat.records import Exchange
+
+LIMITS = RetrievalLimits(exchange_results=5, document_results=5, exchange_threshold=0.65, document_threshold=0.7)
+
+
+def left_to_do(store: MemoryStore) -> int:
+    return len(store.prompts.without_passages(10**6))
+
+
+def many(count: int) -> list[Exchange]:
+    return [Exchange(user_prompt=f"question {n} about tiles", assistant_response=f"answer {n}: grout", thread_id="t",
+                     session_id="s", exchange_id=f"e{n}", timestamp=1_700_000_000.0 + n) for n in range(count)]
+
+
+def test_wait_quiet_waits_while_a_search_runs_and_a_moment_after(monkeypatch) -> None:  # noqa: ANN001
+    monkeypatch.setattr(foreground, "QUIET_SECONDS", 0.05)
+    front, stop = Foreground(), threading.Event()
+    returned: list[float] = []
+    with front.searching():
+        waiter = threading.Thread(target=lambda: (front.wait_quiet(stop), returned.append(time.monotonic())))
+        waiter.start()
+        time.sleep(0.15)
+        assert not returned and front.busy()  # held for as long as the search runs
+        ended = time.monotonic()
+    waiter.join(2)
+    assert returned and returned[0] - ended >= 0.05  # and a quiet moment after it
+    stop.set()
+    with front.searching():
+        front.wait_quiet(stop)  # a stop is never held up by a search
+
+
+def test_the_backfill_pauses_for_a_search_and_finishes_after(store: MemoryStore, monkeypatch) -> None:  # noqa: ANN001
+    monkeypatch.setattr(foreground, "QUIET_SECONDS", 0.05)
+    store.add_exchanges(many(PASSAGE_STEP * 6))
+    store.prompts.delete_passages()
+    total = left_to_do(store)
+    with store.foreground.searching():
+        store.start_backfill()
+        time.sleep(0.3)
+        # Not one step begun while the search runs: every exchange still waits.
+        assert left_to_do(store) == total
+        assert retrieve(store, "tiles grout", LIMITS)  # searches go on meanwhile
+    assert store.wait_for_passages(timeout=30)
+    assert left_to_do(store) == 0
+
+
+def test_a_search_marks_the_store_busy(store: MemoryStore) -> None:
+    store.add_exchanges(many(3))
+    seen: list[bool] = []
+    original = store.lexical.search
+
+    def watched(*args, **kwargs):  # noqa: ANN202
+        seen.append(store.foreground.busy())
+        return original(*args, **kwargs)
+
+    store.lexical.search = watched  # type: ignore[method-assign]
+    retrieve(store, "tiles", LIMITS)
+    assert seen and all(seen)
