@@ -68,3 +68,10 @@ def test_a_search_marks_the_store_busy(store: MemoryStore) -> None:
     store.lexical.search = watched  # type: ignore[method-assign]
     retrieve(store, "tiles", LIMITS)
     assert seen and all(seen)
+
+
+def test_the_next_exchanges_to_do_are_found_without_a_scan(store: MemoryStore) -> None:
+    # At 100k a step's scan past the done rows read every vector (100 ms a step, and growing).
+    plan = store.prompts._db.execute(
+        "EXPLAIN QUERY PLAN SELECT record_id FROM prompt_vectors WHERE passages IS NULL LIMIT 16").fetchall()
+    assert "USING INDEX prompt_vectors_waiting" in " ".join(str(row) for row in plan)

@@ -54,6 +54,7 @@ def make_pre_passages(path: Path) -> None:
     """Turn a store's prompt file into one an ocat from before passages wrote."""
     with sqlite3.connect(path) as db:
         db.execute("DROP TABLE passage_vectors")
+        db.execute("DROP INDEX IF EXISTS prompt_vectors_waiting")  # made with the column, since
         db.execute("ALTER TABLE prompt_vectors DROP COLUMN passages")
 
 

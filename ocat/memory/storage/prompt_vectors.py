@@ -108,6 +108,11 @@ class PromptVectors:
             columns = {row[1] for row in self._db.execute("PRAGMA table_info(prompt_vectors)")}
             if "passages" not in columns:  # a file from before passages: every row is still to do
                 self._db.execute("ALTER TABLE prompt_vectors ADD COLUMN passages INTEGER")
+            # The exchanges whose passages are still to make, found without a scan: each step of the
+            # backfill asks for the next few, and at 100k a scan past the done rows grew with them.
+            self._db.execute(
+                "CREATE INDEX IF NOT EXISTS prompt_vectors_waiting ON prompt_vectors(record_id) WHERE passages IS NULL"
+            )
         except sqlite3.Error as exc:
             raise DerivedFileError(f"cannot open the prompt vectors {self.path}: {exc}", self.path) from exc
         # A store's model never changes, but a cache file (a server's store) could outlive the
