@@ -219,15 +219,15 @@ class AnswerStream:
         calls = CallAssembler()
         try:
             async for chunk in _chunks(self.messages, self.settings, self.tools):
-                choices = _get(chunk, "choices")
-                delta = _get(choices[0], "delta") if choices else None
-                piece = _get(delta, "content")
+                choices = chunk_field(chunk, "choices")
+                delta = chunk_field(choices[0], "delta") if choices else None
+                piece = chunk_field(delta, "content")
                 if piece:
                     yield piece
-                if _get(delta, "tool_calls"):
-                    calls.feed(_get(delta, "tool_calls"))
-                if _get(chunk, "usage"):
-                    self.usage = _priced(_get(chunk, "usage"), self.settings.model)
+                if chunk_field(delta, "tool_calls"):
+                    calls.feed(chunk_field(delta, "tool_calls"))
+                if chunk_field(chunk, "usage"):
+                    self.usage = _priced(chunk_field(chunk, "usage"), self.settings.model)
         except Exception as exc:
             if self.tools and _refuses_tools(exc):
                 raise ToolsRefused(f"{self.settings.model} does not take tools: {_first_line(exc)}") from exc
@@ -259,7 +259,7 @@ async def _chunks(
         yield chunk
 
 
-def _get(value: Any, name: str) -> Any:
+def chunk_field(value: Any, name: str) -> Any:
     """A field of a chunk, whether the chunk is a dict (the OpenAI road) or an object (litellm's)."""
     if value is None:
         return None
@@ -320,8 +320,8 @@ def _priced(usage: Any, model: str) -> Usage:
     """Tokens from the provider's count, and the cost from litellm's table (None when it has no price)."""
     from ocat.model_table import model_facts
 
-    prompt = int(_get(usage, "prompt_tokens") or 0)  # a dict on the OpenAI road, an object on litellm's
-    completion = int(_get(usage, "completion_tokens") or 0)
+    prompt = int(chunk_field(usage, "prompt_tokens") or 0)  # a dict on the OpenAI road, an object on litellm's
+    completion = int(chunk_field(usage, "completion_tokens") or 0)
     facts = model_facts(model)
     cost: float | None = None
     if facts is not None and facts.input_cost_per_token is not None and facts.output_cost_per_token is not None:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
+from ocat.llm import chunk_field
 from ocat.records import CalledTool, compact_json
 
 
@@ -107,18 +108,18 @@ class CallAssembler:
     def feed(self, deltas: Any) -> None:
         """Take a chunk's `delta.tool_calls` (objects or dicts, OpenAI's shape)."""
         for position, delta in enumerate(deltas or []):
-            index = _field(delta, "index")
+            index = chunk_field(delta, "index")
             index = index if isinstance(index, int) else position
             call = self._calls.setdefault(index, ToolCall(id="", name=""))
-            call_id = _field(delta, "id")
+            call_id = chunk_field(delta, "id")
             if call_id:
                 call.id = str(call_id)
-            function = _field(delta, "function")
-            name = _field(function, "name") if function is not None else None
+            function = chunk_field(delta, "function")
+            name = chunk_field(function, "name") if function is not None else None
             if name:
                 # Some providers send the whole name at once, some repeat it: never doubled.
                 call.name = name if not call.name or name.startswith(call.name) else call.name + name
-            pieces = _field(function, "arguments") if function is not None else None
+            pieces = chunk_field(function, "arguments") if function is not None else None
             if pieces:
                 call.arguments += str(pieces)
 
@@ -128,11 +129,3 @@ class CallAssembler:
         for n, call in enumerate(found):
             call.id = call.id or f"call_{n}"
         return [call for call in found if call.name or call.arguments]
-
-
-def _field(value: Any, name: str) -> Any:
-    if value is None:
-        return None
-    if isinstance(value, dict):
-        return value.get(name)
-    return getattr(value, name, None)
