@@ -140,6 +140,25 @@ def test_a_result_over_the_budget_is_cut_with_a_note(store: MemoryStore, llm_ser
     assert count_tokens(turn.calls[0].result) <= 300
 
 
+def test_results_share_the_budget_best_first_and_none_is_cut_away(store: MemoryStore,
+                                                                  llm_server: FakeLLMServer) -> None:
+    # Long answers full of numbers (more tokens per character than prose): each result still
+    # fits, the best gets the most, and the box never has to cut the last ones away.
+    store.add_exchanges([Exchange(user_prompt=f"pump pressure log {n}",
+                                  assistant_response=" ".join(f"{n}.{k}bar@{k * 7}s" for k in range(600)),
+                                  thread_id=f"t{n}", session_id="s", exchange_id=f"p{n}", timestamp=1.0e9 + n)
+                         for n in range(5)])
+    llm_server.script = [[{"name": "search_memory", "arguments": {"query": "pump pressure log", "limit": 5}}], "ok"]
+    turn = session_on(store, llm_server).turn("pumps?")
+    run(turn)
+    from ocat.tokens import count_tokens
+
+    result = turn.calls[0].result
+    assert count_tokens(result) <= 1500 and "cut to stay within" not in result
+    bodies = result.split("\n\n")[1:]
+    assert len(bodies) == 5 and len(bodies[0]) > 2 * len(bodies[-1])
+
+
 def test_remember_stores_a_model_note_and_replaces_marks_the_older_one(
     store: MemoryStore, llm_server: FakeLLMServer
 ) -> None:

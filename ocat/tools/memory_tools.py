@@ -32,6 +32,8 @@ AROUND = 3
 CHARS_PER_TOKEN = 4
 # The least of its text a search result shows (the budget's last results get this much).
 GLIMPSE = 240
+# Tokens of the result budget kept for a search's first line and the box's note.
+RESULT_MARGIN = 60
 # What a search's `kind` means: which records, and for documents, notes or files.
 KINDS = ("any", "exchanges", "notes", "documents")
 
@@ -107,26 +109,45 @@ def search_memory(context: MemoryToolContext, args: dict[str, Any]) -> ToolOutco
     if args.get("kind") == "documents":
         hits = [h for h in hits if not h.metadata.get("manual_entry")]
     titles = _thread_titles(context.store, hits)
-    # Best first, greedily: a result takes what it needs of the budget, leaving each one after it
-    # at least a glimpse, so the best match is read whole more often than an equal share allows
-    # (bench/tool_recall.py: with equal shares, 45% of the targets found were cut).
-    left = context.settings.tools.result_tokens * CHARS_PER_TOKEN - 300
     ranked = [(f.hit, f.why) for f in found.found if f.hit in hits]
-    entries = []
-    for n, (hit, why) in enumerate(ranked, start=1):
-        head = _heading(context, n, hit, why, titles)
-        if hit.id in context.in_context:
-            entries.append(f"{head} · already in your context above (not repeated)")
-            continue
-        room = max(GLIMPSE, left - GLIMPSE * (len(ranked) - n) - len(head))
-        text = shorten(hit.text, room)
-        left -= len(head) + len(text)
-        entries.append(f"{head}\n{text}")
+    heads = [_heading(context, n, hit, why, titles) for n, (hit, why) in enumerate(ranked, start=1)]
     where = f" ({said})" if said else ""
-    text = (f"{count_of(len(hits), 'memory', 'memories')} for {query!r}{where}, best first:\n\n" + "\n\n".join(entries)
-            if hits else f"No memory matches {query!r}{where}. Try other words, or a wider date range.")
+    if not hits:
+        text = f"No memory matches {query!r}{where}. Try other words, or a wider date range."
+    else:
+        opening = f"{count_of(len(hits), 'memory', 'memories')} for {query!r}{where}, best first:\n\n"
+        text = opening + _fitted_results(context, ranked, heads)
     return ToolOutcome(text=text, summary=f"searched {query!r}{where}: {count_of(len(hits), 'result')}",
                        ids=tuple(h.id for h in hits), count=len(hits))
+
+
+def _fitted_results(context: MemoryToolContext, ranked: list[tuple[SearchHit, str]], heads: list[str]) -> str:
+    """The results' texts within `tools.result_tokens`, best first and greedily: a result takes
+    what it needs of the budget, leaving each one after it at least a glimpse, so the best match
+    is read whole more often than an equal share allows (bench/tool_recall.py: with equal shares,
+    45% of the targets found only by the tool were cut). The characters a token holds vary, so
+    the share is measured, and made smaller until every result fits: the box's own bound would
+    otherwise cut the last results away whole."""
+    from ocat.tokens import count_tokens
+
+    budget = context.settings.tools.result_tokens - RESULT_MARGIN
+    chars = budget * CHARS_PER_TOKEN
+    for _ in range(4):
+        entries, left = [], chars
+        for n, ((hit, _why), head) in enumerate(zip(ranked, heads), start=1):
+            if hit.id in context.in_context:
+                entries.append(f"{head} · already in your context above (not repeated)")
+                continue
+            room = max(GLIMPSE, left - GLIMPSE * (len(ranked) - n) - len(head))
+            text = shorten(hit.text, room)
+            left -= len(head) + len(text)
+            entries.append(f"{head}\n{text}")
+        joined = "\n\n".join(entries)
+        used = count_tokens(joined)
+        if used <= budget:
+            return joined
+        chars = int(chars * budget / used * 0.95)
+    return joined  # glimpses alone over the budget: the box cuts the rest, and says so
 
 
 def _filters(context: MemoryToolContext, args: dict[str, Any]) -> tuple[Filters, str]:
