@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, AsyncIterator
 
 from ocat.errors import ProviderError
+from ocat.tools.calls import chunk_field
 
 if TYPE_CHECKING:
     from ocat.config import LLMSettings
@@ -257,15 +258,6 @@ async def _chunks(
     response = await litellm.acompletion(stream=True, stream_options={"include_usage": True}, **args)
     async for chunk in response:
         yield chunk
-
-
-def chunk_field(value: Any, name: str) -> Any:
-    """A field of a chunk, whether the chunk is a dict (the OpenAI road) or an object (litellm's)."""
-    if value is None:
-        return None
-    if isinstance(value, dict):
-        return value.get(name)
-    return getattr(value, name, None)
 
 
 def missing_credentials_of(litellm: Any, settings: LLMSettings) -> list[str]:

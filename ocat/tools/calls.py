@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
-from ocat.llm import chunk_field
 from ocat.records import CalledTool, compact_json
 
 
@@ -129,3 +128,13 @@ class CallAssembler:
         for n, call in enumerate(found):
             call.id = call.id or f"call_{n}"
         return [call for call in found if call.name or call.arguments]
+
+
+def chunk_field(value: Any, name: str) -> Any:
+    """A field of a streamed chunk (or a delta, a call), whether it is a dict (the OpenAI road) or an
+    object (litellm's)."""
+    if value is None:
+        return None
+    if isinstance(value, dict):
+        return value.get(name)
+    return getattr(value, name, None)
