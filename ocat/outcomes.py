@@ -67,5 +67,5 @@ def remembered_words(recorded: Recorded) -> tuple[str, bool] | None:
         return None
     if not recorded.memory_off:  # one write failed; the store answers, and the next turn writes it
         return f"Not remembered yet: {recorded.reason}.", True
-    return (f"Not remembered yet: {recorded.reason}. This chat keeps it, and it is written to memory "
-            "when memory is back.", True)
+    return (f"Not remembered yet, memory is off: {recorded.reason}. This chat keeps it, and it is written to "
+            "memory when memory is back.", True)
