@@ -224,8 +224,8 @@ def _ask(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> in
             reporter.note(f"ocat: warning: {turn.problem}")
         asyncio.run(_answer_with_tool_lines(turn, reporter))
         turn.finish()
-        if turn.memory_lost:
-            reporter.note(f"ocat: warning: memory is off: {turn.memory_lost}")
+        if session.memory_error:  # memory never came up (dummy mode too), or went down in this turn
+            reporter.note(f"ocat: warning: memory is off: {session.memory_error}")
         elif turn.recorded is not None and (said := remembered_words(turn.recorded)) is not None:
             reporter.note(f"ocat: warning: {said[0]}")
     finally:
