@@ -197,7 +197,10 @@ def test_usage_and_handlers_follow_the_declared_arguments() -> None:
 
 
 def test_a_handler_is_never_called_on_bad_input(session: ChatSession, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(registry, "REGISTRY", dict(registry.REGISTRY))
+    import ocat.commands.registry as registry_module
+
+    # The registry the decorator writes to (not the package's re-export), so /probe never outlives the test.
+    monkeypatch.setattr(registry_module, "REGISTRY", dict(registry_module.REGISTRY))
     calls: list[tuple[str, int | None]] = []
 
     @command("probe", "records its calls", group="settings", arguments=(

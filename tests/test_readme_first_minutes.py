@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -37,7 +38,8 @@ def readme_blocks(section: str = SECTION) -> list[str]:
 
 def place_downloads(home: Path) -> None:
     """The exports the section names, where it names them: ChatGPT's and Claude's zips in
-    ~/Downloads, llm's logs.db in its own config folder (made-up conversations)."""
+    ~/Downloads, llm's logs.db in its own config folder, and the three in ~/Downloads/exports
+    (made-up conversations)."""
     downloads = home / "Downloads"
     downloads.mkdir()
     write_zip(downloads / "chatgpt-export.zip", {"conversations.json": [gpt_linear("kitchen", "Kitchen plan", [
@@ -51,6 +53,11 @@ def place_downloads(home: Path) -> None:
     llm_folder = home / ".config" / "io.datasette.llm"
     llm_folder.mkdir(parents=True)
     legacy_db(llm_folder / "logs.db")
+    # A folder of several: the same exports again, side by side (each is found already here).
+    gathered = downloads / "exports"
+    gathered.mkdir()
+    for export in (downloads / "chatgpt-export.zip", downloads / "claude-export.zip", llm_folder / "logs.db"):
+        shutil.copy(export, gathered / export.name)
 
 
 def fresh_environment(home: Path, server: FakeLLMServer) -> dict[str, str]:
@@ -91,6 +98,9 @@ def test_the_first_five_minutes_work_in_a_fresh_home(tmp_path: Path, llm_server:
     )
     assert run.returncode == 0, f"the README's commands failed:\n{run.stderr}"
     assert "Traceback" not in run.stderr
+    # The folder of several: a line each, all already here.
+    assert "chatgpt-export.zip (ChatGPT): 1 conversation: 1 already here, 0 new" in run.stdout
+    assert "logs.db (llm): " in run.stdout and "claude-export.zip (Claude): " in run.stdout
     # Every export was imported, and the profile was written where ocat reads it.
     assert "You chose quartz." in run.stdout
     profile = (home / ".config" / "ocat" / "profile.md").read_text(encoding="utf-8")

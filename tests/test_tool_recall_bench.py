@@ -35,7 +35,7 @@ def stored(store: MemoryStore) -> None:
 def asked_of(store: MemoryStore, question: str, evidence: set[str], kind: str = "recall") -> tuple[Asked, Any]:
     """The question asked as recall_folds asks it (ranked hits with their fused scores)."""
     limits = RetrievalLimits.from_settings(load_settings(env={}).vector_store, results=10)
-    found, floor = _hits(store, question, limits)
+    found, floor = _hits(store, question, limits, None)
     hits = [Hit(h.id, _z(store, floor, h.score), count_tokens(h.text), h.context_of, frozenset({h.id} & evidence),
                 h.id in evidence) for h in found]
     return Asked("chats", "Jan", kind, hits, max(1, len(evidence)), floor, 1500), (lambda i: {i} & evidence)
