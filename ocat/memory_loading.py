@@ -99,8 +99,11 @@ def _load_model_meanwhile(session: ChatSession) -> None:
     import onnxruntime  # noqa: F401
     import tokenizers  # noqa: F401
 
+    # Not a daemon: a chat left at once (memory failed to open, the user typed /quit) must wait
+    # for the session being built; interpreter shutdown under a daemon thread inside ONNX
+    # Runtime aborts the process ("terminate called without an active exception").
     threading.Thread(target=preload_embedder, args=(session.settings.embedding,), name="ocat-model-load",
-                     daemon=True).start()
+                     daemon=False).start()
 
 
 def warm_up(session: ChatSession) -> None:

@@ -9,6 +9,8 @@ is still waiting when the chat ends is kept in a file that the next start writes
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -236,3 +238,37 @@ async def test_quitting_the_chat_with_unsaved_exchanges_keeps_them_and_says_wher
     assert "1 exchange of this chat could not be written to memory" in note and "kept in" in note
     files = list(kept_folder(app.session.settings).glob("*.jsonl"))
     assert len(files) == 1 and "blue pot" in files[0].read_text()
+
+
+# A chat whose store could not open was left at once while the model's ONNX session was still
+# being built in a daemon thread: interpreter shutdown aborted the process inside ONNX Runtime
+# ("terminate called without an active exception", exit -6). Exit now waits for that load.
+WAIT_FOR_THE_MODEL = """
+import pathlib, sys, time
+import ocat.memory as memory
+from ocat.config import load_settings
+from ocat.session import ChatSession
+
+real = memory.preload_embedder
+marker = pathlib.Path(sys.argv[1])
+
+def slow_preload(settings):
+    time.sleep(0.5)  # the session is still being built when the chat ends
+    real(settings)
+    marker.write_text("loaded")
+
+memory.preload_embedder = slow_preload
+session = ChatSession.open(load_settings(), dummy=False, serve=False)
+assert not session.memory_on, "the store should be blocked"
+"""
+
+
+@pytest.mark.slow
+def test_leaving_a_chat_whose_store_failed_waits_for_the_model_being_loaded(cli: Cli, tmp_path: Path) -> None:
+    cli.store_path.parent.mkdir(parents=True, exist_ok=True)
+    cli.store_path.write_text("a file where the store should be")
+    marker = tmp_path / "loaded"
+    run = subprocess.run([sys.executable, "-c", WAIT_FOR_THE_MODEL, str(marker)], capture_output=True, text=True,
+                         env=cli.environ(), cwd=cli.home, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert marker.read_text() == "loaded"  # the process ended after the model's session, not inside it
