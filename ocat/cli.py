@@ -39,6 +39,7 @@ ACTIONS: dict[str, str] = {
     "fetch_model": "fetch-model",
     "check_store": "check",
     "repair_store": "repair",
+    "list_tools": "list-tools",
 }
 
 
@@ -86,6 +87,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--repair-store",
         action="store_true",
         help="rebuild the derived files from the store and finish partial documents; deletes no memory",
+    )
+    actions.add_argument(
+        "--list-tools", action="store_true",
+        help="list the MCP servers of the config and their tools, and which may run without asking (docs/tools.md)",
     )
     actions.add_argument(
         "--fetch-model",
@@ -139,6 +144,10 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="KEY=VALUE",
         help="override a config key, e.g. llm.temperature=0.2",
     )
+    options.add_argument(
+        "--allow-tool", action="append", default=[], type=_tool_key, metavar="SERVER.TOOL",
+        help="let the model call this MCP server's tool without asking, for this command (repeatable)",
+    )
     options.add_argument("--plain", action="store_true", help="chat in line mode (prompt and streamed text)")
     options.add_argument("--version", action="version", version=f"ocat {__version__}")
     return parser
@@ -161,6 +170,20 @@ def _key_value(text: str) -> str:
 
 # Text arguments that reach the embedder, the store or the provider, as their flags.
 TEXT_ARGUMENTS = {"query_vector_store": "--query-vector-store", "ask": "--ask", "model": "--model", "where": "--where"}
+
+
+def _tool_key(text: str) -> str:
+    server, dot, tool = text.partition(".")
+    if not dot or not server or not tool:
+        raise argparse.ArgumentTypeError(f"expected SERVER.TOOL (a server of mcp_servers and its tool), got {text!r}")
+    return text
+
+
+def with_allowed_tools(settings: Settings, args: argparse.Namespace) -> Settings:
+    """The settings with `--allow-tool`'s tools allowed for this command."""
+    import dataclasses
+
+    return dataclasses.replace(settings, allowed_tools=frozenset(args.allow_tool)) if args.allow_tool else settings
 
 
 def clean_arguments(args: argparse.Namespace, note: Callable[[str], None]) -> None:
@@ -264,7 +287,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         check_store_use(action, args)
         from ocat.config import load_settings
 
-        settings = load_settings(args.config, overrides=overrides_from(args))
+        settings = with_allowed_tools(load_settings(args.config, overrides=overrides_from(args)), args)
         args.configured_store = configured_store(args, settings)
     except OcatError as exc:
         return reporter.fail(exc)
@@ -309,6 +332,8 @@ def check_store_use(action: str | None, args: argparse.Namespace) -> None:
         raise UsageError("--where applies to --query-vector-store only")
     if getattr(args, "history_format", None) and action != "import-history":
         raise UsageError("--from applies to --import-history only")
+    if getattr(args, "allow_tool", None) and action not in (None, "ask"):
+        raise UsageError("--allow-tool applies to --ask and the chat only")
     if getattr(args, "accept_smaller_store", False) and action != "repair":
         raise UsageError("--accept-smaller-store applies to --repair-store only")
     if len(args.stores) > 1 and action not in READ_ONLY_ACTIONS:
@@ -356,7 +381,7 @@ def _run_app(args: argparse.Namespace) -> int:
         check_store_use(None, args)
         from ocat.config import load_settings
 
-        settings = load_settings(args.config, overrides=overrides_from(args))
+        settings = with_allowed_tools(load_settings(args.config, overrides=overrides_from(args)), args)
         from ocat.operations.stores import chat_note  # light: memory is imported only for `--store NEW`
 
         new_store = chat_note(args.stores[0] if args.stores else None, configured_store(args, settings), settings)

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from ocat import locations
 from ocat.config_file import file_layer
+from ocat.mcp_client.config import McpServerConfig, merged as merge_servers, read_servers_file
 from ocat.config_keys import (
     ENV_PREFIX,
     SPECS,
@@ -33,8 +34,10 @@ from ocat.settings import (
     DisplaySettings,
     EmbeddingSettings,
     KeysSettings,
+    MCP_SERVERS,
     LLMSettings,
     Settings,
+    ToolsSettings,
     VectorStoreSettings,
 )
 
@@ -175,7 +178,16 @@ def _assemble(layers: list[Layer], *, config_path: str | None) -> Settings:
         for section, cls in SECTION_CLASSES.items()
     }
     named = frozenset(key for key, (_, source) in merged.items() if source.rank > 0)
-    return Settings(**sections, config_path=config_path, named=named)
+    return Settings(**sections, mcp_servers=_mcp_servers(merged, sections["tools"]), config_path=config_path,
+                    named=named)
+
+
+def _mcp_servers(merged: Layer, tools: ToolsSettings) -> tuple[McpServerConfig, ...]:
+    """The config's `mcp_servers`, then those of `tools.mcp_servers_file` it does not name."""
+    own: tuple[McpServerConfig, ...] = merged[MCP_SERVERS][0] if MCP_SERVERS in merged else ()
+    if tools.mcp_servers_file is None:
+        return own
+    return merge_servers(own, read_servers_file(Path(tools.mcp_servers_file)))
 
 
 def _remember_secrets(settings: Settings) -> None:

@@ -14,7 +14,8 @@ import yaml
 
 from ocat.config_keys import SPECS, Layer, Source, Spec, config_error, lookup, unknown_name, validate, yaml_failure
 from ocat.errors import ConfigError
-from ocat.settings import SECTIONS
+from ocat.mcp_client.config import parse_servers
+from ocat.settings import MCP_SERVERS, SECTIONS
 
 # libyaml's parser, when PyYAML has it, reads the shipped config (valid, and read before the
 # first frame): in a millisecond instead of ~17, as the pure-Python scanner walks every
@@ -108,8 +109,13 @@ def _walk(loader: yaml.SafeLoader, root: yaml.Node, path: Path, rank: int) -> La
     layer: Layer = {}
     for section, section_key, section_node in _pairs(loader, root, path, "section"):
         where = f"{path}:{_node_line(section_key)}"
+        if section == MCP_SERVERS:
+            # Not keys of a section but named entries of any name (ocat.mcp_client.config checks them).
+            entries = _construct_entries(loader, section_node, where)
+            layer[MCP_SERVERS] = (parse_servers(entries, where, path.parent), Source(where, path.parent, rank))
+            continue
         if section not in SPECS:
-            raise config_error(where, unknown_name("section", section, list(SECTIONS)))
+            raise config_error(where, unknown_name("section", section, [*SECTIONS, MCP_SERVERS]))
         if section_node.tag == _NULL_TAG:
             continue  # `llm:` with every key commented out
         if not isinstance(section_node, yaml.MappingNode):
@@ -125,6 +131,16 @@ def _walk(loader: yaml.SafeLoader, root: yaml.Node, path: Path, rank: int) -> La
                 value = value_node.value
             layer[spec.dotted] = (validate(spec, value, source), source)
     return layer
+
+
+def _construct_entries(loader: yaml.SafeLoader, node: yaml.Node, where: str) -> Any:
+    """The `mcp_servers` mapping as plain values (YAML's errors at their line)."""
+    try:
+        return loader.construct_document(node)
+    except yaml.YAMLError:
+        raise
+    except Exception as exc:
+        raise config_error(where, f"mcp_servers is not a valid YAML value{yaml_failure(exc)}") from None
 
 
 def _construct(loader: yaml.SafeLoader, node: yaml.Node, spec: Spec, source: Source) -> Any:

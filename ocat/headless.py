@@ -396,7 +396,20 @@ def _repair(args: argparse.Namespace, settings: Settings, reporter: Reporter) ->
     return 0 if done.after.healthy else PROBLEMS_FOUND
 
 
+def _list_tools(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> int:
+    from ocat.tools.listing import render_listing, tool_listing
+    from ocat.tools.server_tools import ServerTools
+
+    servers = ServerTools(settings)
+    try:
+        listing = tool_listing(servers)
+    finally:
+        servers.close()
+    return reporter.succeed({"servers": listing}, render_listing(listing, asks=False))
+
+
 _HANDLERS: dict[str, Callable[[argparse.Namespace, Any, Reporter], int]] = {
+    "list-tools": _list_tools,
     "import-history": _import_history,
     "wake": _wake,
     "pin": _pin,

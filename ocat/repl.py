@@ -14,6 +14,7 @@ from typing import IO, Callable, Sequence
 from ocat.commands import Choose, CommandResult, Confirm, Send, ShowThemes, is_command, run_command, run_step
 from ocat.commands.results import BrowseMemory, EditFile, EditPrompt, Request
 from ocat.errors import OcatError
+from ocat.mcp_client.consent import Answer, Ask, ConsentRequest
 from ocat.outcomes import remembered_words
 from ocat.prompt_history import history_file
 from ocat.records import SearchHit
@@ -188,6 +189,10 @@ def _chat(session: ChatSession, out: IO[str], err: IO[str]) -> int:
         err.write(printable(line) + "\n")
 
     session.progress.start(progress_printer(say))
+    # The MCP servers start in the background: the first prompt is not kept waiting for them.
+    session.server_tools.start()
+    if interactive:
+        session.server_tools.consent.ask = _consent_asker(err)
     # What the next prompt starts with (/edit), and the exchange it replaces when sent (/edit last).
     prefill, editing_last = "", ""
     while True:
@@ -335,3 +340,22 @@ def _read_answer(ask: Callable[[str], str], question: str) -> str:
         return ask(question).strip()
     except (EOFError, KeyboardInterrupt):
         return ""
+
+
+def _consent_asker(err: IO[str]) -> Ask:
+    """Asks on the terminal whether an MCP tool may run (from the turn's tool thread, while no
+    line editor reads stdin): one letter and Enter; end of input means no."""
+
+    def ask(request: ConsentRequest) -> Answer | None:
+        while True:
+            err.write(request.question())
+            err.flush()
+            line = sys.stdin.readline()
+            if not line:
+                return Answer.NO
+            answer = Answer.from_letter(line)
+            if answer is not None:
+                return answer
+            err.write("  y (yes, once), a (always) or n (no)\n")
+
+    return ask

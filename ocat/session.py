@@ -18,6 +18,7 @@ from ocat.outcomes import Recall, Recorded, Remembered
 from ocat.records import CalledTool, Exchange, SearchHit, new_id
 from ocat.progress import CommandProgress
 from ocat.session_memory import SessionMemory
+from ocat.tools.server_tools import ServerTools
 
 if TYPE_CHECKING:
     from ocat.config import Settings
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
     from ocat.memory.embedding.model_files import DownloadProgress, FetchResult
     from ocat.memory_loading import MemoryLoaded
     from ocat.operations.wake import WakeBlock
-    from ocat.tools import ToolBox
+    from ocat.tools import ToolBox, ToolSpec
     from ocat.turn import Turn
 
 
@@ -103,6 +104,8 @@ class ChatSession(SessionMemory):
         self.progress = CommandProgress()
         # Offer the model tools (ocat.tools); off for the rest of the session once the provider refuses them.
         self._tools_on = True
+        # The user's MCP servers (none configured: an empty one); faces start them after their first frame.
+        self.server_tools = ServerTools(self.settings)
 
     @classmethod
     def open(
@@ -218,26 +221,39 @@ class ChatSession(SessionMemory):
 
     def toolbox(self, in_context: set[str]) -> ToolBox | None:
         """The tools this turn offers the model (ocat.tools), or None: none in dummy mode, with
-        tools off, for a model that cannot call them, or without memory (its tools need it).
+        tools off, or for a model that cannot call them. Memory's tools need memory on; the MCP
+        servers' tools (started now if the face did not start them) do not.
         `in_context`: the memories the model already has (marked, not repeated, by a search)."""
-        if self.dummy or not self._tools_on or self.store is None or not self.model_available():
+        if self.dummy or not self._tools_on:
             return None
         from ocat.tools import ToolBox
-        from ocat.tools.memory_tools import MemoryToolContext, memory_tools
         from ocat.tools.support import offer_tools
         from ocat.tokens import count_tokens
 
         if not offer_tools(self.settings):
             return None
+        specs = self._memory_tools(in_context)
+        specs += self.server_tools.specs({spec.name for spec in specs})
+        return ToolBox(specs, result_tokens=self.settings.tools.result_tokens, count=count_tokens) if specs else None
+
+    def _memory_tools(self, in_context: set[str]) -> list[ToolSpec]:
         store = self.store
+        if store is None or not self.model_available():
+            return []
+        from ocat.tools.memory_tools import MemoryToolContext, memory_tools
 
         def short(record_id: str) -> str:
             from ocat.operations.lookup import short_id
 
             return short_id(store, record_id)
 
-        context = MemoryToolContext(store, self.settings, in_context=set(in_context), short=short)
-        return ToolBox(memory_tools(context), result_tokens=self.settings.tools.result_tokens, count=count_tokens)
+        return memory_tools(MemoryToolContext(store, self.settings, in_context=set(in_context), short=short))
+
+    def close(self) -> str | None:
+        """Stop the MCP servers, then give the store up (SessionMemory.close: what became of
+        exchanges not yet written, in words)."""
+        self.server_tools.close()
+        return super().close()
 
     def tools_refused(self) -> str:
         """The provider refused tools: no more for this model (here, and in later runs); the words to say once."""

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ocat import locations
+from ocat.mcp_client.config import McpServerConfig
 
 # How retrieved memories are shown in the chat: not at all, in full, or as a count.
 CONTEXT_MODES: tuple[str, ...] = ("off", "on", "summary")
@@ -134,6 +135,8 @@ class ToolsSettings:
                             lo=1, hi=50)
     result_tokens: int = _field("Most tokens one tool result may give the model; a longer one is cut, with a note.",
                                 lo=100, hi=100_000)
+    mcp_servers_file: str | None = _field(
+        "A claude_desktop_config.json whose mcpServers the chat may use too; null: none.", path=True)
 
 
 _KEYS = (
@@ -168,6 +171,10 @@ class Settings:
     keys: KeysSettings
     memory: MemorySettings
     tools: ToolsSettings
+    # The MCP servers the chat may use (`mcp_servers:` and tools.mcp_servers_file, ocat.mcp_client).
+    mcp_servers: tuple[McpServerConfig, ...] = ()
+    # Tools allowed for this command alone (`--allow-tool SERVER.TOOL`).
+    allowed_tools: frozenset[str] = frozenset()
     config_path: str | None = None  # the user file that was read, or None
     # The dotted keys the user file, OCAT_* variables or flags set (the rest are the shipped defaults).
     named: frozenset[str] = frozenset()
@@ -199,3 +206,5 @@ SECTION_CLASSES: dict[str, type] = {
     "tools": ToolsSettings,
 }
 SECTIONS: tuple[str, ...] = tuple(SECTION_CLASSES)
+# The top-level entry that holds MCP servers by name (not a section of fixed keys).
+MCP_SERVERS = "mcp_servers"

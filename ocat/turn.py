@@ -75,6 +75,7 @@ class Turn:
         # Every tool call of the turn, in order, and how many model calls it made.
         self.calls: list[ToolCall] = []
         self.steps = 0
+        self.box: ToolBox | None = None
         # What the faces should say about tools this turn (a model that refused them, the step limit).
         self.tool_notes: list[str] = []
         self.usage: Usage | None = None
@@ -122,7 +123,7 @@ class Turn:
 
         request = self.prepare()
         self.state = TurnState.ANSWERING
-        box = await asyncio.to_thread(self._toolbox)
+        box = self.box = await asyncio.to_thread(self._toolbox)
         limit = self.session.settings.tools.max_steps
         messages = list(request.messages)
         try:
@@ -178,7 +179,9 @@ class Turn:
         in_context = {hit.id for hit in self.memories}
         if self.wake is not None:
             in_context |= set(self.wake.pinned_ids)
-        return self.session.toolbox(in_context)
+        box = self.session.toolbox(in_context)
+        self.tool_notes.extend(self.session.server_tools.news())  # a server that failed to start: said once
+        return box
 
     async def answer(self) -> str:
         """The whole answer, for a face that shows it only once it is complete (`--ask`)."""
@@ -201,6 +204,8 @@ class Turn:
         """Drop the turn: what was shown stays on screen, nothing of it is remembered."""
         if self.state is not TurnState.FINISHED:
             self.state = TurnState.CANCELLED
+        if self.box is not None and any(call.state is CallState.RUNNING for call in self.calls):
+            self.box.cancel()  # an MCP server is told (MCP's cancellation); memory's tools just finish
         for call in self.calls:
             if call.state is CallState.RUNNING:
                 call.error = "cancelled"

@@ -27,6 +27,7 @@ from ocat.commands import thread_commands as _thread_commands  # noqa: F401
 from ocat.commands import editing as _editing  # noqa: F401
 from ocat.commands import browsing as _browsing  # noqa: F401
 from ocat.commands import wake_commands as _wake_commands  # noqa: F401
+from ocat.commands import tool_commands as _tool_commands  # noqa: F401
 
 __all__ = [
     "REGISTRY", "Arg", "Choose", "Command", "CommandResult", "Confirm", "Send", "ShowThemes", "command", "commands",

@@ -54,6 +54,8 @@ class ToolSpec:
     description: str
     parameters: dict[str, Any]
     run: Callable[[dict[str, Any]], ToolOutcome]
+    # Gives up the tool's calls under way (Esc); None for a tool whose calls are quick and local.
+    cancel: Callable[[], None] | None = None
 
     def schema(self) -> dict[str, Any]:
         """The tool as a provider is offered it (OpenAI's function format)."""
@@ -75,6 +77,11 @@ class ToolBox:
     def schemas(self) -> list[dict[str, Any]]:
         """Every tool, as the provider is offered them."""
         return [spec.schema() for spec in self.specs.values()]
+
+    def cancel(self) -> None:
+        """Give up the calls under way (the turn was cancelled)."""
+        for hook in {spec.cancel for spec in self.specs.values() if spec.cancel is not None}:
+            hook()
 
     def run(self, call: ToolCall) -> ToolCall:
         """Run one call: check it, run it, bound its result; any failure is the call's error and

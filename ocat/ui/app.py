@@ -126,6 +126,11 @@ class OcatApp(MemoryView, CommandView, PromptFocus, App[int]):
         # model, whose imports would otherwise compete with the first paint for the GIL.
         if self.session.settings.vector_store.enabled:
             self.load_memory()
+        # The MCP servers start in the background too; a call not allowed beforehand asks here.
+        from ocat.ui.consent import consent_asker
+
+        self.session.server_tools.consent.ask = consent_asker(self)
+        self.session.server_tools.start()
         if not self.session.dummy:
             self.check_model()
         self.load_commands()
@@ -333,7 +338,8 @@ class OcatApp(MemoryView, CommandView, PromptFocus, App[int]):
 
     def _notice(self, text: str, *, error: bool = False) -> None:
         conversation = self._conversation()
-        if conversation is not None:
+        # A turn cancelled by the window closing (Ctrl+Q mid-call) has nowhere left to say so.
+        if conversation is not None and conversation.is_attached:
             conversation.mount(NoticeMessage(text, error=error))
             conversation.scroll_end(animate=False)
 

@@ -1,0 +1,33 @@
+"""/tools: the MCP servers of this chat and their tools, and taking an "always" back."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ocat.commands.arguments import Arg
+from ocat.commands.registry import command
+from ocat.commands.results import CommandResult
+from ocat.errors import OcatError
+
+if TYPE_CHECKING:
+    from ocat.session import ChatSession
+
+
+@command("tools", "list the MCP servers and their tools, allowed or not ('deny SERVER.TOOL' takes an 'always' back)",
+         group="settings", example="/tools",
+         arguments=(Arg("deny", "deny and a SERVER.TOOL", kind="rest", optional=True, default="",
+                        metavar="deny SERVER.TOOL"),))
+def _tools(session: ChatSession, deny: str = "") -> CommandResult:
+    from ocat.mcp_client.consent import take_back
+    from ocat.tools.listing import render_listing, tool_listing
+
+    words = deny.split()
+    if not words:
+        asks = session.server_tools.consent.ask is not None
+        return CommandResult(text=render_listing(tool_listing(session.server_tools), asks=asks))
+    if words[0] != "deny" or len(words) != 2 or "." not in words[1]:
+        raise OcatError("usage: /tools, or /tools deny SERVER.TOOL")
+    key = words[1]
+    if take_back(key):
+        return CommandResult(text=f"{key} is no longer allowed always: the next call asks first.")
+    return CommandResult(text=f"{key} was not allowed always; nothing changed.")

@@ -1,0 +1,81 @@
+"""The MCP servers of one chat, as the session owns them: started when the face says (after the
+first frame, or on `--ask`'s first turn), offered to every turn beside memory's tools, asked
+about through `consent`, and closed with the chat. Servers that failed are said once each.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ocat.locations import state_dir
+from ocat.mcp_client.consent import Consent
+
+if TYPE_CHECKING:
+    from ocat.mcp_client.servers import McpServers, ServerStatus
+    from ocat.settings import Settings
+    from ocat.tools.box import ToolSpec
+
+
+class ServerTools:
+    """The configured servers (none: every method is a no-op) and the consent their calls need."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.configs = settings.mcp_servers
+        self.consent = Consent({c.name: c.allow for c in self.configs}, settings.allowed_tools)
+        self._servers: McpServers | None = None
+        self._said: set[tuple[str, str]] = set()
+        if self.configs:
+            from ocat.mcp_client.servers import McpServers
+
+            # Made here, in the thread that builds the chat (the main one): it sets ocat's SIGTERM handler.
+            self._servers = McpServers(self.configs, state_dir() / "mcp")
+
+    def __bool__(self) -> bool:
+        return bool(self.configs)
+
+    @property
+    def servers(self) -> McpServers | None:
+        """The live servers (not started until `start`); None when none are configured."""
+        return self._servers
+
+    def start(self) -> None:
+        """Start the servers in the background (returns at once)."""
+        if self.servers is not None:
+            self.servers.start()
+
+    def specs(self, taken: set[str]) -> list[ToolSpec]:
+        """Their tools for one turn (waiting for servers still starting, each within its start_timeout)."""
+        servers = self.servers
+        if servers is None:
+            return []
+        from ocat.tools.mcp_tools import server_tools
+
+        servers.wait()
+        return server_tools(servers, self.consent, taken)
+
+    def statuses(self) -> list[ServerStatus]:
+        """Each server's state, tools and last error (starting them if they were not)."""
+        servers = self.servers
+        if servers is None:
+            return []
+        servers.wait()
+        return servers.statuses()
+
+    def news(self) -> list[str]:
+        """One line for each server that failed since last asked (a failure is said once)."""
+        if self._servers is None:
+            return []
+        lines = []
+        for status in self._servers.statuses():
+            if status.state in ("failed", "crashed") and status.error is not None:
+                said = (status.name, status.error)
+                if said not in self._said:
+                    self._said.add(said)
+                    lines.append(f"MCP server {status.name} is off ({status.error}): "
+                                 "the chat goes on without its tools")
+        return lines
+
+    def close(self) -> None:
+        """Stop every server (no child outlives the chat)."""
+        if self._servers is not None:
+            self._servers.close()

@@ -1,0 +1,224 @@
+"""Issue 31 in the faces: the full-screen chat's consent dialog, the line mode's question on a
+terminal, Esc sending MCP's cancellation, /tools, and no server child outliving ocat (a normal
+quit, Ctrl+Q mid-call, SIGTERM mid-call).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import pty
+import select
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ocat.config import load_settings
+from ocat.mcp_client.config import parse_servers
+from ocat.mcp_client.consent import DENIED, always_allowed
+from ocat.session import ChatSession
+from ocat.ui.app import OcatApp
+from ocat.ui.consent import ConsentDialog
+from tests.support.cli import Cli
+from tests.support.fakes import FakeLLMServer
+from tests.support.pilot import wait_for
+from tests.test_mcp_client import ask_args, calls_made, fixture_entry, pid_alive, tool_messages, write_config
+
+
+def app_with_fixture(server: FakeLLMServer, folder: Path, **entry: Any) -> OcatApp:
+    """The chat (memory off: these tests are about tools) with the fixture server configured."""
+    settings = load_settings(overrides={"llm.model": "openai/fake-model", "llm.api_base": server.api_base,
+                                        "llm.api_key": "sk-test", "tools.enabled": "on",
+                                        "vector_store.enabled": False})
+    servers = parse_servers({"fx": fixture_entry(folder, **entry)}, "test", folder)
+    return OcatApp(ChatSession(dataclasses.replace(settings, mcp_servers=servers), dummy=False), serve=False)
+
+
+async def start_turn(app: OcatApp, pilot: Any, text: str) -> None:
+    """Send `text` without waiting for the turn to end (it may wait for the user)."""
+    from ocat.ui.widgets import PromptInput
+
+    app.query_one(PromptInput).text = text
+    await pilot.press("enter")
+    await pilot.pause()
+
+
+async def dialog_shown(app: OcatApp, pilot: Any) -> ConsentDialog:
+    await wait_for(pilot, lambda: isinstance(app.screen, ConsentDialog), "the consent dialog", seconds=60)
+    assert isinstance(app.screen, ConsentDialog)
+    return app.screen
+
+
+async def turn_done(app: OcatApp, pilot: Any) -> None:
+    assert app.turn is not None
+    await app.turn.wait()
+    await pilot.pause()
+
+
+@pytest.mark.slow
+@pytest.mark.anyio
+@pytest.mark.parametrize(("key", "written", "kept"), [("y", True, False), ("n", False, False), ("a", True, True)])
+async def test_the_dialog_asks_and_only_yes_or_always_run_the_tool(
+    llm_server: FakeLLMServer, tmp_path: Path, isolated_home: Path, key: str, written: bool, kept: bool
+) -> None:
+    llm_server.script = [[{"name": "fx__write_note", "arguments": {"text": "\x1b[31mbuy milk"}}], "Done."]
+    app = app_with_fixture(llm_server, tmp_path)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await start_turn(app, pilot, "note it")
+        dialog = await dialog_shown(app, pilot)
+        shown = str(dialog.query_one("#consent-arguments").render())
+        assert "buy milk" in shown and "\x1b" not in shown and "\\u001b" in shown
+        assert calls_made(tmp_path) == []  # nothing ran while the question is open
+        await pilot.press(key)
+        await turn_done(app, pilot)
+    assert (tmp_path / "note.txt").exists() is written
+    assert ("fx.write_note" in always_allowed()) is kept
+    if not written:
+        assert DENIED in tool_messages(llm_server)[0]["content"] and calls_made(tmp_path) == []
+
+
+@pytest.mark.slow
+@pytest.mark.anyio
+async def test_tools_lists_what_is_allowed_and_deny_takes_always_back(
+    llm_server: FakeLLMServer, tmp_path: Path, isolated_home: Path
+) -> None:
+    from ocat.mcp_client.consent import keep_always
+    from tests.support.pilot import wait_for_command
+
+    keep_always("fx.write_note")
+    app = app_with_fixture(llm_server, tmp_path, allow="read-only")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await start_turn(app, pilot, "/tools")
+        await wait_for_command(app, pilot)
+        text = "\n".join(str(widget.render()) for widget in app.query(".notice, Static"))
+        assert "fx: ready, 8 tools" in text and "fx.write_note: allowed (always)" in text
+        assert "fx.lookup: allowed (config), read-only" in text
+        await start_turn(app, pilot, "/tools deny fx.write_note")
+        await wait_for_command(app, pilot)
+    assert "fx.write_note" not in always_allowed()
+
+
+@pytest.mark.slow
+@pytest.mark.anyio
+async def test_escape_cancels_a_running_call_and_the_server_hears_it(
+    llm_server: FakeLLMServer, tmp_path: Path, isolated_home: Path
+) -> None:
+    llm_server.script = [[{"name": "fx__hang", "arguments": {}}], "Never."]
+    app = app_with_fixture(llm_server, tmp_path, allow=["hang"], timeout=600)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await start_turn(app, pilot, "wait forever")
+        await wait_for(pilot, lambda: any(c["tool"] == "hang" for c in calls_made(tmp_path)), "the call", seconds=60)
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: any(c["tool"] == "hang-cancelled" for c in calls_made(tmp_path)),
+                       "MCP's cancellation at the server", seconds=30)
+        pid = calls_made(tmp_path)[0]["pid"]
+        assert pid_alive(pid)  # the server stays up for the next call
+        await pilot.press("ctrl+q")
+    assert app.closing is not None
+    app.closing.join(30)
+    assert not pid_alive(pid)
+
+
+@pytest.mark.slow
+@pytest.mark.anyio
+async def test_ctrl_q_mid_call_leaves_no_server_behind(llm_server: FakeLLMServer, tmp_path: Path,
+                                                       isolated_home: Path) -> None:
+    llm_server.script = [[{"name": "fx__hang", "arguments": {}}], "Never."]
+    app = app_with_fixture(llm_server, tmp_path, allow=["hang"], timeout=600)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await start_turn(app, pilot, "wait forever")
+        await wait_for(pilot, lambda: any(c["tool"] == "hang" for c in calls_made(tmp_path)), "the call", seconds=60)
+        await pilot.press("ctrl+q")
+    assert app.closing is not None
+    app.closing.join(30)
+    assert not pid_alive(calls_made(tmp_path)[0]["pid"])
+
+
+def test_snapshot_the_consent_dialog(snap_compare: Any) -> None:
+    from textual.app import App
+
+    from ocat.mcp_client.consent import ConsentRequest
+
+    class Host(App[None]):
+        def on_mount(self) -> None:
+            self.push_screen(ConsentDialog(ConsentRequest("files", "read_file",
+                                                          {"path": "~/notes/plan.md", "lines": [1, 40]})))
+
+    assert snap_compare(Host(), terminal_size=(80, 24))
+
+
+# -- the line mode and the process tree ---------------------------------------------------------------
+
+
+def _read_until(fd: int, marker: str, seen: list[str], timeout: float = 90) -> str:
+    """What the terminal showed, read until `marker` appears (AssertionError after `timeout`)."""
+    deadline = time.monotonic() + timeout
+    while marker not in "".join(seen):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{marker!r} never came; the terminal showed:\n{''.join(seen)[-2000:]}")
+        ready, _, _ = select.select([fd], [], [], 0.5)
+        if ready:
+            try:
+                seen.append(os.read(fd, 65536).decode(errors="replace"))
+            except OSError:
+                break
+    return "".join(seen)
+
+
+@pytest.mark.slow
+def test_the_line_mode_asks_on_a_terminal_and_one_letter_answers(
+    cli: Cli, llm_server: FakeLLMServer, tmp_path: Path
+) -> None:
+    config = write_config(cli, {"fx": fixture_entry(tmp_path)})
+    llm_server.script = [[{"name": "fx__write_note", "arguments": {"text": "call mum"}}], "Noted it."]
+    controller, terminal = pty.openpty()
+    process = subprocess.Popen([sys.executable, "-m", "ocat", "--plain", *ask_args(llm_server, config)],
+                               stdin=terminal, stdout=terminal, stderr=terminal, env=cli.environ({"TERM": "dumb"}),
+                               cwd=cli.home, close_fds=True)
+    os.close(terminal)
+    seen: list[str] = []
+    try:
+        _read_until(controller, "/quit to leave", seen)
+        os.write(controller, b"write it down\r")
+        _read_until(controller, 'Allow fx.write_note {"text": "call mum"}? [y]es once, [a]lways, [n]o:', seen)
+        assert not (tmp_path / "note.txt").exists()
+        os.write(controller, b"y\r")
+        _read_until(controller, "Noted it.", seen)
+        os.write(controller, b"/quit\r")
+        assert process.wait(timeout=60) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+        os.close(controller)
+    assert (tmp_path / "note.txt").read_text() == "call mum\n"
+    assert not pid_alive(calls_made(tmp_path)[0]["pid"])  # a normal quit leaves no server behind
+
+
+@pytest.mark.slow
+def test_sigterm_mid_call_leaves_no_server_behind(cli: Cli, llm_server: FakeLLMServer, tmp_path: Path) -> None:
+    config = write_config(cli, {"fx": fixture_entry(tmp_path, timeout=600)})
+    llm_server.script = [[{"name": "fx__hang", "arguments": {}}], "Never."]
+    process = subprocess.Popen([sys.executable, "-m", "ocat", "--plain",
+                                *ask_args(llm_server, config, "--allow-tool", "fx.hang")],
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               env=cli.environ(), cwd=cli.home)
+    assert process.stdin is not None
+    process.stdin.write("wait forever\n")
+    process.stdin.flush()
+    deadline = time.monotonic() + 90
+    while not any(call["tool"] == "hang" for call in calls_made(tmp_path)):
+        assert time.monotonic() < deadline and process.poll() is None, process.communicate()[1]
+        time.sleep(0.2)
+    pid = calls_made(tmp_path)[0]["pid"]
+    process.send_signal(signal.SIGTERM)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == -signal.SIGTERM, err
+    deadline = time.monotonic() + 10
+    while pid_alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not pid_alive(pid)
