@@ -38,7 +38,7 @@ DOCUMENTED_DEFAULTS = {
              "copy_answer": "ctrl+o", "copy_code": "ctrl+b",
              "editor": "ctrl+g", "memory": "ctrl+r"},
     "memory": {"wake": True, "wake_tokens": 400, "wake_threads": 5, "profile": None, "model_may_remember": True},
-    "tools": {"enabled": "auto", "max_steps": 6, "result_tokens": 1500},
+    "tools": {"enabled": "auto", "max_steps": 6, "result_tokens": 1500, "mcp_servers_file": None},
 }
 
 
@@ -84,7 +84,8 @@ def test_defaults_match_documented_values(home: Path) -> None:
 
 def test_sections_and_schema_agree() -> None:
     assert SECTIONS == tuple(DOCUMENTED_DEFAULTS)
-    assert SECTIONS == tuple(f.name for f in dataclasses.fields(Settings))[:-2]  # then config_path, named
+    # then mcp_servers, allowed_tools, config_path, named
+    assert SECTIONS == tuple(f.name for f in dataclasses.fields(Settings))[:-4]
     for section in SECTIONS:
         cls = type(getattr(load(), section))
         assert [f.name for f in dataclasses.fields(cls)] == list(DOCUMENTED_DEFAULTS[section])
