@@ -7,6 +7,7 @@ stdin is a pipe, so the same chat can be scripted.
 from __future__ import annotations
 
 import asyncio
+import select
 import shutil
 import sys
 from typing import IO, Callable, Sequence
@@ -350,6 +351,12 @@ def _consent_asker(err: IO[str]) -> Ask:
         while True:
             err.write(request.question())
             err.flush()
+            # Polled, not a blocking read: a turn cancelled meanwhile (Ctrl+C) takes its question
+            # back, and the next line typed goes to the prompt, not to a forgotten question.
+            while not select.select([sys.stdin], [], [], 0.2)[0]:
+                if request.abandoned.is_set():
+                    err.write("\n")
+                    return Answer.NO
             line = sys.stdin.readline()
             if not line:
                 return Answer.NO

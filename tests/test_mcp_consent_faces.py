@@ -84,6 +84,22 @@ async def test_the_dialog_asks_and_only_yes_or_always_run_the_tool(
 
 @pytest.mark.slow
 @pytest.mark.anyio
+async def test_cancelling_the_turn_takes_the_question_back(
+    llm_server: FakeLLMServer, tmp_path: Path, isolated_home: Path
+) -> None:
+    llm_server.script = [[{"name": "fx__write_note", "arguments": {"text": "later"}}], "Done."]
+    app = app_with_fixture(llm_server, tmp_path)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await start_turn(app, pilot, "note it")
+        await dialog_shown(app, pilot)
+        assert app.turn is not None
+        app.turn.cancel()  # what Ctrl+C does to the turn under way
+        await wait_for(pilot, lambda: not isinstance(app.screen, ConsentDialog), "the question withdrawn", seconds=10)
+    assert not (tmp_path / "note.txt").exists() and calls_made(tmp_path) == []
+
+
+@pytest.mark.slow
+@pytest.mark.anyio
 async def test_tools_lists_what_is_allowed_and_deny_takes_always_back(
     llm_server: FakeLLMServer, tmp_path: Path, isolated_home: Path
 ) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import os
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Callable, Iterable
 
@@ -47,6 +47,8 @@ class ConsentRequest:
     server: str
     tool: str
     arguments: dict[str, Any]
+    # Set when the turn that asked is cancelled (Ctrl+C): the face stops asking, the answer is no.
+    abandoned: threading.Event = field(default_factory=threading.Event, compare=False, repr=False)
 
     @property
     def key(self) -> str:
@@ -74,6 +76,7 @@ class Consent:
         self.allowed_tools = frozenset(allowed_tools)
         self.ask = ask
         self._lock = threading.Lock()  # one question on screen at a time
+        self._asking: ConsentRequest | None = None
 
     def reason(self, server: str, tool: str, read_only: bool) -> str | None:
         """Why this tool may run without asking ("config", "--allow-tool", "always"), or None."""
@@ -93,10 +96,23 @@ class Consent:
         if self.ask is None:
             return False
         with self._lock:
-            answer = self.ask(ConsentRequest(server, tool, arguments))
+            self._asking = request = ConsentRequest(server, tool, arguments)
+            try:
+                answer = self.ask(request)
+            finally:
+                self._asking = None
+        if request.abandoned.is_set():
+            return False
         if answer is Answer.ALWAYS:
             keep_always(f"{server}.{tool}")
         return answer in (Answer.ONCE, Answer.ALWAYS)
+
+
+    def abandon(self) -> None:
+        """The turn was cancelled: a question on screen is withdrawn (and counts as no)."""
+        asking = self._asking
+        if asking is not None:
+            asking.abandoned.set()
 
 
 def always_allowed() -> set[str]:

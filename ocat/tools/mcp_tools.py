@@ -25,12 +25,17 @@ def server_tools(servers: McpServers, consent: Consent, taken: set[str]) -> list
     with `taken`, the memory tools' names). A crashed server restarts at most once in the turn
     these specs are built for."""
     restarted: set[str] = set()
+
+    def cancel() -> None:  # the turn was cancelled: withdraw a question, give up the calls under way
+        consent.abandon()
+        servers.cancel_calls()
+
     specs = []
     for tool in servers.tools():
         if tool.qualified in taken:
             continue
         specs.append(ToolSpec(tool.qualified, tool.description, tool.schema, _runner(servers, consent, tool, restarted),
-                              cancel=servers.cancel_calls))
+                              cancel=cancel))
     return specs
 
 

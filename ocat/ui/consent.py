@@ -102,12 +102,19 @@ def consent_asker(app: App[Any]) -> Ask:
             answer[0] = Answer.from_letter(letter or "n")
             answered.set()
 
+        dialog = ConsentDialog(request)
         try:
-            app.call_from_thread(app.push_screen, ConsentDialog(request), dismissed)
+            app.call_from_thread(app.push_screen, dialog, dismissed)
         except RuntimeError:  # the app is gone: nobody to ask
             return Answer.NO
         while not answered.wait(0.2):
             if not app.is_running:
+                return Answer.NO
+            if request.abandoned.is_set():  # the turn was cancelled (Ctrl+C): the question goes too
+                try:
+                    app.call_from_thread(dialog.dismiss, "n")
+                except RuntimeError:
+                    pass
                 return Answer.NO
         return answer[0]
 
