@@ -65,9 +65,10 @@ def test_a_folder_is_told_from_its_content_a_rerun_adds_nothing_and_a_grown_sess
 
 
 def test_without_a_path_the_agents_own_folders_are_imported(cli: Cli, isolated_home: Path, tmp_path: Path) -> None:
+    (isolated_home / ".codex" / "sessions").mkdir(parents=True)  # made by Codex, no session yet
     missing = cli("--import-history")
     assert missing.returncode == 1
-    assert "neither ~/.claude/projects (Claude Code) nor ~/.codex/sessions (Codex) exists" in missing.stderr
+    assert "neither ~/.claude/projects (Claude Code) nor ~/.codex/sessions (Codex) holds a session" in missing.stderr
     first = ferry_fix_session().write(claude_path(isolated_home / ".claude" / "projects"))
     agent_file(first.parent)
     codex_home = tmp_path / "codex-home"
@@ -81,6 +82,8 @@ def test_without_a_path_the_agents_own_folders_are_imported(cli: Cli, isolated_h
     only = cli("--import-history", "--from", "claude-code", "--output", "json")
     assert only.returncode == 0, only.stderr
     assert only.json()["result"]["already_here"] == 1
+    empty = cli("--import-history", "--from", "codex")
+    assert empty.returncode == 1 and "and ~/.codex/sessions (Codex) holds no session" in empty.stderr
     export_format = cli("--import-history", "--from", "chatgpt")
     assert export_format.returncode == 2 and "needs the path of the chatgpt export" in export_format.stderr
 

@@ -136,7 +136,9 @@ def test_folders_of_sessions_are_told_apart_by_content_and_sub_agents_are_left_o
     assert detect_format(rollout) == detect_format(sessions) == detect_format(tmp_path / "sessions" / "2025") == "codex"
     assert count_conversations(projects) == 2
     read = list(read_history(projects))
-    assert sorted(item.source_id for item in read) == sorted(["second", SESSION])
+    assert sorted(item.source_id for item in read if isinstance(item, ImportedConversation)) == sorted(
+        ["second", SESSION])
+    assert len(read) == 2
     assert "sub-agent" not in json.dumps([pairs(item) for item in read])
     (tmp_path / "empty").mkdir()
     with pytest.raises(InputFileError, match="holds no session files"):
@@ -179,3 +181,16 @@ def test_a_rerun_skips_unchanged_files_and_reads_grown_or_touched_ones(store: An
     stored = store.exchanges.get(include=["metadatas"])["metadatas"]
     assert {m["project"] for m in stored} == {PROJECT} and {m["git_branch"] for m in stored} == {"main"}
     assert len(stored) == 3
+
+
+def test_project_and_git_branch_travel_in_an_export_and_old_exchanges_stay_valid() -> None:
+    from ocat.memory.storage.export_lines import parse_line
+    from ocat.records import Exchange
+
+    made = Exchange("q", "a", "t", "s", project=PROJECT, git_branch="main")
+    line = json.dumps({"kind": "exchange", **made.to_record()})
+    assert parse_line(line, 1, "x.jsonl") == made
+    old = Exchange("q", "a", "t", "s")
+    assert "project" not in old.to_metadata() and Exchange.from_metadata(old.to_metadata()) == old
+    with pytest.raises(InputFileError, match="x.jsonl:3: project must be a string"):
+        parse_line(json.dumps({"kind": "exchange", **made.to_record(), "project": 7}), 3, "x.jsonl")

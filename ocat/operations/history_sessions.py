@@ -100,12 +100,12 @@ def _valid(entry: Any) -> bool:
 
 def default_sessions(fmt: str | None) -> FolderExports:
     """What `--import-history` without a path imports: the coding agents' own session folders
-    (~/.claude/projects, $CODEX_HOME/sessions or ~/.codex/sessions), those that exist, or the
-    one `fmt` names. UsageError for an export's format (an export has no default place);
-    InputFileError naming the folders looked for when none exists."""
+    (~/.claude/projects, $CODEX_HOME/sessions or ~/.codex/sessions), those that hold a session,
+    or the one `fmt` names. UsageError for an export's format (an export has no default place);
+    InputFileError naming the folders looked for when none holds one."""
     from ocat.errors import InputFileError, UsageError
     from ocat.history_import import AGENT_FORMATS
-    from ocat.history_import.agent_sessions import default_folder
+    from ocat.history_import.agent_sessions import default_folder, session_files
     from ocat.history_import.folders import FolderExports
     from ocat.locations import display_path
 
@@ -114,11 +114,12 @@ def default_sessions(fmt: str | None) -> FolderExports:
                          "sessions have a folder it looks in)")
     wanted = [fmt] if fmt is not None else list(AGENT_FORMATS)
     folders = [(default_folder(name), name) for name in wanted]
-    found = [(folder, name) for folder, name in folders if folder.is_dir()]
+    # A folder the agent made but holds no session yet is passed over, as if it were not there.
+    found = [(f, name) for f, name in folders if f.is_dir() and next(iter(session_files(f)), None) is not None]
     if not found:
-        looked = " nor ".join(f"{display_path(folder)} ({_AGENT_NAMES[name]})" for folder, name in folders)
-        raise InputFileError(f"no path given, and {'neither ' if len(folders) > 1 else ''}{looked} exists: "
-                             "give the path of an export or a session")
+        named = [f"{display_path(folder)} ({_AGENT_NAMES[name]})" for folder, name in folders]
+        looked = f"neither {' nor '.join(named)} holds a session" if len(named) > 1 else f"{named[0]} holds no session"
+        raise InputFileError(f"no path given, and {looked}: give the path of an export or a session")
     return FolderExports(found=found)
 
 
