@@ -68,8 +68,11 @@ def build_parser() -> argparse.ArgumentParser:
     actions.add_argument(
         "--import-history",
         metavar="PATH",
-        help="add your old chats: a ChatGPT or Claude export (.zip, folder or conversations.json), or llm's logs.db"
-        " ('-' reads stdin)",
+        nargs="?",
+        const="",
+        help="add your old chats: a ChatGPT or Claude export (.zip, folder or conversations.json), llm's logs.db,"
+        " or Claude Code or Codex sessions (a session file or a folder; without PATH, the agent's own folder)"
+        " ('-' reads stdin, or a Claude Code hook's JSON)",
     )
     actions.add_argument(
         "--wake", action="store_true",
@@ -122,7 +125,7 @@ def build_parser() -> argparse.ArgumentParser:
     options.add_argument(
         "--from",
         dest="history_format",
-        choices=("chatgpt", "claude", "llm", "ocat"),
+        choices=("chatgpt", "claude", "llm", "claude-code", "codex", "ocat"),
         help="--import-history: the export's format, when it should not be told from its content",
     )
     options.add_argument(

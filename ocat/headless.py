@@ -18,6 +18,7 @@ from ocat.text import count_of
 
 if TYPE_CHECKING:
     from ocat.config import Settings
+    from ocat.history_import.folders import FolderExports
     from ocat.memory import MemoryStore
     from ocat.memory.embedding.model_files import FetchResult
     from ocat.operations.search import Found
@@ -305,15 +306,58 @@ def _import_path(path: Path, settings: Settings, reporter: Reporter) -> int:
 
 
 def _import_history(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> int:
+    from ocat.history_import.agent_sessions import hook_transcript
     from ocat.input_files import STDIN, spooled_stdin
+    from ocat.operations.history_sessions import default_sessions
 
+    fmt = args.history_format
     if args.import_history == STDIN:
         with spooled_stdin() as path:
-            return _import_history_path(path, args.history_format, settings, reporter)
-    return _import_history_path(Path(args.import_history).expanduser(), args.history_format, settings, reporter)
+            # A Claude Code hook sends a small JSON object naming the session it just finished.
+            transcript = hook_transcript(path) if fmt in (None, "claude-code") else None
+            if transcript is not None:
+                return _import_hook(transcript, settings, reporter)
+            return _import_history_path(path, fmt, settings, reporter)
+    if not args.import_history:  # no PATH: the coding agents' own session folders
+        held = default_sessions(fmt)
+        first, first_format = held.found[0]
+        return _import_history_path(first, first_format, settings, reporter, held if held.several else None)
+    return _import_history_path(Path(args.import_history).expanduser(), fmt, settings, reporter)
 
 
-def _import_history_path(path: Path, fmt: str | None, settings: Settings, reporter: Reporter) -> int:
+def _import_hook(transcript: Path, settings: Settings, reporter: Reporter) -> int:
+    """A Claude Code hook's import of the session it names: nothing on stdout when it worked; a
+    failure is one line on stderr and exit 1, never 2 (which a Stop hook reads as "keep going")."""
+    from ocat.history_import import ConversationProblem
+    from ocat.operations.history import import_history
+
+    def said(line: str) -> None:
+        reporter.note(f"ocat: {line}")
+
+    try:
+        _prepare_model(settings, reporter)
+        with stop_on_interrupt(reporter) as stopping:
+
+            def step(label: str, done: int, total: int) -> None:
+                if stopping.is_set():
+                    raise Cancelled("stopped")
+
+            def skipped(p: ConversationProblem) -> None:
+                said(f"skipped {p.title or p.source_id or 'the session'}: {p.problem}")
+
+            outcome = import_history(
+                _open_store(settings), transcript, "claude-code", progress=step, problem=skipped, warn=said
+            )
+    except OcatError as exc:
+        said(f"the Claude Code session {transcript} was not imported: {exc}")
+        return 1
+    reporter.succeed(outcome.to_dict(), None)
+    return 130 if outcome.stopped else 0
+
+
+def _import_history_path(
+    path: Path, fmt: str | None, settings: Settings, reporter: Reporter, several: FolderExports | None = None
+) -> int:
     from ocat.history_import import ConversationProblem, detect_format
     from ocat.history_import.folders import exports_in
     from ocat.input_files import refuse_special
@@ -322,7 +366,7 @@ def _import_history_path(path: Path, fmt: str | None, settings: Settings, report
     refuse_special(path)  # before the first look at it: a pipe would block, a device never end
     if fmt == "ocat" or (fmt is None and is_ocat_export(path)):
         return _import_path(path, settings, reporter)  # ocat's own export: the same import as --import-memory
-    held = exports_in(path) if fmt is None else None
+    held = several or (exports_in(path) if fmt is None else None)
     # A file of another shape fails before a model download.
     chosen = None if held is not None and held.several else fmt or detect_format(path)
     _prepare_model(settings, reporter)
@@ -338,12 +382,15 @@ def _import_history_path(path: Path, fmt: str | None, settings: Settings, report
         def skipped(p: ConversationProblem) -> None:
             reporter.note(f"ocat: skipped {p.title or p.source_id or 'a conversation'}: {p.problem}")
 
+        def warned(line: str) -> None:
+            reporter.note(f"ocat: warning: {line}")
+
         if held is None or not held.several:
-            outcome = import_history(store, path, chosen, progress=step, problem=skipped)
+            outcome = import_history(store, path, chosen, progress=step, problem=skipped, warn=warned)
             code = reporter.succeed(outcome.to_dict(), outcome.sentence())
             return 130 if outcome.stopped else code
         # A folder of several exports (a ChatGPT zip, a Claude zip, logs.db): each one, a line each.
-        done = import_exports(store, held, progress=step, problem=skipped)
+        done = import_exports(store, held, progress=step, problem=skipped, warn=warned)
     code = reporter.succeed(done.to_dict(), "\n".join(done.lines()))
     return 130 if done.stopped else (1 if done.failed else code)
 

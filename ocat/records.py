@@ -39,6 +39,10 @@ TOOL_CALLS_KEY = "tool_calls"
 # groups those, so one-shot questions never crowd the conversations out of it).
 ORIGIN_KEY = "origin"
 ONE_SHOT = "ask"
+# Where a coding agent's exchange was said (an imported Claude Code or Codex session): the
+# folder it worked in (an absolute path) and the git branch it was on, when known.
+PROJECT_KEY = "project"
+GIT_BRANCH_KEY = "git_branch"
 # The metadata key of a pinned memory (/pin, /remember): when it was pinned. User data in the
 # primary store, like a title: exported, imported, kept through any rebuild of derived files.
 PINNED_KEY = "pinned_at"
@@ -154,6 +158,9 @@ class Exchange:
     tool_calls: tuple[CalledTool, ...] = ()
     # "" for a chat's exchange, ONE_SHOT for `ocat --ask`'s (absent from the metadata when "").
     origin: str = ""
+    # An imported coding agent's folder and git branch (absent from the metadata when "").
+    project: str = ""
+    git_branch: str = ""
 
     @property
     def thread_session_id(self) -> str:
@@ -181,6 +188,10 @@ class Exchange:
         }
         if self.origin:
             metadata[ORIGIN_KEY] = self.origin
+        if self.project:
+            metadata[PROJECT_KEY] = self.project
+        if self.git_branch:
+            metadata[GIT_BRANCH_KEY] = self.git_branch
         if self.tool_calls:
             metadata[TOOL_CALLS_KEY] = json.dumps([c.to_json() for c in self.tool_calls], ensure_ascii=False)
         return metadata
@@ -211,6 +222,8 @@ class Exchange:
             thread_continuation_seq=int(metadata.get("thread_continuation_seq", 0)),
             tool_calls=called_tools(metadata.get(TOOL_CALLS_KEY)),
             origin=str(metadata.get(ORIGIN_KEY) or ""),
+            project=str(metadata.get(PROJECT_KEY) or ""),
+            git_branch=str(metadata.get(GIT_BRANCH_KEY) or ""),
         )
 
 

@@ -26,6 +26,7 @@ from ocat.history_import import (
 from ocat.history_import import chatgpt
 from ocat.history_import.json_stream import iter_array
 from ocat.history_import.llm_logs import read_llm
+from tests.support.agent_fixtures import ferry_fix_session, tide_session
 from tests.support.history_fixtures import (
     BASE_TIME,
     CountingStream,
@@ -317,6 +318,8 @@ def test_detects_formats_from_content_not_names(tmp_path: Path) -> None:
         write_zip(tmp_path / "a.zip", {"conversations.json": gpt, "chat.html": "<html></html>"}): "chatgpt",
         write_zip(tmp_path / "b.bin", {"conversations.json": claude, "users.json": []}): "claude",
         write_zip(tmp_path / "c.zip", {"export/conversations-001.json": gpt, "export/conversations-000.json": gpt}): "chatgpt",
+        ferry_fix_session().write(tmp_path / "session.log"): "claude-code",
+        tide_session().write(tmp_path / "codex" / "rollout.jsonl").parent: "codex",
     }
     assert {path.name: detect_format(path) for path in cases} == {path.name: fmt for path, fmt in cases.items()}
     assert set(cases.values()) == set(FORMATS)

@@ -1,4 +1,5 @@
-"""Telling which export a path holds from its content: ChatGPT, Claude or llm."""
+"""Telling which export a path holds from its content: ChatGPT, Claude or llm, or a coding
+agent's sessions (Claude Code, Codex)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from ocat.errors import InputFileError
+from ocat.history_import.agent_sessions import agent_format
 from ocat.history_import.chatgpt import is_chatgpt
 from ocat.history_import.claude import is_claude
 from ocat.history_import.llm_logs import is_llm_database
@@ -14,7 +16,7 @@ from ocat.history_import.sources import Located, first_item, locate
 
 def not_an_export(path: Path, why: str) -> InputFileError:
     """The error for a path that holds none of the formats."""
-    return InputFileError(f"{path} is not a ChatGPT, Claude or llm export: {why}")
+    return InputFileError(f"{path} is not a ChatGPT, Claude or llm export, nor a Claude Code or Codex session: {why}")
 
 
 def format_of(located: Located) -> str:
@@ -41,8 +43,8 @@ def format_of(located: Located) -> str:
 
 
 def detect_format(path: Path) -> str:
-    """"chatgpt", "claude" or "llm", from what `path` holds (not its name)."""
-    return format_of(locate(path))
+    """"chatgpt", "claude", "llm", "claude-code" or "codex", from what `path` holds (not its name)."""
+    return agent_format(path) or format_of(locate(path))
 
 
 def _described(item: Any) -> str:

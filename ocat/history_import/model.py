@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 
 @dataclass(frozen=True)
@@ -17,6 +18,18 @@ class ImportedExchange:
     """Epoch seconds of the user message (or of the answer), when the source knows it."""
     source_id: str
     """A stable id from the source (message id, response id)."""
+    git_branch: str = ""
+    """The git branch a coding agent was on when the prompt was given; "" when unknown."""
+
+
+@dataclass(frozen=True)
+class SessionFile:
+    """A coding agent's session file as it was when read: an import that finds it the same size
+    with the same modification time again need not read it again."""
+
+    path: Path
+    size: int
+    mtime_ns: int
 
 
 @dataclass(frozen=True)
@@ -24,7 +37,7 @@ class ImportedConversation:
     """One conversation read from an export, its exchanges in the order they were said."""
 
     source: str
-    """"chatgpt", "claude" or "llm"."""
+    """"chatgpt", "claude", "llm", "claude-code" or "codex"."""
     source_id: str
     """The conversation's id in the source."""
     title: str
@@ -32,6 +45,21 @@ class ImportedConversation:
     created: float | None
     """Epoch seconds, when the source knows it."""
     exchanges: tuple[ImportedExchange, ...]
+    project: str = ""
+    """The folder a coding agent worked in (its session's cwd, an absolute path); "" for a chat."""
+    warnings: tuple[str, ...] = ()
+    """What was passed over while reading it ("FILE:LINE: not JSON"), one line each."""
+    file: SessionFile | None = None
+    """The session file it was read from (coding agents: one file per session)."""
+
+
+@dataclass(frozen=True)
+class UnchangedSession:
+    """A session file an import read before and finds unchanged (its size and modification
+    time), so it is not read again; yielded only when the caller asked to skip those."""
+
+    source: str
+    file: SessionFile
 
 
 @dataclass(frozen=True)

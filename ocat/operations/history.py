@@ -1,10 +1,11 @@
-"""The history import: conversations from ChatGPT, Claude or llm become threads of exchanges
-(`ocat --import-history`, `/import`).
+"""The history import: conversations from ChatGPT, Claude or llm, and coding agents' sessions
+(Claude Code, Codex), become threads of exchanges (`ocat --import-history`, `/import`).
 
 Every id is derived from the source's own ids, so importing the same export again (or a newer
 one) writes only what is new. Conversations are written whole, in batches that let the model
 embed at its rate; a stop asked for between batches (Ctrl+C, Esc) leaves whole conversations
-written, and running the import again completes it.
+written, and running the import again completes it. A session file read before and unchanged
+since is not read again (operations.history_sessions).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
     from ocat.history_import import ConversationProblem, ImportedConversation
     from ocat.history_import.folders import FolderExports
     from ocat.memory.storage.store import MemoryStore
+    from ocat.operations.history_sessions import SessionLedger
 
 # Exchange ids, thread ids and session ids of imported history: uuid5 in this namespace of
 # "<source>:<conversation id>[:<message id>]", so the same conversation always maps to the same ids.
@@ -73,6 +75,8 @@ class HistoryImport:
     exchanges: int = 0
     empty: int = 0
     problems: list[ConversationProblem] = field(default_factory=list)
+    # Lines passed over inside conversations that were read ("FILE:LINE: not a JSON line").
+    warnings: list[str] = field(default_factory=list)
     stopped: bool = False
 
     def sentence(self) -> str:
@@ -86,6 +90,8 @@ class HistoryImport:
         said += count_of(self.exchanges, "exchange")
         if self.problems:
             said += f"; {count_of(len(self.problems), 'conversation')} could not be read"
+        if self.warnings:
+            said += f"; {count_of(len(self.warnings), 'line')} skipped"
         if self.stopped:
             said += "; stopped: run the same command again to import the rest"
         return said
@@ -102,6 +108,7 @@ class HistoryImport:
             "exchanges": self.exchanges,
             "stopped": self.stopped,
             "problems": [{"id": p.source_id, "title": p.title, "problem": p.problem} for p in self.problems],
+            "warnings": list(self.warnings),
         }
 
 
@@ -124,6 +131,8 @@ def exchanges_of(conversation: ImportedConversation) -> list[Exchange]:
                 # Strictly increasing within the thread, so the order survives equal timestamps.
                 timestamp=stamp + n * 1e-3 if imported.timestamp is None else stamp,
                 thread_continuation_seq=0,
+                project=conversation.project,
+                git_branch=imported.git_branch,
             )
         )
     return exchanges
@@ -162,6 +171,7 @@ def import_history(
     *,
     progress: Progress | None = None,
     problem: Callable[[ConversationProblem], None] | None = None,
+    warn: Callable[[str], None] | None = None,
 ) -> HistoryImport:
     """Import the conversations at `path` (format told from the content unless `fmt` names it).
 
@@ -170,12 +180,25 @@ def import_history(
     was written stays, and the same call completes it. `problem` hears each conversation that
     cannot be read, or breaks a limit, as it is met. A conversation listed twice (overlapping
     shards) is imported once; a thread's title is written with its exchanges, and a rerun names
-    an imported thread that has no title yet.
+    an imported thread that has no title yet. `warn` hears each line passed over inside a
+    conversation that was read (a coding agent's session: "FILE:LINE: not a JSON line").
+
+    A coding agent's session file is noted (size, modification time) once its exchanges are
+    written; the next import of it reads it again only when it changed.
     """
-    from ocat.history_import import ConversationProblem, count_conversations, detect_format, read_history
+    from ocat.history_import import (
+        AGENT_FORMATS,
+        ConversationProblem,
+        UnchangedSession,
+        count_conversations,
+        detect_format,
+        read_history,
+    )
+    from ocat.operations.history_sessions import SessionLedger
 
     chosen = fmt or detect_format(path)
-    items = read_history(path, chosen)
+    ledger = SessionLedger.of(store) if chosen in AGENT_FORMATS else None
+    items = read_history(path, chosen, unchanged=ledger.unchanged if ledger else None)
     counted = count_conversations(path, chosen) or 0
     result = HistoryImport(source=chosen)
     label = f"Importing {path.name}"
@@ -185,13 +208,20 @@ def import_history(
             # A count the fast pass got wrong (a key inside an odd conversation) is no total.
             progress(label, result.conversations, counted if counted >= result.conversations else 0)
 
-    batch = _Batch(store, result, report)
+    batch = _Batch(store, result, report, ledger)
     try:
         for item in items:
             result.conversations += 1
+            if isinstance(item, UnchangedSession):
+                result.already_here += 1
+                continue
             if isinstance(item, ConversationProblem):
                 _skip(result, item, problem)
                 continue
+            for line in item.warnings:
+                result.warnings.append(line)
+                if warn is not None:
+                    warn(line)
             exchanges = exchanges_of(item)
             broken = limit_problem(item, exchanges)
             if broken is not None:
@@ -204,11 +234,14 @@ def import_history(
         batch.write()
     except Cancelled:
         result.stopped = batch.cut_short or _more_to_read(items)
+    finally:
+        if ledger is not None:
+            ledger.save()
     return result
 
 
 # How a line names each format.
-FORMAT_NAMES = {"chatgpt": "ChatGPT", "claude": "Claude", "llm": "llm"}
+FORMAT_NAMES = {"chatgpt": "ChatGPT", "claude": "Claude", "llm": "llm", "claude-code": "Claude Code", "codex": "Codex"}
 
 
 @dataclass
@@ -246,6 +279,7 @@ def import_exports(
     *,
     progress: Progress | None = None,
     problem: Callable[[ConversationProblem], None] | None = None,
+    warn: Callable[[str], None] | None = None,
 ) -> ExportsImport:
     """Import each export a folder holds (history_import.folders.exports_in) in turn, as
     import_history does. One that cannot be read is named and the others still import, as are
@@ -259,7 +293,9 @@ def import_exports(
             done.left.append(path)
             continue
         try:
-            done.imported.append((path, import_history(store, path, fmt, progress=progress, problem=problem)))
+            done.imported.append(
+                (path, import_history(store, path, fmt, progress=progress, problem=problem, warn=warn))
+            )
         except InputFileError as exc:
             done.failed.append((path, str(exc)))
     return done
@@ -287,10 +323,13 @@ Pending = list[tuple["ImportedConversation", list[Exchange]]]
 class _Batch:
     """Conversations waiting to be written together (the model embeds best in batches)."""
 
-    def __init__(self, store: MemoryStore, result: HistoryImport, report: Callable[[], None]) -> None:
+    def __init__(
+        self, store: MemoryStore, result: HistoryImport, report: Callable[[], None], ledger: SessionLedger | None
+    ) -> None:
         self.store = store
         self.result = result
         self.report = report
+        self.ledger = ledger
         self.pending: Pending = []
         # Whether a stop came in the middle of a write (some of its exchanges are still to write).
         self.cut_short = False
@@ -336,6 +375,10 @@ class _Batch:
             self._count(pending, stored, written)
             raise
         self._count(pending, stored, {e.exchange_id for e in fresh})
+        if self.ledger is not None:
+            for conversation, exchanges in pending:
+                if conversation.file is not None:
+                    self.ledger.remember(conversation.file, exchanges[-1].exchange_id if exchanges else "")
         before = {e.thread_id for i, e in unique.items() if i in stored}
         _name_untitled(self.store, {thread: title for thread, title in titles.items() if thread in before})
 

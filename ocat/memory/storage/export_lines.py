@@ -20,7 +20,9 @@ from ocat.limits import MAX_DOCUMENT_CHUNKS, MAX_TITLE_CHARS, stored_count
 from ocat.limits import FIRST_DATE, INT64_MAX, INT64_MIN, LAST_DATE
 from ocat.records import (
     EXCHANGE_FIELDS,
+    GIT_BRANCH_KEY,
     ORIGIN_KEY,
+    PROJECT_KEY,
     SHORTENED_KEY,
     SUPERSEDED_KEY,
     TOOL_CALLS_KEY,
@@ -133,8 +135,9 @@ def _exchange(data: dict[str, Any]) -> Exchange:
         raise _Refused("thread_session_id must be '{thread_id}_{session_id}'")
     if TOOL_CALLS_KEY in data:
         _check_tool_calls(data[TOOL_CALLS_KEY])
-    if ORIGIN_KEY in data and not isinstance(data[ORIGIN_KEY], str):
-        raise _Refused(f"{ORIGIN_KEY} must be a string")
+    for key in (ORIGIN_KEY, PROJECT_KEY, GIT_BRANCH_KEY):
+        if key in data and not isinstance(data[key], str):
+            raise _Refused(f"{key} must be a string")
     return Exchange.from_metadata(data)
 
 
