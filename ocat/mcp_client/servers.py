@@ -36,6 +36,10 @@ NAME_LIMIT = 64
 _ALLOWED = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
 
 
+# JSON-RPC's code for a connection that closed under a request (mcp_types.CONNECTION_CLOSED).
+_CONNECTION_CLOSED = -32000
+
+
 class CallFailed(OcatError):
     """A server's tool could not give a result: the server is down, timed out, or said it failed."""
 
@@ -199,7 +203,9 @@ class _Server:
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            if not self.alive():
+            # The connection closed (the SDK's CONNECTION_CLOSED), or the process is gone: the
+            # process may still be exiting when its pipe closes, so the code decides, not the pid.
+            if getattr(getattr(exc, "error", None), "code", None) == _CONNECTION_CLOSED or not self.alive():
                 self.state, self.error = "crashed", _said(exc)
                 raise CallFailed(f"the server {self.config.name} stopped during the call ({_said(exc)})") from None
             raise CallFailed(f"{self.config.name}.{tool}: {_said(exc)}") from None
