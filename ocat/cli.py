@@ -148,6 +148,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="override a config key, e.g. llm.temperature=0.2",
     )
     options.add_argument(
+        "--project", metavar="PATH",
+        help="keep to one project's exchanges (a folder: its git root, else itself): queries, --ask and the chat",
+    )
+    options.add_argument(
         "--allow-tool", action="append", default=[], type=_tool_key, metavar="SERVER.TOOL",
         help="let the model call this MCP server's tool without asking, for this command (repeatable)",
     )
@@ -183,10 +187,16 @@ def _tool_key(text: str) -> str:
 
 
 def with_allowed_tools(settings: Settings, args: argparse.Namespace) -> Settings:
-    """The settings with `--allow-tool`'s tools allowed for this command."""
+    """The settings with `--allow-tool`'s tools allowed for this command, and `--project`'s project."""
     import dataclasses
 
-    return dataclasses.replace(settings, allowed_tools=frozenset(args.allow_tool)) if args.allow_tool else settings
+    if args.allow_tool:
+        settings = dataclasses.replace(settings, allowed_tools=frozenset(args.allow_tool))
+    if args.project:
+        from ocat.memory.retrieval.project_scope import project_of
+
+        settings = dataclasses.replace(settings, project=project_of(args.project))
+    return settings
 
 
 def clean_arguments(args: argparse.Namespace, note: Callable[[str], None]) -> None:
@@ -335,6 +345,8 @@ def check_store_use(action: str | None, args: argparse.Namespace) -> None:
         raise UsageError("--where applies to --query-vector-store only")
     if getattr(args, "history_format", None) and action != "import-history":
         raise UsageError("--from applies to --import-history only")
+    if getattr(args, "project", None) and action not in (None, "ask", "query", "wake"):
+        raise UsageError("--project applies to --query-vector-store, --ask, --wake and the chat only")
     if getattr(args, "allow_tool", None) and action not in (None, "ask"):
         raise UsageError("--allow-tool applies to --ask and the chat only")
     if getattr(args, "accept_smaller_store", False) and action != "repair":

@@ -186,13 +186,22 @@ def _query(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> 
     for index, query in enumerate(queries):
         reporter.restart_clock()
         found = search(stores, query, settings.vector_store, count=args.results, filters=filters,
-                       short_ids=reporter.output == "text")
+                       short_ids=reporter.output == "text", project=_only_project(settings))
         result = {"query": query, "results": [hit_record(f.hit, why=f.why, store=f.store) for f in found.found]}
         text = format_hits(found.found, with_stores=len(stores) > 1)
         if len(queries) > 1 or args.query_vector_store == "-":
             text = ("\n" if index else "") + f"# {query}\n{text}"
         reporter.succeed(result, text)
     return 0
+
+
+def _only_project(settings: Settings) -> Any:
+    """`--project PATH`: the exchanges of that project only (None: every project alike, as a query always was)."""
+    if settings.project is None:
+        return None
+    from ocat.memory import ProjectScope
+
+    return ProjectScope(settings.project, "only")
 
 
 def _stdin_lines(reporter: Reporter) -> list[str]:
@@ -402,7 +411,7 @@ def _wake(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> i
     if settings.vector_store.enabled:
         _prepare_model(settings, reporter)
         store = _open_store(settings)
-    block = build_wake(settings, store)
+    block = build_wake(settings, store, project=settings.project)
     for note in block.notes:
         reporter.note(f"ocat: {note}")
     return reporter.succeed(block.to_dict(), block.text() or "The wake block is empty (no pins, profile or threads).")

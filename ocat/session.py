@@ -6,6 +6,8 @@ memory, and the UI says so.
 
 from __future__ import annotations
 
+import dataclasses
+import os
 import sys
 import threading
 from datetime import datetime
@@ -23,7 +25,8 @@ from ocat.tools.server_tools import ServerTools
 if TYPE_CHECKING:
     from ocat.config import Settings
     from ocat.llm import AnswerStream
-    from ocat.memory import MemoryStore
+    from ocat.memory import MemoryStore, ProjectScope
+    from ocat.memory.retrieval.project_scope import ProjectPolicy
     from ocat.memory.embedding.model_files import DownloadProgress, FetchResult
     from ocat.memory_loading import MemoryLoaded
     from ocat.operations.wake import WakeBlock
@@ -36,6 +39,14 @@ def _llm() -> ModuleType:
     from ocat import llm
 
     return llm
+
+
+def _current_folder() -> str:
+    """The folder ocat was started in (home, when that folder has since been removed)."""
+    try:
+        return os.getcwd()
+    except OSError:
+        return os.path.expanduser("~")
 
 
 def _note(message: str) -> None:
@@ -104,6 +115,12 @@ class ChatSession(SessionMemory):
         self.progress = CommandProgress()
         # Offer the model tools (ocat.tools); off for the rest of the session once the provider refuses them.
         self._tools_on = True
+        # Projects (ocat.memory.retrieval.project_scope): where ocat was started, and the scope
+        # searches use (`--project PATH` and `/project` change it).
+        self._started_in = _current_folder()
+        self._project: str | None = None
+        self.project_path: str | None = self.settings.project
+        self.project_policy: ProjectPolicy = "only" if self.settings.project else "prefer"
         # The user's MCP servers (none configured: an empty one); faces start them after their first frame.
         self.server_tools = ServerTools(self.settings)
 
@@ -128,6 +145,27 @@ class ChatSession(SessionMemory):
         session.loaded = load_memory(session, serve=serve, notify=_note, progress=progress)
         return session
 
+    @property
+    def project(self) -> str:
+        """This chat's project: the git root of the folder ocat was started in, else that folder
+        (worked out once, when first needed: after the first frame)."""
+        if self._project is None:
+            from ocat.memory import project_of
+
+            self._project = project_of(self._started_in)
+        return self._project
+
+    def scope(self) -> ProjectScope:
+        """How this chat's searches use projects: `--project` or `/project PATH` keep one project's
+        exchanges only, `/project all` ignores projects, and by default this chat's are preferred."""
+        from ocat.memory import ProjectScope, project_of
+
+        if self.project_policy == "only":
+            return ProjectScope(project_of(self.project_path or self._started_in), "only")
+        if self.project_policy == "off":
+            return ProjectScope()
+        return ProjectScope(self.project, "prefer")
+
     def turn(self, prompt: str) -> Turn:
         """A new turn of this conversation: every face drives it (ocat.turn)."""
         from ocat.turn import Turn
@@ -144,7 +182,7 @@ class ChatSession(SessionMemory):
 
             store = self.store if self.model_available() else None
             continuing = self.thread_id if self.history else None
-            self.wake = build_wake(self.settings, store, exclude_thread=continuing)
+            self.wake = build_wake(self.settings, store, exclude_thread=continuing, project=self.scope().project)
         return self.wake
 
     def recall(self, prompt: str) -> Recall:
@@ -170,7 +208,7 @@ class ChatSession(SessionMemory):
         in_view = {e.exchange_id for e in self.recent_history()}
         if self.wake is not None:
             in_view |= set(self.wake.pinned_ids)  # the model has them in the wake block already
-        limits = RetrievalLimits.from_settings(self.settings.vector_store)
+        limits = dataclasses.replace(RetrievalLimits.from_settings(self.settings.vector_store), project=self.scope())
         for attempt in (1, 2):
             try:
                 found = admitted(retrieve_any(self.store, queries, limits, exclude_ids=in_view))
@@ -247,7 +285,8 @@ class ChatSession(SessionMemory):
 
             return short_id(store, record_id)
 
-        return memory_tools(MemoryToolContext(store, self.settings, in_context=set(in_context), short=short))
+        return memory_tools(MemoryToolContext(store, self.settings, in_context=set(in_context), short=short,
+                                              project=self.scope()))
 
     def close(self) -> str | None:
         """Stop the MCP servers, then give the store up (SessionMemory.close: what became of
@@ -278,6 +317,7 @@ class ChatSession(SessionMemory):
             thread_continuation_seq=self.continuation_seq,
             tool_calls=calls,
             origin=self.origin,
+            project=self.project,
         )
         self.history.append(exchange)
         if self.dummy or not self.settings.vector_store.enabled:

@@ -175,6 +175,8 @@ class Settings:
     mcp_servers: tuple[McpServerConfig, ...] = ()
     # Tools allowed for this command alone (`--allow-tool SERVER.TOOL`).
     allowed_tools: frozenset[str] = frozenset()
+    # The project this command keeps to (`--project PATH`): its exchanges only; None: all, this one's first.
+    project: str | None = None
     config_path: str | None = None  # the user file that was read, or None
     # The dotted keys the user file, OCAT_* variables or flags set (the rest are the shipped defaults).
     named: frozenset[str] = frozenset()

@@ -84,8 +84,8 @@ def test_defaults_match_documented_values(home: Path) -> None:
 
 def test_sections_and_schema_agree() -> None:
     assert SECTIONS == tuple(DOCUMENTED_DEFAULTS)
-    # then mcp_servers, allowed_tools, config_path, named
-    assert SECTIONS == tuple(f.name for f in dataclasses.fields(Settings))[:-4]
+    # then mcp_servers, allowed_tools, project, config_path, named
+    assert SECTIONS == tuple(f.name for f in dataclasses.fields(Settings))[:-5]
     for section in SECTIONS:
         cls = type(getattr(load(), section))
         assert [f.name for f in dataclasses.fields(cls)] == list(DOCUMENTED_DEFAULTS[section])

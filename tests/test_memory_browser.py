@@ -104,6 +104,23 @@ async def test_typing_searches_and_filters_narrow_the_list() -> None:
 
 
 @pytest.mark.slow
+async def test_f5_keeps_to_this_chats_project() -> None:
+    from ocat.records import Exchange
+
+    app = make_app(dummy=True)
+    async with app.run_test(size=(100, 30)) as pilot:
+        browser = await on_the_list(app, pilot)
+        app.session.store.add_exchange(Exchange("fix the ferry timetable", "done", "here-thread", "s",
+                                                project=app.session.project))
+        app.session.store.add_exchange(Exchange("train seat map", "done", "there-thread", "s", project="/elsewhere"))
+        await pilot.press("f5")  # project: this project
+        await wait_for(pilot, lambda: titles(browser) == ["fix the ferry timetable"], "this project's thread only")
+        assert "F5 this project" in str(browser.query_one("#browser-filters").render())
+        await pilot.press("f5")  # any project again
+        await wait_for(pilot, lambda: "train seat map" in titles(browser), "every project")
+
+
+@pytest.mark.slow
 async def test_enter_on_a_thread_continues_it() -> None:
     app = make_app(dummy=True)
     async with app.run_test(size=(80, 24)) as pilot:

@@ -132,3 +132,24 @@ def _retry(session: ChatSession) -> CommandResult:
         return CommandResult(text="Nothing to retry yet: this conversation is empty.", error=True)
     return CommandResult(text="Asking again; the earlier answer is forgotten.", conversation_replaced=True,
                          request=Send(last.user_prompt))
+
+
+@command("project", "show or set which project's memories this chat searches: a folder (only its "
+         "exchanges), 'all' (every project alike) or 'auto' (this chat's first, the default)", group="memory",
+         example="/project ~/src/ferry",
+         arguments=(Arg("where", "a project's folder, '.', 'all' or 'auto'", kind="path", optional=True, default="",
+                        metavar="PATH|all|auto"),))
+def _project(session: ChatSession, where: str = "") -> CommandResult:
+    from ocat.memory import describe_scope, project_of
+
+    if where == "all":
+        session.project_policy, session.project_path = "off", None
+    elif where == "auto":
+        session.project_policy, session.project_path = "prefer", None
+    elif where:
+        session.project_policy, session.project_path = "only", project_of(where)
+    if where:
+        session.wake = None  # the next thread's wake block lists the threads in the new order
+    return CommandResult(text=f"This chat's project is {display_path(session.project)}; its searches use "
+                              f"{describe_scope(session.scope())}. /project PATH keeps to one project's exchanges, "
+                              "/project all treats every project alike, /project auto prefers this one (the default).")

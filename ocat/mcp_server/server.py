@@ -101,9 +101,14 @@ def build_server(tools: "MemoryTools") -> Any:
             dict[str, Scalar] | None,
             Field(description="Other metadata fields that must be equal, e.g. {\"prefix\": \"ACME\"}."),
         ] = None,
+        project: Annotated[
+            str | None,
+            Field(max_length=4096, description="Only exchanges of this project (a folder: its git root, as "
+                  "coding-agent sessions and ocat's chats record it); notes and documents still come."),
+        ] = None,
     ) -> dict[str, Any]:
         spec = FilterSpec(source, thread_id, session_id, kind, since, until, dict(where or {}))
-        return run(tools.search, query, k, spec)
+        return run(tools.search, query, k, spec, project)
 
     @server.tool(
         description="Save a note or text to ocat's memory so later searches (and ocat's chat) find it. "

@@ -94,17 +94,21 @@ class MemoryTools:
 
     # -- the tools -----------------------------------------------------------------------------
 
-    def search(self, query: str, k: int = 5, spec: FilterSpec | None = None) -> dict[str, Any]:
-        """The k most relevant memories for `query`, optionally filtered, with score and metadata."""
+    def search(self, query: str, k: int = 5, spec: FilterSpec | None = None,
+               project: str | None = None) -> dict[str, Any]:
+        """The k most relevant memories for `query`, optionally filtered (`project`: only that
+        project's exchanges), with score and metadata."""
+        from ocat.memory import ProjectScope, project_of
         from ocat.operations.search import SearchResult, search
 
         query = _required_text("query", query)
         if not 1 <= k <= MAX_RESULTS:
             raise UsageError(f"k must be between 1 and {MAX_RESULTS}, got {k}")
         filters = (spec or FilterSpec()).to_filters()
+        scope = ProjectScope(project_of(project), "only") if project and project.strip() else None
 
         def run(stores: list[MemoryStore]) -> SearchResult:
-            return search(stores, query, self.settings.vector_store, count=k, filters=filters)
+            return search(stores, query, self.settings.vector_store, count=k, filters=filters, project=scope)
 
         found = self._using(run)
         return {

@@ -28,6 +28,7 @@ from ocat.memory.embedding.embedders import Embedder, preload_embedder
 from ocat.memory.ingest.documents import add_text, partial_documents
 from ocat.memory.ingest.paths import add_path
 from ocat.memory.opening import location_for, open_store
+from ocat.memory.retrieval.project_scope import PROJECT_BOOST, ProjectScope, describe as describe_scope, project_of
 from ocat.memory.retrieval.retrieve import RetrievalLimits, admitted, retrieve
 from ocat.memory.retrieval.store_floor import floor_of
 from ocat.memory.store_counts import store_stats
@@ -41,6 +42,8 @@ __all__ = [
     "DerivedFileError",
     "Embedder",
     "MemoryStore",
+    "PROJECT_BOOST",
+    "ProjectScope",
     "RetrievalLimits",
     "StoreLocation",
     "StoreShrunk",
@@ -48,11 +51,13 @@ __all__ = [
     "add_text",
     "admitted",
     "catch_up",
+    "describe_scope",
     "floor_of",
     "location_for",
     "open_store",
     "partial_documents",
     "preload_embedder",
+    "project_of",
     "retrieve",
     "store_stats",
 ]

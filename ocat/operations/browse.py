@@ -33,6 +33,8 @@ KIND_WORDS = {"all": "everything", "thread": "threads", "exchange": "exchanges",
 PERIODS = {"any time": None, "today": 1, "this week": 7, "this month": 31, "this year": 366}
 # Where a memory came from, in words (as /vget and /vquery say it), in the order the source filter steps.
 SOURCES = ("any source", "chat", "note", "file", "MCP", "import")
+# Which project's threads and exchanges: every one, or the chat's own (notes and documents are no project's).
+PROJECTS = ("any project", "this project")
 # The most entries one listing holds: a screenful many times over; search narrows the rest.
 LISTED = 300
 # A search shows at least this many hits, and past them only those scoring at least FAINT_SCORE
@@ -48,11 +50,20 @@ SEARCHED = 60
 
 @dataclass(frozen=True)
 class Filters:
-    """What the browser shows: one kind (or all), how recent, from which source."""
+    """What the browser shows: one kind (or all), how recent, from which source, of which project."""
 
     kind: str = "all"
     period: str = "any time"
     source: str = "any source"
+    project: str = "any project"
+    # The chat's project, which "this project" keeps to.
+    here: str = ""
+
+    def keeps(self, entry: Entry) -> bool:
+        """Whether `entry` passes the source and project filters."""
+        if self.source != "any source" and entry.source != self.source:
+            return False
+        return self.project == "any project" or (bool(entry.project) and entry.project == self.here)
 
     def since(self, now: float | None = None) -> float | None:
         """The oldest time the period keeps (local midnight `days - 1` days ago), or None for any time."""
@@ -64,8 +75,8 @@ class Filters:
         return midnight - (days - 1) * 86400
 
     def stepped(self, which: str) -> Filters:
-        """These filters with `which` ("kind", "period" or "source") moved on to its next value."""
-        order = {"kind": KINDS, "period": tuple(PERIODS), "source": SOURCES}[which]
+        """These filters with `which` ("kind", "period", "source" or "project") moved on to its next value."""
+        order = {"kind": KINDS, "period": tuple(PERIODS), "source": SOURCES, "project": PROJECTS}[which]
         current = getattr(self, which)
         return replace(self, **{which: order[(order.index(current) + 1) % len(order)]})
 
@@ -86,6 +97,8 @@ class Entry:
     admitted: bool = False
     # The thread an exchange belongs to ("" for the rest), so it can be opened.
     thread_id: str = ""
+    # The project of a thread or an exchange ("" for a global one, a note, a document).
+    project: str = ""
 
     @property
     def date(self) -> str:
@@ -109,7 +122,8 @@ def browse(store: MemoryStore, filters: Filters, *, limit: int = LISTED) -> list
     if "exchange" in wanted and chat_allowed:
         entries += _exchanges(store, store.lexical.recent_exchanges(limit, since))
     if "note" in wanted or "document" in wanted:
-        entries += [e for e in _documents(store, since) if e.kind in wanted and _from(e, filters.source)]
+        entries += [e for e in _documents(store, since) if e.kind in wanted]
+    entries = [e for e in entries if filters.keeps(e)]
     entries.sort(key=lambda e: e.when or 0.0, reverse=True)
     return entries[:limit]
 
@@ -130,7 +144,7 @@ def search_entries(
     entries = [_hit_entry(found.hit) for found in result.found]
     # Past the first few, hits that barely relate only bury the ones that do.
     entries = entries[:ALWAYS_SHOWN] + [e for e in entries[ALWAYS_SHOWN:] if (e.score or 0.0) >= FAINT_SCORE]
-    entries = [e for e in entries if _from(e, filters.source)]
+    entries = [e for e in entries if filters.keeps(e)]
     if filters.kind == "note":
         entries = [e for e in entries if e.kind == "note"]
     elif filters.kind == "document":
@@ -218,7 +232,7 @@ def _threads(store: MemoryStore, since: float | None, limit: int) -> list[Entry]
     from ocat.operations.lookup import recent_threads
 
     return [
-        Entry("thread", t.thread_id, t.title, t.last_active, "chat", size=t.exchanges)
+        Entry("thread", t.thread_id, t.title, t.last_active, "chat", size=t.exchanges, project=t.project)
         for t in recent_threads(store, limit)
         if since is None or t.last_active >= since
     ]
@@ -234,7 +248,7 @@ def _exchange_entry(exchange: Exchange, score: float | None = None, admitted: bo
     from ocat.operations.threads import default_title
 
     return Entry("exchange", exchange.exchange_id, default_title(exchange.user_prompt), exchange.timestamp, "chat",
-                 score=score, admitted=admitted, thread_id=exchange.thread_id)
+                 score=score, admitted=admitted, thread_id=exchange.thread_id, project=exchange.project)
 
 
 def _documents(store: MemoryStore, since: float | None) -> list[Entry]:
@@ -302,12 +316,9 @@ def _best_per_thread(store: MemoryStore, entries: list[Entry]) -> list[Entry]:
         summary = known.get(thread_id)
         found.append(Entry("thread", thread_id, summary.title if summary else entry.title,
                            summary.last_active if summary else entry.when, "chat",
-                           size=summary.exchanges if summary else 1, score=entry.score, admitted=entry.admitted))
+                           size=summary.exchanges if summary else 1, score=entry.score, admitted=entry.admitted,
+                           project=entry.project))
     return found
-
-
-def _from(entry: Entry, source: str) -> bool:
-    return source == "any source" or entry.source == source
 
 
 def _number(value: object) -> float | None:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from ocat.errors import NotFound, UsageError
 from ocat.limits import stored_count
-from ocat.records import ORIGIN_KEY, DocumentChunk, Exchange, SearchHit, source_word
+from ocat.records import ORIGIN_KEY, PROJECT_KEY, DocumentChunk, Exchange, SearchHit, source_word
 from ocat.text import count_of, local_time, shorten
 
 if TYPE_CHECKING:
@@ -171,6 +171,8 @@ class ThreadSummary:
     given_title: str = ""
     # Where its first exchange was said: "" for a chat, records.ONE_SHOT for `ocat --ask`.
     origin: str = ""
+    # The project its first exchange belongs to ("" for a global thread: ocat.memory.project_of).
+    project: str = ""
 
     @property
     def title(self) -> str:
@@ -190,7 +192,8 @@ def recent_threads(store: MemoryStore, count: int, only: Sequence[str] | None = 
     titles = store.lexical.titles([thread_id for thread_id, *_ in summaries])
     return [
         ThreadSummary(thread_id, size, first, last, str(heads.get(head, {}).get("user_prompt", "")),
-                      titles.get(thread_id, ""), str(heads.get(head, {}).get(ORIGIN_KEY) or ""))
+                      titles.get(thread_id, ""), str(heads.get(head, {}).get(ORIGIN_KEY) or ""),
+                      str(heads.get(head, {}).get(PROJECT_KEY) or ""))
         for thread_id, size, first, last, head in summaries
     ]
 

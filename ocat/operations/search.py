@@ -9,7 +9,7 @@ keeps to a token budget.)
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from decimal import ROUND_FLOOR, Decimal
 from typing import TYPE_CHECKING, Any, Sequence
@@ -20,6 +20,7 @@ from ocat.text import count_of
 if TYPE_CHECKING:
     from ocat.memory.retrieval.across_stores import StoreHit
     from ocat.memory.retrieval.filters import Filters
+    from ocat.memory.retrieval.project_scope import ProjectScope
     from ocat.memory.storage.store import MemoryStore
     from ocat.settings import VectorStoreSettings
 
@@ -80,13 +81,15 @@ def search(
     filters: Filters | None = None,
     short_ids: bool = False,
     now: datetime | None = None,
+    project: ProjectScope | None = None,
 ) -> SearchResult:
     """The `count` (default `context_results`) most relevant memories for `query` in `stores`,
     merged by score, each with the reason it is or is not given to the model in a chat.
 
     `short_ids`: also work out each hit's shortest unique id, for a face that shows ids to
     type back (a few index reads per hit; JSON and MCP give whole ids and skip them). A time
-    the query names ("last week") is read as seen from `now` (default: the clock).
+    the query names ("last week") is read as seen from `now` (default: the clock). `project`:
+    the exchanges of a project preferred, or kept only (ocat.memory.ProjectScope).
     """
     from ocat.memory.retrieval.retrieve import RetrievalLimits
     from ocat.memory.retrieval.across_stores import search_stores
@@ -94,6 +97,8 @@ def search(
 
     count = count or settings.context_results
     limits = RetrievalLimits.from_settings(settings, results=count)
+    if project is not None:  # the chat's scope, or --project: which project's exchanges come first, or only
+        limits = replace(limits, project=project)
     found = shown_order(search_stores(stores, query, limits, filters, limit=count, now=now))
     why = reasons([f.hit for f in found])
     by_name = {s.name: s for s in stores} if short_ids else {}

@@ -145,10 +145,12 @@ def build_wake(
     *,
     count: Callable[[str], int] | None = None,
     exclude_thread: str | None = None,
+    project: str | None = None,
 ) -> WakeBlock:
     """The wake block for a new thread (`exclude_thread`: the thread being continued, which the
     model is sent as history already). Several stores (an MCP server reading `a,b`) give their
-    pins and threads together. Memory that cannot be read leaves its part out."""
+    pins and threads together; the recent threads of `project` (the chat's) come first. Memory
+    that cannot be read leaves its part out."""
     from ocat.tokens import count_tokens
 
     count = count or count_tokens
@@ -158,6 +160,8 @@ def build_wake(
     pins = sorted(((s, p) for s in stores for p in _pins(s)), key=lambda sp: sp[1].pinned_at, reverse=True)
     wanted = (settings.memory.wake_threads + 1) * THREADS_READ_PER_LINE
     threads = sorted((t for s in stores for t in _threads(s, wanted)), key=lambda t: t.last_active, reverse=True)
+    if project:  # this project's threads first, each part newest first (sorted is stable)
+        threads.sort(key=lambda t: t.project != project)
     lines = thread_lines([t for t in threads if t.thread_id != exclude_thread], settings.memory.wake_threads)
     used = skipped = 0
     for owner, pinned in pins:

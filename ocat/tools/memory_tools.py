@@ -19,6 +19,7 @@ from ocat.tools.box import ToolFailed, ToolOutcome, ToolSpec
 
 if TYPE_CHECKING:
     from ocat.memory.retrieval.filters import Filters
+    from ocat.memory.retrieval.project_scope import ProjectScope
     from ocat.memory.storage.store import MemoryStore
     from ocat.settings import Settings
 
@@ -48,6 +49,8 @@ class MemoryToolContext:
     in_context: set[str] = field(default_factory=set)
     # The session's unique id for a record, as /vget and /vdelete take it back (index reads).
     short: Callable[[str], str] | None = None
+    # The chat's project scope: its searches prefer (or keep only) that project's exchanges, as recall does.
+    project: ProjectScope | None = None
 
     def shown_id(self, record_id: str) -> str:
         """The id to show for a record: its shortest unique start, else its first characters."""
@@ -104,7 +107,8 @@ def search_memory(context: MemoryToolContext, args: dict[str, Any]) -> ToolOutco
         raise ToolFailed("query is empty: say what to look for")
     limit = args.get("limit") or SEARCH_LIMIT
     filters, said = _filters(context, args)
-    found = search([context.store], query, context.settings.vector_store, count=limit, filters=filters)
+    found = search([context.store], query, context.settings.vector_store, count=limit, filters=filters,
+                   project=context.project)
     hits = [f.hit for f in found.found]
     if args.get("kind") == "documents":
         hits = [h for h in hits if not h.metadata.get("manual_entry")]

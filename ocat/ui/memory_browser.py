@@ -1,7 +1,7 @@
 """The memory browser: a screen of its own to see, search and manage everything in memory.
 
 A list of threads, exchanges, notes and documents (newest first, or best first while a search
-is typed), filtered by kind, date and source; a preview of the highlighted entry, whole; and
+is typed), filtered by kind, date, source and project; a preview of the highlighted entry, whole; and
 actions on it: open a thread (continue it), delete (several at once, after a confirmation),
 export a thread as Markdown, copy. What it reads and changes is ocat.operations.browse; this
 module only draws and runs those operations in threads, so the window never waits for the store.
@@ -76,6 +76,7 @@ class MemoryBrowser(Screen[str | None]):
         Binding("f2", "step('kind')", "Kind", id="browser.kind"),
         Binding("f3", "step('period')", "Date", id="browser.period"),
         Binding("f4", "step('source')", "Source", id="browser.source"),
+        Binding("f5", "step('project')", "Project", id="browser.project"),
     ]
 
     class ThreadsDeleted(Message):
@@ -89,7 +90,7 @@ class MemoryBrowser(Screen[str | None]):
         super().__init__()
         self.session = session
         self.first_query = query
-        self.filters = Filters()
+        self.filters = Filters(here=session.project)
         self.entries: list[Entry] = []
         # Keys of the marked entries: delete acts on them all (else on the highlighted one).
         self.marked: set[str] = set()
@@ -218,7 +219,7 @@ class MemoryBrowser(Screen[str | None]):
         marked = f", {len(self.marked)} marked" if self.marked else ""
         note = f" · {self._note}" if self._note else ""
         kind, period, source = KIND_WORDS[self.filters.kind], self.filters.period, self.filters.source
-        line = f"F2 {kind} · F3 {period} · F4 {source}"
+        line = f"F2 {kind} · F3 {period} · F4 {source} · F5 {self.filters.project}"
         self.query_one("#browser-filters", Static).update(plain(f"{line} · {shown}{marked}{note}"))
 
     # -- the preview -------------------------------------------------------------------
@@ -274,7 +275,7 @@ class MemoryBrowser(Screen[str | None]):
         self.query_one("#browser-search", Input).focus()
 
     def action_step(self, which: str) -> None:
-        """Move one filter (kind, period or source) on to its next value and list again."""
+        """Move one filter (kind, period, source or project) on to its next value and list again."""
         self.filters = self.filters.stepped(which)
         self.reload()
 

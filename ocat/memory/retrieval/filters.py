@@ -6,7 +6,8 @@ fast enough for an explicit query. The chat's per-turn retrieval never filters (
 
 A condition applies to one kind of record or both: `thread_id` only exists on exchanges,
 `section` only on document chunks, `date` on both (an exchange's `timestamp`, a chunk's
-`date_added`). A kind that cannot match a condition is not searched at all.
+`date_added`), `project` and `git_branch` on both (on exchanges of a project; on documents
+saved with them). A kind that cannot match a condition is not searched at all.
 """
 
 from __future__ import annotations
@@ -35,6 +36,9 @@ DOCUMENT_KEYS = frozenset(
     {"kind", "source", "source_file", "source_path", "source_folder", "filename", "section", "prefix",
      "ocd_number", "chunk_index", "total_chunks", "manual_entry", "content_hash", "document_id", "date_added"}
 )
+# Metadata an exchange may carry beyond its fields (an imported agent session's folder and
+# branch, a chat's project): a filter on them searches exchanges, and documents too.
+EXCHANGE_EXTRAS = frozenset({"project", "git_branch"})
 # Exchanges have no `source` field; they answer to this one.
 CHAT_SOURCE = "chat"
 Scalar = str | int | float | bool
@@ -102,7 +106,7 @@ def _clause(condition: Condition, kind: RecordKind) -> dict[str, Any] | None | _
     elif key == "kind":
         matches = {"$eq": value == kind, "$ne": value != kind}.get(op)
         return _NEVER if not matches else None
-    elif kind == "exchange" and key not in EXCHANGE_FIELDS:
+    elif kind == "exchange" and key not in EXCHANGE_FIELDS and key not in EXCHANGE_EXTRAS:
         return _NEVER
     elif kind == "document" and key in EXCHANGE_FIELDS:
         return _NEVER

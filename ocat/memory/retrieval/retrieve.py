@@ -17,6 +17,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Collection, Literal, Sequence
 
 from ocat.memory.retrieval.neighbours import Candidate
+from ocat.memory.retrieval.project_scope import PROJECT_KEY, ProjectScope
 from ocat.memory.retrieval.rank import MIN_POOL, POOL_FACTOR, Mode, rank_candidates
 from ocat.memory.retrieval.store_floor import floor_of
 from ocat.memory.retrieval.time_range import TimeRange, time_range
@@ -64,6 +65,8 @@ class RetrievalLimits:
     # the chat's and every explicit search's limits boost by TIME_BOOST (vector_store.time_in_prompt).
     time_policy: TimePolicy = "off"
     time_boost: float = 0.0
+    # Which project's exchanges this search prefers or keeps only (the chat's, `--project`).
+    project: ProjectScope = ProjectScope()
 
     @classmethod
     def from_settings(cls, vector_store: VectorStoreSettings, *, results: int | None = None) -> RetrievalLimits:
@@ -161,6 +164,13 @@ def _ranked(
     return _search(store, queries, limits, exclude_ids=exclude_ids, where=where, mode=mode, dated=dated)
 
 
+def _both(where: dict[str, Any] | None, more: dict[str, Any] | None) -> dict[str, Any] | None:
+    """Two Chroma filters that must both hold (either may be None)."""
+    if where is None or more is None:
+        return where or more
+    return {"$and": [where, more]}
+
+
 def _dated(
     query: str, limits: RetrievalLimits, where: dict[str, Any] | None, now: datetime | None
 ) -> TimeRange | None:
@@ -200,10 +210,12 @@ def _search(
         if count <= 0 or (store.count(kind) if mode == "vectors" else store.lexical.count(kind)) == 0:
             continue
         search = _KindSearch(store, kind, query_terms, vectors, count, threshold, limits, exclude_ids, mode)
+        # `only` a project keeps its exchanges; documents and notes are not a project's.
+        kind_where = _both(where, limits.project.where()) if kind == "exchange" else where
         if dated is None:
-            hits_found.extend(search.hits(where))
+            hits_found.extend(search.hits(kind_where))
         else:
-            hits_found.extend(_within(search, dated, where, limits))
+            hits_found.extend(_within(search, dated, kind_where, limits))
     # What the chat reads comes first, best first; what is listed beyond it follows.
     hits_found.sort(key=lambda hit: hit.order, reverse=True)
     return hits_found
@@ -237,10 +249,27 @@ class _KindSearch:
         # The pool follows the chat's count, never the number listed, so that listing more
         # (--results 10) ranks exactly as the chat does; it grows only to have `shown` at all.
         pool = max(MIN_POOL, POOL_FACTOR * self.count, self.shown) + len(self.exclude_ids)
-        return rank_candidates(
+        ranked = rank_candidates(
             self.store, self.kind, self.query_terms, self.vectors, pool, where, self.mode,
             keep=2 * self.shown + len(self.exclude_ids), judged=self.judged,
         )
+        scope = self.limits.project
+        if self.kind != "exchange" or not scope.preferring or not ranked:
+            return ranked
+        return self._lifted(ranked, scope)
+
+    def _lifted(self, ranked: list[Candidate], scope: ProjectScope) -> list[Candidate]:
+        """The ranking with the preferred project's exchanges lifted (ProjectScope.lift), before the gate."""
+        found = [c.id for c in ranked if c.source is None]  # a lifted neighbour is scored by its own hit
+        got = self.store.fetch("exchange", found, vectors=False)
+        projects = {i: str((m or {}).get(PROJECT_KEY) or "") for i, m in zip(got["ids"], got["metadatas"])}
+        inside, boost = scope.lift(found, projects)
+        if not inside or not boost:
+            return ranked
+        judged = self.judged
+        lifted = [Candidate(c.id, judged.relevance_of(c.z + boost), c.z + boost) if c.id in inside else c
+                  for c in ranked]
+        return sorted(lifted, key=lambda c: c.rank, reverse=True)
 
     def dates(self, ids: Sequence[str]) -> dict[str, float]:
         """When each of these records was made (an exchange's time, a document's date added):
