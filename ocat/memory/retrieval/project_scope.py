@@ -19,10 +19,11 @@ from typing import Literal, Sequence
 ProjectPolicy = Literal["prefer", "only", "off"]
 # Metadata key of an exchange's project (ocat.records.PROJECT_KEY).
 PROJECT_KEY = "project"
-# The lift of a preferred project's memories, in z, scaled by the share of the candidates outside
-# the project (as the time boost is): fitted by bench/recall_projects.py (docs/RETRIEVAL.md,
-# "Projects").
-PROJECT_BOOST = 0.2
+# The lift of a preferred project's exchanges, in z, scaled by the share of the candidates
+# outside the project (as the time boost is). Cross-validated by bench/recall_projects.py: 0.1
+# on every held-out fold of both dev sets; from 0.2 on, questions whose answer lies outside the
+# project lose more than the project's own gain (docs/RETRIEVAL.md, "Projects").
+PROJECT_BOOST = 0.1
 
 
 def project_of(folder: str | Path) -> str:
