@@ -24,6 +24,8 @@ if TYPE_CHECKING:
     from ocat.memory.storage.store import MemoryStore
 
 LEDGER_FILE = "imported-sessions.json"
+# Ids asked of the store in one read (well under SQLite's limit on a query's variables).
+_READ_IDS = 5000
 
 
 def ledger_path() -> Path:
@@ -42,6 +44,10 @@ class SessionLedger:
         self.key = f"{where}#{store.name}"
         self.files: dict[str, list[Any]] = {}
         self.changed = False
+        # The ledger's last exchange ids found in the store, read at the first question: one read
+        # for the whole folder, not one per file (a rerun over thousands of sessions asked
+        # Chroma once per session, ~2 ms each).
+        self._stored: set[str] | None = None
         section = _read(self.path).get(self.key)
         if isinstance(section, dict):
             self.files = {name: entry for name, entry in section.items() if _valid(entry)}
@@ -52,12 +58,21 @@ class SessionLedger:
         return cls(store)
 
     def unchanged(self, file: SessionFile) -> bool:
-        """Whether `file` is as it was when its exchanges were written, which are still stored."""
+        """Whether `file` is as it was when its exchanges were written, which are still stored
+        (as the store was at this ledger's first question)."""
         entry = self.files.get(str(file.path))
         if entry is None or entry[0] != file.size or entry[1] != file.mtime_ns:
             return False
         last = entry[2]
-        return not last or bool(self.store.existing_ids("exchange", [last]))
+        return not last or last in self._stored_last_ids()
+
+    def _stored_last_ids(self) -> set[str]:
+        if self._stored is None:
+            ids = sorted({entry[2] for entry in self.files.values() if entry[2]})
+            self._stored = set()
+            for start in range(0, len(ids), _READ_IDS):
+                self._stored.update(self.store.existing_ids("exchange", ids[start : start + _READ_IDS]))
+        return self._stored
 
     def remember(self, file: SessionFile, last_exchange_id: str) -> None:
         """Note `file` as read, as it was then (its size and time were taken before reading)."""
