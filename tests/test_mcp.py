@@ -70,7 +70,8 @@ async def test_the_tools_are_listed_with_closed_schemas(cli: Cli) -> None:
                           "memory_wake", "memory_pin", "memory_unpin", "memory_pins"}
     search = tools["memory_search"].input_schema
     assert search["required"] == ["query"] and search["additionalProperties"] is False
-    assert {"query", "k", "source", "thread_id", "session_id", "kind", "since", "until", "where"} == set(search["properties"])
+    assert {"query", "k", "source", "thread_id", "session_id", "kind", "since", "until", "where", "project"} == set(
+        search["properties"])
     assert tools["memory_search"].annotations.read_only_hint is True
     assert tools["memory_forget"].annotations.destructive_hint is True
 

@@ -49,9 +49,13 @@ async def start_turn(app: OcatApp, pilot: Any, text: str) -> None:
 
 
 async def dialog_shown(app: OcatApp, pilot: Any) -> ConsentDialog:
+    """The consent dialog, once it is on screen with No focused (ready for a key)."""
     await wait_for(pilot, lambda: isinstance(app.screen, ConsentDialog), "the consent dialog", seconds=60)
-    assert isinstance(app.screen, ConsentDialog)
-    return app.screen
+    dialog = app.screen
+    assert isinstance(dialog, ConsentDialog)
+    await wait_for(pilot, lambda: app.focused is not None and app.focused.id == "n", "No focused", seconds=10)
+    await pilot.pause()
+    return dialog
 
 
 async def turn_done(app: OcatApp, pilot: Any) -> None:
