@@ -259,21 +259,27 @@ def format_report(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Command-line entry."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def boost_bench(doc: str, boosts: Sequence[float], run: Any, report: Any, argv: list[str] | None) -> int:
+    """The command line of a bench that tries boost sizes on both dev sets (this one, and
+    recall_projects.py): `run(locomo, chats, model, sizes)` measures, `report` formats."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="LoCoMo-style JSON file")
     parser.add_argument("--chats", type=Path, default=DEFAULT_CHATS, help="chats-dev style folder")
     parser.add_argument("--model", type=Path, default=DEFAULT_MODEL, help="all-MiniLM-L6-v2 ONNX folder")
     parser.add_argument("--sets", default="chats,locomo", help="comma-separated: chats,locomo")
-    parser.add_argument("--boosts", default=",".join(f"{b:g}" for b in BOOSTS), help="boost sizes (z units) to try")
+    parser.add_argument("--boosts", default=",".join(f"{b:g}" for b in boosts), help="boost sizes (z units) to try")
     parser.add_argument("--json", action="store_true", help="print JSON instead of tables")
     args = parser.parse_args(argv)
     sets = {s.strip() for s in args.sets.split(",") if s.strip()}
-    report = run(args.data if "locomo" in sets else None, args.chats if "chats" in sets else None, args.model,
-                 [float(b) for b in args.boosts.split(",") if b.strip()])
-    print(json.dumps(report, indent=2) if args.json else format_report(report))
+    found = run(args.data if "locomo" in sets else None, args.chats if "chats" in sets else None, args.model,
+                [float(b) for b in args.boosts.split(",") if b.strip()])
+    print(json.dumps(found, indent=2) if args.json else report(found))
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command-line entry."""
+    return boost_bench(__doc__ or "", BOOSTS, run, format_report, argv)
 
 
 if __name__ == "__main__":

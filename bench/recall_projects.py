@@ -40,8 +40,6 @@ Each store is built once; every boost size is asked of it (only RetrievalLimits.
 
 from __future__ import annotations
 
-import argparse
-import json
 import random
 import re
 import statistics
@@ -58,9 +56,9 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
-from recall import DEFAULT_DATA, DEFAULT_MODEL, load_conversations, locomo_now, normalise_evidence  # noqa: E402
+from recall import load_conversations, locomo_now, normalise_evidence  # noqa: E402
 from recall_chats import CHATS_NOW, DEFAULT_CHATS, bench_settings, load_chats, pct  # noqa: E402
-from recall_dated import CHATS_FOLDS, MONTREAL  # noqa: E402
+from recall_dated import CHATS_FOLDS, MONTREAL, boost_bench  # noqa: E402
 
 BOOSTS = (0.0, 0.05, 0.1, 0.2, 0.3, 0.5)
 # chats-dev's threads, in date order, cycle through these ("" is global).
@@ -359,20 +357,8 @@ def format_report(report: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Command-line entry."""
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="LoCoMo-style JSON file")
-    parser.add_argument("--chats", type=Path, default=DEFAULT_CHATS, help="chats-dev style folder")
-    parser.add_argument("--model", type=Path, default=DEFAULT_MODEL, help="all-MiniLM-L6-v2 ONNX folder")
-    parser.add_argument("--sets", default="chats,locomo", help="comma-separated: chats,locomo")
-    parser.add_argument("--boosts", default=",".join(f"{b:g}" for b in BOOSTS), help="boost sizes (z) to try; 0 always")
-    parser.add_argument("--json", action="store_true", help="print JSON instead of tables")
-    args = parser.parse_args(argv)
-    sets = {s.strip() for s in args.sets.split(",") if s.strip()}
-    report = run(args.data if "locomo" in sets else None, args.chats if "chats" in sets else None, args.model,
-                 [float(b) for b in args.boosts.split(",") if b.strip()])
-    print(json.dumps(report, indent=2) if args.json else format_report(report))
-    return 0
+    """Command-line entry (size 0, before, is always measured too)."""
+    return boost_bench(__doc__ or "", BOOSTS, run, format_report, argv)
 
 
 if __name__ == "__main__":

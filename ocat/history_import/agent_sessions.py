@@ -148,6 +148,18 @@ def stamp(file: Path) -> SessionFile:
     return SessionFile(file, found.st_size, found.st_mtime_ns)
 
 
+def noting(warnings: list[str], warn: Callable[[str], None] | None) -> Callable[[str], None]:
+    """A `warn` for `records` that keeps each line in `warnings` (the session's, for its result)
+    and passes it on to `warn`, when there is one (the import's progress)."""
+
+    def note(line: str) -> None:
+        warnings.append(line)
+        if warn is not None:
+            warn(line)
+
+    return note
+
+
 def records(file: Path, warn: Callable[[str], None]) -> Iterator[dict[str, Any]]:
     """Each line of a JSON Lines file as an object, one at a time. A line that is not a JSON
     object is passed over and named (`warn("FILE:LINE: ...")`); a last line without its newline

@@ -20,6 +20,7 @@ from ocat.history_import.agent_sessions import (
     CLAUDE_CODE,
     ExchangeBuilder,
     absolute_folder,
+    noting,
     records,
     stamp,
     title_from,
@@ -48,12 +49,7 @@ def read_session(file: Path, warn: Callable[[str], None] | None = None) -> Impor
     uuids: set[str] = set()
     created: float | None = None
 
-    def note(line: str) -> None:
-        warnings.append(line)
-        if warn is not None:
-            warn(line)
-
-    for record in records(file, note):
+    for record in records(file, noting(warnings, warn)):
         kind = record.get("type")
         if kind == "summary":
             summaries.append((ident(record.get("leafUuid")), text(record.get("summary")).strip()))

@@ -13,7 +13,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ocat.history_import.agent_sessions import CODEX, ExchangeBuilder, absolute_folder, records, stamp, title_from
+from ocat.history_import.agent_sessions import (
+    CODEX,
+    ExchangeBuilder,
+    absolute_folder,
+    noting,
+    records,
+    stamp,
+    title_from,
+)
 from ocat.history_import.model import ImportedConversation
 from ocat.history_import.values import ident, iso_epoch, text
 
@@ -34,12 +42,7 @@ def read_session(file: Path, warn: Callable[[str], None] | None = None) -> Impor
     created: float | None = None
     turn = 0
 
-    def note(line: str) -> None:
-        warnings.append(line)
-        if warn is not None:
-            warn(line)
-
-    for record in records(file, note):
+    for record in records(file, noting(warnings, warn)):
         payload = record.get("payload")
         if not isinstance(payload, dict):
             continue
