@@ -158,10 +158,10 @@ class ChatSession(SessionMemory):
     def scope(self) -> ProjectScope:
         """How this chat's searches use projects: `--project` or `/project PATH` keep one project's
         exchanges only, `/project all` ignores projects, and by default this chat's are preferred."""
-        from ocat.memory import ProjectScope, project_of
+        from ocat.memory import ProjectScope
 
-        if self.project_policy == "only":
-            return ProjectScope(project_of(self.project_path or self._started_in), "only")
+        if self.project_policy == "only":  # project_path is a project already (--project, /project PATH)
+            return ProjectScope(self.project_path or self.project, "only")
         if self.project_policy == "off":
             return ProjectScope()
         return ProjectScope(self.project, "prefer")

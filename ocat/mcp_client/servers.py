@@ -242,7 +242,6 @@ class McpServers:
             self._thread.start()
             self._loop = loop
             atexit.register(self.close)
-            _kill_on_sigterm(self)
             self._starting = asyncio.run_coroutine_threadsafe(self._start_all(), loop)
 
     async def _start_all(self) -> None:
@@ -263,7 +262,7 @@ class McpServers:
 
     def tools(self) -> list[ServerTool]:
         """The tools of the servers that are up (a crashed server's, which its next use restarts)."""
-        return [tool for s in self.servers.values() if s.state in ("ready", "crashed") or s.tools for tool in s.tools]
+        return [tool for s in self.servers.values() for tool in s.tools]  # a failed server has none
 
     def call(self, server: str, tool: str, arguments: dict[str, Any], *, restarted: set[str]) -> Any:
         """The result of `server`'s `tool` (a CallToolResult); CallFailed when there is none.
@@ -385,8 +384,9 @@ def _running(pid: int) -> bool:
 
 
 def kill_groups(pids: set[int]) -> None:
-    """SIGKILL each process group in `pids` that is still there (a server that outlived its close)."""
-    for pid in pids:
+    """SIGKILL each process group in `pids` whose leader is still this process's child (a server
+    that outlived its close; a pid no longer ours may have been given to someone else)."""
+    for pid in pids & _children():
         with contextlib.suppress(OSError):
             os.killpg(pid, signal.SIGKILL)
 

@@ -249,27 +249,10 @@ class _KindSearch:
         # The pool follows the chat's count, never the number listed, so that listing more
         # (--results 10) ranks exactly as the chat does; it grows only to have `shown` at all.
         pool = max(MIN_POOL, POOL_FACTOR * self.count, self.shown) + len(self.exclude_ids)
-        ranked = rank_candidates(
+        return rank_candidates(
             self.store, self.kind, self.query_terms, self.vectors, pool, where, self.mode,
             keep=2 * self.shown + len(self.exclude_ids), judged=self.judged,
         )
-        scope = self.limits.project
-        if self.kind != "exchange" or not scope.preferring or not ranked:
-            return ranked
-        return self._lifted(ranked, scope)
-
-    def _lifted(self, ranked: list[Candidate], scope: ProjectScope) -> list[Candidate]:
-        """The ranking with the preferred project's exchanges lifted (ProjectScope.lift), before the gate."""
-        found = [c.id for c in ranked if c.source is None]  # a lifted neighbour is scored by its own hit
-        got = self.store.fetch("exchange", found, vectors=False)
-        projects = {i: str((m or {}).get(PROJECT_KEY) or "") for i, m in zip(got["ids"], got["metadatas"])}
-        inside, boost = scope.lift(found, projects)
-        if not inside or not boost:
-            return ranked
-        judged = self.judged
-        lifted = [Candidate(c.id, judged.relevance_of(c.z + boost), c.z + boost) if c.id in inside else c
-                  for c in ranked]
-        return sorted(lifted, key=lambda c: c.rank, reverse=True)
 
     def dates(self, ids: Sequence[str]) -> dict[str, float]:
         """When each of these records was made (an exchange's time, a document's date added):
@@ -289,12 +272,36 @@ class _KindSearch:
     def hits(self, where: dict[str, Any] | None, ranked: list[Candidate] | None = None) -> list[SearchHit]:
         """The hits of `ranked` (default: this search's own ranking under `where`)."""
         ranked = self.ranked(where) if ranked is None else ranked
-        wanted = [c for c in ranked if c.id not in self.exclude_ids][: 2 * self.shown]
-        # Texts and metadata are read only now, and only for these few (neighbours included).
-        got = self.store.fetch(self.kind, [c.id for c in wanted], where=where, vectors=False)
+        candidates = [c for c in ranked if c.id not in self.exclude_ids]
+        scope = self.limits.project
+        lifting = self.kind == "exchange" and scope.preferring
+        # Texts and metadata are read only now, and only for these few (neighbours included);
+        # a preferred project is told from the same read (the ranking keeps about as many).
+        read = candidates if lifting else candidates[: 2 * self.shown]
+        got = self.store.fetch(self.kind, [c.id for c in read], where=where, vectors=False)
         records = {i: (t or "", dict(m or {})) for i, t, m in zip(got["ids"], got["documents"], got["metadatas"])}
-        kept = [c for c in wanted if c.id in records][: self.shown]
+        if lifting:
+            candidates = self._project_lifted(candidates, scope, records)
+        kept = [c for c in candidates[: 2 * self.shown] if c.id in records][: self.shown]
         return _verdicts(kept, records, self.kind, self.threshold, self.judged, reach=self.count)
+
+
+    def _project_lifted(
+        self, ranked: list[Candidate], scope: ProjectScope, records: dict[str, tuple[str, dict[str, Any]]]
+    ) -> list[Candidate]:
+        """The ranking with the preferred project's exchanges lifted (ProjectScope.lift), before the gate."""
+        found = [c.id for c in ranked if c.source is None]  # a lifted neighbour is scored by its own hit
+        projects = {i: str(records[i][1].get(PROJECT_KEY) or "") for i in found if i in records}
+        inside, boost = scope.lift(found, projects)
+        return _lifted(ranked, inside, boost, self.judged)
+
+
+def _lifted(ranked: list[Candidate], inside: set[str], boost: float, judged: Calibration) -> list[Candidate]:
+    """`ranked` with `boost` added to the fused score of the candidates `inside`, ranked again."""
+    if not inside or not boost:
+        return ranked
+    lifted = [Candidate(c.id, judged.relevance_of(c.z + boost), c.z + boost) if c.id in inside else c for c in ranked]
+    return sorted(lifted, key=lambda c: c.rank, reverse=True)
 
 
 def _within(
@@ -309,7 +316,7 @@ def _within(
     if start is not None:
         span = {"$and": [{key: {"$gte": start}}, span]}
     said = dated.said()
-    hits = search.hits(span if where is None else {"$and": [where, span]})
+    hits = search.hits(_both(where, span))
     if any(h.admitted for h in hits) or (limits.time_policy == "strict" and hits):
         return [replace(h, dated=f"only memories {said}") for h in hits]
     # Nothing of that time is worth giving: the words may name the wrong time (or when the
@@ -334,9 +341,7 @@ def _boosted(search: _KindSearch, dated: TimeRange, where: dict[str, Any] | None
     boost = size * (len(found) - len(inside)) / len(found) if found else 0.0
     if not inside or not boost:
         return search.hits(where, ranked)
-    judged = search.judged
-    lifted = [Candidate(c.id, judged.relevance_of(c.z + boost), c.z + boost) if c.id in inside else c for c in ranked]
-    ranking = sorted(lifted, key=lambda c: c.rank, reverse=True)
+    ranking = _lifted(ranked, inside, boost, search.judged)
     said = f"memories {dated.said()} ranked higher"
     return [replace(h, dated=said) if h.id in inside else h for h in search.hits(where, ranking)]
 
