@@ -261,9 +261,12 @@ def configured_store(args: argparse.Namespace, settings: Settings) -> str:
 
 def parse_stores(args: argparse.Namespace) -> None:
     """Read `--store a,b` once, into `args.stores` (an empty list without the flag); UsageError for a bad name."""
-    from ocat.memory.named_stores import parse_store_names
+    args.stores = []
+    if args.store:
+        # Only for --store: the full-screen chat paints before memory's modules are imported.
+        from ocat.memory.named_stores import parse_store_names
 
-    args.stores = parse_store_names(args.store) if args.store else []
+        args.stores = parse_store_names(args.store)
 
 
 def build_mcp_parser() -> argparse.ArgumentParser:

@@ -137,3 +137,6 @@ def test_the_model_runs_length_sorted_batches_within_the_token_budget(real_embed
     assert all(rows == 1 or rows * width <= embeddings.BATCH_TOKENS for rows, width in shapes)
     assert max(width for _, width in shapes) == embeddings.MAX_TOKENS  # long texts are cut at 256 tokens
     assert max(rows for rows, _ in shapes) > 1  # short texts do share batches
+    # Every batch has its own width; onnxruntime's memory pattern would keep a block per width
+    # seen (~150 MB over an import, docs/PERFORMANCE.md), so it is off.
+    assert session.get_session_options().enable_mem_pattern is False

@@ -74,6 +74,34 @@ def test_no_heavy_library_is_loaded_at_first_paint(tmp_path: Path) -> None:
     assert probe["error"] is None and "chromadb" in probe["loaded_later"]
 
 
+# The command line's own way to the window: everything `ocat` imports before it calls the app's
+# run (parsing arguments, reading the config, the store's name), with stdin and stdout taken for a
+# terminal; the app's run is replaced by a probe that lists what is loaded and leaves.
+CLI_TO_WINDOW = """
+import json, sys
+sys.stdin.isatty = sys.stdout.isatty = lambda: True
+import ocat.ui.app
+
+def probe(self, *args, **kwargs):
+    loaded = sorted(m for m in sys.modules if m == "ocat.memory" or m.startswith("ocat.memory.") or m in {heavy!r})
+    print("LOADED", json.dumps(loaded), flush=True)
+    raise SystemExit(0)
+
+ocat.ui.app.OcatApp.run = probe
+sys.argv = ["ocat", "--dummy-mode"]
+from ocat.cli import main
+main()
+"""
+
+
+def test_the_command_line_reaches_the_window_without_memory_or_heavy_libraries(tmp_path: Path) -> None:
+    # Memory's modules (and with them chromadb's) load in the app's worker, after the first frame:
+    # a name check of `--store` once imported them all before the window (issue 35).
+    run = _python(CLI_TO_WINDOW.format(heavy=HEAVY), tmp_path)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip().splitlines()[-1] == "LOADED []"
+
+
 @pytest.mark.parametrize("flag", ["--help", "--version"])
 def test_help_and_version_load_neither_textual_nor_heavy_libraries(flag: str, tmp_path: Path) -> None:
     code = (

@@ -24,9 +24,10 @@ MAX_TOKENS = 256
 # BATCH_SIZE texts and BATCH_TOKENS tokens, padding included. Attention grows with the
 # square of the length, and on a 2-core CPU batches of 32 long texts were both slower
 # (24 against 30 chunks/s for 1,000-character chunks) and far bigger (1 GB against 0.4 GB)
-# than batches of a few (docs/PERFORMANCE.md).
+# than batches of a few (docs/PERFORMANCE.md). 512 tokens (two full windows) took no more
+# CPU than 1024 and held 50-130 MB less at the peak of an import (docs/PERFORMANCE.md).
 BATCH_SIZE = 32
-BATCH_TOKENS = 1024
+BATCH_TOKENS = 512
 # Texts sent to a litellm embedding model per request.
 LITELLM_BATCH = 256
 # Words (runs of non-space) of a text a litellm embedding model is sent: providers refuse
@@ -118,6 +119,11 @@ class OnnxMiniLMEmbedder:
                 tokenizer.no_padding()
                 options = onnxruntime.SessionOptions()
                 options.log_severity_level = 3
+                # onnxruntime's memory pattern keeps one block per input shape it has seen, and
+                # every batch here has its own width: the blocks piled up to ~150 MB over an
+                # import, for no measurable speed (docs/PERFORMANCE.md, "Importing coding-agent
+                # sessions").
+                options.enable_mem_pattern = False
                 if self._threads:
                     options.intra_op_num_threads = self._threads
                 session = onnxruntime.InferenceSession(
