@@ -193,7 +193,7 @@ def with_allowed_tools(settings: Settings, args: argparse.Namespace) -> Settings
     if args.allow_tool:
         settings = dataclasses.replace(settings, allowed_tools=frozenset(args.allow_tool))
     if args.project:
-        from ocat.memory.retrieval.project_scope import project_of
+        from ocat.memory import project_of
 
         settings = dataclasses.replace(settings, project=project_of(args.project))
     return settings
@@ -264,7 +264,7 @@ def parse_stores(args: argparse.Namespace) -> None:
     args.stores = []
     if args.store:
         # Only for --store: the full-screen chat paints before memory's modules are imported.
-        from ocat.memory.named_stores import parse_store_names
+        from ocat.memory import parse_store_names
 
         args.stores = parse_store_names(args.store)
 

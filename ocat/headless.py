@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from ocat.config import Settings
     from ocat.history_import.folders import FolderExports
     from ocat.memory import MemoryStore
-    from ocat.memory.embedding.model_files import FetchResult
+    from ocat.memory import FetchResult
     from ocat.operations.search import Found
     from ocat.turn import Turn
 
@@ -83,7 +83,7 @@ def _open_store(settings: Settings) -> MemoryStore:
 def _prepare_model(settings: Settings, reporter: Reporter) -> FetchResult | None:
     """Make sure the embedding model is there (downloading it on first use, with progress on
     stderr: stdout stays the result's); a download ends with one line saying where it went."""
-    from ocat.memory.embedding.model_files import ProgressPrinter, prepare_model
+    from ocat.memory import ProgressPrinter, prepare_model
 
     printer = ProgressPrinter(reporter.stderr)
     fetched = None
@@ -109,7 +109,7 @@ def _fetch_model(args: argparse.Namespace, settings: Settings, reporter: Reporte
 def _open_stores(settings: Settings, args: argparse.Namespace) -> list[MemoryStore]:
     """The stores `--store` named (`ocat.cli` parsed them into `args.stores`; several are for
     reading), else the configured one."""
-    from ocat.memory.named_stores import open_stores
+    from ocat.memory import open_stores
 
     if len(args.stores) <= 1:
         return [_open_store(settings)]
@@ -174,7 +174,7 @@ def format_hits(found: list[Found], *, with_stores: bool = False) -> str:
 
 
 def _query(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> int:
-    from ocat.memory.retrieval.filters import parse_where
+    from ocat.memory import parse_where
     from ocat.operations.search import hit_record, search
 
     filters = parse_where(getattr(args, "where", None) or [])
@@ -297,7 +297,7 @@ def _import(args: argparse.Namespace, settings: Settings, reporter: Reporter) ->
 
 
 def _import_path(path: Path, settings: Settings, reporter: Reporter) -> int:
-    from ocat.memory.ingest.documents import throttled_progress
+    from ocat.memory import throttled_progress
     from ocat.operations.transfer import check_import, import_file
 
     # The whole file is checked first: a bad line fails before a model download or a wait for the store.

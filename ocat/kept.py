@@ -22,7 +22,7 @@ from ocat.text import count_of
 
 if TYPE_CHECKING:
     from ocat.config import Settings
-    from ocat.memory.storage.store import MemoryStore
+    from ocat.memory import MemoryStore
     from ocat.records import Exchange
 
 
@@ -76,7 +76,7 @@ class Recovered:
 def write_kept(settings: Settings, store: MemoryStore) -> Recovered:
     """Write every file kept for this store, then remove it; a file that fails stays (an
     exchange already written is skipped next time: ids are kept)."""
-    from ocat.memory.storage.export_lines import parse_line
+    from ocat.memory import parse_line
     from ocat.records import Exchange
 
     folder = kept_folder(settings)

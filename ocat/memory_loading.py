@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Callable
 from ocat.text import count_of
 
 if TYPE_CHECKING:
-    from ocat.memory.embedding.model_files import DownloadProgress
+    from ocat.memory import DownloadProgress
     from ocat.session import ChatSession
 
 

@@ -26,8 +26,8 @@ if TYPE_CHECKING:
     from ocat.config import Settings
     from ocat.llm import AnswerStream
     from ocat.memory import MemoryStore, ProjectScope
-    from ocat.memory.retrieval.project_scope import ProjectPolicy
-    from ocat.memory.embedding.model_files import DownloadProgress, FetchResult
+    from ocat.memory import ProjectPolicy
+    from ocat.memory import DownloadProgress, FetchResult
     from ocat.memory_loading import MemoryLoaded
     from ocat.operations.wake import WakeBlock
     from ocat.tools import ToolBox, ToolSpec
@@ -199,7 +199,7 @@ class ChatSession(SessionMemory):
         assert self.store is not None
         rebuilt = tuple(self._rebuild_damaged())
         from ocat.memory import RetrievalLimits, admitted
-        from ocat.memory.retrieval.retrieve import retrieve_any, within_budget
+        from ocat.memory import retrieve_any, within_budget
 
         window = self.settings.vector_store.search_context_window
         queries = retrieval_queries(prompt, self.history, window)
@@ -391,7 +391,7 @@ def open_chat(settings: Settings, *, dummy: bool, serve: bool, stream: IO[str]) 
     """`ChatSession.open` for a terminal: a first-use download of the model reports its
     progress, and where the model went, on `stream` (stderr). A long-lived chat (`serve`)
     warms memory up in the background."""
-    from ocat.memory.embedding.model_files import ProgressPrinter
+    from ocat.memory import ProgressPrinter
 
     printer = ProgressPrinter(stream)
     session = None

@@ -16,7 +16,7 @@ from ocat.errors import OcatError
 if TYPE_CHECKING:
     from ocat.config import Settings
     from ocat.memory import MemoryStore
-    from ocat.memory.embedding.model_files import DownloadProgress, FetchResult
+    from ocat.memory import DownloadProgress, FetchResult
     from ocat.records import Exchange
 
 
@@ -100,7 +100,7 @@ class SessionMemory:
         """Make the embedding model ready, downloading it on first use (then `save_unsaved`
         writes the exchanges kept meanwhile). On failure `memory_error` says what to do and
         memory stays off."""
-        from ocat.memory.embedding.model_files import prepare_model, progress_words
+        from ocat.memory import prepare_model, progress_words
 
         def downloading(done: int, total: int | None) -> None:
             self.model_download = progress_words(done, total)
@@ -136,7 +136,7 @@ class SessionMemory:
             return self.revive()
         if self.model_ready:
             return self.memory_on
-        from ocat.memory.embedding.model_files import find_model, uses_local_model
+        from ocat.memory import find_model, uses_local_model
 
         if uses_local_model(self.settings.embedding) and find_model(self.settings.embedding) is not None:
             self._model_is_ready()
@@ -225,7 +225,7 @@ class SessionMemory:
         store = self.store
         if store is None or not store.damaged:
             return []
-        from ocat.memory.storage.reconcile import rebuild_derived
+        from ocat.memory import rebuild_derived
 
         try:
             with self._writing:

@@ -16,7 +16,7 @@ from ocat.records import Exchange
 from ocat.text import count_of, local_time
 
 if TYPE_CHECKING:
-    from ocat.memory.storage.store import MemoryStore
+    from ocat.memory import MemoryStore
     from ocat.session import ChatSession
 
 

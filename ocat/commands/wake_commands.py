@@ -10,7 +10,7 @@ from ocat.commands.results import CommandResult, EditFile
 from ocat.locations import display_path
 
 if TYPE_CHECKING:
-    from ocat.memory.storage.store import MemoryStore
+    from ocat.memory import MemoryStore
     from ocat.session import ChatSession
 
 

@@ -41,7 +41,7 @@ def build_server(tools: "MemoryTools") -> Any:
     from mcp.server.mcpserver.exceptions import ToolError
     from mcp.types import ToolAnnotations
 
-    from ocat.memory.retrieval.filters import FilterSpec
+    from ocat.memory import FilterSpec
 
     @asynccontextmanager
     async def lifespan(_: Any) -> AsyncIterator[None]:
@@ -247,7 +247,7 @@ def _leaf(error: Any) -> Any:
 
 
 def _open_quietly(tools: "MemoryTools") -> None:
-    from ocat.memory.embedding.model_files import prepare_model, progress_words
+    from ocat.memory import prepare_model, progress_words
 
     try:
         tools.stores()
@@ -265,7 +265,7 @@ def _open_quietly(tools: "MemoryTools") -> None:
 
 def serve(settings: "Settings", store_names: list[str]) -> int:
     """Serve the memory over stdio until the client closes the connection; returns the exit code."""
-    from ocat.memory.named_stores import open_stores
+    from ocat.memory import open_stores
     from ocat.mcp_server.tools import MemoryTools
 
     # Before the SDK configures logging: ours goes to stderr, plainly, one line per record.

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, TypeVar
 
 from ocat.errors import StoreError, UsageError
 from ocat.limits import INT64_MAX, INT64_MIN
-from ocat.memory.retrieval.filters import DOCUMENT_KEYS, FilterSpec
+from ocat.memory import DOCUMENT_KEYS, FilterSpec
 from ocat.records import EXCHANGE_FIELDS
 from ocat.operations.search import hit_record
 
@@ -25,7 +25,7 @@ from ocat.operations.lookup import Record, as_hit
 
 if TYPE_CHECKING:
     from ocat.config import Settings
-    from ocat.memory.storage.store import MemoryStore
+    from ocat.memory import MemoryStore
 
 log = logging.getLogger("ocat.mcp")
 T = TypeVar("T")

@@ -20,45 +20,97 @@ import-linter layers contract keeps the order, docs/ARCHITECTURE.md draws them):
 - `opening`, `store_counts`, `store_check`, `named_stores`: what the faces call;
 - `store_repair`: `ocat --repair-store`, above them all.
 
-Nothing heavy is imported until a store is opened.
+Every name the rest of ocat uses is listed below, once, under `TYPE_CHECKING` (what the type
+checker reads); at run time each is loaded from its room on first use (PEP 562), so that
+importing one light room, or this door, does not load them all (the full-screen chat paints
+before any of them load). An import-linter contract keeps every other package out of the rooms.
+Nothing heavy (chromadb, onnxruntime) is imported until a store is opened.
 """
 
 from __future__ import annotations
 
-from ocat.memory.embedding.embedders import Embedder, preload_embedder
-from ocat.memory.ingest.documents import add_text, partial_documents
-from ocat.memory.ingest.paths import add_path
-from ocat.memory.opening import location_for, open_store
-from ocat.memory.retrieval.project_scope import PROJECT_BOOST, ProjectScope, describe as describe_scope, project_of
-from ocat.memory.retrieval.retrieve import RetrievalLimits, admitted, retrieve
-from ocat.memory.retrieval.store_floor import floor_of
-from ocat.memory.store_counts import store_stats
-from ocat.memory.storage.chroma import StoreLocation
-from ocat.memory.storage.derived import DerivedFileError
-from ocat.memory.storage.primary import StoreShrunk
-from ocat.memory.storage.reconcile import catch_up
-from ocat.memory.storage.store import MemoryStore
+import ast
+import importlib
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-__all__ = [
-    "DerivedFileError",
-    "Embedder",
-    "MemoryStore",
-    "PROJECT_BOOST",
-    "ProjectScope",
-    "RetrievalLimits",
-    "StoreLocation",
-    "StoreShrunk",
-    "add_path",
-    "add_text",
-    "admitted",
-    "catch_up",
-    "describe_scope",
-    "floor_of",
-    "location_for",
-    "open_store",
-    "partial_documents",
-    "preload_embedder",
-    "project_of",
-    "retrieve",
-    "store_stats",
-]
+if TYPE_CHECKING:
+    from ocat.memory.embedding.embedders import Embedder, preload_embedder
+    from ocat.memory.embedding.model_files import (
+        DownloadProgress,
+        FetchResult,
+        find_model,
+        prepare_model,
+        progress_words,
+        ProgressPrinter,
+        uses_local_model,
+    )
+    from ocat.memory.ingest.documents import add_text, partial_documents, PartialDocument, Source, throttled_progress
+    from ocat.memory.ingest.finishing import finish_document, Finished
+    from ocat.memory.ingest.paths import add_path
+    from ocat.memory.named_stores import (
+        existing_stores,
+        missing_store,
+        open_stores,
+        parse_store_names,
+        store_exists,
+        store_names,
+        with_store,
+    )
+    from ocat.memory.opening import location_for, open_store
+    from ocat.memory.retrieval.across_stores import search_stores, StoreHit
+    from ocat.memory.retrieval.filters import Condition, DOCUMENT_KEYS, Filters, FilterSpec, parse_where
+    from ocat.memory.retrieval.project_scope import (
+        describe as describe_scope,
+        PROJECT_BOOST,
+        project_of,
+        ProjectPolicy,
+        ProjectScope,
+    )
+    from ocat.memory.retrieval.retrieve import admitted, RetrievalLimits, retrieve, retrieve_any, within_budget
+    from ocat.memory.retrieval.store_floor import floor_of, MIN_EXCHANGES
+    from ocat.memory.sharing.owner_lock import WAITING_FOR_THE_STORE
+    from ocat.memory.storage.chroma import StoreLocation
+    from ocat.memory.storage.derived import DerivedFileError
+    from ocat.memory.storage.export_import import check_import_file, export_memory, import_memory, TransferResult
+    from ocat.memory.storage.export_lines import parse_line
+    from ocat.memory.storage.lexical_index import CHUNK_ID
+    from ocat.memory.storage.pins import pinned, Pinned, set_pinned
+    from ocat.memory.storage.primary import StoreShrunk
+    from ocat.memory.storage.reconcile import catch_up, rebuild_derived
+    from ocat.memory.storage.store import MemoryStore
+    from ocat.memory.storage.thread_titles import set_thread_title, titled_threads
+    from ocat.memory.store_check import check_store, StoreHealth, unopened_health
+    from ocat.memory.store_counts import store_stats
+    from ocat.memory.store_repair import repair_store, RepairResult, set_aside_derived
+
+
+def _rooms() -> dict[str, tuple[str, str]]:
+    """Each exported name -> (its room's module, its name there), read from the imports above:
+    they are the one list, for the type checker and for `__getattr__` alike."""
+    tree = ast.parse(Path(__file__).read_text(encoding="utf-8"))
+    guarded = next(node for node in tree.body if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING")
+    return {
+        alias.asname or alias.name: (str(node.module), alias.name)
+        for node in guarded.body
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+    }
+
+
+_ROOMS = _rooms()
+__all__ = sorted(_ROOMS)
+
+
+def __getattr__(name: str) -> Any:
+    """A front-door name, read from its room (imported the first time). Read each time rather
+    than kept here, so the door always gives what the room holds now (a test's stand-in too)."""
+    if name not in _ROOMS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module, attribute = _ROOMS[name]
+    return getattr(importlib.import_module(module), attribute)
+
+
+def __dir__() -> list[str]:
+    """The front door's names (for completion and `help`)."""
+    return sorted({*globals(), *__all__})

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 from ocat.locations import display_path
 
 if TYPE_CHECKING:
-    from ocat.memory.storage.store import MemoryStore
-    from ocat.memory.ingest.documents import Source
+    from ocat.memory import MemoryStore
+    from ocat.memory import Source
     from ocat.settings import ChunkingSettings
 
 # Progress of a long add: (label, chunks stored so far, chunks in all).
@@ -92,7 +92,7 @@ def add_file_or_folder(
     follows each stored batch (and may raise Cancelled to stop between two); warnings go to
     `notify` as they happen and are kept in the summary's `notes`.
     """
-    from ocat.memory.ingest.paths import add_path
+    from ocat.memory import add_path
 
     notes: list[str] = []
 
@@ -132,7 +132,7 @@ def add_note(
 ) -> AddSummary:
     """Remember a text, chunked like a document; the same text twice is stored once.
     `extra` is metadata for every chunk."""
-    from ocat.memory.ingest.documents import add_text
+    from ocat.memory import add_text
 
     outcome = add_text(store, text, settings, source=source, manual_entry=True, extra=extra)
     return AddSummary(path=None, added_chunks=outcome.added_chunks, total_chunks=outcome.total_chunks,
@@ -142,7 +142,7 @@ def add_note(
 def progress_printer(say: Callable[[str], None]) -> ChunkProgress:
     """A `chunks_stored` callback for a text face: "NAME: done/total chunks stored", throttled
     per name (the first batch, then at most once a second, and the last)."""
-    from ocat.memory.ingest.documents import throttled_progress
+    from ocat.memory import throttled_progress
 
     printers: dict[str, Callable[[int, int], None]] = {}
 

@@ -22,7 +22,7 @@ from ocat.records import DocumentChunk, Exchange, RecordKind, SearchHit, source_
 from ocat.text import count_of, local_time
 
 if TYPE_CHECKING:
-    from ocat.memory.storage.store import MemoryStore
+    from ocat.memory import MemoryStore
     from ocat.settings import VectorStoreSettings
 
 # What the browser can show, in the order the kind filter steps through them.
@@ -120,7 +120,7 @@ def browse(store: MemoryStore, filters: Filters, *, limit: int = LISTED) -> list
     if "thread" in wanted and chat_allowed:
         entries += _threads(store, since, limit)
     if "exchange" in wanted and chat_allowed:
-        entries += _exchanges(store, store.lexical.recent_exchanges(limit, since))
+        entries += _exchanges(store, store.recent_exchanges(limit, since))
     if "note" in wanted or "document" in wanted:
         entries += [e for e in _documents(store, since) if e.kind in wanted]
     entries = [e for e in entries if filters.keeps(e)]
@@ -133,8 +133,8 @@ def search_entries(
 ) -> list[Entry]:
     """What `query` finds under `filters`, best first (the search `/vquery` makes). Threads are
     listed by their best exchange's score."""
-    from ocat.memory.retrieval.filters import Condition
-    from ocat.memory.retrieval.filters import Filters as SearchFilters
+    from ocat.memory import Condition
+    from ocat.memory import Filters as SearchFilters
     from ocat.operations.search import search
 
     since = filters.since()

@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING, Any, Callable
 
 if TYPE_CHECKING:
     from ocat.config import Settings
-    from ocat.memory.ingest.documents import PartialDocument
-    from ocat.memory.ingest.finishing import Finished
-    from ocat.memory.store_check import StoreHealth
-    from ocat.memory.store_repair import RepairResult
-    from ocat.memory.storage.store import MemoryStore
+    from ocat.memory import PartialDocument
+    from ocat.memory import Finished
+    from ocat.memory import StoreHealth
+    from ocat.memory import RepairResult
+    from ocat.memory import MemoryStore
 
 # The exit code of `--check-store` when it found something to repair, and of `--repair-store`
 # when the store is still not healthy or the repair stopped (docs/cli.md).
@@ -27,7 +27,7 @@ PROBLEMS_FOUND = 4
 def check(settings: Settings, *, notify: Callable[[str], None] | None = None) -> StoreHealth:
     """What is wrong with the configured store, changing nothing."""
     from ocat.memory import StoreShrunk, location_for, open_store
-    from ocat.memory.store_check import check_store, unopened_health
+    from ocat.memory import check_store, unopened_health
 
     try:
         store = open_store(settings, notify=notify, upkeep=False)
@@ -45,8 +45,8 @@ def repair(
     """Repair the configured store additively (ocat.memory.store_repair): derived files rebuilt,
     partial documents finished or kept; nothing the user kept is deleted."""
     from ocat.memory import StoreShrunk, location_for, open_store
-    from ocat.memory.ingest.finishing import finish_document
-    from ocat.memory.store_repair import repair_store, set_aside_derived
+    from ocat.memory import finish_document
+    from ocat.memory import repair_store, set_aside_derived
 
     def finish(store: MemoryStore, partial: PartialDocument) -> Finished:
         return finish_document(store, partial, settings.chunking)

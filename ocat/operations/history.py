@@ -25,7 +25,7 @@ from ocat.text import clean_title, count_of
 if TYPE_CHECKING:
     from ocat.history_import import ConversationProblem, ImportedConversation
     from ocat.history_import.folders import FolderExports
-    from ocat.memory.storage.store import MemoryStore
+    from ocat.memory import MemoryStore
     from ocat.operations.history_sessions import SessionLedger
 
 # Exchange ids, thread ids and session ids of imported history: uuid5 in this namespace of
@@ -405,7 +405,7 @@ class _Batch:
 def _name_untitled(store: MemoryStore, titles: dict[str, str]) -> None:
     """Give threads imported before (an import stopped between its writes, by an older ocat) the
     title they lack; a title given since (/rename) is kept."""
-    from ocat.memory.storage.thread_titles import set_thread_title, titled_threads
+    from ocat.memory import set_thread_title, titled_threads
 
     if not titles:
         return

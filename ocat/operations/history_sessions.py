@@ -21,7 +21,7 @@ from ocat.locations import state_dir
 if TYPE_CHECKING:
     from ocat.history_import import SessionFile
     from ocat.history_import.folders import FolderExports
-    from ocat.memory.storage.store import MemoryStore
+    from ocat.memory import MemoryStore
 
 LEDGER_FILE = "imported-sessions.json"
 # Ids asked of the store in one read (well under SQLite's limit on a query's variables).

@@ -14,7 +14,7 @@ from ocat.records import ORIGIN_KEY, PROJECT_KEY, DocumentChunk, Exchange, Searc
 from ocat.text import count_of, local_time, shorten
 
 if TYPE_CHECKING:
-    from ocat.memory.storage.store import MemoryStore
+    from ocat.memory import MemoryStore
 
 Record = Exchange | DocumentChunk
 
@@ -33,9 +33,7 @@ def resolve_id(store: MemoryStore, prefix: str) -> str:
         return prefix  # an exact id wins even when it is also the start of another
     if len(prefix) > LONGEST_PREFIX:  # no start of an id is that long: not worth a search of the index
         raise NotFound(f"no memory with id {shorten(prefix, 40)}")
-    found = store.lexical.resolve_prefix("exchange", prefix) + store.lexical.resolve_prefix("document", prefix)
-    if not found:  # a document chunk's short form, as /vquery shows it: doc-3f2a9c1e-12
-        found = store.lexical.resolve_chunk(prefix)
+    found = store.ids_starting(prefix)  # or a document chunk's short form, as /vquery shows it: doc-3f2a9c1e-12
     if not found:
         raise NotFound(f"no memory with id {prefix}")
     if len(found) > 1:
@@ -62,19 +60,18 @@ def short_id(store: MemoryStore, full_id: str, least: int = SHORT_ID_LENGTH) -> 
     for a document chunk (`doc-KEY-N`, whose chunks share the start) the shortest start of its
     key with its index, `doc-3f2a9c1e-12`. The whole id when no shorter form is unique, or
     when the index does not hold it."""
-    from ocat.memory.storage.lexical_index import CHUNK_ID
+    from ocat.memory import CHUNK_ID
 
     chunk = CHUNK_ID.match(full_id)
     if chunk is not None and len(chunk.group(1)) == 32:
         key, index = chunk.groups()
         length = _shortest(least, len(key),
-                           lambda n: store.lexical.resolve_chunk(f"doc-{key[:n]}-{index}") == [full_id])
+                           lambda n: store.ids_starting(f"doc-{key[:n]}-{index}") == [full_id])
         return full_id if length is None else f"doc-{key[:length]}-{index}"
 
     def unique(length: int) -> bool:
         prefix = full_id[:length]
-        found = store.lexical.resolve_prefix("exchange", prefix) + store.lexical.resolve_prefix("document", prefix)
-        return found == [full_id]
+        return store.ids_starting(prefix) == [full_id]
 
     length = _shortest(least, len(full_id), unique)
     return full_id if length is None else full_id[:length]
@@ -184,12 +181,12 @@ class ThreadSummary:
 
 def recent_threads(store: MemoryStore, count: int, only: Sequence[str] | None = None) -> list[ThreadSummary]:
     """The `count` most recently active threads (of `only`, when given), most recent first."""
-    summaries = store.lexical.recent_threads(count, only)
+    summaries = store.recent_threads(count, only)
     heads: dict[str, dict[str, Any]] = {}
     if summaries:
         got = store.fetch("exchange", [head for *_, head in summaries if head], vectors=False)
         heads = {i: dict(m or {}) for i, m in zip(got["ids"], got["metadatas"])}
-    titles = store.lexical.titles([thread_id for thread_id, *_ in summaries])
+    titles = store.thread_titles([thread_id for thread_id, *_ in summaries])
     return [
         ThreadSummary(thread_id, size, first, last, str(heads.get(head, {}).get("user_prompt", "")),
                       titles.get(thread_id, ""), str(heads.get(head, {}).get(ORIGIN_KEY) or ""),
@@ -200,7 +197,7 @@ def recent_threads(store: MemoryStore, count: int, only: Sequence[str] | None = 
 
 def resolve_thread(store: MemoryStore, prefix: str) -> str:
     """The one thread id starting with `prefix` (UsageError if none or several)."""
-    found = store.lexical.resolve_prefix("exchange", prefix, threads=True)
+    found = store.threads_starting(prefix)
     if not found:
         raise UsageError(f"no thread with an id starting {prefix!r}; /threads lists them")
     if len(found) > 1:

@@ -18,10 +18,10 @@ from ocat.records import SUPERSEDED_KEY, SearchHit
 from ocat.text import count_of
 
 if TYPE_CHECKING:
-    from ocat.memory.retrieval.across_stores import StoreHit
-    from ocat.memory.retrieval.filters import Filters
-    from ocat.memory.retrieval.project_scope import ProjectScope
-    from ocat.memory.storage.store import MemoryStore
+    from ocat.memory import StoreHit
+    from ocat.memory import Filters
+    from ocat.memory import ProjectScope
+    from ocat.memory import MemoryStore
     from ocat.settings import VectorStoreSettings
 
 # Left out of a hit's metadata: an exchange's text already holds its prompt and answer, `kind`
@@ -91,8 +91,8 @@ def search(
     the query names ("last week") is read as seen from `now` (default: the clock). `project`:
     the exchanges of a project preferred, or kept only (ocat.memory.ProjectScope).
     """
-    from ocat.memory.retrieval.retrieve import RetrievalLimits
-    from ocat.memory.retrieval.across_stores import search_stores
+    from ocat.memory import RetrievalLimits
+    from ocat.memory import search_stores
     from ocat.operations.lookup import short_id
 
     count = count or settings.context_results

@@ -14,7 +14,7 @@ from ocat.records import StoreStats
 
 if TYPE_CHECKING:
     from ocat.config import Settings
-    from ocat.memory.storage.store import MemoryStore
+    from ocat.memory import MemoryStore
 
 
 @dataclass(frozen=True)
@@ -28,7 +28,7 @@ class StatsResult:
 def stats(stores: Sequence[MemoryStore], settings: Settings) -> StatsResult:
     """Location, counts and model of each store in `stores` (the first one's neighbours listed)."""
     from ocat.memory import store_stats
-    from ocat.memory.named_stores import store_names
+    from ocat.memory import store_names
 
     return StatsResult(selected=[store_stats(s, settings) for s in stores], available=store_names(settings, stores[0]))
 
@@ -66,7 +66,7 @@ def config_row(settings: Settings, show_path: Callable[[str], str] = str) -> tup
 
 def stats_legend() -> str:
     """What `documents`, `floor` and `floor_raise` mean, said under every text stats."""
-    from ocat.memory.retrieval.store_floor import MIN_EXCHANGES
+    from ocat.memory import MIN_EXCHANGES
 
     return (
         "documents: files and notes, stored as document_chunks. floor: how strongly everyday, generic "

@@ -26,7 +26,7 @@ def check_named_stores(action: str, names: Sequence[str], configured: str, setti
     A read of a store that does not exist raises StoreError naming the stores that do; a write
     to one returns its settings, for `made_note` to say afterwards that it was made.
     """
-    from ocat.memory.named_stores import missing_store, store_exists, with_store
+    from ocat.memory import missing_store, store_exists, with_store
 
     if not settings.vector_store.enabled:
         return None
@@ -44,7 +44,7 @@ def check_named_stores(action: str, names: Sequence[str], configured: str, setti
 def made_note(settings: Settings) -> str | None:
     """`created store NAME at PATH` once the action has made the store, else None (an add of
     a file that is not there fails before it opens the store, and makes none)."""
-    from ocat.memory.named_stores import store_exists
+    from ocat.memory import store_exists
 
     if not store_exists(settings):
         return None
@@ -56,7 +56,7 @@ def chat_note(name: str | None, configured: str, settings: Settings) -> str | No
     (its first exchange is a write), and a mistyped name should not go unnoticed."""
     if name is None or name == configured or not settings.vector_store.enabled:
         return None  # before any import: the chat's first frame waits for this
-    from ocat.memory.named_stores import existing_stores, store_exists
+    from ocat.memory import existing_stores, store_exists
 
     if store_exists(settings):
         return None

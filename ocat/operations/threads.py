@@ -12,11 +12,11 @@ from typing import TYPE_CHECKING, Sequence
 
 from ocat.errors import UsageError
 from ocat.limits import MAX_TITLE_CHARS
-from ocat.memory.storage.thread_titles import set_thread_title
+from ocat.memory import set_thread_title
 from ocat.text import clean_title, count_of, local_time, shorten
 
 if TYPE_CHECKING:
-    from ocat.memory.storage.store import MemoryStore
+    from ocat.memory import MemoryStore
     from ocat.records import Exchange
 
 TITLE_CHARS = 60
@@ -41,7 +41,7 @@ def rename_thread(store: MemoryStore, thread_id: str, title: str) -> str:
 
 def thread_title(store: MemoryStore, thread_id: str, exchanges: Sequence[Exchange]) -> str:
     """What a thread is called: the title given to it, else its first prompt, shortened."""
-    given = store.lexical.titles([thread_id]).get(thread_id)
+    given = store.thread_titles([thread_id]).get(thread_id)
     return given or default_title(exchanges[0].user_prompt if exchanges else "")
 
 
@@ -61,7 +61,7 @@ def delete_thread(store: MemoryStore, thread_id: str) -> DeletedThread:
         raise UsageError(f"no thread {thread_id!r} in memory")
     title = thread_title(store, thread_id, exchanges)
     removed = store.delete([e.exchange_id for e in exchanges])
-    store.lexical.set_title(thread_id, None)
+    store.drop_thread_title(thread_id)
     return DeletedThread(thread_id, title, removed)
 
 

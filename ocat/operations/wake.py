@@ -21,8 +21,8 @@ from ocat.text import count_of, local_time, shorten
 
 if TYPE_CHECKING:
     from ocat.config import Settings
-    from ocat.memory.storage.pins import Pinned
-    from ocat.memory.storage.store import MemoryStore
+    from ocat.memory import Pinned
+    from ocat.memory import MemoryStore
     from ocat.operations.lookup import ThreadSummary
 
 # The longest a pinned memory is quoted in the block, in characters (a pinned document chunk
@@ -209,7 +209,7 @@ def _short(store: MemoryStore | None, record_id: str) -> str:
 
 def _pins(store: MemoryStore) -> list[Pinned]:
     """The pins the block shows: a note replaced by a newer one (the model's `remember`) is not."""
-    from ocat.memory.storage.pins import pinned
+    from ocat.memory import pinned
 
     try:
         return [p for p in pinned(store) if not p.record_metadata().get(SUPERSEDED_KEY)]
@@ -236,7 +236,7 @@ def _shown_path(path: Path) -> str:
 
 def pin(store: MemoryStore, id_or_prefix: str) -> str:
     """Pin the memory with this id (or unique start of one); returns its whole id."""
-    from ocat.memory.storage.pins import set_pinned
+    from ocat.memory import set_pinned
     from ocat.operations.lookup import resolve_id
 
     record_id = resolve_id(store, id_or_prefix)
@@ -246,7 +246,7 @@ def pin(store: MemoryStore, id_or_prefix: str) -> str:
 
 def unpin(store: MemoryStore, id_or_prefix: str) -> str:
     """Unpin the memory with this id (or unique start of one); returns its whole id."""
-    from ocat.memory.storage.pins import set_pinned
+    from ocat.memory import set_pinned
     from ocat.operations.lookup import resolve_id
 
     record_id = resolve_id(store, id_or_prefix)
@@ -256,7 +256,7 @@ def unpin(store: MemoryStore, id_or_prefix: str) -> str:
 
 def remember(store: MemoryStore, text: str, settings: Settings) -> list[str]:
     """Store `text` as a note and pin it (every chunk of it, should it be long); returns the ids."""
-    from ocat.memory.storage.pins import set_pinned
+    from ocat.memory import set_pinned
     from ocat.operations.add import add_note
 
     added = add_note(store, text, settings.chunking, source="remember_command")

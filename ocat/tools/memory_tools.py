@@ -18,9 +18,9 @@ from ocat.text import count_of, shorten
 from ocat.tools.box import ToolFailed, ToolOutcome, ToolSpec
 
 if TYPE_CHECKING:
-    from ocat.memory.retrieval.filters import Filters
-    from ocat.memory.retrieval.project_scope import ProjectScope
-    from ocat.memory.storage.store import MemoryStore
+    from ocat.memory import Filters
+    from ocat.memory import ProjectScope
+    from ocat.memory import MemoryStore
     from ocat.settings import Settings
 
 # The most characters a note the model stores may have (a longer one is a document: /vdoc).
@@ -156,7 +156,7 @@ def _fitted_results(context: MemoryToolContext, ranked: list[tuple[SearchHit, st
 
 def _filters(context: MemoryToolContext, args: dict[str, Any]) -> tuple[Filters, str]:
     """The search's filters from its arguments, and how to say them ("after 2026-03-01")."""
-    from ocat.memory.retrieval.filters import Condition, Filters
+    from ocat.memory import Condition, Filters
     from ocat.operations.lookup import resolve_thread
 
     conditions: list[Condition] = []
@@ -329,7 +329,7 @@ REMEMBER_PARAMETERS: dict[str, Any] = {
 def remember(context: MemoryToolContext, args: dict[str, Any]) -> ToolOutcome:
     """Store a note (source `model`); with `replaces`, the older note is marked replaced by it
     (kept, never deleted), and a pin it had moves to the new one."""
-    from ocat.memory.storage.pins import pinned, set_pinned
+    from ocat.memory import pinned, set_pinned
     from ocat.operations.add import add_note
 
     text = str(args["text"]).strip()

@@ -29,7 +29,7 @@ from ocat.text import count_of, printable, shorten
 from ocat.ui.widgets import plain
 
 if TYPE_CHECKING:
-    from ocat.memory.storage.store import MemoryStore
+    from ocat.memory import MemoryStore
     from ocat.operations.browse import Deleted
     from ocat.session import ChatSession
 

@@ -121,7 +121,7 @@ class MemoryView(AppBase):
         return progress
 
     async def on_memory_view_model_progress(self, message: ModelProgress) -> None:
-        from ocat.memory.embedding.model_files import progress_words
+        from ocat.memory import progress_words
 
         if self._download is None:
             self._download = TaskProgress(hint="the chat works meanwhile")
@@ -141,7 +141,7 @@ class MemoryView(AppBase):
                 conversation.mount(self._memory_note)
         else:
             self._memory_note.update(plain(message.text))
-        from ocat.memory.sharing.owner_lock import WAITING_FOR_THE_STORE  # memory has loaded its modules by now
+        from ocat.memory import WAITING_FOR_THE_STORE  # memory has loaded its modules by now
 
         # A wait for another process is said in the header too; other notes (a store's one-time
         # upgrade) are work under way, still "loading".
