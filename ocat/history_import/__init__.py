@@ -11,9 +11,11 @@ This is the front door:
 Readers yield one item per conversation, in file order: a conversation that cannot be read
 becomes a ConversationProblem and the others still come through; a file that cannot be read
 raises InputFileError. Nothing here touches the store or the screen. The rooms behind it:
-`sources` (zip, folder or file), `json_stream` (big JSON arrays in bounded memory),
-`chatgpt`, `claude`, `llm_logs` with `llm_threads` and `llm_database`, and `pairing`; the
-coding agents' JSON Lines in `agent_sessions` (files, lines, exchanges), `claude_code` and `codex`.
+`sources` (zip, folder or file), `detection` (which export a path holds), `folders` (several
+exports side by side), `json_stream` (big JSON arrays in bounded memory), `chatgpt`, `claude`,
+`llm_logs` with `llm_threads` and `llm_database`, `pairing`, `values` (loose values made text
+and times) and `model` (what the readers yield); the coding agents' JSON Lines in
+`agent_sessions` (files, lines, exchanges), `claude_code` and `codex`.
 """
 
 from __future__ import annotations

@@ -11,13 +11,14 @@ This is the front door: callers import from here. The rooms behind it, lowest fi
 import-linter layers contract keeps the order, docs/ARCHITECTURE.md draws them):
 
 - `embedding/`: the embedders and the local model's files;
-- `storage/`: the store (Chroma), its derived files (lexical index, prompt vectors), thread
-  titles, export and import, reconciling derived data on open;
+- `storage/`: the store (Chroma), its writes and deletes, its derived files (lexical index,
+  prompt vectors), thread titles, pins, export and import, reconciling derived data on open;
 - `sharing/`: one owner per store folder, its lock, who holds it, the Chroma server child;
-- `retrieval/`: ranking, neighbours, the gate with its per-store floor, filters, searching
-  several stores;
-- `ingest/`: adding texts, files and knowledge folders;
-- `opening`, `stats`, `health`, `named_stores`: what the faces call.
+- `retrieval/`: ranking, neighbours, the gate with its per-store floor (probed with generic
+  questions), filters, a prompt's time range and project, searching several stores;
+- `ingest/`: adding texts, files and knowledge folders, finishing an add cut short;
+- `opening`, `store_counts`, `store_check`, `named_stores`: what the faces call;
+- `store_repair`: `ocat --repair-store`, above them all.
 
 Nothing heavy is imported until a store is opened.
 """

@@ -2,6 +2,6 @@
 
 Each is a function taking open stores and plain values and returning a typed result; the
 CLI (`ocat.headless`), the slash commands (`ocat.commands`), the MCP tools
-(`ocat.memory.tools`) and the screens call them and only render what comes back.
+(`ocat.mcp_server.tools`) and the screens call them and only render what comes back.
 Textual-free, and nothing heavy is imported until an operation runs.
 """

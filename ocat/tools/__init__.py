@@ -4,7 +4,9 @@ This is the front door: a turn (ocat.turn) asks its session for a `ToolBox`, off
 `schemas()` to the model, and `run`s each `ToolCall` the model makes; the faces show the
 calls. The rooms behind it: `calls` (one call, assembled from a streamed answer),
 `box` (the specs, argument checks, budgets and errors), `memory_tools` (search_memory,
-read_thread, remember) and `support` (which models call tools).
+read_thread, remember), `mcp_tools` (the tools of the user's MCP servers, each call asking
+consent first), `server_tools` (those servers as the session owns them), `listing` (what
+/tools and `ocat --list-tools` show) and `support` (which models call tools).
 """
 
 from __future__ import annotations

@@ -1,3 +1,4 @@
 """Finding memories: ranking candidates (dense + lexical), neighbour spreading, the verdicts of
-the gate with its per-store floor, metadata filters, and searching several stores at once.
+the gate with its per-store floor (probed with generic questions), metadata filters, the time
+and the project a prompt names, and searching several stores at once.
 Callers go through `ocat.memory`."""
