@@ -81,8 +81,8 @@ def test_configuration_md_lists_every_shipped_key_with_its_default() -> None:
     assert wrong == {}, "docs/configuration.md gives these defaults as (documented, shipped)"
 
 
-# `section.key` names in backticks, e.g. `vector_store.memory_threshold` or `llm.model=MODEL`.
-_KEY_MENTION = re.compile(r"`(?:--set )?((?:vector_store|chunking|embedding|llm|display|keys)\.[a-z_0-9]+)[`=: ]")
+# `section.key` names in backticks, e.g. `vector_store.memory_threshold` or `llm.model=MODEL` (not a module, `llm.py`).
+_KEY_MENTION = re.compile(r"`(?:--set )?((?:vector_store|chunking|embedding|llm|display|keys)\.(?!py`)[a-z_0-9]+)[`=: ]")
 # Misspelt on purpose: the examples of what a typo in a key does.
 _TYPOS = {"llm.temprature", "llm.modle"}
 

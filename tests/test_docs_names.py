@@ -61,6 +61,21 @@ def test_every_ocat_name_and_path_the_docs_write_exists() -> None:
     assert flagged == [], "the docs name these, and ocat has no such module, attribute or file"
 
 
+def mapped_modules(architecture: str) -> list[str]:
+    """The module paths ARCHITECTURE.md's module map names: each row's folder joined to its modules."""
+    section = architecture.split("\n## The module map\n", 1)[1].split("\n## ", 1)[0]
+    rows = re.findall(r"^\| [^|]+ \| `(ocat/[\w/]*)` \| (.+) \|$", section, flags=re.MULTILINE)
+    return [folder + name for folder, modules in rows for name in re.findall(r"`(\w+\.py)`", modules)]
+
+
+def test_the_module_map_names_every_module_once() -> None:
+    mapped = mapped_modules((REPO / "docs" / "ARCHITECTURE.md").read_text(encoding="utf-8"))
+    present = sorted(str(path.relative_to(REPO)) for path in (REPO / "ocat").rglob("*.py") if path.name != "__init__.py")
+    assert sorted(set(present) - set(mapped)) == [], "add these modules to ARCHITECTURE.md's module map"
+    assert sorted(set(mapped) - set(present)) == [], "ARCHITECTURE.md's module map names modules that are not there"
+    assert sorted(mapped) == present, "ARCHITECTURE.md's module map names a module twice"
+
+
 def test_the_check_flags_made_up_names_and_paths_and_passes_real_ones(tmp_path: Path) -> None:
     doc = tmp_path / "fake.md"
     doc.write_text(
