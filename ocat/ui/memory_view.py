@@ -197,11 +197,11 @@ class MemoryView(AppBase):
                 conversation.mount(self._memory_note)
         else:
             self._memory_note.update(plain(message.text))
-        from ocat.memory.sharing.owner_lock import WAITING_FOR_THE_STORE  # memory has loaded its modules by now
+        from ocat.memory.sharing.owner_lock import StoreWait  # memory has loaded its modules by now
 
         # A wait for another process is said in the header too; other notes (a store's one-time
         # upgrade) are work under way, still "loading".
-        if self.memory_state is MemoryState.LOADING and WAITING_FOR_THE_STORE in message.text:
+        if self.memory_state is MemoryState.LOADING and isinstance(message.text, StoreWait):
             self._show_memory(MemoryStatus(MemoryState.WAITING))
 
     async def on_memory_view_memory_ready(self, message: MemoryReady) -> None:
