@@ -1,6 +1,6 @@
 """The docs cannot name what is not there: every `ocat.…` name and `ocat/…` path written in
 backticks in docs/*.md (ARCHITECTURE.md among them) and README.md is a module, an attribute of
-one, or a file or folder of the repository."""
+one, or a file or folder of the repository; and ARCHITECTURE.md's module map names every module."""
 
 from __future__ import annotations
 
@@ -45,11 +45,11 @@ def cited(text: str) -> set[str]:
     return set(_NAME.findall(text)) | set(_PATH.findall(text))
 
 
-def missing(doc: Path, repo: Path = REPO) -> list[str]:
+def missing(doc: Path) -> list[str]:
     """What `doc` names (see `cited`) that does not exist, sorted."""
     def exists(name: str) -> bool:
         if "/" in name:
-            return name.startswith(_SHIPPED_ONLY) or (repo / name).exists()
+            return name.startswith(_SHIPPED_ONLY) or (REPO / name).exists()
         return resolves(name)
 
     return sorted(name for name in cited(doc.read_text(encoding="utf-8")) if not exists(name))
