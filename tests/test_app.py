@@ -10,6 +10,7 @@ from textual.widgets import Collapsible, DataTable
 from textual.worker import WorkerCancelled
 
 from ocat.ui.answer import AssistantMessage
+from ocat.ui.memory_view import MemoryState, MemoryStatus
 from ocat.ui.widgets import NoticeMessage, PromptInput, UserMessage
 from tests.support.fakes import FakeLLMServer
 from tests.support.pilot import (
@@ -29,12 +30,12 @@ async def test_a_turn_streams_the_answer_and_remembers_it(llm_server: FakeLLMSer
     app = make_app(llm_server)
     async with app.run_test(size=(100, 30)) as pilot:
         await memory_ready(app, pilot)
-        assert app.memory_state == "0 exchanges"
+        assert app.memory_status == MemoryStatus(MemoryState.READY, exchanges=0)
         await send(app, pilot, "hello there")
         kinds = [type(w) for w in conversation(app)]
         assert kinds == [UserMessage, AssistantMessage]
         assert app.last_answer == "# Title\n\nSome **bold** text."
-        assert app.memory_state == "1 exchange"
+        assert app.memory_status == MemoryStatus(MemoryState.READY, exchanges=1)
         assert "· 1 exchange ·" in str(app.query_one("#header").render())
         assert app.query_one(PromptInput).text == ""
         assert "11 tokens in, 7 out" in str(app.query_one("#status").render())

@@ -10,6 +10,7 @@ from textual.widgets import OptionList
 
 from ocat.ui.screens import ChoicePicker, ConfirmDialog
 from ocat.ui.answer import AssistantMessage, last_code_block
+from ocat.ui.memory_view import MemoryState
 from ocat.ui.widgets import CommandSuggestions, NoticeMessage, PromptInput, UserMessage
 from tests.support.pilot import make_app, memory_ready, send, wait_for, wait_for_command
 
@@ -293,7 +294,7 @@ async def test_a_corrupt_store_is_reported_and_the_chat_works_without_memory(tmp
     app = make_app(dummy=True, **{"vector_store.path": str(store_dir)})
     async with app.run_test(size=(100, 30)) as pilot:
         await memory_ready(app, pilot)
-        assert app.memory_state == "memory off"
+        assert app.memory_state is MemoryState.OFF
         assert any("Memory is off" in str(w.render()) for w in app.query(NoticeMessage))
         await send(app, pilot, "hello")
         assert "You said: hello" in app.query(AssistantMessage).last().source

@@ -11,7 +11,7 @@ from textual.command import CommandPalette
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from ocat.ui.memory_view import fit_header
+from ocat.ui.memory_view import MemoryState, MemoryStatus, fit_header, memory_words
 from ocat.ui.widgets import PromptInput
 from tests.support.pilot import make_app, memory_ready, notices, send, wait_for, wait_for_command
 
@@ -40,6 +40,19 @@ def test_the_header_keeps_the_model_and_memory_state_and_drops_paths_first() -> 
     long_model = "openrouter/anthropic/claude-3.5-sonnet-20241022-with-a-long-tail"
     narrow = fit_header(long_model, "memory loading…", paths, 58)
     assert narrow.endswith("… · memory loading…") and len(narrow) == 58
+
+
+def test_memory_words_render_each_state_as_the_header_has_always_said_it() -> None:
+    assert memory_words(MemoryStatus(MemoryState.LOADING)) == "memory loading…"
+    assert memory_words(MemoryStatus(MemoryState.WAITING)) == "memory waiting…"
+    assert memory_words(MemoryStatus(MemoryState.OFF)) == "memory off"
+    assert memory_words(MemoryStatus(MemoryState.READY, exchanges=1)) == "1 exchange"
+    assert memory_words(MemoryStatus(MemoryState.READY, exchanges=3)) == "3 exchanges"
+    assert memory_words(MemoryStatus(MemoryState.DOWNLOADING, downloaded=49, download_size=100)) == "downloading model 49%"
+    assert memory_words(MemoryStatus(MemoryState.DOWNLOADING, downloaded=12_000_000)) == "downloading model 12.0 MB"
+    assert [state for state in MemoryState if state.pending] == [
+        MemoryState.LOADING, MemoryState.WAITING, MemoryState.DOWNLOADING
+    ]
 
 
 @pytest.mark.slow

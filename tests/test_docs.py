@@ -13,6 +13,7 @@ import yaml
 
 from ocat import cli_reference
 from ocat.cli import build_mcp_parser, build_parser
+from tests.test_docs_names import resolves
 
 REPO = Path(__file__).resolve().parent.parent
 DOCS = REPO / "docs"
@@ -80,8 +81,8 @@ def test_configuration_md_lists_every_shipped_key_with_its_default() -> None:
     assert wrong == {}, "docs/configuration.md gives these defaults as (documented, shipped)"
 
 
-# `section.key` names in backticks, e.g. `vector_store.memory_threshold` or `llm.model=MODEL`.
-_KEY_MENTION = re.compile(r"`(?:--set )?((?:vector_store|chunking|embedding|llm|display|keys)\.[a-z_0-9]+)[`=: ]")
+# `section.key` names in backticks, e.g. `vector_store.memory_threshold` or `llm.model=MODEL` (not a module, `llm.py`).
+_KEY_MENTION = re.compile(r"`(?:--set )?((?:vector_store|chunking|embedding|llm|display|keys)\.(?!py`)[a-z_0-9]+)[`=: ]")
 # Misspelt on purpose: the examples of what a typo in a key does.
 _TYPOS = {"llm.temprature", "llm.modle"}
 
@@ -125,15 +126,13 @@ def test_mcp_md_documents_every_tool_and_argument() -> None:
 
 
 def test_every_file_the_docs_name_exists() -> None:
+    # Paths under ocat/ are checked with the names in tests/test_docs_names.py.
     named = {
         (doc.name, path)
         for doc in DOC_FILES
-        for path in re.findall(r"`((?:ocat|tests|config|themes|bench)/[\w./-]+)`", doc.read_text(encoding="utf-8"))
+        for path in re.findall(r"`((?:tests|config|themes|bench)/[\w./-]+)`", doc.read_text(encoding="utf-8"))
     }
-    # ocat/_shipped/ exists in an installed wheel only (pyproject.toml puts config/ and themes/ there).
-    shipped_only = ("ocat/_shipped/",)
-    missing = [(doc, path) for doc, path in named if not path.startswith(shipped_only) and not (REPO / path).exists()]
-    assert sorted(missing) == []
+    assert sorted((doc, path) for doc, path in named if not (REPO / path).exists()) == []
 
 
 def test_every_test_the_docs_cite_exists() -> None:
@@ -148,38 +147,13 @@ def test_every_test_the_docs_cite_exists() -> None:
     assert sorted((doc, name) for doc, name in cited if name not in defined) == []
 
 
-def _resolves(dotted: str) -> bool:
-    """Whether `ocat.a.b.name` names a module, or an attribute of the longest module prefix."""
-    parts = dotted.split(".")
-    for cut in range(len(parts), 0, -1):
-        try:
-            target: object = importlib.import_module(".".join(parts[:cut]))
-        except ModuleNotFoundError:
-            continue
-        for name in parts[cut:]:
-            if not hasattr(target, name):
-                return False
-            target = getattr(target, name)
-        return True
-    return False
-
-
-def test_every_ocat_name_the_docs_cite_exists() -> None:
-    cited = {
-        (doc.name, name)
-        for doc in DOC_FILES
-        for name in re.findall(r"`(ocat(?:\.\w+)+)", doc.read_text(encoding="utf-8"))
-    }
-    assert sorted((doc, name) for doc, name in cited if not _resolves(name)) == []
-
-
 def test_every_function_python_api_md_lists_exists_where_it_says() -> None:
     # Rows such as | `search_store(store, ...)` (`ocat.memory.retrieval.across_stores`) | ... |; the module is ocat.memory unless named.
     text = (DOCS / "python-api.md").read_text(encoding="utf-8")
     rows = re.findall(r"^\| `([A-Za-z_]\w*)\((?:[^|]|\\\|)*?(?:\(`(ocat[\w.]*)`\))? \|", text, flags=re.MULTILINE)
     assert len(rows) > 10, "python-api.md's table of calls has changed form"
     named = [f"{module or 'ocat.memory'}.{name}" for name, module in rows]
-    assert sorted(dotted for dotted in named if not _resolves(dotted)) == []
+    assert sorted(dotted for dotted in named if not resolves(dotted)) == []
 
 
 # The classes the docs name methods of (`ChatSession.recall`), and where each lives.

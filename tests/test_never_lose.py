@@ -14,6 +14,7 @@ from ocat.errors import StoreError
 from ocat.memory import MemoryStore
 from ocat.text import local_time, without_controls
 from ocat.ui.answer import AssistantMessage
+from ocat.ui.memory_view import MemoryState, MemoryStatus
 from tests.support.fakes import FakeLLMServer
 from tests.support.pilot import make_app, memory_ready, notices, send, wait_for, wait_for_command
 from tests.support.window import start_window
@@ -40,12 +41,12 @@ async def test_a_turn_sent_while_memory_loads_is_written_once_memory_is_ready(
     monkeypatch.setattr(ChatSession, "open_memory", slow_open)
     app = make_app(llm_server)
     async with app.run_test(size=(100, 30)) as pilot:
-        assert app.memory_state == "memory loading…"
+        assert app.memory_state is MemoryState.LOADING
         await send(app, pilot, "my bike is a red gazelle")
         assert [e.user_prompt for e in app.session.unsaved] == ["my bike is a red gazelle"]
         assert not any("Not remembered" in n for n in notices(app))  # loading: kept quietly
         opened.set()
-        await wait_for(pilot, lambda: app.memory_state == "1 exchange", "memory ready", seconds=30)
+        await wait_for(pilot, lambda: app.memory_status == MemoryStatus(MemoryState.READY, exchanges=1), "memory ready", seconds=30)
         assert any("remembered too" in n for n in notices(app))
         assert app.session.unsaved == []
         stored = app.session.store.get_session(app.session.session_id)
@@ -278,10 +279,10 @@ async def test_while_another_process_holds_the_store_the_chat_says_whom_it_waits
     try:
         app = make_app(dummy=True, **{"vector_store.path": str(store)})
         async with app.run_test(size=(100, 30)) as pilot:
-            await wait_for(pilot, lambda: app.memory_state == "memory waiting…", "the wait is shown", seconds=30)
+            await wait_for(pilot, lambda: app.memory_state is MemoryState.WAITING, "the wait is shown", seconds=30)
             assert "memory waiting…" in str(app.query_one("#header").render())
             assert any("waiting for the store" in n and "does not share it" in n for n in notices(app))
             held.release()
-            await wait_for(pilot, lambda: app.memory_state == "0 exchanges", "memory ready", seconds=30)
+            await wait_for(pilot, lambda: app.memory_status == MemoryStatus(MemoryState.READY, exchanges=0), "memory ready", seconds=30)
     finally:
         held.release()

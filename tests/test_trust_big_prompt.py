@@ -195,6 +195,7 @@ async def test_the_chat_says_a_search_failed_keeps_memory_on_and_stores_the_turn
 ) -> None:
     from ocat.memory.storage.lexical_index import LexicalIndex
     from tests.support.pilot import make_app, memory_ready, notices, send
+    from ocat.ui.memory_view import MemoryState
 
     app = make_app(llm_server)
     async with app.run_test(size=(100, 30)) as pilot:
@@ -207,7 +208,7 @@ async def test_the_chat_says_a_search_failed_keeps_memory_on_and_stores_the_turn
         monkeypatch.setattr(LexicalIndex, "search", failing)
         await send(app, pilot, "where did I leave the ladder?")
         assert any("memories were not searched" in n and "too many SQL variables" in n for n in notices(app))
-        assert app.session.memory_on and app.memory_state != "memory off"
+        assert app.session.memory_on and app.memory_state is not MemoryState.OFF
         stored = app.session.store.get_session(app.session.session_id)
         assert [e.user_prompt for e in stored] == ["the ladder is in the shed", "where did I leave the ladder?"]
 

@@ -69,7 +69,7 @@ if TYPE_CHECKING:
     )
     from ocat.memory.retrieval.retrieve import admitted, RetrievalLimits, retrieve, retrieve_any, within_budget
     from ocat.memory.retrieval.store_floor import floor_of, MIN_EXCHANGES
-    from ocat.memory.sharing.owner_lock import WAITING_FOR_THE_STORE
+    from ocat.memory.sharing.owner_lock import StoreWait
     from ocat.memory.storage.chroma import StoreLocation
     from ocat.memory.storage.derived import DerivedFileError
     from ocat.memory.storage.export_import import check_import_file, export_memory, import_memory, TransferResult

@@ -27,7 +27,7 @@ from ocat.text import count_of, printable, without_controls
 from ocat.themes import load_themes
 from ocat.ui.keys import default_keys, keymap
 from ocat.ui.command_view import CommandView
-from ocat.ui.memory_view import MemoryView
+from ocat.ui.memory_view import MemoryState, MemoryStatus, MemoryView
 from ocat.ui.palette import SlashCommands
 from ocat.ui.prompt_focus import PromptFocus
 from ocat.ui.status import answering_line, usage_line
@@ -82,7 +82,8 @@ class OcatApp(MemoryView, CommandView, PromptFocus, App[int]):
         self.session = session
         self.serve = serve
         self.quick_exit = quick_exit
-        self.memory_state = "memory loading…" if session.settings.vector_store.enabled else "memory off"
+        opening = session.settings.vector_store.enabled
+        self.memory_status = MemoryStatus(MemoryState.LOADING if opening else MemoryState.OFF)
         self.turn: Worker[None] | None = None
         self.command: Worker[None] | None = None
         # Sends the prompts held in the box while an answer or a command ran (see on_prompt_input_submitted).
@@ -274,8 +275,7 @@ class OcatApp(MemoryView, CommandView, PromptFocus, App[int]):
             memories = await asyncio.to_thread(turn.recall)
             if turn.memory_lost:
                 self._notice(f"Memory is off: {turn.memory_lost}", error=True)
-                self.memory_state = "memory off"
-                self._refresh_header()
+                self._show_memory(MemoryStatus(MemoryState.OFF))
             elif turn.problem:  # this turn's search failed; memory stays on
                 self._notice(f"Note: {turn.problem}.", error=True)
             context_mode = self.session.settings.display.context_mode

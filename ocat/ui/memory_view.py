@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from dataclasses import dataclass
+from enum import Enum
 from typing import TYPE_CHECKING, Callable
 
 from textual import work
@@ -35,6 +37,54 @@ else:
     AppBase = object  # a mixin of OcatApp (an App) at run time
 
 
+class MemoryState(Enum):
+    """Where the chat's memory is. The header's words are rendered from it (`memory_words`),
+    never compared in its place."""
+
+    LOADING = "loading"  # opening the store, or a one-time upgrade of it
+    WAITING = "waiting"  # for another process that holds the store
+    DOWNLOADING = "downloading"  # the embedding model's first download
+    READY = "ready"
+    OFF = "off"
+
+    @property
+    def pending(self) -> bool:
+        """True while memory is still opening or its model downloading."""
+        return self in (MemoryState.LOADING, MemoryState.WAITING, MemoryState.DOWNLOADING)
+
+
+@dataclass(frozen=True)
+class MemoryStatus:
+    """Memory's state and the numbers the header shows beside it."""
+
+    state: MemoryState
+    exchanges: int = 0  # READY: the store's exchange count, as last read
+    downloaded: int = 0  # DOWNLOADING: bytes of the model so far
+    download_size: int | None = None  # DOWNLOADING: the model's size, when known
+
+    @property
+    def percent(self) -> int | None:
+        """How much of the model has downloaded, in whole percent (None: its size is unknown)."""
+        return self.downloaded * 100 // self.download_size if self.download_size else None
+
+
+def memory_words(status: MemoryStatus) -> str:
+    """The header's words for memory's status: `3 exchanges`, `memory off`, `downloading model 49%`."""
+    if status.state is MemoryState.READY:
+        return count_of(status.exchanges, "exchange")
+    if status.state is MemoryState.DOWNLOADING:
+        if status.percent is not None:
+            return f"downloading model {status.percent}%"
+        from ocat.memory import progress_words  # loaded by the download itself
+
+        return f"downloading model {progress_words(status.downloaded, None)}"
+    if status.state is MemoryState.WAITING:
+        return "memory waiting…"
+    if status.state is MemoryState.OFF:
+        return "memory off"
+    return "memory loading…"
+
+
 class MemoryView(AppBase):
     """Memory's life in the window: opening, downloading, failing, coming back, closing."""
 
@@ -45,7 +95,7 @@ class MemoryView(AppBase):
 
     session: ChatSession
     serve: bool
-    memory_state: str
+    memory_status: MemoryStatus
     _download: TaskProgress | None
     _memory_note: NoticeMessage | None
     closing: threading.Thread | None
@@ -72,6 +122,16 @@ class MemoryView(AppBase):
             self.done = done
             self.total = total
             super().__init__()
+
+    @property
+    def memory_state(self) -> MemoryState:
+        """Where memory is now (opening, waiting, downloading its model, ready or off)."""
+        return self.memory_status.state
+
+    def _show_memory(self, status: MemoryStatus) -> None:
+        """Memory's status is now `status`: keep it and show it in the header."""
+        self.memory_status = status
+        self._refresh_header()
 
     @work(thread=True, exclusive=True, group="memory")
     def load_memory(self) -> None:
@@ -121,16 +181,12 @@ class MemoryView(AppBase):
         return progress
 
     async def on_memory_view_model_progress(self, message: ModelProgress) -> None:
-        from ocat.memory import progress_words
-
         if self._download is None:
             self._download = TaskProgress(hint="the chat works meanwhile")
             await self._append(self._download)
         label = "Downloading the embedding model, first use"
         self._download.show(label, message.done, message.total or 0)
-        percent = f"{message.done * 100 // message.total}%" if message.total else progress_words(message.done, None)
-        self.memory_state = f"downloading model {percent}"
-        self._refresh_header()
+        self._show_memory(MemoryStatus(MemoryState.DOWNLOADING, downloaded=message.done, download_size=message.total))
 
     def on_memory_view_memory_note(self, message: MemoryNote) -> None:
         # One notice, updated in place as the wait goes on.
@@ -141,13 +197,12 @@ class MemoryView(AppBase):
                 conversation.mount(self._memory_note)
         else:
             self._memory_note.update(plain(message.text))
-        from ocat.memory import WAITING_FOR_THE_STORE  # memory has loaded its modules by now
+        from ocat.memory import StoreWait  # memory has loaded its modules by now
 
         # A wait for another process is said in the header too; other notes (a store's one-time
         # upgrade) are work under way, still "loading".
-        if self.memory_state == "memory loading…" and WAITING_FOR_THE_STORE in message.text:
-            self.memory_state = "memory waiting…"
-            self._refresh_header()
+        if self.memory_state is MemoryState.LOADING and isinstance(message.text, StoreWait):
+            self._show_memory(MemoryStatus(MemoryState.WAITING))
 
     async def on_memory_view_memory_ready(self, message: MemoryReady) -> None:
         if self._download is not None:
@@ -159,15 +214,15 @@ class MemoryView(AppBase):
             self._memory_note = None
         loaded = message.loaded
         if loaded.error:
-            self.memory_state = "memory off"
+            status = MemoryStatus(MemoryState.OFF)
         else:
             assert store is not None
-            self.memory_state = count_of(store.count("exchange"), "exchange")
+            status = MemoryStatus(MemoryState.READY, exchanges=store.count("exchange"))
         notice = loaded.notice(len(self.session.unsaved))
         if notice is not None:
             text, error = notice
             self._notice(text, error=error)
-        self._refresh_header()
+        self._show_memory(status)
 
     def _header_text(self, width: int | None = None) -> str:
         """The header line fitted to `width` columns (the window's, less the padding, when None)."""
@@ -180,7 +235,7 @@ class MemoryView(AppBase):
         model = "dummy" if self.session.dummy else settings.llm.model
         if width is None:
             width = self.size.width - 2  # the header's padding
-        return fit_header(model, self.memory_state, [where, config], width)
+        return fit_header(model, memory_words(self.memory_status), [where, config], width)
 
     def on_resize(self, event: Resize) -> None:
         # The header is fitted to the width, not wrapped: refit it whenever the window changes.
@@ -201,8 +256,7 @@ class MemoryView(AppBase):
             count = await asyncio.to_thread(store.count, "exchange")
         except OcatError:
             return  # the header keeps its last count; the failing command says what went wrong
-        self.memory_state = count_of(count, "exchange")
-        self._refresh_header()
+        self._show_memory(MemoryStatus(MemoryState.READY, exchanges=count))
 
     def _say_what_was_remembered(self, turn: Turn) -> None:
         """Say what `remembered_words` says of the turn's exchange (nothing while memory is
@@ -214,18 +268,12 @@ class MemoryView(AppBase):
         if recorded is None:
             return
         said = remembered_words(recorded)
-        if recorded.memory_off and self._memory_pending():
+        if recorded.memory_off and self.memory_state.pending:
             return  # still loading, or its model downloading: the header says so already
         if said is not None:
             self._notice(said[0], error=said[1])
         if recorded.memory_off:
-            self.memory_state = "memory off"
-            self._refresh_header()
-
-    def _memory_pending(self) -> bool:
-        """True while memory is still opening or its model downloading."""
-        state = self.memory_state
-        return state in ("memory loading…", "memory waiting…") or state.startswith("downloading")
+            self._show_memory(MemoryStatus(MemoryState.OFF))
 
     def exit(self, result: int | None = None, return_code: int = 0, message: RenderableType | None = None) -> None:
         """Close the window, giving the store up meanwhile (see `_give_up_store`)."""

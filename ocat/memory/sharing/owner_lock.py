@@ -50,7 +50,7 @@ if TYPE_CHECKING:
     from filelock import FileLock
 
 SERVER_FILE = ".ocat-server.json"
-# What every note of a wait for another process's store says (the chat shows "memory waiting…" for these).
+# What every note of a wait for another process's store says.
 WAITING_FOR_THE_STORE = "waiting for the store at"
 # How often a process waiting for the store says again what it waits for, and for how long.
 NOTIFY_EVERY_SECONDS = 30.0
@@ -66,6 +66,13 @@ RESTART_WINDOW_SECONDS = 60.0
 # in about a second; past this, the wait is said as any other.
 HANDOVER_SECONDS = 20.0
 
+
+class StoreWait(str):
+    """A note that opening waits for another process's store: the text `notify` hears, of a kind
+    a listener can tell from other notes by its type, not its words (the chat's header then
+    says "memory waiting…")."""
+
+    __slots__ = ()
 
 
 @dataclass
@@ -267,15 +274,15 @@ def acquire(
                 why != told or time.monotonic() - told_at >= NOTIFY_EVERY_SECONDS
             ):
                 if told is None:
-                    notify(
+                    notify(StoreWait(
                         f"{WAITING_FOR_THE_STORE} {path}: {why}. ocat waits up to {duration_words(wait_seconds)} "
                         "(Ctrl+C or quit to give up)…"
-                    )
+                    ))
                 else:
-                    notify(
+                    notify(StoreWait(
                         f"still {WAITING_FOR_THE_STORE} {path} after {duration_words(waited)} "
                         f"(up to {duration_words(wait_seconds)}; Ctrl+C or quit to give up): {why}…"
-                    )
+                    ))
                 told, told_at = why, time.monotonic()
             if waited >= wait_seconds:
                 raise StoreError(
