@@ -33,7 +33,8 @@ def resolve_id(store: MemoryStore, prefix: str) -> str:
         return prefix  # an exact id wins even when it is also the start of another
     if len(prefix) > LONGEST_PREFIX:  # no start of an id is that long: not worth a search of the index
         raise NotFound(f"no memory with id {shorten(prefix, 40)}")
-    found = store.ids_starting(prefix)  # or a document chunk's short form, as /vquery shows it: doc-3f2a9c1e-12
+    # Else a document chunk's short form, as /vquery shows it: doc-3f2a9c1e-12.
+    found = store.ids_starting(prefix) or store.chunk_ids(prefix)
     if not found:
         raise NotFound(f"no memory with id {prefix}")
     if len(found) > 1:
@@ -66,7 +67,7 @@ def short_id(store: MemoryStore, full_id: str, least: int = SHORT_ID_LENGTH) -> 
     if chunk is not None and len(chunk.group(1)) == 32:
         key, index = chunk.groups()
         length = _shortest(least, len(key),
-                           lambda n: store.ids_starting(f"doc-{key[:n]}-{index}") == [full_id])
+                           lambda n: store.chunk_ids(f"doc-{key[:n]}-{index}") == [full_id])
         return full_id if length is None else f"doc-{key[:length]}-{index}"
 
     def unique(length: int) -> bool:

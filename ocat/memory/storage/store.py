@@ -278,10 +278,14 @@ class MemoryStore:
         return self._exchanges_where({"thread_id": thread_id})
 
     def ids_starting(self, prefix: str) -> list[str]:
-        """Ids of exchanges and document chunks starting with `prefix`, or that a chunk's short
-        form (`doc-HEAD-N`) stands for; at most a few, enough to tell unique from ambiguous."""
-        found = self.lexical.resolve_prefix("exchange", prefix) + self.lexical.resolve_prefix("document", prefix)
-        return found or self.lexical.resolve_chunk(prefix)
+        """Ids of exchanges and document chunks starting with `prefix`; at most two of each kind,
+        enough to tell unique from ambiguous."""
+        return self.lexical.resolve_prefix("exchange", prefix) + self.lexical.resolve_prefix("document", prefix)
+
+    def chunk_ids(self, short: str) -> list[str]:
+        """The document chunks a chunk's short form (`doc-HEAD-N`: the start of its document's key
+        and its index) stands for; at most two, [] when `short` is not of that form."""
+        return self.lexical.resolve_chunk(short)
 
     def threads_starting(self, prefix: str) -> list[str]:
         """Thread ids starting with `prefix`; at most two."""
