@@ -48,3 +48,20 @@ def test_importing_the_door_loads_no_room() -> None:
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert run.returncode == 0, run.stderr
     assert run.stdout.splitlines() == ["[]", "True False"]
+
+
+def test_nothing_outside_memory_reads_the_lexical_index() -> None:
+    # The store answers id prefixes and the thread catalogue itself (MemoryStore.ids_starting,
+    # chunk_ids, threads_starting, recent_threads, thread_titles): the index is memory's own.
+    import re
+    from pathlib import Path
+
+    package = Path(ocat.memory.__file__).parent.parent
+    reaching = [
+        f"{path.relative_to(package.parent)}:{n}"
+        for path in package.rglob("*.py")
+        if package / "memory" not in path.parents
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1)
+        if re.search(r"\.lexical\b", line)
+    ]
+    assert reaching == []
