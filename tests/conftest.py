@@ -171,6 +171,15 @@ def real_store(tmp_path: Path, real_embedder: Any) -> Any:
     return MemoryStore.open(StoreLocation(path=tmp_path / "real-store"), real_embedder, name="test")
 
 
+@pytest.fixture
+def session(store: Any) -> Any:
+    """A chat session on the fake-embedder store, with default settings (no user config, no env)."""
+    from ocat.config import load_settings
+    from ocat.session import ChatSession
+
+    return ChatSession(load_settings(env={}), store=store)
+
+
 # -- processes and servers ---------------------------------------------------------------------
 
 
