@@ -24,6 +24,10 @@ WATCH = SlowWatch()
 NEEDLESSLY_SLOW: list[str] = []
 # Where each test's call-phase report is kept, to tell whether it passed.
 CALL_REPORT = pytest.StashKey[pytest.TestReport]()
+# Set on a test found needlessly slow; its teardown report carries the finding as a user property,
+# which pytest-xdist sends from the worker that ran the test to the process that prints the summary.
+FOUND_NEEDLESSLY_SLOW = pytest.StashKey[bool]()
+NEEDLESSLY_SLOW_PROPERTY = "needlessly_slow"
 
 
 # -- the slow mark -----------------------------------------------------------------------------
@@ -53,7 +57,7 @@ def slow_by_definition(request: pytest.FixtureRequest) -> Iterator[None]:
     if seen and not marked:
         pytest.fail(f"this test {' and '.join(seen)}, so it is slow: mark it @pytest.mark.slow")
     if marked and not seen and not SLOW_FIXTURES & set(request.fixturenames) and _passed(request.node):
-        NEEDLESSLY_SLOW.append(request.node.nodeid)
+        request.node.stash[FOUND_NEEDLESSLY_SLOW] = True
 
 
 def _passed(item: pytest.Item) -> bool:
@@ -66,11 +70,20 @@ def _passed(item: pytest.Item) -> bool:
 def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
-    """Keep the call-phase report, which the fixture above reads at teardown."""
+    """Keep the call-phase report, which the fixture above reads at teardown; mark the teardown
+    report of a test that fixture found needlessly slow."""
     report = yield
     if report.when == "call":
         item.stash[CALL_REPORT] = report
+    if report.when == "teardown" and item.stash.get(FOUND_NEEDLESSLY_SLOW, False):
+        report.user_properties.append((NEEDLESSLY_SLOW_PROPERTY, True))
     return report
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """Gather the needlessly slow tests from the reports, where they come in from every xdist worker."""
+    if (NEEDLESSLY_SLOW_PROPERTY, True) in report.user_properties:
+        NEEDLESSLY_SLOW.append(report.nodeid)
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
@@ -89,7 +102,8 @@ def isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
     """Every test gets its own HOME and XDG folders, so no real user file is read or written."""
     home = tmp_path_factory.mktemp("home")
     monkeypatch.setenv("HOME", str(home))
-    for var, sub in (("XDG_CONFIG_HOME", ".config"), ("XDG_DATA_HOME", ".local/share"), ("XDG_CACHE_HOME", ".cache")):
+    for var, sub in (("XDG_CONFIG_HOME", ".config"), ("XDG_DATA_HOME", ".local/share"), ("XDG_STATE_HOME", ".local/state"),
+                     ("XDG_CACHE_HOME", ".cache")):
         monkeypatch.setenv(var, str(home / sub))
     for name in list(os.environ):
         if name.startswith("OCAT_"):
@@ -169,6 +183,15 @@ def real_store(tmp_path: Path, real_embedder: Any) -> Any:
     from ocat.memory import MemoryStore, StoreLocation
 
     return MemoryStore.open(StoreLocation(path=tmp_path / "real-store"), real_embedder, name="test")
+
+
+@pytest.fixture
+def session(store: Any) -> Any:
+    """A chat session on the fake-embedder store, with default settings (no user config, no env)."""
+    from ocat.config import load_settings
+    from ocat.session import ChatSession
+
+    return ChatSession(load_settings(env={}), store=store)
 
 
 # -- processes and servers ---------------------------------------------------------------------

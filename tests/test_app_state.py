@@ -147,8 +147,13 @@ async def test_a_command_without_arguments_runs_from_the_palette() -> None:
         await pilot.press("ctrl+p")
         await wait_for(pilot, lambda: isinstance(app.screen, CommandPalette), "the palette opens")
         await pilot.press(*"vstats")
-        await pilot.pause(0.3)
-        await pilot.press("down", "enter")
+        options = app.screen.query_one("CommandList")
+
+        def first() -> str:
+            return str(options.get_option_at_index(0).prompt) if options.option_count else ""  # type: ignore[attr-defined]
+
+        await wait_for(pilot, lambda: "/vstats" in first(), "/vstats is the first hit")
+        await pilot.press("down", "enter")  # highlight the first hit and run it
         await wait_for_command(app, pilot)
         assert app.query_one(PromptInput).text == ""
         assert app.query(".command-result")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
+from typing import Callable
 
 from ocat.memory import MemoryStore, RetrievalLimits, retrieve
 from ocat.memory.storage import foreground
@@ -19,6 +20,30 @@ def left_to_do(store: MemoryStore) -> int:
     return len(store.prompts.without_passages(10**6))
 
 
+class Watched(Foreground):
+    """A Foreground that says when a waiter has come to `wait_quiet`, so a test waits for that
+    instead of sleeping and hoping the other thread got there."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.waiting = threading.Event()
+
+    def wait_quiet(self, stop: threading.Event) -> None:
+        self.waiting.set()
+        super().wait_quiet(stop)
+
+
+def happens_within(condition: Callable[[], bool], seconds: float) -> bool:
+    """Whether `condition()` comes true within `seconds` (polled; returns as soon as it does).
+    What must *not* happen can only be watched for a while: this is that while, cut short by a failure."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.01)
+    return condition()
+
+
 def many(count: int) -> list[Exchange]:
     return [Exchange(user_prompt=f"question {n} about tiles", assistant_response=f"answer {n}: grout", thread_id="t",
                      session_id="s", exchange_id=f"e{n}", timestamp=1_700_000_000.0 + n) for n in range(count)]
@@ -26,13 +51,15 @@ def many(count: int) -> list[Exchange]:
 
 def test_wait_quiet_waits_while_a_search_runs_and_a_moment_after(monkeypatch) -> None:  # noqa: ANN001
     monkeypatch.setattr(foreground, "QUIET_SECONDS", 0.05)
-    front, stop = Foreground(), threading.Event()
+    front, stop = Watched(), threading.Event()
     returned: list[float] = []
     with front.searching():
         waiter = threading.Thread(target=lambda: (front.wait_quiet(stop), returned.append(time.monotonic())))
         waiter.start()
-        time.sleep(0.15)
-        assert not returned and front.busy()  # held for as long as the search runs
+        assert front.waiting.wait(30), "the waiter never came to wait_quiet"
+        # Held for as long as the search runs: three quiet periods pass and it is still waiting.
+        assert not happens_within(lambda: bool(returned), 3 * foreground.QUIET_SECONDS)
+        assert front.busy()
         ended = time.monotonic()
     waiter.join(2)
     assert returned and returned[0] - ended >= 0.05  # and a quiet moment after it
@@ -46,11 +73,12 @@ def test_the_backfill_pauses_for_a_search_and_finishes_after(store: MemoryStore,
     store.add_exchanges(many(PASSAGE_STEP * 6))
     store.prompts.delete_passages()
     total = left_to_do(store)
+    store.foreground = watched = Watched()
     with store.foreground.searching():
         store.start_backfill()
-        time.sleep(0.3)
-        # Not one step begun while the search runs: every exchange still waits.
-        assert left_to_do(store) == total
+        assert watched.waiting.wait(30), "the backfill never came to wait for the search"
+        # Not one step begun while the search runs (six quiet periods): every exchange still waits.
+        assert not happens_within(lambda: left_to_do(store) < total, 6 * foreground.QUIET_SECONDS)
         assert retrieve(store, "tiles grout", LIMITS)  # searches go on meanwhile
     assert store.wait_for_passages(timeout=30)
     assert left_to_do(store) == 0

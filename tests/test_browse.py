@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from ocat.commands import run_command
-from ocat.config import load_settings
 from ocat.memory import MemoryStore
 from ocat.records import Exchange
 from ocat.operations.browse import (
@@ -21,11 +20,6 @@ from ocat.operations.browse import (
     search_entries,
 )
 from ocat.session import ChatSession
-
-
-@pytest.fixture
-def session(store: MemoryStore) -> ChatSession:
-    return ChatSession(load_settings(env={}), store=store)
 
 
 def old_exchange(store: MemoryStore, thread: str, prompt: str, answer: str, days_ago: float) -> None:

@@ -11,16 +11,10 @@ import pytest
 from ocat import commands as registry
 from ocat.commands import Arg, Choose, CommandResult, Confirm, ShowThemes, command, commands, run_command
 from ocat.commands.arguments import check_declaration
-from ocat.config import load_settings
 from ocat.limits import MAX_RESULTS, whole_number
 from ocat.memory import MemoryStore
 from ocat.records import Exchange
 from ocat.session import ChatSession
-
-
-@pytest.fixture
-def session(store: MemoryStore) -> ChatSession:
-    return ChatSession(load_settings(env={}), store=store)
 
 
 def error_of(session: ChatSession, line: str) -> str:

@@ -4,17 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 
 from ocat.commands import Choose, Confirm, commands, is_command, run_command
 from ocat.config import load_settings
 from ocat.memory import MemoryStore
 from ocat.session import ChatSession
-
-
-@pytest.fixture
-def session(store: MemoryStore) -> ChatSession:
-    return ChatSession(load_settings(env={}), store=store)
 
 
 def test_help_lists_every_command_by_purpose_and_explains_one(session: ChatSession) -> None:

@@ -10,7 +10,6 @@ import pytest
 from ocat.commands import Send, run_command
 from ocat.commands.editing import replace_last
 from ocat.commands.results import EditPrompt
-from ocat.config import load_settings
 from ocat.editor import edit_text, editor_command
 from ocat.errors import OcatError
 from ocat.memory import MemoryStore
@@ -81,11 +80,6 @@ def test_an_editor_that_fails_or_is_missing_raises_and_removes_the_file(
     monkeypatch.setenv("EDITOR", "no-such-editor-here --wait")
     with pytest.raises(OcatError, match="'no-such-editor-here' could not be started"):
         edit_text("keep me")
-
-
-@pytest.fixture
-def session(store: MemoryStore) -> ChatSession:
-    return ChatSession(load_settings(env={}), store=store)
 
 
 def test_edit_last_takes_nothing_back_until_the_edited_prompt_is_sent(session: ChatSession, store: MemoryStore) -> None:

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from textual.widgets import Input, Markdown
+from textual.widgets.markdown import MarkdownBlock
 
 from ocat.ui.memory_browser import EntryList, MemoryBrowser
 from ocat.ui.screens import ConfirmDialog
@@ -202,8 +203,9 @@ def test_snapshot_memory_browser(snap_compare: Any, size: tuple[int, int], monke
         browser = await opened(app, pilot)
         browser.query_one(EntryList).focus()
         await pilot.press("down", "space")  # marks the kitchen thread, moves on to the garden's
-        await wait_for(pilot, lambda: "last frost" in browser.query_one("#browser-text", Markdown).source,
+        preview = browser.query_one("#browser-text", Markdown)
+        # The source is set at once and its blocks are mounted after: wait for the blocks.
+        await wait_for(pilot, lambda: any("last frost" in (block.source or "") for block in preview.query(MarkdownBlock)),
                        "the preview shows the highlighted thread")
-        await pilot.pause(0.3)
 
     assert snap_compare(make_app(dummy=True), terminal_size=size, run_before=settle)

@@ -27,11 +27,6 @@ from tests.support.pilot import make_app, memory_ready, send, wait_for_command
 ANSWER = "# Garden plan\n\n- tomatoes first\n- then beans\n"
 
 
-@pytest.fixture
-def session(store: MemoryStore) -> ChatSession:
-    return ChatSession(load_settings(env={}), store=store)
-
-
 def exchange(exchange_id: str, thread: str = "garden-thread", answer: str = ANSWER) -> Exchange:
     return Exchange(user_prompt="plan the garden", assistant_response=answer, thread_id=thread,
                     session_id="old-session", exchange_id=exchange_id, timestamp=1700000000.0)

@@ -100,8 +100,8 @@ async def test_when_the_store_server_child_dies_the_chat_serves_again_and_keeps_
         lease = app.session.store.lease
         assert lease.role == "serving owner"
         await send(app, pilot, "first words")
-        lease._server.kill()
-        lease._server.wait(timeout=30)
+        lease.server_process.kill()
+        lease.server_process.wait(timeout=30)
         await send(app, pilot, "second words, after the server died")
         await wait_for(pilot, lambda: app.session.unsaved == [], "the turn written", seconds=60)
         store = app.session.store

@@ -90,8 +90,8 @@ def serving(tmp_path: Path) -> Iterator[StoreLease]:
     try:
         yield lease
     finally:
-        if lease._server is not None and lease._server.poll() is None:
-            os.kill(lease._server.pid, signal.SIGCONT)
+        if lease.server_process is not None and lease.server_process.poll() is None:
+            os.kill(lease.server_process.pid, signal.SIGCONT)
         lease.release()
 
 
@@ -110,11 +110,11 @@ def test_a_server_that_accepts_connections_but_never_answers_times_out(tmp_path:
 
 @pytest.mark.slow
 def test_a_stopped_server_times_out_and_new_processes_wait_for_it_instead_of_adopting_it(serving: StoreLease) -> None:
-    assert serving._server is not None and serving.location.host is not None
+    assert serving.server_process is not None and serving.location.host is not None
     path, port = serving.location.path, serving.location.port
     assert path is not None
     collection = open_client(serving.location, timeout=2).get_collection(COLLECTION)
-    os.kill(serving._server.pid, signal.SIGSTOP)
+    os.kill(serving.server_process.pid, signal.SIGSTOP)
     started = time.monotonic()
     with pytest.raises(StoreError, match=rf"http://127.0.0.1:{port} did not answer within 2 s"):
         collection.count()
@@ -126,7 +126,7 @@ def test_a_stopped_server_times_out_and_new_processes_wait_for_it_instead_of_ado
     assert f"its memory server at http://127.0.0.1:{port} is stopped" in waited["notes"][0]
     assert "`fg` in its terminal resumes it" in waited["notes"][0]
     # Resumed, the server is used again.
-    os.kill(serving._server.pid, signal.SIGCONT)
+    os.kill(serving.server_process.pid, signal.SIGCONT)
     assert open_elsewhere(path, wait_seconds=60)["role"] == "client"
     assert collection.count() == 2
 
@@ -137,9 +137,9 @@ def test_a_killed_server_is_detected_and_a_restarted_one_serves_the_same_records
     try:
         write_records(lease.location)
         assert lease.server_alive() is True
-        assert lease._server is not None
-        lease._server.kill()
-        lease._server.wait()
+        assert lease.server_process is not None
+        lease.server_process.kill()
+        lease.server_process.wait()
         assert lease.server_alive() is False
         location = lease.restart_server()
         assert location == lease.location and lease.server_alive() is True
@@ -155,13 +155,13 @@ def test_a_killed_server_is_detected_and_a_restarted_one_serves_the_same_records
 @pytest.mark.slow
 def test_a_process_waiting_for_the_store_becomes_a_client_of_the_restarted_server(serving: StoreLease) -> None:
     path = serving.location.path
-    assert serving._server is not None and path is not None
-    killed = serving._server
+    assert serving.server_process is not None and path is not None
+    killed = serving.server_process
     killed.kill()
     # The owner starts a new server by itself; a process arriving meanwhile waits for it.
     opened = open_elsewhere(path, wait_seconds=600)
     assert opened["role"] == "client"
-    assert killed.poll() is not None and serving._server is not killed
+    assert killed.poll() is not None and serving.server_process is not killed
     assert opened["port"] == serving.location.port == server_port_on_disk(path)
     assert read_ids(serving.location) == sorted(IDS)
 
@@ -169,10 +169,10 @@ def test_a_process_waiting_for_the_store_becomes_a_client_of_the_restarted_serve
 @pytest.mark.slow
 def test_recover_restarts_a_stopped_server_and_points_clients_at_the_new_one(serving: StoreLease) -> None:
     path = serving.location.path
-    assert serving._server is not None and path is not None
+    assert serving.server_process is not None and path is not None
     client = acquire(path, serve=False)  # a second lock in this process is refused like another process's
     assert client.role == "client" and client.location == serving.location
-    stopped = serving._server
+    stopped = serving.server_process
     os.kill(stopped.pid, signal.SIGSTOP)
     location = serving.recover(timeout=1)
     assert stopped.poll() is not None, "the stopped server is killed before another starts on the folder"
@@ -190,8 +190,8 @@ def test_a_server_that_keeps_exiting_makes_its_owner_give_the_store_up(
 ) -> None:
     monkeypatch.setattr(owner, "MAX_RESTARTS", 0)
     path = serving.location.path
-    assert serving._server is not None and path is not None
-    serving._server.kill()
+    assert serving.server_process is not None and path is not None
+    serving.server_process.kill()
     deadline = time.monotonic() + 60
     while serving.problem is None and time.monotonic() < deadline:
         time.sleep(0.1)

@@ -8,15 +8,9 @@ from typing import Any
 import pytest
 
 from ocat.commands import Choose, Confirm, run_command
-from ocat.config import load_settings
 from ocat.memory import MemoryStore
 from ocat.operations.threads import conversation_markdown, default_title
 from ocat.session import ChatSession
-
-
-@pytest.fixture
-def session(store: MemoryStore) -> ChatSession:
-    return ChatSession(load_settings(env={}), store=store)
 
 
 def test_a_thread_is_named_by_its_first_prompt_until_renamed(session: ChatSession, store: MemoryStore) -> None:

@@ -92,6 +92,12 @@ class StoreLease:
     _exits: list[float] = field(default_factory=list, repr=False)
 
     @property
+    def server_process(self) -> subprocess.Popen[bytes] | None:
+        """A serving owner's server child as it is now (None for an embedded owner, a client, or
+        once released). Read-only: for tests and diagnostics that stop or kill it to see the lease cope."""
+        return self._server
+
+    @property
     def _path(self) -> Path:
         assert self.location.path is not None, "a lease is always on a store folder"
         return self.location.path
