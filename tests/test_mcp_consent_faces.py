@@ -178,11 +178,14 @@ def test_snapshot_the_consent_dialog(snap_compare: Any) -> None:
 def _read_until(fd: int, marker: str, seen: list[str], timeout: float = 90) -> str:
     """What the terminal showed, read until `marker` appears (AssertionError after `timeout`)."""
     deadline = time.monotonic() + timeout
+    # poll, not select: a pytest-xdist worker that has run many tests may hold more than 1,024
+    # descriptors, and select() cannot watch one numbered past that.
+    watcher = select.poll()
+    watcher.register(fd, select.POLLIN)
     while marker not in "".join(seen):
         if time.monotonic() > deadline:
             raise AssertionError(f"{marker!r} never came; the terminal showed:\n{''.join(seen)[-2000:]}")
-        ready, _, _ = select.select([fd], [], [], 0.5)
-        if ready:
+        if watcher.poll(500):
             try:
                 seen.append(os.read(fd, 65536).decode(errors="replace"))
             except OSError:
