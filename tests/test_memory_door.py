@@ -20,6 +20,23 @@ def test_every_exported_name_is_its_rooms_object(name: str) -> None:
     assert name in dir(ocat.memory)
 
 
+def test_the_doors_table_names_what_the_type_checker_reads() -> None:
+    # The door's names are written twice: as imports under TYPE_CHECKING (for mypy) and in its
+    # table (for run time). They must be the same names from the same rooms.
+    import ast
+    from pathlib import Path
+
+    tree = ast.parse(Path(ocat.memory.__file__).read_text(encoding="utf-8"))
+    guarded = next(n for n in tree.body if isinstance(n, ast.If) and ast.unparse(n.test) == "TYPE_CHECKING")
+    imported = {
+        alias.asname or alias.name: (str(node.module), alias.name)
+        for node in guarded.body
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+    }
+    assert imported == ocat.memory._ROOMS
+
+
 def test_a_name_the_door_does_not_export_is_an_attribute_error() -> None:
     with pytest.raises(AttributeError, match="no attribute 'no_such_thing'"):
         ocat.memory.no_such_thing  # noqa: B018

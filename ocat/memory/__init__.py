@@ -20,18 +20,16 @@ import-linter layers contract keeps the order, docs/ARCHITECTURE.md draws them):
 - `opening`, `store_counts`, `store_check`, `named_stores`: what the faces call;
 - `store_repair`: `ocat --repair-store`, above them all.
 
-Every name the rest of ocat uses is listed below, once, under `TYPE_CHECKING` (what the type
-checker reads); at run time each is loaded from its room on first use (PEP 562), so that
-importing one light room, or this door, does not load them all (the full-screen chat paints
-before any of them load). An import-linter contract keeps every other package out of the rooms.
+Every name the rest of ocat uses is listed below under `TYPE_CHECKING` (what the type checker
+reads) and in the door's table (`_EXPORTS`); at run time each is loaded from its room on first
+use (PEP 562), so that importing one light room, or this door, does not load them all (the
+full-screen chat paints before any of them load). An import-linter contract keeps every other package out of the rooms.
 Nothing heavy (chromadb, onnxruntime) is imported until a store is opened.
 """
 
 from __future__ import annotations
 
-import ast
 import importlib
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -85,20 +83,59 @@ if TYPE_CHECKING:
     from ocat.memory.store_repair import repair_store, RepairResult, set_aside_derived
 
 
-def _rooms() -> dict[str, tuple[str, str]]:
-    """Each exported name -> (its room's module, its name there), read from the imports above:
-    they are the one list, for the type checker and for `__getattr__` alike."""
-    tree = ast.parse(Path(__file__).read_text(encoding="utf-8"))
-    guarded = next(node for node in tree.body if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING")
-    return {
-        alias.asname or alias.name: (str(node.module), alias.name)
-        for node in guarded.body
-        if isinstance(node, ast.ImportFrom)
-        for alias in node.names
-    }
-
-
-_ROOMS = _rooms()
+# Each room and the names the door gives of it: the same names as the imports above (what the
+# type checker reads; tests/test_memory_door.py keeps the two equal). A table, not those imports,
+# so that importing the door loads no room.
+_EXPORTS: dict[str, tuple[str, ...]] = {
+    "embedding.embedders": ("Embedder", "preload_embedder"),
+    "embedding.model_files": (
+        "DownloadProgress",
+        "FetchResult",
+        "find_model",
+        "prepare_model",
+        "progress_words",
+        "ProgressPrinter",
+        "uses_local_model",
+    ),
+    "ingest.documents": ("add_text", "partial_documents", "PartialDocument", "Source", "throttled_progress"),
+    "ingest.finishing": ("finish_document", "Finished"),
+    "ingest.paths": ("add_path",),
+    "named_stores": (
+        "existing_stores",
+        "missing_store",
+        "open_stores",
+        "parse_store_names",
+        "store_exists",
+        "store_names",
+        "with_store",
+    ),
+    "opening": ("location_for", "open_store"),
+    "retrieval.across_stores": ("search_stores", "StoreHit"),
+    "retrieval.filters": ("Condition", "DOCUMENT_KEYS", "Filters", "FilterSpec", "parse_where"),
+    "retrieval.project_scope": ("PROJECT_BOOST", "project_of", "ProjectPolicy", "ProjectScope"),
+    "retrieval.retrieve": ("admitted", "RetrievalLimits", "retrieve", "retrieve_any", "within_budget"),
+    "retrieval.store_floor": ("floor_of", "MIN_EXCHANGES"),
+    "sharing.owner_lock": ("StoreWait",),
+    "storage.chroma": ("StoreLocation",),
+    "storage.derived": ("DerivedFileError",),
+    "storage.export_import": ("check_import_file", "export_memory", "import_memory", "TransferResult"),
+    "storage.export_lines": ("parse_line",),
+    "storage.lexical_index": ("CHUNK_ID",),
+    "storage.pins": ("pinned", "Pinned", "set_pinned"),
+    "storage.primary": ("StoreShrunk",),
+    "storage.reconcile": ("catch_up", "rebuild_derived"),
+    "storage.store": ("MemoryStore",),
+    "storage.thread_titles": ("set_thread_title", "titled_threads"),
+    "store_check": ("check_store", "StoreHealth", "unopened_health"),
+    "store_counts": ("store_stats",),
+    "store_repair": ("repair_store", "RepairResult", "set_aside_derived"),
+}
+# Names the door gives under another name than their room's.
+_RENAMED = {"describe_scope": ("retrieval.project_scope", "describe")}
+_ROOMS: dict[str, tuple[str, str]] = {
+    **{name: (f"ocat.memory.{room}", name) for room, names in _EXPORTS.items() for name in names},
+    **{name: (f"ocat.memory.{room}", original) for name, (room, original) in _RENAMED.items()},
+}
 __all__ = sorted(_ROOMS)
 
 
