@@ -366,7 +366,7 @@ def ask_locomo(conversations: Sequence[Any], model_dir: Path, folder: Path, cove
 
     from ocat.memory import MemoryStore, RetrievalLimits, StoreLocation
     from ocat.memory.embedding.embedders import OnnxMiniLMEmbedder
-    from ocat.tokens import count_tokens
+    from ocat.tokens import estimate_tokens
 
     settings = bench_settings().vector_store
     limits = RetrievalLimits.from_settings(settings, results=max(KS))
@@ -388,7 +388,7 @@ def ask_locomo(conversations: Sequence[Any], model_dir: Path, folder: Path, cove
             hits = []
             for h in found:
                 covers = frozenset(conv.dia_ids.get(h.id, set()) & evidence)
-                hits.append(Hit(h.id, _z(store, floor, h.score), count_tokens(h.text), h.context_of, covers,
+                hits.append(Hit(h.id, _z(store, floor, h.score), estimate_tokens(h.text), h.context_of, covers,
                                 bool(covers), timestamp=when.get(h.id, 0.0)))
             asked.append(Asked("locomo", conv.sample_id, kind, hits, len(evidence), floor,
                                settings.memory_token_budget))
@@ -405,7 +405,7 @@ def ask_chats(folder: Path, model_dir: Path, tmp: Path, coverage_weight: float |
 
     from ocat.memory import MemoryStore, RetrievalLimits, StoreLocation
     from ocat.memory.embedding.embedders import OnnxMiniLMEmbedder
-    from ocat.tokens import count_tokens
+    from ocat.tokens import estimate_tokens
 
     exchanges, questions = load_chats(folder)
     settings = bench_settings().vector_store
@@ -428,7 +428,7 @@ def ask_chats(folder: Path, model_dir: Path, tmp: Path, coverage_weight: float |
         found, floor = _hits(store, q["question"], limits, CHATS_NOW)
         targets, old = set(q["targets"]), set(q.get("superseded") or ())
         hits = [
-            Hit(h.id, _z(store, floor, h.score), count_tokens(h.text), h.context_of,
+            Hit(h.id, _z(store, floor, h.score), estimate_tokens(h.text), h.context_of,
                 frozenset({h.id} & targets), h.id in targets or h.id in old, h.id in old, when.get(h.id, 0.0))
             for h in found
         ]

@@ -44,15 +44,17 @@ def ocat_env(home: Path, store: Path, model: Path, checkout: Path | None) -> dic
         "OCAT_VECTOR_STORE_PATH": str(store),
         "OCAT_EMBEDDING_MODEL_PATH": str(model),
     }
-    if checkout:
-        env["PYTHONPATH"] = str(checkout.resolve())  # time that source tree instead of this one
+    # The tree timed: this one, or `--checkout`'s (`python -P -m ocat` reads it from here, not
+    # from the current folder or the installed copy).
+    env["PYTHONPATH"] = str((checkout or Path(__file__).resolve().parent.parent).resolve())
     return env
 
 
 def ocat_command() -> list[str]:
-    """ocat as installed next to this Python (the console script), else `python -m ocat`."""
-    script = Path(sys.executable).with_name("ocat")
-    return [str(script)] if script.exists() else [sys.executable, "-m", "ocat"]
+    """`python -P -m ocat`: the tree on PYTHONPATH (ocat_env), started as that tree starts itself.
+    Not the installed console script, which names the entry point of the tree that was installed;
+    -P keeps the current folder (another tree, maybe) off the path."""
+    return [sys.executable, "-P", "-m", "ocat"]
 
 
 def tmux(*args: str) -> str:

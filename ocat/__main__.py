@@ -1,5 +1,5 @@
 """Entry point for `python -m ocat`."""
 
-from ocat.cli import main
+from ocat.cli import run
 
-raise SystemExit(main())
+run()

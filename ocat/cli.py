@@ -8,20 +8,18 @@ and ocat's own light modules are imported up front, so `--version` and `--help` 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, NoReturn, Sequence
 
 from ocat import __version__
 from ocat.errors import OcatError, UsageError
 from ocat.limits import MAX_RESULTS, MIN_RESULTS, whole_number
+from ocat.process_end import leave_now, run_and_end
 from ocat.text import printable
 
 if TYPE_CHECKING:
     from ocat.config import Settings
-    from ocat.session import ChatSession
 
 # dest of each headless action -> the action's name in JSON output.
 ACTIONS: dict[str, str] = {
@@ -284,6 +282,12 @@ def build_mcp_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def run() -> NoReturn:
+    """The `ocat` command: `main`, then the process ends without Python's teardown
+    (ocat.process_end)."""
+    run_and_end(main)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ocat; returns the process exit code."""
     arguments = list(sys.argv[1:] if argv is None else argv)
@@ -333,7 +337,6 @@ def _logged(what: str, exc: BaseException) -> str:
 def _say(prefix: str, message: str) -> None:
     """One line on stderr: redacted (an error can quote a key) and safe for the terminal."""
     from ocat.redact import redact
-    from ocat.text import printable
 
     print(f"{prefix}: {printable(redact(message))}", file=sys.stderr)
 
@@ -424,7 +427,7 @@ def _run_app(args: argparse.Namespace) -> int:
         # workers after it, and the app reports missing credentials in the chat.
         session = ChatSession(settings, dummy=args.dummy_mode)
         app = OcatApp(session, quick_exit=True, notes=[new_store] if new_store else [])
-        _leave_now(app.run() or 0, app.closing, session)
+        leave_now(app.run() or 0, app.closing, session)
     except OcatError as exc:
         _say("ocat", str(exc))
         return exc.exit_code
@@ -436,33 +439,3 @@ def _run_app(args: argparse.Namespace) -> int:
         # download leaves nothing behind, and the next start fetches it again.
         print("\nocat: interrupted", file=sys.stderr)
         return 130
-
-
-# How long the process waits, once the window has closed, for the store to be given up.
-CLOSE_WAIT_SECONDS = 0.2
-# How long it waits when exchanges were not in memory yet: they are kept in a file first
-# (a moment), then tried once more (ocat.session.ChatSession.close).
-KEEP_WAIT_SECONDS = 10.0
-
-
-def _leave_now(code: int, closing: threading.Thread | None, session: ChatSession | None = None) -> NoReturn:
-    """Leave at once when the chat window closes, whatever is still shutting down.
-
-    Python would otherwise wait for every worker thread (litellm still importing, memory
-    still opening) and for the store's server to stop. The store is given up if that takes
-    less than CLOSE_WAIT_SECONDS; past that the process ends as a crashed owner does, which
-    the store is made for: the OS releases the owner lock and the server's watchdog stops it
-    (ocat.memory.sharing.owner_lock). Every exchange was written when its turn ended.
-    """
-    unsaved = session is not None and bool(session.unsaved)
-    if closing is not None:
-        closing.join(timeout=KEEP_WAIT_SECONDS if unsaved else CLOSE_WAIT_SECONDS)
-    if session is not None and session.closing_note:
-        # Said once the window is gone, on the terminal it leaves: what became of what memory could not take.
-        print(f"ocat: {printable(session.closing_note)}", file=sys.stderr)
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):
-            pass
-    os._exit(code)

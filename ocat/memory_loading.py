@@ -66,7 +66,8 @@ def load_memory(
     `notify` hears what opening waits for (another process holding the store); `progress`
     follows a first-use download (it may raise Cancelled to stop it).
     """
-    _load_model_meanwhile(session)
+    # A chat embeds every exchange it keeps; a one-shot command (not serving) a handful.
+    _load_model_meanwhile(session, few_texts=not serve)
     if not session.open_memory(serve=serve, notify=notify):
         return MemoryLoaded(session.memory_error)
     fetched = session.prepare_model(progress=progress)
@@ -83,7 +84,7 @@ def load_memory(
     return MemoryLoaded(session.memory_error, downloaded=downloaded, saved=saved, recovered=recovered)
 
 
-def _load_model_meanwhile(session: ChatSession) -> None:
+def _load_model_meanwhile(session: ChatSession, *, few_texts: bool) -> None:
     """Load the local embedding model in a thread while the store opens, when the model is here:
     ONNX Runtime builds its session without Python's lock, so on two cores it costs the start
     nothing (the store's import holds that lock meanwhile). A model still to be fetched is left
@@ -102,8 +103,8 @@ def _load_model_meanwhile(session: ChatSession) -> None:
     # Not a daemon: a chat left at once (memory failed to open, the user typed /quit) must wait
     # for the session being built; interpreter shutdown under a daemon thread inside ONNX
     # Runtime aborts the process ("terminate called without an active exception").
-    threading.Thread(target=preload_embedder, args=(session.settings.embedding,), name="ocat-model-load",
-                     daemon=False).start()
+    threading.Thread(target=preload_embedder, args=(session.settings.embedding,), kwargs={"few_texts": few_texts},
+                     name="ocat-model-load", daemon=False).start()
 
 
 def warm_up(session: ChatSession) -> None:

@@ -266,13 +266,13 @@ class ChatSession(SessionMemory):
             return None
         from ocat.tools import ToolBox
         from ocat.tools.support import offer_tools
-        from ocat.tokens import count_tokens
+        from ocat.tokens import estimate_tokens
 
         if not offer_tools(self.settings):
             return None
         specs = self._memory_tools(in_context)
         specs += self.server_tools.specs({spec.name for spec in specs})
-        return ToolBox(specs, result_tokens=self.settings.tools.result_tokens, count=count_tokens) if specs else None
+        return ToolBox(specs, result_tokens=self.settings.tools.result_tokens, count=estimate_tokens) if specs else None
 
     def _memory_tools(self, in_context: set[str]) -> list[ToolSpec]:
         store = self.store

@@ -20,7 +20,7 @@ ASK_IMPORTS = r"""
 import sys
 from ocat.cli import main
 code = main()
-print("IMPORTED", sorted(m for m in ("litellm", "openai", "textual") if m in sys.modules), code, file=sys.stderr)
+print("IMPORTED", sorted(m for m in ("litellm", "openai", "textual", "tiktoken") if m in sys.modules), code, file=sys.stderr)
 """
 
 

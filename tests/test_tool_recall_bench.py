@@ -12,7 +12,7 @@ from bench.tool_recall import Case, Costs, ToolGate, question_range, score, ship
 from ocat.config import load_settings
 from ocat.memory import MemoryStore, RetrievalLimits
 from ocat.records import Exchange
-from ocat.tokens import count_tokens
+from ocat.tokens import estimate_tokens
 
 # Gates that inject everything the chat's top 5 holds, and nothing at all (z never reaches 99).
 OPEN = ToolGate(-99.0, -99.0, 99.0, 5)
@@ -36,7 +36,7 @@ def asked_of(store: MemoryStore, question: str, evidence: set[str], kind: str = 
     """The question asked as recall_folds asks it (ranked hits with their fused scores)."""
     limits = RetrievalLimits.from_settings(load_settings(env={}).vector_store, results=10)
     found, floor = _hits(store, question, limits, None)
-    hits = [Hit(h.id, _z(store, floor, h.score), count_tokens(h.text), h.context_of, frozenset({h.id} & evidence),
+    hits = [Hit(h.id, _z(store, floor, h.score), estimate_tokens(h.text), h.context_of, frozenset({h.id} & evidence),
                 h.id in evidence) for h in found]
     return Asked("chats", "Jan", kind, hits, max(1, len(evidence)), floor, 1500), (lambda i: {i} & evidence)
 

@@ -135,9 +135,9 @@ def test_a_result_over_the_budget_is_cut_with_a_note(store: MemoryStore, llm_ser
     llm_server.script = [[{"name": "search_memory", "arguments": {"query": "pump", "limit": 10}}], "ok"]
     turn = session_on(store, llm_server, **{"tools.result_tokens": 300}).turn("pumps?")
     run(turn)
-    from ocat.tokens import count_tokens
+    from ocat.tokens import estimate_tokens
 
-    assert count_tokens(turn.calls[0].result) <= 300
+    assert estimate_tokens(turn.calls[0].result) <= 300
 
 
 def test_results_share_the_budget_best_first_and_none_is_cut_away(store: MemoryStore,
@@ -151,10 +151,10 @@ def test_results_share_the_budget_best_first_and_none_is_cut_away(store: MemoryS
     llm_server.script = [[{"name": "search_memory", "arguments": {"query": "pump pressure log", "limit": 5}}], "ok"]
     turn = session_on(store, llm_server).turn("pumps?")
     run(turn)
-    from ocat.tokens import count_tokens
+    from ocat.tokens import estimate_tokens
 
     result = turn.calls[0].result
-    assert count_tokens(result) <= 1500 and "cut to stay within" not in result
+    assert estimate_tokens(result) <= 1500 and "cut to stay within" not in result
     bodies = result.split("\n\n")[1:]
     assert len(bodies) == 5 and len(bodies[0]) > 2 * len(bodies[-1])
 

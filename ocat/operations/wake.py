@@ -151,9 +151,9 @@ def build_wake(
     model is sent as history already). Several stores (an MCP server reading `a,b`) give their
     pins and threads together; the recent threads of `project` (the chat's) come first. Memory
     that cannot be read leaves its part out."""
-    from ocat.tokens import count_tokens
+    from ocat.tokens import estimate_tokens
 
-    count = count or count_tokens
+    count = count or estimate_tokens
     stores: list[MemoryStore] = [] if store is None else list(store) if isinstance(store, Sequence) else [store]
     block = WakeBlock(profile_path=_shown_path(settings.profile_path))
     budget = settings.memory.wake_tokens

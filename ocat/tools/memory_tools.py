@@ -132,7 +132,7 @@ def _fitted_results(context: MemoryToolContext, ranked: list[tuple[SearchHit, st
     45% of the targets found only by the tool were cut). The characters a token holds vary, so
     the share is measured, and made smaller until every result fits: the box's own bound would
     otherwise cut the last results away whole."""
-    from ocat.tokens import count_tokens
+    from ocat.tokens import estimate_tokens
 
     budget = context.settings.tools.result_tokens - RESULT_MARGIN
     chars = budget * CHARS_PER_TOKEN
@@ -147,7 +147,7 @@ def _fitted_results(context: MemoryToolContext, ranked: list[tuple[SearchHit, st
             left -= len(head) + len(text)
             entries.append(f"{head}\n{text}")
         joined = "\n\n".join(entries)
-        used = count_tokens(joined)
+        used = estimate_tokens(joined)
         if used <= budget:
             return joined
         chars = int(chars * budget / used * 0.95)

@@ -400,14 +400,14 @@ def within_budget(hits: Sequence[SearchHit], budget: int) -> list[SearchHit]:
 
     A hit too big for what is left is skipped, so a smaller, less relevant one may follow.
     """
-    from ocat.tokens import count_tokens
+    from ocat.tokens import estimate_tokens
 
     kept: list[SearchHit] = []
     used = 0
     for hit in hits:
         if hit.context_of is not None and hit.context_of not in {k.id for k in kept}:
             continue  # context comes only with the memory it belongs to
-        cost = count_tokens(hit.text)
+        cost = estimate_tokens(hit.text)
         if used + cost <= budget:
             kept.append(hit)
             used += cost
