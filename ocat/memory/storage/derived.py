@@ -8,7 +8,9 @@ time>` (with its -wal and -shm), a fresh one is built, and the user is told in o
 
 from __future__ import annotations
 
+import atexit
 import sqlite3
+import threading
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
@@ -110,3 +112,38 @@ def beside_index(index: Path | str, what: str) -> Path:
     `ocat-lexical-<store>.sqlite3` (in the store's folder, or the cache for a server)."""
     index = Path(index)
     return index.with_name(index.name.replace("ocat-lexical-", f"ocat-{what}-", 1))
+
+
+# The derived files written in this process. ocat's commands end without Python's teardown
+# (ocat.process_end), which closed their connections and so folded SQLite's write-ahead log
+# back into each file; an exit handler does that instead (a checkpoint on a connection of its
+# own, whatever other connections are still open), so a file holds all it has, as a copy of it
+# or a check of it expects.
+_OPEN: set[str] = set()
+_OPEN_LOCK = threading.Lock()
+
+
+def checkpoint_at_exit(path: str) -> None:
+    """Fold `path`'s write-ahead log into it when the process exits (an exit handler registered
+    with the first file: it runs before ocat.process_end's, which was registered first of all)."""
+    if path == ":memory:":
+        return
+    with _OPEN_LOCK:
+        if not _OPEN:
+            atexit.register(_checkpoint_all)
+        _OPEN.add(path)
+
+
+def _checkpoint_all() -> None:
+    with _OPEN_LOCK:
+        paths = sorted(_OPEN)
+        _OPEN.clear()
+    for path in paths:
+        try:
+            db = sqlite3.connect(path, timeout=1.0)
+            try:
+                db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            finally:
+                db.close()
+        except sqlite3.Error:  # busy, gone: the log in its -wal file is read back by the next open
+            pass

@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
-from ocat.memory.storage.derived import DerivedFileError
+from ocat.memory.storage.derived import DerivedFileError, checkpoint_at_exit
 from ocat.memory.storage.terms import MAX_QUERY_TERMS, terms, within_postings_budget
 from ocat.records import RECORD_KINDS, THREAD_TITLE_KEY, searched_text
 
@@ -44,6 +44,7 @@ class LexicalIndex:
         self._data_version = -1
         try:
             self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+            checkpoint_at_exit(self.path)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
             for kind in RECORD_KINDS:

@@ -29,7 +29,7 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
-from ocat.memory.storage.derived import DerivedFileError
+from ocat.memory.storage.derived import DerivedFileError, checkpoint_at_exit
 
 if TYPE_CHECKING:
     from ocat.memory.embedding.embedders import Embedder
@@ -91,6 +91,7 @@ class PromptVectors:
         self._lock = threading.Lock()
         try:
             self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+            checkpoint_at_exit(self.path)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
             # A rowid table: a 1.5 KB vector fits in its leaf page, where WITHOUT ROWID would
