@@ -45,8 +45,8 @@ def main(argv: list[str] | None = None) -> int:
     """Build the file, add it, print the timings."""
     sys.path.insert(0, str(REPO))
     from bench.recall import DEFAULT_MODEL
-    from ocat.chunking import chunk_text
-    from ocat.config import shipped_settings
+    from ocat.text.chunking import chunk_text
+    from ocat.config.loading import shipped_settings
     from ocat.memory import MemoryStore, StoreLocation, add_path, partial_documents
     from ocat.memory.embedding.embedders import OnnxMiniLMEmbedder
 

@@ -109,7 +109,7 @@ def raw_embed(texts: list[str], model: Path) -> float:
 
 def prose_chunks(files: list[Path]) -> list[str]:
     """The chunk texts `--add-to-vector-store` makes of the files with the default config."""
-    from ocat.config import load_settings
+    from ocat.config.loading import load_settings
     from ocat.memory.ingest.documents import document_chunks
 
     options = load_settings(env={}).chunking

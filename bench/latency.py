@@ -213,7 +213,7 @@ def time_queries(store: Any, questions: list[str], limits: Any, *, chat: bool, n
 
     times = []
     for n, question in enumerate(questions):
-        # As ocat.chat.retrieval_queries builds them once a conversation has history.
+        # As ocat.chat.messages.retrieval_queries builds them once a conversation has history.
         queries = [question, f"{questions[n - 1]}\n{question}"] if chat else [question]
         t0 = time.perf_counter()
         retrieve_any(store, queries, limits, now=now)
@@ -225,7 +225,7 @@ def profile_chat_turns(folder: Path, embedder: Any, questions: list[str]) -> str
     """A pyinstrument profile (text) of chat-turn retrievals on the embedded store (`pip install pyinstrument`)."""
     from pyinstrument import Profiler
 
-    from ocat.config import load_settings
+    from ocat.config.loading import load_settings
     from ocat.memory import MemoryStore, RetrievalLimits, StoreLocation
 
     limits = RetrievalLimits.from_settings(load_settings(env={}).vector_store)
@@ -241,7 +241,7 @@ def profile_chat_turns(folder: Path, embedder: Any, questions: list[str]) -> str
 
 def measure(folder: Path, embedder: Any, questions: list[str], *, served: bool, breakdown: bool) -> dict[str, Any]:
     """Open the store (embedded, or through its own server) and time both kinds of retrieval."""
-    from ocat.config import load_settings
+    from ocat.config.loading import load_settings
     from ocat.memory import MemoryStore, RetrievalLimits
     from ocat.memory.sharing.owner_lock import acquire
 
@@ -267,7 +267,7 @@ def measure(folder: Path, embedder: Any, questions: list[str], *, served: bool, 
 
 def measure_dated(folder: Path, embedder: Any, questions: list[str], now: Any) -> dict[str, Any]:
     """Questions that name a time, one search each (embedded), with the time read and not."""
-    from ocat.config import load_settings
+    from ocat.config.loading import load_settings
     from ocat.memory import MemoryStore, RetrievalLimits, StoreLocation
 
     limits = RetrievalLimits.from_settings(load_settings(env={}).vector_store)
@@ -287,7 +287,7 @@ def measure_backfill(folder: Path, embedder: Any, questions: list[str], gap: flo
     """Chat turns while the passage backfill runs (every exchange's passages marked to be made
     again, as after a big import), `gap` seconds apart as a chat's turns come; then the same turns
     with the backfill stopped. Embedded, as the chat that owns the store searches."""
-    from ocat.config import load_settings
+    from ocat.config.loading import load_settings
     from ocat.memory import MemoryStore, RetrievalLimits, StoreLocation
 
     limits = RetrievalLimits.from_settings(load_settings(env={}).vector_store)

@@ -87,7 +87,7 @@ def stop_inside_a_conversation(folder: Path, model: Path, runs: int) -> None:
 
 
 def wake_with_a_big_profile(folder: Path) -> None:
-    from ocat.config import load_settings
+    from ocat.config.loading import load_settings
     from ocat.operations.wake import build_wake
 
     profile = folder / "profile.md"

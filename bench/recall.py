@@ -168,7 +168,7 @@ def evaluate(
     questions that measures what a topic change costs. `via_cli` ranks the hybrid mode with
     the operation `--query-vector-store` runs, to show that it ranks as the chat does.
     """
-    from ocat.chat import retrieval_queries
+    from ocat.chat.messages import retrieval_queries
     from ocat.memory import MemoryStore, RetrievalLimits, StoreLocation, retrieve
     from ocat.memory.retrieval.retrieve import retrieve_any
     from ocat.records import Exchange

@@ -37,7 +37,7 @@ SETTINGS_ENV: dict[str, str] = {}
 
 def bench_settings() -> Any:
     """ocat's default settings, as the benches measure them (SETTINGS_ENV)."""
-    from ocat.config import load_settings
+    from ocat.config.loading import load_settings
 
     return load_settings(env=dict(SETTINGS_ENV))
 

@@ -158,10 +158,10 @@ def score(asked: Iterable[Asked], gate: Gate) -> Figures:
 
 
 def reading_order(shown: Sequence[Hit]) -> list[Hit]:
-    """The shown memories in the order the model reads them: newest first where ocat.chat has
+    """The shown memories in the order the model reads them: newest first where ocat.chat.messages has
     `reading_order` (stable, so a replay of that rule), else as ranked (code from before it)."""
     try:
-        from ocat.chat import reading_order as _ocat_order  # noqa: F401 - present or not is the switch
+        from ocat.chat.messages import reading_order as _ocat_order  # noqa: F401 - present or not is the switch
     except ImportError:
         return list(shown)
     return sorted(shown, key=lambda h: -h.timestamp)
@@ -366,7 +366,7 @@ def ask_locomo(conversations: Sequence[Any], model_dir: Path, folder: Path, cove
 
     from ocat.memory import MemoryStore, RetrievalLimits, StoreLocation
     from ocat.memory.embedding.embedders import OnnxMiniLMEmbedder
-    from ocat.tokens import estimate_tokens
+    from ocat.text.tokens import estimate_tokens
 
     settings = bench_settings().vector_store
     limits = RetrievalLimits.from_settings(settings, results=max(KS))
@@ -405,7 +405,7 @@ def ask_chats(folder: Path, model_dir: Path, tmp: Path, coverage_weight: float |
 
     from ocat.memory import MemoryStore, RetrievalLimits, StoreLocation
     from ocat.memory.embedding.embedders import OnnxMiniLMEmbedder
-    from ocat.tokens import estimate_tokens
+    from ocat.text.tokens import estimate_tokens
 
     exchanges, questions = load_chats(folder)
     settings = bench_settings().vector_store
@@ -508,7 +508,7 @@ def late_facts(chats: Path, model_dir: Path) -> dict[str, dict[str, float | None
     from recall_chats import load_chats
     from tests.support.late_facts import late_fact_exchanges, late_fact_questions
 
-    from ocat.config import load_settings
+    from ocat.config.loading import load_settings
     from ocat.memory import MemoryStore, RetrievalLimits, StoreLocation, retrieve
     from ocat.memory.embedding.embedders import OnnxMiniLMEmbedder
 

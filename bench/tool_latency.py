@@ -2,7 +2,7 @@
 
 Issue 30's goal: apart from the search, a tool round trip costs at most 50 ms of ocat's own time
 (p50, on a store of 10k exchanges). On a store built as bench/latency.py builds it (`--vectors
-synthetic` by default here), each dev question goes through what `ocat.turn.Turn` does from the
+synthetic` by default here), each dev question goes through what `ocat.chat.turn.Turn` does from the
 moment the model's streamed answer asks for a search to the moment the next model call is ready:
 
 1. **assemble**: the call put together from its streamed deltas (`CallAssembler`, the arguments
@@ -136,11 +136,11 @@ async def round_trip(box: Any, settings: Any, question: str, dated: bool, timer:
 
 def measure(folder: Path, embedder: Any, questions: list[str], *, served: bool) -> dict[str, Any]:
     """Open the store (embedded, or through its own server) and time every question's round trips."""
-    from ocat.config import load_settings
+    from ocat.config.loading import load_settings
     from ocat.memory import MemoryStore
     from ocat.memory.sharing.owner_lock import acquire
     from ocat.operations.lookup import short_id
-    from ocat.tokens import count_tokens
+    from ocat.text.tokens import count_tokens
     from ocat.tools import ToolBox
     from ocat.tools.memory_tools import MemoryToolContext, memory_tools
 

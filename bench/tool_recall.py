@@ -23,7 +23,7 @@ every recall question) and `R@5 called` (over the questions where the model sear
 (a relevant memory reaches the model: injected, or readable in a tool result); `injected` (by the
 gate alone: the "admitted" of bench/recall.py); `precision` of injection; `calls` (share of recall
 turns with a tool call, each a second model call); `tokens` per recall turn (the memory block as
-`ocat.chat.memory_message` writes it, plus each call's arguments and result) and `billed` (the
+`ocat.chat.messages.memory_message` writes it, plus each call's arguments and result) and `billed` (the
 input of every model call of the turn: system prompt, question, memory block and the tools'
 schemas, sent again with the calls and results when the model searched); `quiet` (off-topic;
 chats-dev: off-topic and near) and `off tokens` (what an off-topic turn is injected).
@@ -103,7 +103,7 @@ def grid() -> list[ToolGate]:
 
 def shipped_gate() -> ToolGate:
     """The gate ocat ships, from its constants."""
-    from ocat.config import load_settings
+    from ocat.config.loading import load_settings
     from ocat.memory.embedding.model_files import LOCAL_MODEL_NAME
     from ocat.memory.retrieval.retrieve import MARGIN
     from ocat.memory.retrieval.store_floor import FLOOR_MARGIN
@@ -233,7 +233,7 @@ def call_tool(store: Any, settings: Any, arguments: dict[str, Any], in_context: 
               covers: Callable[[str], set[str]]) -> Searched:
     """Run search_memory as a turn does (ToolBox.run), and what the model can read of its result."""
     from ocat.operations.lookup import short_id
-    from ocat.tokens import count_tokens, estimate_tokens
+    from ocat.text.tokens import count_tokens, estimate_tokens
     from ocat.tools import ToolBox, ToolCall
     from ocat.tools.memory_tools import MemoryToolContext, memory_tools
 
@@ -263,12 +263,12 @@ def simulate(cases: list[Case], gates: Sequence[ToolGate], settings: Any, anchor
              shipped: ToolGate) -> Callable[[Any, dict[str, Any], Asked, Callable[[str], set[str]]], None]:
     """The hook recall_folds calls with each question asked: the model's searches for every
     context the gates can leave it, appended to `cases`."""
-    from ocat.chat import MEMORY_PREAMBLE, memory_message
+    from ocat.chat.messages import MEMORY_PREAMBLE, memory_message
     from ocat.memory import admitted
     from ocat.memory.retrieval.filters import Filters
     from ocat.memory.retrieval.retrieve import within_budget
     from ocat.operations.search import search
-    from ocat.tokens import count_tokens
+    from ocat.text.tokens import count_tokens
 
     preamble = count_tokens(MEMORY_PREAMBLE)
 
@@ -310,7 +310,7 @@ def ask(locomo: Path | None, chats: Path | None, model_dir: Path, gates: Sequenc
     from recall_chats import load_chats
     from recall_folds import ask_chats, ask_locomo
 
-    from ocat.config import load_settings
+    from ocat.config.loading import load_settings
 
     settings = load_settings(env={})
     shipped = shipped_gate()
@@ -358,7 +358,7 @@ class Costs:
     schemas: int
 
 
-# Tokens a chat format adds per message (role and separators), as ocat.chat.build_turn counts them.
+# Tokens a chat format adds per message (role and separators), as ocat.chat.messages.build_request counts them.
 MESSAGE_TOKENS = 4
 
 
@@ -521,9 +521,9 @@ def full_sets(cases: Sequence[Case], gates: Sequence[ToolGate], shipped: ToolGat
 
 def report(cases: Sequence[Case], gates: Sequence[ToolGate]) -> dict[str, Any]:
     """Everything the bench prints."""
-    from ocat.chat import system_prompt
-    from ocat.config import load_settings
-    from ocat.tokens import count_tokens
+    from ocat.chat.messages import system_prompt
+    from ocat.config.loading import load_settings
+    from ocat.text.tokens import count_tokens
     from ocat.tools.memory_tools import MemoryToolContext, memory_tools
 
     shipped = shipped_gate()

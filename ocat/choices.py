@@ -12,10 +12,10 @@ import json
 import os
 from typing import TYPE_CHECKING
 
-from ocat.locations import choices_file
+from ocat.config.locations import choices_file
 
 if TYPE_CHECKING:
-    from ocat.settings import Settings
+    from ocat.config.settings import Settings
 
 # The settings a chat command may choose for later runs (dotted keys).
 SAVED_KEYS = ("display.theme", "display.context_mode")
@@ -51,7 +51,7 @@ def with_saved_choices(settings: Settings) -> Settings:
     A saved value that is no longer valid (a context mode from another version) is ignored; a
     theme is checked by the window, which reports an unknown one.
     """
-    from ocat.settings import CONTEXT_MODES
+    from ocat.config.settings import CONTEXT_MODES
 
     changes: dict[str, str] = {}
     for key, value in saved_choices().items():

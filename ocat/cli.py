@@ -14,12 +14,12 @@ from typing import TYPE_CHECKING, NoReturn, Sequence
 
 from ocat import __version__
 from ocat.errors import OcatError, UsageError
-from ocat.limits import MAX_RESULTS, MIN_RESULTS, whole_number
+from ocat.text.limits import MAX_RESULTS, MIN_RESULTS, whole_number
 from ocat.process_end import leave_now, run_and_end
-from ocat.text import printable
+from ocat.text.terminal import printable
 
 if TYPE_CHECKING:
-    from ocat.config import Settings
+    from ocat.config.loading import Settings
 
 # dest of each headless action -> the action's name in JSON output.
 ACTIONS: dict[str, str] = {
@@ -203,7 +203,7 @@ def clean_arguments(args: argparse.Namespace, note: Callable[[str], None]) -> No
     A path to add is refused instead (UsageError): its name is stored with every chunk, and
     a name changed by replacement would name no file.
     """
-    from ocat.headless_output import valid_text
+    from ocat.headless.output import valid_text
 
     path = getattr(args, "add_to_vector_store", None)
     if path is not None and valid_text(path)[1]:
@@ -233,7 +233,7 @@ def chosen_action(args: argparse.Namespace) -> str | None:
 
 def overrides_from(args: argparse.Namespace) -> dict[str, object]:
     """Config overrides the flags make (flags win over env and files)."""
-    from ocat.config import parse_override
+    from ocat.config.loading import parse_override
 
     overrides: dict[str, object] = dict(parse_override(item) for item in args.set)
     if args.model:
@@ -251,7 +251,7 @@ def configured_store(args: argparse.Namespace, settings: Settings) -> str:
     It is made silently on first use; a store named only by `--store` must exist to be read."""
     if not args.stores:
         return settings.vector_store.collection
-    from ocat.config import load_settings
+    from ocat.config.loading import load_settings
 
     without_store = argparse.Namespace(**{**vars(args), "stores": []})
     return load_settings(args.config, overrides=overrides_from(without_store)).vector_store.collection
@@ -298,14 +298,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     action = chosen_action(args)
     if action is None:
         return _run_app(args)
-    from ocat.headless import Reporter, run_action
+    from ocat.headless.actions import Reporter, run_action
 
     reporter = Reporter(action=action, output=args.output)
     try:
         clean_arguments(args, reporter.note)
         parse_stores(args)
         check_store_use(action, args)
-        from ocat.config import load_settings
+        from ocat.config.loading import load_settings
 
         settings = with_allowed_tools(load_settings(args.config, overrides=overrides_from(args)), args)
         args.configured_store = configured_store(args, settings)
@@ -319,7 +319,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def make_config_folder() -> None:
     """Create `$XDG_CONFIG_HOME/ocat` if it is not there: a new user's first steps write into it
     by hand (`echo ... > ~/.config/ocat/profile.md`). One that cannot be made is no error here."""
-    from ocat.locations import config_dir
+    from ocat.config.locations import config_dir
 
     try:
         config_dir().mkdir(parents=True, exist_ok=True)
@@ -336,7 +336,7 @@ def _logged(what: str, exc: BaseException) -> str:
 
 def _say(prefix: str, message: str) -> None:
     """One line on stderr: redacted (an error can quote a key) and safe for the terminal."""
-    from ocat.redact import redact
+    from ocat.text.redact import redact
 
     print(f"{prefix}: {printable(redact(message))}", file=sys.stderr)
 
@@ -370,7 +370,7 @@ def _run_mcp(argv: list[str]) -> int:
     args = build_mcp_parser().parse_args(argv)
     make_config_folder()
     try:
-        from ocat.config import load_settings, parse_override
+        from ocat.config.loading import load_settings, parse_override
 
         parse_stores(args)
         names = args.stores
@@ -400,7 +400,7 @@ def _run_app(args: argparse.Namespace) -> int:
         clean_arguments(args, lambda message: print(message, file=sys.stderr))
         parse_stores(args)
         check_store_use(None, args)
-        from ocat.config import load_settings
+        from ocat.config.loading import load_settings
 
         settings = with_allowed_tools(load_settings(args.config, overrides=overrides_from(args)), args)
         from ocat.operations.stores import chat_note  # light: memory is imported only for `--store NEW`
@@ -410,7 +410,7 @@ def _run_app(args: argparse.Namespace) -> int:
             # Imported on this branch only: the full-screen chat paints before it needs any of them.
             from ocat import llm
             from ocat.repl import run_repl
-            from ocat.session import open_chat
+            from ocat.chat.session import open_chat
 
             if new_store:
                 print(f"ocat: {new_store}", file=sys.stderr)
@@ -420,7 +420,7 @@ def _run_app(args: argparse.Namespace) -> int:
                 print(f"ocat: {problem}", file=sys.stderr)
             # Line mode by request, or when piped: the same chat, scriptable.
             return run_repl(open_chat(settings, dummy=args.dummy_mode, serve=True, stream=sys.stderr))
-        from ocat.session import ChatSession
+        from ocat.chat.session import ChatSession
         from ocat.ui.app import OcatApp
 
         # The window paints first; litellm, chromadb and the embedding model load in

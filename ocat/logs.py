@@ -11,8 +11,8 @@ import time
 import traceback
 from pathlib import Path
 
-from ocat.locations import display_path, state_dir
-from ocat.redact import redact
+from ocat.config.locations import display_path, state_dir
+from ocat.text.redact import redact
 
 # Past this size the log starts afresh (the previous one is kept as ocat.log.1).
 MAX_BYTES = 1_000_000

@@ -21,15 +21,15 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, NoReturn
 
-from ocat.text import printable
+from ocat.text.terminal import printable
 
 if TYPE_CHECKING:
-    from ocat.session import ChatSession
+    from ocat.chat.session import ChatSession
 
 # How long the process waits, once the window has closed, for the store to be given up.
 CLOSE_WAIT_SECONDS = 0.2
 # How long it waits when exchanges were not in memory yet: they are kept in a file first
-# (a moment), then tried once more (ocat.session.ChatSession.close).
+# (a moment), then tried once more (ocat.chat.session.ChatSession.close).
 KEEP_WAIT_SECONDS = 10.0
 
 # The code the process ends with; 1 until `main` returns one (an uncaught exception's code).
@@ -74,9 +74,9 @@ def leave_now(code: int, closing: threading.Thread | None, session: ChatSession 
     unsaved = session is not None and bool(session.unsaved)
     if closing is not None:
         closing.join(timeout=KEEP_WAIT_SECONDS if unsaved else CLOSE_WAIT_SECONDS)
-    if session is not None and session.closing_note:
+    if session is not None and session.unsaved_note:
         # Said once the window is gone, on the terminal it leaves: what became of what memory could not take.
-        print(f"ocat: {printable(session.closing_note)}", file=sys.stderr)
+        print(f"ocat: {printable(session.unsaved_note)}", file=sys.stderr)
     _flush_streams()
     os._exit(code)
 

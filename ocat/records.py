@@ -10,7 +10,7 @@ from pathlib import Path
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from ocat.text import local_time, shorten
+from ocat.text.terminal import local_time, shorten
 
 RecordKind = Literal["exchange", "document"]
 # Every kind of record, in the order the store lists them.

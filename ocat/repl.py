@@ -16,14 +16,14 @@ from ocat.commands import Choose, CommandResult, Confirm, Send, ShowThemes, is_c
 from ocat.commands.results import BrowseMemory, EditFile, EditPrompt, Request
 from ocat.errors import OcatError
 from ocat.mcp_client.consent import Answer, Ask, ConsentRequest
-from ocat.outcomes import remembered_words
-from ocat.prompt_history import history_file
+from ocat.chat.outcomes import remembered_words
+from ocat.chat.prompt_history import history_file
 from ocat.records import SearchHit
 from ocat.operations.add import progress_printer
-from ocat.session import ChatSession
+from ocat.chat.session import ChatSession
 from ocat.tools.calls import CallState
-from ocat.turn import Turn
-from ocat.text import printable, shorten
+from ocat.chat.turn import Turn
+from ocat.text.terminal import printable, shorten
 
 
 # A fitted column (/vquery's excerpt) never gets narrower than this, however narrow the terminal.
@@ -35,7 +35,7 @@ STACK_BELOW = 30
 def render_result(result: CommandResult) -> str:
     """A command result as plain text: the message, then the rows in aligned columns.
 
-    Cells quote stored memories, so control characters are escaped (ocat.text.printable).
+    Cells quote stored memories, so control characters are escaped (ocat.text.terminal.printable).
     """
     lines = [printable(result.text)] if result.text else []
     if result.rows:
@@ -97,7 +97,7 @@ def _completer(session: ChatSession):  # noqa: ANN202 - a prompt_toolkit Complet
     thread: the first /model completion waits for the provider's list, never the typing."""
     from prompt_toolkit.completion import Completer, Completion, ThreadedCompleter
 
-    from ocat import model_list
+    from ocat.llm import model_list
     from ocat.completion import command_names, complete
 
     class Completions(Completer):
@@ -164,7 +164,7 @@ async def _stream_answer(turn: Turn, out: IO[str], err: IO[str]) -> None:
 
 def run_repl(session: ChatSession, *, out: IO[str] | None = None, err: IO[str] | None = None) -> int:
     """Chat until /quit or end of input, then give memory up, saying what became of any exchange
-    it could not take (ocat.kept); returns the exit code."""
+    it could not take (ocat.chat.unsaved); returns the exit code."""
     out = out or sys.stdout
     err = err or sys.stderr
     try:

@@ -188,8 +188,8 @@ def real_store(tmp_path: Path, real_embedder: Any) -> Any:
 @pytest.fixture
 def session(store: Any) -> Any:
     """A chat session on the fake-embedder store, with default settings (no user config, no env)."""
-    from ocat.config import load_settings
-    from ocat.session import ChatSession
+    from ocat.config.loading import load_settings
+    from ocat.chat.session import ChatSession
 
     return ChatSession(load_settings(env={}), store=store)
 

@@ -10,7 +10,7 @@ from typing import Any, Sequence
 
 import pytest
 
-from ocat.chunking import ChunkingSettings
+from ocat.text.chunking import ChunkingSettings
 from ocat.errors import Cancelled
 from ocat.memory import MemoryStore, StoreLocation, add_path, add_text, partial_documents
 from ocat.memory.ingest.documents import document_chunks

@@ -151,7 +151,7 @@ async def test_continue_redraws_the_thread_and_new_turns_join_it() -> None:
 
 
 async def test_prompts_are_kept_across_runs_and_walked_with_up() -> None:
-    from ocat.prompt_history import history_file, load_history
+    from ocat.chat.prompt_history import history_file, load_history
 
     first = make_app(dummy=True)
     async with first.run_test(size=(100, 30)) as pilot:
@@ -193,7 +193,7 @@ def test_snapshot_command_results(snap_compare: Any, command: str) -> None:
 
 
 async def test_themes_shipped_and_user_ones_and_a_broken_one() -> None:
-    from ocat.locations import config_dir
+    from ocat.config.locations import config_dir
 
     user_themes = config_dir() / "themes"
     user_themes.mkdir(parents=True)

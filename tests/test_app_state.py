@@ -164,7 +164,7 @@ async def test_a_command_without_arguments_runs_from_the_palette() -> None:
 
 @pytest.mark.slow
 async def test_theme_lists_the_current_one_and_broken_files_and_is_kept() -> None:
-    from ocat.locations import config_dir
+    from ocat.config.locations import config_dir
 
     user_themes = config_dir() / "themes"
     user_themes.mkdir(parents=True)
@@ -216,8 +216,8 @@ async def test_showcontext_is_kept_for_the_next_chat_unless_the_config_names_it(
 
 def test_saved_choices_apply_only_where_the_config_names_none() -> None:
     from ocat.choices import save_choice, saved_choices, with_saved_choices
-    from ocat.config import load_settings
-    from ocat.locations import choices_file, config_dir
+    from ocat.config.loading import load_settings
+    from ocat.config.locations import choices_file, config_dir
 
     assert saved_choices() == {}
     save_choice("display.theme", "ocat-night")

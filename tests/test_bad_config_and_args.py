@@ -18,11 +18,12 @@ from typing import Any
 
 import pytest
 
-from ocat import config, llm
-from ocat.config import NON_SETTING_ENV, load_settings
+from ocat import llm
+from ocat.config import loading as config
+from ocat.config.loading import NON_SETTING_ENV, load_settings
 from ocat.errors import ConfigError
-from ocat.headless_output import dump_json, valid_text
-from ocat.redact import redact, remember_secret
+from ocat.headless.output import dump_json, valid_text
+from ocat.text.redact import redact, remember_secret
 from tests.support import REPO
 from tests.support.cli import Cli
 

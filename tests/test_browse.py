@@ -19,7 +19,7 @@ from ocat.operations.browse import (
     export_entry,
     search_entries,
 )
-from ocat.session import ChatSession
+from ocat.chat.session import ChatSession
 
 
 def old_exchange(store: MemoryStore, thread: str, prompt: str, answer: str, days_ago: float) -> None:
@@ -110,7 +110,7 @@ def test_deleting_entries_removes_every_memory_they_stand_for(
     assert deleted.sentence() == f"Deleted {2 + document.size} memories (1 thread)."
     assert store.get_thread(session.thread_id) == []
     assert store.count("document") == chunks - document.size
-    assert store.lexical.titles([session.thread_id]) == {}
+    assert store.threads.titles([session.thread_id]) == {}
     assert sorted(e.kind for e in browse(store, Filters())) == ["note", "thread"]
 
 

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ocat.chunking import STRATEGIES, Chunk, ChunkingSettings, chunk_text, content_hash
-from ocat.config import shipped_settings
+from ocat.text.chunking import STRATEGIES, Chunk, ChunkingSettings, chunk_text, content_hash
+from ocat.config.loading import shipped_settings
 
 # The shipped chunking settings (config/default.yaml owns the defaults).
 DEFAULTS = shipped_settings().chunking

@@ -261,8 +261,8 @@ def test_version_and_help_and_python_dash_m(cli: Cli) -> None:
     ("code", "forbidden"),
     [
         ("import ocat.cli", ("textual", "litellm", "chromadb")),
-        ("import ocat.cli, ocat.config, ocat.memory, ocat.chat, ocat.headless", ("textual", "litellm", "chromadb")),
-        ("import ocat.session, ocat.commands, ocat.repl", ("textual", "litellm", "chromadb")),
+        ("import ocat.cli, ocat.config.loading, ocat.memory, ocat.chat.messages, ocat.headless.actions", ("textual", "litellm", "chromadb")),
+        ("import ocat.chat.session, ocat.commands, ocat.repl", ("textual", "litellm", "chromadb")),
         (
             "import ocat.mcp_server.tools, ocat.operations.search, ocat.memory.retrieval.across_stores, ocat.memory.ingest.folders, ocat.memory.named_stores",
             ("textual", "litellm", "chromadb", "mcp"),

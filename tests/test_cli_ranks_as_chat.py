@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 
-from ocat.config import load_settings
+from ocat.config.loading import load_settings
 from ocat.memory import MemoryStore, StoreLocation, add_text
 from ocat.memory.retrieval.retrieve import RetrievalLimits, retrieve_any
 from ocat.records import Exchange
-from ocat.session import ChatSession
+from ocat.chat.session import ChatSession
 from tests.support.cli import Cli
 
 # Three threads where a subject is raised in one exchange and answered in the next (so

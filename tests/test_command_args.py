@@ -11,10 +11,10 @@ import pytest
 from ocat import commands as registry
 from ocat.commands import Arg, Choose, CommandResult, Confirm, ShowThemes, command, commands, run_command
 from ocat.commands.arguments import check_declaration
-from ocat.limits import MAX_RESULTS, whole_number
+from ocat.text.limits import MAX_RESULTS, whole_number
 from ocat.memory import MemoryStore
 from ocat.records import Exchange
-from ocat.session import ChatSession
+from ocat.chat.session import ChatSession
 
 
 def error_of(session: ChatSession, line: str) -> str:

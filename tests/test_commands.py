@@ -6,9 +6,9 @@ from pathlib import Path
 
 
 from ocat.commands import Choose, Confirm, commands, is_command, run_command
-from ocat.config import load_settings
+from ocat.config.loading import load_settings
 from ocat.memory import MemoryStore
-from ocat.session import ChatSession
+from ocat.chat.session import ChatSession
 
 
 def test_help_lists_every_command_by_purpose_and_explains_one(session: ChatSession) -> None:
@@ -27,7 +27,7 @@ def test_help_lists_every_command_by_purpose_and_explains_one(session: ChatSessi
 def test_vstats_shows_the_config_path_documents_and_chunks_and_what_the_floor_is(
     session: ChatSession, tmp_path: Path
 ) -> None:
-    from ocat.locations import user_config_file
+    from ocat.config.locations import user_config_file
 
     notes = tmp_path / "notes.md"
     notes.write_text("\n\n".join(f"## Part {i}\n\n" + f"part {i} says its own thing. " * 20 for i in range(3)))

@@ -1,5 +1,5 @@
 """Completing /model's and /vdoc's arguments: the candidates (ocat.completion), the provider's
-model list (ocat.model_list.list_models), /model's listing, and the suggestion list in the chat app."""
+model list (ocat.llm.model_list.list_models), /model's listing, and the suggestion list in the chat app."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from ocat import model_list
+from ocat.llm import model_list
 from ocat.commands import run_command
 from ocat.completion import complete
-from ocat.config import load_settings
-from ocat.session import ChatSession
+from ocat.config.loading import load_settings
+from ocat.chat.session import ChatSession
 from ocat.ui.widgets import CommandSuggestions, PromptInput
 from tests.support.pilot import make_app, memory_ready, notices, send, wait_for, wait_for_command
 

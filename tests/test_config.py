@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from ocat import config
-from ocat.config import SECTIONS, Settings, load_settings, parse_override
+from ocat.config import loading as config
+from ocat.config.loading import SECTIONS, Settings, load_settings, parse_override
 from ocat.errors import ConfigError
 
 DOCUMENTED_DEFAULTS = {
@@ -121,7 +121,7 @@ def test_settings_are_frozen_and_hide_the_api_key() -> None:
 
 @pytest.mark.slow  # a fresh interpreter
 def test_config_imports_no_heavy_modules() -> None:
-    code = "import ocat.config, sys; print(sorted({'textual', 'litellm', 'chromadb'} & set(sys.modules)))"
+    code = "import ocat.config.loading, sys; print(sorted({'textual', 'litellm', 'chromadb'} & set(sys.modules)))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from ocat.chunking import ChunkingSettings
+from ocat.text.chunking import ChunkingSettings
 from ocat.memory import MemoryStore, RetrievalLimits, add_path, floor_of, retrieve
 from ocat.memory.retrieval.retrieve import retrieve_any
 from ocat.records import Exchange

@@ -115,12 +115,12 @@ def test_ctrl_c_during_a_document_add_stops_cleanly_and_re_adding_completes_it(c
 def test_vdoc_and_the_cli_add_use_the_same_ingest_function(
     monkeypatch: pytest.MonkeyPatch, store: Any, tmp_path: Path
 ) -> None:
-    import ocat.headless
+    import ocat.headless.actions
     import ocat.memory.ingest.paths
     from ocat.cli import main
     from ocat.commands import run_command
-    from ocat.config import load_settings
-    from ocat.session import ChatSession
+    from ocat.config.loading import load_settings
+    from ocat.chat.session import ChatSession
 
     real = ocat.memory.ingest.paths.add_path
     callers: list[str] = []
@@ -130,7 +130,7 @@ def test_vdoc_and_the_cli_add_use_the_same_ingest_function(
         return real(*args, **kwargs)
 
     monkeypatch.setattr(ocat.memory.ingest.paths, "add_path", spy)
-    monkeypatch.setattr(ocat.headless, "_open_store", lambda settings: store)
+    monkeypatch.setattr(ocat.headless.actions, "_open_store", lambda settings: store)
     note = tmp_path / "note.md"
     note.write_text("the ferry leaves at noon")
     assert main(["--add-to-vector-store", str(note)]) == 0

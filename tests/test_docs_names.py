@@ -13,7 +13,7 @@ DOC_FILES = sorted((REPO / "docs").glob("*.md")) + [REPO / "README.md"]
 
 # `ocat.memory.open_store`, `ocat.memory.partial_documents(store)`: the dotted name at the start.
 _NAME = re.compile(r"`(ocat(?:\.\w+)+)")
-# `ocat/turn.py`, `ocat/memory/`: a path of the repository, file or folder.
+# `ocat/chat/turn.py`, `ocat/memory/`: a path of the repository, file or folder.
 _PATH = re.compile(r"`(ocat/[\w./-]*)`")
 # In an installed wheel only (pyproject.toml puts config/ and themes/ there).
 _SHIPPED_ONLY = "ocat/_shipped/"
@@ -80,7 +80,7 @@ def test_the_check_flags_made_up_names_and_paths_and_passes_real_ones(tmp_path: 
     doc = tmp_path / "fake.md"
     doc.write_text(
         "Real: `ocat.memory`, `ocat.memory.open_store(settings)`, `ocat.ui.widgets.memory_indicator`,\n"
-        "`ocat.memory.storage.store.MemoryStore.add_exchange`, `ocat/turn.py`, `ocat/memory/`,\n"
+        "`ocat.memory.storage.store.MemoryStore.add_exchange`, `ocat/chat/turn.py`, `ocat/memory/`,\n"
         "`ocat/_shipped/config/default.yaml`, and a name not in backticks: ocat.no_such_module.\n"
         "Made up: `ocat.no_such_module`, `ocat.memory.no_such_function()`, `ocat.ui.memory_view.memory_indicator`,\n"
         "`ocat.memory.storage.store.MemoryStore.no_such_method`, `ocat/no_such_file.py`, `ocat/ui/nowhere/`.\n",

@@ -13,7 +13,7 @@ from ocat.commands.results import EditPrompt
 from ocat.editor import edit_text, editor_command
 from ocat.errors import OcatError
 from ocat.memory import MemoryStore
-from ocat.session import ChatSession
+from ocat.chat.session import ChatSession
 from tests.support.cli import Cli
 from tests.support.fakes import FakeLLMServer
 

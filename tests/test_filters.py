@@ -6,7 +6,7 @@ from datetime import datetime
 
 import pytest
 
-from ocat.config import shipped_settings
+from ocat.config.loading import shipped_settings
 from ocat.errors import UsageError
 from ocat.memory import MemoryStore, RetrievalLimits, add_text
 from ocat.memory.retrieval.filters import FilterSpec, parse_time, parse_where

@@ -226,10 +226,10 @@ def test_commands_that_need_no_embedding_work_without_the_model(
     monkeypatch: pytest.MonkeyPatch, real_embedder: Any
 ) -> None:
     from ocat.commands import run_command
-    from ocat.config import load_settings
+    from ocat.config.loading import load_settings
     from ocat.memory import MemoryStore, StoreLocation
     from ocat.records import Exchange
-    from ocat.session import ChatSession
+    from ocat.chat.session import ChatSession
 
     first_run(monkeypatch, CLOSED_URL)
     settings = load_settings()
@@ -240,7 +240,7 @@ def test_commands_that_need_no_embedding_work_without_the_model(
 
     session = ChatSession(settings)
     assert session.open_memory(serve=False)
-    assert session.prepare_model() is None and FETCH_COMMAND in (session.memory_error or "")
+    assert session.ready_model() is None and FETCH_COMMAND in (session.memory_error or "")
     for line in ("/vstats", f"/vget {old.exchange_id[:8]}", "/threads", "/continue garden-thread"):
         result = run_command(session, line)
         assert not result.error, f"{line}: {result.text}"

@@ -96,7 +96,7 @@ def test_a_failed_measurement_leaves_the_calibration_alone(store: MemoryStore, m
 
 def test_documents_are_not_judged_against_the_exchanges_floor(store: MemoryStore) -> None:
     from ocat.memory.ingest.documents import add_text
-    from ocat.chunking import ChunkingSettings
+    from ocat.text.chunking import ChunkingSettings
 
     store.add_exchanges(everyday(30))
     assert floor_of(store).shift() > 0

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from ocat.chunking import ChunkingSettings
+from ocat.text.chunking import ChunkingSettings
 from ocat.memory import MemoryStore, add_path
 from ocat.memory.ingest.folders import folder_files
 from tests.support.cli import Cli
@@ -226,8 +226,8 @@ def test_vdoc_reports_what_it_could_not_read_in_its_result(
     store: MemoryStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from ocat.commands import run_command
-    from ocat.config import load_settings
-    from ocat.session import ChatSession
+    from ocat.config.loading import load_settings
+    from ocat.chat.session import ChatSession
 
     notes = tmp_path / "notes"
     (notes / "locked").mkdir(parents=True)

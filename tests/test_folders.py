@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ocat.chunking import ChunkingSettings
+from ocat.text.chunking import ChunkingSettings
 from ocat.memory import MemoryStore, add_path
 from ocat.memory.ingest.folders import FOLDER_MARKDOWN, path_metadata
 from tests.support.cli import Cli

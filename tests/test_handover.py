@@ -24,7 +24,7 @@ def slow_stop(server, kill=False):
     time.sleep(float(sys.argv[1]))
     stop(server, kill=kill)
 owner_lock.stop_server = slow_stop
-from ocat.config import load_settings
+from ocat.config.loading import load_settings
 from ocat.memory import open_store
 store = open_store(load_settings(), serve=True)
 print("ready", flush=True)

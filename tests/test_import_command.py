@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from ocat.commands import run_command
-from ocat.config import load_settings
+from ocat.config.loading import load_settings
 from ocat.memory import MemoryStore
-from ocat.session import ChatSession
+from ocat.chat.session import ChatSession
 from tests.support.history_fixtures import gpt_linear, legacy_db, three_conversations, write_zip
 
 

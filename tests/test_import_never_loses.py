@@ -83,7 +83,7 @@ def test_b_a_stop_mid_write_leaves_no_exchange_without_its_title_and_the_rerun_c
     assert not second.stopped and store.count("exchange") == 600
     found = titles_in_store(store)
     assert len(found) == 300 and all(len(t) == 1 and "" not in t for t in found.values())
-    assert len(store.lexical.all_titles()) == 300
+    assert len(store.threads.all_titles()) == 300
 
 
 def test_b_a_rerun_names_threads_an_older_import_left_untitled(tmp_path: Path) -> None:
@@ -93,7 +93,7 @@ def test_b_a_rerun_names_threads_an_older_import_left_untitled(tmp_path: Path) -
     # As an interrupted import by the release before left them: exchanges here, titles not.
     ids = list(store.iter_ids("exchange"))
     store.exchanges.update(ids=ids, metadatas=[{THREAD_TITLE_KEY: None}] * len(ids))
-    store.lexical.replace_titles({})
+    store.threads.replace_titles({})
     again = import_history(store, export)
     assert again.already_here == 20 and again.new == 0
     assert all(len(t) == 1 and "" not in t for t in titles_in_store(store).values())

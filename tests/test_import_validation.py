@@ -21,7 +21,7 @@ from ocat.errors import InputFileError
 from ocat.memory import MemoryStore, RetrievalLimits, retrieve
 from ocat.memory.storage.export_import import export_memory, import_memory
 from ocat.records import Exchange, SearchHit
-from ocat.text import local_time
+from ocat.text.terminal import local_time
 from tests.support.cli import Cli, stats
 from tests.support.data import exchange_records
 from tests.support.window import start_window

@@ -39,7 +39,7 @@ def test_neighbours_follow_thread_order(tmp_path: Path) -> None:
         "exchange",
         [(f"e{i}", f"text {i}", {"thread_id": "t" if i < 3 else "u", "timestamp": float(i)}) for i in range(4)],
     )
-    assert index.neighbours(["e0", "e1", "e2", "e3"]) == {
+    assert index.threads.neighbours(["e0", "e1", "e2", "e3"]) == {
         "e0": (None, "e1"), "e1": ("e0", "e2"), "e2": ("e1", None), "e3": (None, None),
     }
 
@@ -74,7 +74,7 @@ def test_a_missing_or_stale_lexical_index_is_rebuilt_on_open(tmp_path: Path) -> 
     reopened = MemoryStore.open(location, FakeEmbedder(), name="x")
     assert reopened.lexical.count("exchange") == 5
     assert len(reopened.lexical.search("exchange", ["marmalade"], 10)) == 5
-    assert reopened.lexical.neighbours(["x"]) == {}
+    assert reopened.threads.neighbours(["x"]) == {}
 
 
 def test_memory_is_cut_to_the_token_budget_best_first() -> None:

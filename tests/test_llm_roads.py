@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from ocat.config import load_settings
-from ocat.model_table import model_facts
+from ocat.config.loading import load_settings
+from ocat.llm.model_table import model_facts
 from tests.support.cli import Cli
 from tests.support.fakes import FakeLLMServer
 
@@ -26,7 +26,7 @@ print("IMPORTED", sorted(m for m in ("litellm", "openai", "textual", "tiktoken")
 
 @pytest.mark.slow
 def test_the_model_table_is_read_without_importing_litellm(isolated_home: Path) -> None:
-    code = ("import sys; from ocat.model_table import model_facts; f = model_facts('gpt-4o-mini'); "
+    code = ("import sys; from ocat.llm.model_table import model_facts; f = model_facts('gpt-4o-mini'); "
             "print(f.max_input_tokens, f.supports_function_calling, f.provider, 'litellm' in sys.modules)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     window, tools, provider, imported = done.stdout.split()

@@ -103,7 +103,7 @@ def test_the_config_file_and_a_claude_desktop_file_are_merged(cli: Cli, tmp_path
     assert [s.name for s in read_servers_file(desktop)] == ["files", "web"]
     config = cli.home / "c.yaml"
     config.write_text(f"tools:\n  mcp_servers_file: {desktop}\nmcp_servers:\n  files:\n    command: mine\n")
-    from ocat.config import load_settings
+    from ocat.config.loading import load_settings
 
     settings = load_settings(str(config))
     assert [(s.name, s.command) for s in settings.mcp_servers] == [("files", "mine"), ("web", "fetch")]

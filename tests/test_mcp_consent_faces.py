@@ -18,10 +18,10 @@ from typing import Any
 
 import pytest
 
-from ocat.config import load_settings
+from ocat.config.loading import load_settings
 from ocat.mcp_client.config import parse_servers
 from ocat.mcp_client.consent import DENIED, always_allowed
-from ocat.session import ChatSession
+from ocat.chat.session import ChatSession
 from ocat.ui.app import OcatApp
 from ocat.ui.consent import ConsentDialog
 from tests.support.cli import Cli

@@ -11,16 +11,16 @@ from typing import Any
 import pytest
 
 from ocat.commands import CommandResult, run_command
-from ocat.config import load_settings
+from ocat.config.loading import load_settings
 from ocat.llm import provider_error
 from ocat.memory import MemoryStore
 from ocat.records import Exchange, SearchHit
 from ocat.operations.lookup import resolve_id, short_id
 from ocat.operations.search import HitLine, score_text
 from ocat.repl import render_result
-from ocat.session import ChatSession
-from ocat.settings import LLMSettings
-from ocat.text import count_of
+from ocat.chat.session import ChatSession
+from ocat.config.settings import LLMSettings
+from ocat.text.terminal import count_of
 from tests.support.cli import Cli
 from tests.support.pilot import make_app, memory_ready, send, wait_for_command
 

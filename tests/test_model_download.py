@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from ocat.config import EmbeddingSettings, load_settings
+from ocat.config.loading import EmbeddingSettings, load_settings
 from ocat.errors import EmbeddingError
 from ocat.memory.embedding.model_files import (
     CHROMA_MODEL_SHA256,

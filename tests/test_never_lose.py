@@ -12,7 +12,7 @@ import pytest
 
 from ocat.errors import StoreError
 from ocat.memory import MemoryStore
-from ocat.text import local_time, without_controls
+from ocat.text.terminal import local_time, without_controls
 from ocat.ui.answer import AssistantMessage
 from ocat.ui.memory_view import MemoryState, MemoryStatus
 from tests.support.fakes import FakeLLMServer
@@ -29,7 +29,7 @@ pytestmark = pytest.mark.anyio
 async def test_a_turn_sent_while_memory_loads_is_written_once_memory_is_ready(
     llm_server: FakeLLMServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from ocat.session import ChatSession
+    from ocat.chat.session import ChatSession
 
     opened = threading.Event()
     real_open = ChatSession.open_memory
@@ -86,8 +86,8 @@ async def test_when_the_store_server_child_dies_the_chat_serves_again_and_keeps_
     llm_server: FakeLLMServer, tmp_path: Path
 ) -> None:
     """The real serving path: the chat owns the store and serves it with Chroma's server child."""
-    from ocat.config import load_settings
-    from ocat.session import ChatSession
+    from ocat.config.loading import load_settings
+    from ocat.chat.session import ChatSession
     from ocat.ui.app import OcatApp
 
     settings = load_settings(overrides={
@@ -235,8 +235,8 @@ async def test_a_chat_that_reached_the_store_through_another_window_takes_over_w
 ) -> None:
     """The second window is a client of the first's server; when the first quits, the second's
     next turn opens the store again, becomes its owner, and loses nothing."""
-    from ocat.config import load_settings
-    from ocat.session import ChatSession
+    from ocat.config.loading import load_settings
+    from ocat.chat.session import ChatSession
     from ocat.ui.app import OcatApp
 
     first = start_window(cli)  # a stand-in for a chat window that owns and serves the store

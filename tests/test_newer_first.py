@@ -1,11 +1,11 @@
 """Newer facts first: the model reads past exchanges newest first, and is told that the newer
-of two disagreeing memories is current (ocat.chat.reading_order, docs/RETRIEVAL.md)."""
+of two disagreeing memories is current (ocat.chat.messages.reading_order, docs/RETRIEVAL.md)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from ocat.chat import MEMORY_PREAMBLE, memory_message, reading_order
+from ocat.chat.messages import MEMORY_PREAMBLE, memory_message, reading_order
 from ocat.memory import RetrievalLimits, admitted, retrieve
 from ocat.records import Exchange, SearchHit
 

@@ -19,7 +19,7 @@ from tests.support.window import ask_window, start_window
 # for the samples on stdin.
 CHECK = r"""
 import json, sys
-from ocat.config import load_settings
+from ocat.config.loading import load_settings
 from ocat.memory import RetrievalLimits, open_store, retrieve
 TOP = RetrievalLimits(exchange_results=1, document_results=0, exchange_threshold=0.0, document_threshold=0.0)
 store = open_store(load_settings())

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from ocat.config import load_settings
+from ocat.config.loading import load_settings
 from ocat.memory import MemoryStore
 from ocat.operations.profile import PROFILE_BYTES, PROFILE_TEMPLATE, fit_lines, read_profile
 from ocat.operations.wake import build_wake, remember

@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 
 from ocat.commands import run_command
-from ocat.config import load_settings
+from ocat.config.loading import load_settings
 from ocat.memory import MemoryStore, ProjectScope, RetrievalLimits, project_of, retrieve
 from ocat.operations.wake import build_wake
 from ocat.records import Exchange
-from ocat.session import ChatSession
+from ocat.chat.session import ChatSession
 from tests.support.cli import Cli
 
 

@@ -35,7 +35,7 @@ from ocat.operations.add import add_note
 from ocat.operations.lookup import delete_records
 from ocat.operations.threads import rename_thread
 from ocat.records import THREAD_TITLE_KEY, Exchange
-from ocat.settings import ChunkingSettings
+from ocat.config.settings import ChunkingSettings
 from tests.support.cli import Cli, stats
 from tests.support.fakes import FakeEmbedder
 from tests.test_trust_derived import cli_store
@@ -269,7 +269,7 @@ def test_d_the_titles_survive_a_repair_of_a_damaged_older_index_as_far_as_it_rea
     with sqlite3.connect(folder / "ocat-lexical-test.sqlite3") as db:
         db.execute("DELETE FROM ids_exchange WHERE record_id = 'e1'")
     repair_store(plain(folder), finisher)
-    assert open_store(folder).lexical.titles(["kitchen"]) == {"kitchen": "Kitchen plan"}
+    assert open_store(folder).threads.titles(["kitchen"]) == {"kitchen": "Kitchen plan"}
 
 
 # -- F: a derived file that cannot be written -------------------------------------------------

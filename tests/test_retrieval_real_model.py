@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from ocat.config import shipped_settings
+from ocat.config.loading import shipped_settings
 from ocat.memory import MemoryStore, RetrievalLimits, add_text, admitted, retrieve
 from ocat.memory.embedding.embedders import Embedder
 from ocat.records import Exchange

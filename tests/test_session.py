@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import asyncio
 
-from ocat.config import load_settings
+from ocat.config.loading import load_settings
 from ocat.memory import MemoryStore
-from ocat.session import ChatSession
+from ocat.chat.session import ChatSession
 
 
 def session_on(store: MemoryStore, **overrides: object) -> ChatSession:
@@ -37,7 +37,7 @@ def test_turns_beyond_the_chat_window_can_be_recalled_but_recent_ones_are_not(st
     ids = {m.id for m in session.recall("wifi password printer").hits}
     assert old.exchange_id in ids  # out of the window: only memory can bring it back
     assert recent.exchange_id not in ids  # in the window: already sent as history
-    messages = session.request("next", []).messages
+    messages = session.build_request("next", []).messages
     assert [m["content"] for m in messages if m["role"] == "user"] == ["the printer is on floor two", "next"]
 
 
@@ -46,7 +46,7 @@ def test_dummy_mode_streams_a_deterministic_answer_and_stores_nothing(store: Mem
     session.dummy = True
 
     async def collect() -> str:
-        return "".join([piece async for piece in session.stream(session.request("hello", []))])
+        return "".join([piece async for piece in session.stream(session.build_request("hello", []))])
 
     answer = asyncio.run(collect())
     assert answer.startswith("[dummy] You said: hello")
@@ -82,7 +82,7 @@ def test_a_follow_up_finds_memory_through_the_conversation_so_far(store: MemoryS
 
 
 def test_retrieval_queries_keep_the_new_prompt_on_its_own() -> None:
-    from ocat.chat import retrieval_queries
+    from ocat.chat.messages import retrieval_queries
     from ocat.records import Exchange
 
     history = [Exchange(user_prompt=f"p{i}", assistant_response="r", thread_id="t", session_id="s") for i in range(4)]
@@ -96,11 +96,11 @@ def test_history_is_trimmed_to_the_model_window_oldest_first(store: MemoryStore)
     session = session_on(store, **{"vector_store.chat_window": 50, "llm.model": "openai/unknown-local-model"})
     for index in range(20):
         session.record(f"question {index} " + "word " * 500, f"answer {index}", [])
-    messages = session.request("the newest prompt", []).messages
+    messages = session.build_request("the newest prompt", []).messages
     sent = [m["content"].split()[1] for m in messages if m["role"] == "user"][:-1]
     assert sent and sent[-1] == "19" and "0" not in sent  # the newest kept, the oldest dropped
     assert 10 <= len(sent) < 20
-    from ocat.tokens import count_tokens
+    from ocat.text.tokens import count_tokens
 
     assert sum(count_tokens(m["content"]) for m in messages) <= 8192 - 1024
     assert messages[-1] == {"role": "user", "content": "the newest prompt"}
@@ -112,6 +112,6 @@ def test_a_larger_answer_reserve_leaves_less_history(store: MemoryStore) -> None
                                        "llm.max_tokens": max_tokens})
         for index in range(20):
             session.record(f"question {index} " + "word " * 500, "ok", [])
-        return sum(1 for m in session.request("next", []).messages if m["role"] == "user")
+        return sum(1 for m in session.build_request("next", []).messages if m["role"] == "user")
 
     assert sent_with(6000) < sent_with(None)

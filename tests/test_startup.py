@@ -30,8 +30,8 @@ FIRST_PAINT = """
 import json, sys
 from pathlib import Path
 import ocat.ui.app
-from ocat.config import load_settings
-from ocat.session import ChatSession
+from ocat.config.loading import load_settings
+from ocat.chat.session import ChatSession
 from ocat.ui.app import OcatApp
 
 def loaded():

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from ocat.chunking import ChunkingSettings
+from ocat.text.chunking import ChunkingSettings
 from ocat.errors import InputFileError, StoreError
 from ocat.memory import MemoryStore, RetrievalLimits, StoreLocation, add_path, add_text, retrieve
 from ocat.records import Exchange

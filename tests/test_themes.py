@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from ocat.locations import shipped_dir
-from ocat.themes import check_theme, load_themes
+from ocat.config.locations import shipped_dir
+from ocat.config.themes import check_theme, load_themes
 
 
 def test_every_shipped_theme_is_valid() -> None:

@@ -10,7 +10,7 @@ import pytest
 from ocat.commands import Choose, Confirm, run_command
 from ocat.memory import MemoryStore
 from ocat.operations.threads import conversation_markdown, default_title
-from ocat.session import ChatSession
+from ocat.chat.session import ChatSession
 
 
 def test_a_thread_is_named_by_its_first_prompt_until_renamed(session: ChatSession, store: MemoryStore) -> None:

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from ocat.config import load_settings
+from ocat.config.loading import load_settings
 from ocat.memory import MemoryStore, RetrievalLimits, admitted, retrieve
 from ocat.memory.retrieval.filters import Condition, Filters
 from ocat.memory.retrieval.retrieve import retrieve_any
@@ -55,7 +55,7 @@ def test_the_times_come_from_the_lexical_index_and_chroma_fills_what_it_lacks(st
     from ocat.memory.retrieval.retrieve import _KindSearch
 
     _fill(store)
-    assert store.lexical.times(["grout", "cat", "nothing"]) == {"grout": _at("2025-02-14"), "cat": _at("2025-06-02")}
+    assert store.threads.times(["grout", "cat", "nothing"]) == {"grout": _at("2025-02-14"), "cat": _at("2025-06-02")}
     store.lexical.delete("exchange", ["cat"])  # an index that lags behind Chroma
     search = _KindSearch(store, "exchange", [], None, 1, 0.5, CHAT, (), "hybrid")
     assert search.dates(["grout", "cat"]) == {"grout": _at("2025-02-14"), "cat": _at("2025-06-02")}
@@ -148,7 +148,7 @@ def test_explicit_dates_win_over_the_words(store: MemoryStore) -> None:
 
 
 def test_the_user_is_told(store: MemoryStore) -> None:
-    from ocat.headless import format_hits
+    from ocat.headless.actions import format_hits
 
     _fill(store)
     found = search([store], "which grout did we choose for the tiles in april?", SETTINGS, now=NOW)

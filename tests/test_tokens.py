@@ -1,4 +1,4 @@
-"""Counting tokens (ocat.tokens): tiktoken only when its encoding is on this machine, never a
+"""Counting tokens (ocat.text.tokens): tiktoken only when its encoding is on this machine, never a
 fetch; and the estimate that the soft budgets (wake block, memories, tool results) use."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from ocat import tokens
-from ocat.tokens import count_tokens, estimate_tokens
+from ocat.text import tokens
+from ocat.text.tokens import count_tokens, estimate_tokens
 
 
 @pytest.fixture

@@ -9,10 +9,10 @@ from typing import Any
 
 from bench.recall_folds import Asked, Hit, _hits, _z
 from bench.tool_recall import Case, Costs, ToolGate, question_range, score, shipped_gate, simulate
-from ocat.config import load_settings
+from ocat.config.loading import load_settings
 from ocat.memory import MemoryStore, RetrievalLimits
 from ocat.records import Exchange
-from ocat.tokens import estimate_tokens
+from ocat.text.tokens import estimate_tokens
 
 # Gates that inject everything the chat's top 5 holds, and nothing at all (z never reaches 99).
 OPEN = ToolGate(-99.0, -99.0, 99.0, 5)

@@ -1,4 +1,4 @@
-"""Issue 30: the model uses memory through tools, in the turn (ocat.turn): search_memory,
+"""Issue 30: the model uses memory through tools, in the turn (ocat.chat.turn): search_memory,
 read_thread and remember, called as providers stream calls (several per step, arguments in
 pieces), bad input turned into tool errors, a model that calls for ever stopped, a model that
 refuses tools asked again without them."""
@@ -12,12 +12,12 @@ from typing import Any
 
 import pytest
 
-from ocat.config import load_settings
+from ocat.config.loading import load_settings
 from ocat.memory import MemoryStore
 from ocat.records import SUPERSEDED_KEY, Exchange
-from ocat.session import ChatSession
+from ocat.chat.session import ChatSession
 from ocat.tools.calls import CallState
-from ocat.turn import Turn
+from ocat.chat.turn import Turn
 from tests.support.fakes import FakeLLMServer
 
 
@@ -135,7 +135,7 @@ def test_a_result_over_the_budget_is_cut_with_a_note(store: MemoryStore, llm_ser
     llm_server.script = [[{"name": "search_memory", "arguments": {"query": "pump", "limit": 10}}], "ok"]
     turn = session_on(store, llm_server, **{"tools.result_tokens": 300}).turn("pumps?")
     run(turn)
-    from ocat.tokens import estimate_tokens
+    from ocat.text.tokens import estimate_tokens
 
     assert estimate_tokens(turn.calls[0].result) <= 300
 
@@ -151,7 +151,7 @@ def test_results_share_the_budget_best_first_and_none_is_cut_away(store: MemoryS
     llm_server.script = [[{"name": "search_memory", "arguments": {"query": "pump pressure log", "limit": 5}}], "ok"]
     turn = session_on(store, llm_server).turn("pumps?")
     run(turn)
-    from ocat.tokens import estimate_tokens
+    from ocat.text.tokens import estimate_tokens
 
     result = turn.calls[0].result
     assert estimate_tokens(result) <= 1500 and "cut to stay within" not in result
@@ -233,7 +233,7 @@ def test_earlier_calls_reach_the_model_compact_in_the_history(store: MemoryStore
     run(first)
     first.finish()
     turn = session.turn("and back?")
-    turn.prepare()
+    turn.build_request()
     assert turn.request is not None
     answers = [m["content"] for m in turn.request.messages if m["role"] == "assistant"]
     assert answers and answers[-1].startswith('(tools used for this answer: search_memory {"query":"ferry"} -> 3 results [t1')

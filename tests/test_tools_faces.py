@@ -108,7 +108,7 @@ def test_snapshot_a_turn_with_a_tool_call(snap_compare: Any, llm_server: FakeLLM
     import itertools
 
     import ocat.tools.calls as calls
-    import ocat.turn as turn
+    import ocat.chat.turn as turn
 
     ticks = itertools.count(1000.0, 0.012)  # each reading of the clock is 12 ms on: the picture never moves
     monkeypatch.setattr(calls, "clock", lambda: next(ticks))

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from ocat.config import shipped_settings
+from ocat.config.loading import shipped_settings
 from ocat.errors import InputFileError
 from ocat.memory import MemoryStore, RetrievalLimits, StoreLocation, add_text, retrieve
 from ocat.memory.storage.export_import import export_memory, import_memory

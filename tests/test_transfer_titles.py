@@ -11,13 +11,13 @@ from typing import Any
 import pytest
 
 from ocat.commands import run_command
-from ocat.config import load_settings
+from ocat.config.loading import load_settings
 from ocat.errors import InputFileError
 from ocat.memory import MemoryStore, StoreLocation
 from ocat.memory.storage.export_import import export_memory, import_memory
 from ocat.operations.lookup import recent_threads
 from ocat.operations.threads import rename_thread
-from ocat.session import ChatSession
+from ocat.chat.session import ChatSession
 from tests.support.cli import Cli
 from tests.support.fakes import FakeEmbedder
 
@@ -84,7 +84,7 @@ def test_a_title_names_only_a_thread_whose_exchanges_the_file_holds(tmp_path: Pa
     outcome = import_memory(target, write_lines(tmp_path / "m.jsonl", records))
     assert (outcome.titles, outcome.titles_added) == (2, 1)
     assert titles_of(target) == {"a": "first title"}  # whitespace as /rename leaves it
-    assert target.lexical.titles(["elsewhere"]) == {}
+    assert target.threads.titles(["elsewhere"]) == {}
 
 
 @pytest.mark.parametrize(
@@ -110,7 +110,7 @@ def test_a_bad_title_names_its_line_and_nothing_is_imported(
         import_memory(target, path)
     message = str(caught.value)
     assert "bad.jsonl:3: " in message and needle in message and message.endswith("; nothing was imported")
-    assert target.count("exchange") == 0 and target.lexical.titles(["t"]) == {}
+    assert target.count("exchange") == 0 and target.threads.titles(["t"]) == {}
 
 
 def test_the_threads_and_history_commands_count_in_words(store: MemoryStore) -> None:

@@ -17,7 +17,7 @@ import pytest
 
 from ocat.errors import StoreError
 from ocat.memory import MemoryStore
-from ocat.session import ChatSession
+from ocat.chat.session import ChatSession
 from tests.support.cli import Cli, stats
 from tests.support.fakes import FakeLLMServer
 from tests.test_session import session_on
@@ -109,7 +109,7 @@ def test_a_failed_write_is_kept_and_tried_again_on_the_next_turn(store: MemorySt
 
 
 def test_what_memory_cannot_take_at_the_end_is_kept_and_the_next_start_writes_it(store: MemoryStore) -> None:
-    from ocat.kept import kept_folder
+    from ocat.chat.unsaved import unsaved_folder
 
     session = session_on(store)
 
@@ -123,14 +123,14 @@ def test_what_memory_cannot_take_at_the_end_is_kept_and_the_next_start_writes_it
     assert not session.memory_on and len(session.unsaved) == 1
     note = session.close() or ""
     assert "1 exchange of this chat could not be written to memory" in note and "kept in" in note
-    files = list(kept_folder(session.settings).glob("*.jsonl"))
+    files = list(unsaved_folder(session.settings).glob("*.jsonl"))
     assert len(files) == 1 and "remember the blue door" in files[0].read_text()
 
     store.add_exchanges, store.count = real_add, real_count  # type: ignore[method-assign]
     later = ChatSession(session.settings, store=store)
-    said = later.write_kept() or ""
+    said = later.save_unsaved_files() or ""
     assert "1 exchange kept by an earlier chat was written to memory" in said
-    assert store.count("exchange") == 1 and not list(kept_folder(session.settings).glob("*.jsonl"))
+    assert store.count("exchange") == 1 and not list(unsaved_folder(session.settings).glob("*.jsonl"))
 
 
 # -- the CLI: the attack as a user makes it ---------------------------------------------------------
@@ -218,7 +218,7 @@ async def test_the_chat_says_a_search_failed_keeps_memory_on_and_stores_the_turn
 async def test_quitting_the_chat_with_unsaved_exchanges_keeps_them_and_says_where(
     llm_server: FakeLLMServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from ocat.kept import kept_folder
+    from ocat.chat.unsaved import unsaved_folder
     from tests.support.pilot import make_app, memory_ready, send
 
     app = make_app(llm_server)
@@ -235,9 +235,9 @@ async def test_quitting_the_chat_with_unsaved_exchanges_keeps_them_and_says_wher
         await pilot.press("ctrl+q")
     assert app.closing is not None
     app.closing.join(30)
-    note = app.session.closing_note or ""
+    note = app.session.unsaved_note or ""
     assert "1 exchange of this chat could not be written to memory" in note and "kept in" in note
-    files = list(kept_folder(app.session.settings).glob("*.jsonl"))
+    files = list(unsaved_folder(app.session.settings).glob("*.jsonl"))
     assert len(files) == 1 and "blue pot" in files[0].read_text()
 
 
@@ -247,8 +247,8 @@ async def test_quitting_the_chat_with_unsaved_exchanges_keeps_them_and_says_wher
 WAIT_FOR_THE_MODEL = """
 import pathlib, sys, time
 import ocat.memory as memory
-from ocat.config import load_settings
-from ocat.session import ChatSession
+from ocat.config.loading import load_settings
+from ocat.chat.session import ChatSession
 
 real = memory.preload_embedder
 marker = pathlib.Path(sys.argv[1])

@@ -89,7 +89,7 @@ def test_a_damaged_file_is_moved_aside_rebuilt_and_said(tmp_path: Path, which: s
     assert store.count("exchange") == 400 and store.lexical.count("exchange") == 400
     assert store.prompts.count() == 400
     assert retrieve(store, "where does the ladder hang?", LIMITS)
-    assert store.lexical.titles(["t3"]) == {"t3": "Garden"}
+    assert store.threads.titles(["t3"]) == {"t3": "Garden"}
     out = tmp_path / "export.jsonl"
     with out.open("w") as handle:
         result = export_memory(store, handle)
@@ -106,7 +106,7 @@ def test_damage_met_mid_search_degrades_that_search_and_the_next_turn_rebuilds(t
     assert store.damaged
     session.recall("and the boiler?")
     assert "rebuilt from the store" in (session.problem or "") and not store.damaged
-    assert store.lexical.count("exchange") == 50 and store.lexical.titles(["t3"]) == {"t3": "Garden"}
+    assert store.lexical.count("exchange") == 50 and store.threads.titles(["t3"]) == {"t3": "Garden"}
 
 
 def test_a_search_with_a_failing_index_still_returns_hits(tmp_path: Path) -> None:
@@ -148,7 +148,7 @@ def test_check_finds_what_is_wrong_and_repair_makes_it_whole(tmp_path: Path) -> 
     def finish(whole: MemoryStore, partial: Any) -> Finished:
         if partial.document_id == "gone":
             from ocat.memory.ingest.finishing import finish_document
-            from ocat.settings import ChunkingSettings
+            from ocat.config.settings import ChunkingSettings
 
             return finish_document(whole, partial, ChunkingSettings("semantic", 1000, 0, 2000, True))
         finished.append(partial.file)
@@ -162,7 +162,7 @@ def test_check_finds_what_is_wrong_and_repair_makes_it_whole(tmp_path: Path) -> 
     assert done.kept_documents == [f"{tmp_path / 'deleted.txt'} (1 of 2 chunks): kept as it is: its file is gone"]
     assert done.after.healthy, done.after.lines()
     reopened = open_store(folder)
-    assert reopened.lexical.titles(["t3"]) == {"t3": "Garden"} and reopened.count("exchange") == 40
+    assert reopened.threads.titles(["t3"]) == {"t3": "Garden"} and reopened.count("exchange") == 40
     assert reopened.count("document") == 4 and reopened.get("doc-gone-0") is not None
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ocat.config import load_settings
+from ocat.config.loading import load_settings
 from ocat.errors import ConfigError
 from tests.support.cli import Cli
 

@@ -1,7 +1,7 @@
 """Issue 23, breaks 2 and 3, and the export's own faults: titles are user data, every backup restores.
 
 - `/rename` took ESC, BEL, U+202E, DEL and C1 characters; export wrote them; import then refused
-  the whole file. One rule now cleans a title wherever it comes in (ocat.text.clean_title).
+  the whole file. One rule now cleans a title wherever it comes in (ocat.text.terminal.clean_title).
 - Titles lived only in the lexical index, a derived file: deleting it lost them. They now live
   in Chroma, on every exchange of the thread; the index keeps a copy it rebuilds.
 - Export wrote raw DEL, C1 and bidi characters, and an export imported again exported in
@@ -60,7 +60,7 @@ def test_rename_strips_terminal_and_bidi_controls_and_the_backup_restores(tmp_pa
     text = exported(store, tmp_path / "backup.jsonl")
     restored = open_store(tmp_path / "b")
     result = import_memory(restored, tmp_path / "backup.jsonl")
-    assert result.titles_added == 1 and restored.lexical.titles(["t1"]) == {"t1": CLEANED}
+    assert result.titles_added == 1 and restored.threads.titles(["t1"]) == {"t1": CLEANED}
     assert json.loads(text.splitlines()[-1]) == {"kind": "thread", "thread_id": "t1", "title": CLEANED}
 
 
@@ -73,7 +73,7 @@ def test_an_old_export_with_controls_in_a_title_imports_cleaned(tmp_path: Path) 
         out.write(json.dumps({"kind": "thread", "thread_id": "t1", "title": HOSTILE}, ensure_ascii=False) + "\n")
     restored = open_store(tmp_path / "b")
     import_memory(restored, backup)
-    assert restored.lexical.titles(["t1"]) == {"t1": CLEANED}
+    assert restored.threads.titles(["t1"]) == {"t1": CLEANED}
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -87,7 +87,7 @@ def test_any_title_the_store_accepts_survives_export_then_import(tmp_path: Path,
     exported(store, backup)
     restored = open_store(folder / "b")
     import_memory(restored, backup)  # never refused
-    assert restored.lexical.titles(["t1"]) == ({"t1": given_title} if given_title else {})
+    assert restored.threads.titles(["t1"]) == ({"t1": given_title} if given_title else {})
 
 
 # -- break 3: titles live in the primary store ------------------------------------------------------
@@ -104,7 +104,7 @@ def test_titles_survive_deleting_the_lexical_index(tmp_path: Path) -> None:
     for derived in (tmp_path / "s").glob("ocat-lexical-*"):
         derived.unlink()
     reopened = open_store(tmp_path / "s")
-    assert reopened.lexical.titles(["t1"]) == {"t1": "The kitchen"}
+    assert reopened.threads.titles(["t1"]) == {"t1": "The kitchen"}
     lines = [json.loads(line) for line in exported(reopened, tmp_path / "e.jsonl").splitlines()]
     assert {"kind": "thread", "thread_id": "t1", "title": "The kitchen"} in lines
 
@@ -114,14 +114,14 @@ def test_a_store_whose_titles_were_only_in_the_index_is_upgraded(tmp_path: Path)
     thread(store, "t1", ["kitchen plan"])
     thread(store, "t2", ["garden"])
     # As an older ocat left it: the title in the index only, and no marker of the move.
-    store.lexical.set_title("t1", "The kitchen")
+    store.threads.set_title("t1", "The kitchen")
     index = store.lexical.path
     store.lexical.close()
     with sqlite3.connect(index) as db:
         db.execute("DELETE FROM meta")
     reopened = open_store(tmp_path / "s")
-    assert reopened.get_thread("t1") and reopened.lexical.titles(["t1", "t2"]) == {"t1": "The kitchen"}
-    reopened.lexical.replace_titles({})  # the copy lost: Chroma still has it
+    assert reopened.get_thread("t1") and reopened.threads.titles(["t1", "t2"]) == {"t1": "The kitchen"}
+    reopened.threads.replace_titles({})  # the copy lost: Chroma still has it
     lines = exported(reopened, tmp_path / "e.jsonl")
     assert '"title": "The kitchen"' in lines
 

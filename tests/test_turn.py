@@ -1,4 +1,4 @@
-"""The chat turn, written once (ocat.turn): its steps, what it holds, and that no face writes it again."""
+"""The chat turn, written once (ocat.chat.turn): its steps, what it holds, and that no face writes it again."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ from typing import AsyncIterator
 
 import pytest
 
-from ocat.config import load_settings
+from ocat.config.loading import load_settings
 from ocat.errors import ProviderError
 from ocat.memory import MemoryStore
-from ocat.session import ChatSession
-from ocat.turn import Turn, TurnError, TurnState
+from ocat.chat.session import ChatSession
+from ocat.chat.turn import Turn, TurnError, TurnState
 
 OCAT = Path(__file__).resolve().parent.parent / "ocat"
 

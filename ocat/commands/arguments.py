@@ -14,7 +14,7 @@ from itertools import pairwise
 from typing import TYPE_CHECKING, Literal
 
 from ocat.errors import UsageError
-from ocat.limits import whole_number
+from ocat.text.limits import whole_number
 
 if TYPE_CHECKING:
     from ocat.commands.registry import Command

@@ -10,7 +10,7 @@ from ocat.commands.results import CommandResult
 from ocat.commands.results import BrowseMemory
 
 if TYPE_CHECKING:
-    from ocat.session import ChatSession
+    from ocat.chat.session import ChatSession
 
 
 @command("memory", "browse, search and manage all of memory (Ctrl+R)", group="memory",

@@ -8,12 +8,12 @@ from typing import TYPE_CHECKING
 from ocat.commands.arguments import Arg
 from ocat.commands.registry import command
 from ocat.commands.results import CommandResult, ShowThemes
-from ocat.config import CONTEXT_MODES
-from ocat.limits import DEFAULT_LISTED, MAX_LISTED, MIN_LISTED
-from ocat.text import count_of, local_time
+from ocat.config.loading import CONTEXT_MODES
+from ocat.text.limits import DEFAULT_LISTED, MAX_LISTED, MIN_LISTED
+from ocat.text.terminal import count_of, local_time
 
 if TYPE_CHECKING:
-    from ocat.session import ChatSession
+    from ocat.chat.session import ChatSession
 
 
 def listed_count(what: str) -> Arg:
@@ -42,7 +42,7 @@ def _model(session: ChatSession, name: str | None) -> CommandResult:
     if name:
         _change_setting(session, "llm", "model", name)
         return CommandResult(text=f"Model: {name} from the next turn on.")
-    from ocat import model_list
+    from ocat.llm import model_list
 
     current = session.settings.llm.model
     # Asked for: fetched again (a short timeout; commands run in a thread), and kept for completion.

@@ -10,7 +10,7 @@ from ocat.commands.results import CommandResult, Send
 from ocat.commands.results import EditPrompt
 
 if TYPE_CHECKING:
-    from ocat.session import ChatSession
+    from ocat.chat.session import ChatSession
 
 
 @command("edit", "compose in $EDITOR; (last) edit and resend the last prompt", group="conversation",

@@ -10,14 +10,14 @@ from ocat.commands.arguments import Arg
 from ocat.commands.registry import command, require_model, require_store
 from ocat.commands.results import CommandResult, Confirm
 from ocat.errors import UsageError
-from ocat.limits import MAX_RESULTS, MIN_RESULTS
-from ocat.locations import display_path
+from ocat.text.limits import MAX_RESULTS, MIN_RESULTS
+from ocat.config.locations import display_path
 from ocat.records import Exchange
-from ocat.text import count_of, local_time
+from ocat.text.terminal import count_of, local_time
 
 if TYPE_CHECKING:
     from ocat.memory import MemoryStore
-    from ocat.session import ChatSession
+    from ocat.chat.session import ChatSession
 
 
 # A /vquery excerpt as the command gives it: more than the widest terminal shows; each face
@@ -30,7 +30,7 @@ EXCERPT_CHARS = 400
     "search memory: rank, score, where from, date, excerpt", group="memory",
     arguments=(
         Arg("query", "a query", kind="text"),
-        # The same rule and limits as `--results` (ocat.limits).
+        # The same rule and limits as `--results` (ocat.text.limits).
         Arg("count", "how many results", kind="int", optional=True, lo=MIN_RESULTS, hi=MAX_RESULTS,
             default_help="vector_store.context_results"),
     ),

@@ -17,7 +17,7 @@ from ocat.commands.results import CommandResult
 from ocat.errors import OcatError, UsageError
 
 if TYPE_CHECKING:
-    from ocat.session import ChatSession
+    from ocat.chat.session import ChatSession
 
 
 # A handler takes the session and one keyword argument per declared argument, already checked.

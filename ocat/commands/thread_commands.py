@@ -8,12 +8,12 @@ from ocat.commands.arguments import Arg
 from ocat.commands.registry import command, require_store
 from ocat.commands.results import Choose, CommandResult, Confirm, Send
 from ocat.commands.conversation import listed_count
-from ocat.limits import DEFAULT_LISTED
-from ocat.locations import display_path
-from ocat.text import count_of, local_time
+from ocat.text.limits import DEFAULT_LISTED
+from ocat.config.locations import display_path
+from ocat.text.terminal import count_of, local_time
 
 if TYPE_CHECKING:
-    from ocat.session import ChatSession
+    from ocat.chat.session import ChatSession
 
 
 @command("threads", "list recent threads: id, last active, exchanges, title", group="conversation",

@@ -10,7 +10,7 @@ from ocat.commands.results import CommandResult
 from ocat.errors import OcatError
 
 if TYPE_CHECKING:
-    from ocat.session import ChatSession
+    from ocat.chat.session import ChatSession
 
 
 @command("tools", "list the MCP servers and their tools, allowed or not ('deny SERVER.TOOL' takes an 'always' back)",

@@ -7,11 +7,11 @@ from typing import TYPE_CHECKING
 from ocat.commands.arguments import Arg
 from ocat.commands.registry import command, require_model, require_store
 from ocat.commands.results import CommandResult, EditFile
-from ocat.locations import display_path
+from ocat.config.locations import display_path
 
 if TYPE_CHECKING:
     from ocat.memory import MemoryStore
-    from ocat.session import ChatSession
+    from ocat.chat.session import ChatSession
 
 
 @command("wake", "show what the model knows at the start of every thread: pins, profile, recent threads", group="wake",

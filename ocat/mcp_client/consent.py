@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Callable, Iterable
 
-from ocat.locations import state_dir
-from ocat.text import printable
+from ocat.config.locations import state_dir
+from ocat.text.terminal import printable
 
 DENIED = "the user did not allow this tool"
 _STATE_FILE = "tool_consent.json"

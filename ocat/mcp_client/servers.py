@@ -27,7 +27,7 @@ from typing import Any, Sequence
 
 from ocat.errors import OcatError
 from ocat.mcp_client.config import McpServerConfig
-from ocat.redact import redact
+from ocat.text.redact import redact
 
 log = logging.getLogger(__name__)
 

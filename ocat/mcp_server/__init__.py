@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ocat.config import Settings
+    from ocat.config.loading import Settings
 
 
 def serve(settings: Settings, store_names: list[str]) -> int:

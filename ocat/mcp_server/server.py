@@ -19,7 +19,7 @@ from ocat.errors import OcatError
 from ocat.records import RecordKind
 
 if TYPE_CHECKING:
-    from ocat.config import Settings
+    from ocat.config.loading import Settings
     from ocat.mcp_server.tools import MemoryTools
 
 log = logging.getLogger("ocat.mcp")

@@ -16,7 +16,7 @@ from dataclasses import asdict
 from typing import TYPE_CHECKING, Any, Callable, Mapping, TypeVar
 
 from ocat.errors import StoreError, UsageError
-from ocat.limits import INT64_MAX, INT64_MIN
+from ocat.text.limits import INT64_MAX, INT64_MIN
 from ocat.memory import DOCUMENT_KEYS, FilterSpec
 from ocat.records import EXCHANGE_FIELDS
 from ocat.operations.search import hit_record
@@ -24,7 +24,7 @@ from ocat.operations.search import hit_record
 from ocat.operations.lookup import Record, as_hit
 
 if TYPE_CHECKING:
-    from ocat.config import Settings
+    from ocat.config.loading import Settings
     from ocat.memory import MemoryStore
 
 log = logging.getLogger("ocat.mcp")

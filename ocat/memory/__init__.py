@@ -1,6 +1,6 @@
 """ocat's episodic memory, usable from scripts: open a store from a config, add, search, get, delete.
 
-    from ocat.config import load_settings
+    from ocat.config.loading import load_settings
     from ocat.memory import open_store, retrieve, RetrievalLimits
 
     settings = load_settings()

@@ -23,10 +23,10 @@ from ocat.memory.storage.chroma import (
     open_client,
 )
 from ocat.memory.storage.store import MemoryStore
-from ocat.settings import COLLECTION_NAME
+from ocat.config.settings import COLLECTION_NAME
 
 if TYPE_CHECKING:
-    from ocat.config import Settings
+    from ocat.config.loading import Settings
     from ocat.memory.embedding.embedders import Embedder
 
 def parse_store_names(text: str) -> list[str]:
@@ -143,7 +143,7 @@ def _stores_in(collections: Iterable[str]) -> set[str]:
 
 def _sibling_stores(settings: Settings) -> set[str]:
     """In the default layout (a folder per store), the stores of the other folders."""
-    from ocat import locations
+    from ocat.config import locations
 
     if settings.vector_store.path is not None or settings.vector_store.host:
         return set()

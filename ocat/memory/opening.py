@@ -16,7 +16,7 @@ from ocat.memory.storage.chroma import StoreLocation
 from ocat.memory.storage.store import MemoryStore
 
 if TYPE_CHECKING:
-    from ocat.config import Settings
+    from ocat.config.loading import Settings
 
 
 def location_for(settings: Settings) -> StoreLocation:

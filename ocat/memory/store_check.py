@@ -19,7 +19,7 @@ from ocat.memory.storage.chroma import StoreLocation
 from ocat.memory.storage.primary import SHRUNK_ADVICE, StoreShrunk, lost_records, primary_problem
 from ocat.memory.storage.store import MemoryStore
 from ocat.records import RECORD_KINDS, RecordKind
-from ocat.text import count_of
+from ocat.text.terminal import count_of
 
 # The tables of record ids in each derived file, by the kind of record they follow.
 _ID_TABLES: dict[str, dict[RecordKind, str]] = {

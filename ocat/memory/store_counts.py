@@ -15,7 +15,7 @@ from ocat.memory.storage.store import MemoryStore
 from ocat.records import StoreStats
 
 if TYPE_CHECKING:
-    from ocat.config import Settings
+    from ocat.config.loading import Settings
 
 
 def store_stats(store: MemoryStore, settings: Settings) -> StoreStats:

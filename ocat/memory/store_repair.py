@@ -24,7 +24,7 @@ from ocat.memory.storage.primary import StoreShrunk
 from ocat.memory.storage.reconcile import sync_lexical, sync_prompts
 from ocat.memory.storage.store import MemoryStore
 from ocat.memory.storage.thread_titles import carry_titles_from_file, sync_titles
-from ocat.text import count_of
+from ocat.text.terminal import count_of
 
 # Adds the chunks a partial document lacks, or says why it is kept as it is (ocat.memory.ingest.finishing).
 Finish = Callable[[MemoryStore, PartialDocument], Finished]

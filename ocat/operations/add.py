@@ -7,12 +7,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
-from ocat.locations import display_path
+from ocat.config.locations import display_path
 
 if TYPE_CHECKING:
     from ocat.memory import MemoryStore
     from ocat.memory import Source
-    from ocat.settings import ChunkingSettings
+    from ocat.config.settings import ChunkingSettings
 
 # Progress of a long add: (label, chunks stored so far, chunks in all).
 ChunkProgress = Callable[[str, int, int], None]
@@ -70,7 +70,7 @@ class AddSummary:
 
 def chunks(count: int) -> str:
     """'1 chunk', '3 chunks'."""
-    from ocat.text import count_of
+    from ocat.text.terminal import count_of
 
     return count_of(count, "chunk")
 

@@ -19,11 +19,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
 from ocat.records import DocumentChunk, Exchange, RecordKind, SearchHit, source_word
-from ocat.text import count_of, local_time
+from ocat.text.terminal import count_of, local_time
 
 if TYPE_CHECKING:
     from ocat.memory import MemoryStore
-    from ocat.settings import VectorStoreSettings
+    from ocat.config.settings import VectorStoreSettings
 
 # What the browser can show, in the order the kind filter steps through them.
 KINDS = ("all", "thread", "exchange", "note", "document")
@@ -120,7 +120,7 @@ def browse(store: MemoryStore, filters: Filters, *, limit: int = LISTED) -> list
     if "thread" in wanted and chat_allowed:
         entries += _threads(store, since, limit)
     if "exchange" in wanted and chat_allowed:
-        entries += _exchanges(store, store.recent_exchanges(limit, since))
+        entries += _exchanges(store, store.threads.recent_exchanges(limit, since))
     if "note" in wanted or "document" in wanted:
         entries += [e for e in _documents(store, since) if e.kind in wanted]
     entries = [e for e in entries if filters.keeps(e)]

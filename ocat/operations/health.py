@@ -12,7 +12,7 @@ from dataclasses import asdict
 from typing import TYPE_CHECKING, Any, Callable
 
 if TYPE_CHECKING:
-    from ocat.config import Settings
+    from ocat.config.loading import Settings
     from ocat.memory import PartialDocument
     from ocat.memory import Finished
     from ocat.memory import StoreHealth

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Callable, Iterator
 
 from ocat.errors import Cancelled
 from ocat.records import Exchange
-from ocat.text import clean_title, count_of
+from ocat.text.terminal import clean_title, count_of
 
 if TYPE_CHECKING:
     from ocat.history_import import ConversationProblem, ImportedConversation

@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ocat.locations import state_dir
+from ocat.config.locations import state_dir
 
 if TYPE_CHECKING:
     from ocat.history_import import SessionFile
@@ -122,7 +122,7 @@ def default_sessions(fmt: str | None) -> FolderExports:
     from ocat.history_import import AGENT_FORMATS
     from ocat.history_import.agent_sessions import default_folder, session_files
     from ocat.history_import.folders import FolderExports
-    from ocat.locations import display_path
+    from ocat.config.locations import display_path
 
     if fmt is not None and fmt not in AGENT_FORMATS:
         raise UsageError(f"--import-history needs the path of the {fmt} export (only Claude Code's and Codex's "

@@ -9,9 +9,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from ocat.errors import NotFound, UsageError
-from ocat.limits import stored_count
+from ocat.text.limits import stored_count
 from ocat.records import ORIGIN_KEY, PROJECT_KEY, DocumentChunk, Exchange, SearchHit, source_word
-from ocat.text import count_of, local_time, shorten
+from ocat.text.terminal import count_of, local_time, shorten
 
 if TYPE_CHECKING:
     from ocat.memory import MemoryStore
@@ -182,12 +182,12 @@ class ThreadSummary:
 
 def recent_threads(store: MemoryStore, count: int, only: Sequence[str] | None = None) -> list[ThreadSummary]:
     """The `count` most recently active threads (of `only`, when given), most recent first."""
-    summaries = store.recent_threads(count, only)
+    summaries = store.threads.recent(count, only)
     heads: dict[str, dict[str, Any]] = {}
     if summaries:
         got = store.fetch("exchange", [head for *_, head in summaries if head], vectors=False)
         heads = {i: dict(m or {}) for i, m in zip(got["ids"], got["metadatas"])}
-    titles = store.thread_titles([thread_id for thread_id, *_ in summaries])
+    titles = store.threads.titles([thread_id for thread_id, *_ in summaries])
     return [
         ThreadSummary(thread_id, size, first, last, str(heads.get(head, {}).get("user_prompt", "")),
                       titles.get(thread_id, ""), str(heads.get(head, {}).get(ORIGIN_KEY) or ""),
@@ -198,7 +198,7 @@ def recent_threads(store: MemoryStore, count: int, only: Sequence[str] | None = 
 
 def resolve_thread(store: MemoryStore, prefix: str) -> str:
     """The one thread id starting with `prefix` (UsageError if none or several)."""
-    found = store.threads_starting(prefix)
+    found = store.threads.starting(prefix)
     if not found:
         raise UsageError(f"no thread with an id starting {prefix!r}; /threads lists them")
     if len(found) > 1:

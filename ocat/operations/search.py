@@ -15,14 +15,14 @@ from decimal import ROUND_FLOOR, Decimal
 from typing import TYPE_CHECKING, Any, Sequence
 
 from ocat.records import SUPERSEDED_KEY, SearchHit
-from ocat.text import count_of
+from ocat.text.terminal import count_of
 
 if TYPE_CHECKING:
     from ocat.memory import StoreHit
     from ocat.memory import Filters
     from ocat.memory import ProjectScope
     from ocat.memory import MemoryStore
-    from ocat.settings import VectorStoreSettings
+    from ocat.config.settings import VectorStoreSettings
 
 # Left out of a hit's metadata: an exchange's text already holds its prompt and answer, `kind`
 # is said once per hit, and the hashes mean nothing to a reader; repeating them costs tokens.

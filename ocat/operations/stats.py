@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Callable, Sequence
 from ocat.records import StoreStats
 
 if TYPE_CHECKING:
-    from ocat.config import Settings
+    from ocat.config.loading import Settings
     from ocat.memory import MemoryStore
 
 
@@ -57,7 +57,7 @@ def stats_rows(one: StoreStats, show_path: Callable[[str], str] = str) -> list[t
 
 def config_row(settings: Settings, show_path: Callable[[str], str] = str) -> tuple[str, str]:
     """("config", the user file read), or where one would be read from when there is none."""
-    from ocat.locations import user_config_file
+    from ocat.config.locations import user_config_file
 
     if settings.config_path:
         return "config", show_path(settings.config_path)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Sequence
 
 if TYPE_CHECKING:
-    from ocat.config import Settings
+    from ocat.config.loading import Settings
 
 # Actions that read a store, or change records already in it: for them a store named with
 # `--store` that was never made is a mistyped name (an error listing the stores), never a new,
@@ -66,7 +66,7 @@ def chat_note(name: str | None, configured: str, settings: Settings) -> str | No
 
 def where(settings: Settings) -> str:
     """Where the configured store lives, as a user reads it (`~/...`, or a server's address)."""
-    from ocat.locations import display_path
+    from ocat.config.locations import display_path
     from ocat.memory import location_for
 
     location = location_for(settings)

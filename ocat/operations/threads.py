@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
 from ocat.errors import UsageError
-from ocat.limits import MAX_TITLE_CHARS
+from ocat.text.limits import MAX_TITLE_CHARS
 from ocat.memory import set_thread_title
-from ocat.text import clean_title, count_of, local_time, shorten
+from ocat.text.terminal import clean_title, count_of, local_time, shorten
 
 if TYPE_CHECKING:
     from ocat.memory import MemoryStore
@@ -41,7 +41,7 @@ def rename_thread(store: MemoryStore, thread_id: str, title: str) -> str:
 
 def thread_title(store: MemoryStore, thread_id: str, exchanges: Sequence[Exchange]) -> str:
     """What a thread is called: the title given to it, else its first prompt, shortened."""
-    given = store.thread_titles([thread_id]).get(thread_id)
+    given = store.threads.titles([thread_id]).get(thread_id)
     return given or default_title(exchanges[0].user_prompt if exchanges else "")
 
 
@@ -61,7 +61,7 @@ def delete_thread(store: MemoryStore, thread_id: str) -> DeletedThread:
         raise UsageError(f"no thread {thread_id!r} in memory")
     title = thread_title(store, thread_id, exchanges)
     removed = store.delete([e.exchange_id for e in exchanges])
-    store.drop_thread_title(thread_id)
+    store.threads.set_title(thread_id, None)
     return DeletedThread(thread_id, title, removed)
 
 

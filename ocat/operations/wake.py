@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 from ocat.errors import OcatError
 from ocat.operations.profile import fit_lines, read_profile
 from ocat.records import ONE_SHOT, SUPERSEDED_KEY, Exchange
-from ocat.text import count_of, local_time, shorten
+from ocat.text.terminal import count_of, local_time, shorten
 
 if TYPE_CHECKING:
-    from ocat.config import Settings
+    from ocat.config.loading import Settings
     from ocat.memory import Pinned
     from ocat.memory import MemoryStore
     from ocat.operations.lookup import ThreadSummary
@@ -151,7 +151,7 @@ def build_wake(
     model is sent as history already). Several stores (an MCP server reading `a,b`) give their
     pins and threads together; the recent threads of `project` (the chat's) come first. Memory
     that cannot be read leaves its part out."""
-    from ocat.tokens import estimate_tokens
+    from ocat.text.tokens import estimate_tokens
 
     count = count or estimate_tokens
     stores: list[MemoryStore] = [] if store is None else list(store) if isinstance(store, Sequence) else [store]
@@ -229,7 +229,7 @@ def _threads(store: MemoryStore, count: int) -> list[ThreadSummary]:
 
 
 def _shown_path(path: Path) -> str:
-    from ocat.locations import display_path
+    from ocat.config.locations import display_path
 
     return display_path(str(path))
 

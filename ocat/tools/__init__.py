@@ -1,6 +1,6 @@
 """The tools the chat model may call, and what became of each call.
 
-This is the front door: a turn (ocat.turn) asks its session for a `ToolBox`, offers its
+This is the front door: a turn (ocat.chat.turn) asks its session for a `ToolBox`, offers its
 `schemas()` to the model, and `run`s each `ToolCall` the model makes; the faces show the
 calls. The rooms behind it: `calls` (one call, assembled from a streamed answer),
 `box` (the specs, argument checks, budgets and errors), `memory_tools` (search_memory,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ocat.text import printable, shorten
+from ocat.text.terminal import printable, shorten
 
 if TYPE_CHECKING:
     from ocat.tools.server_tools import ServerTools

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ocat.mcp_client.consent import DENIED
-from ocat.text import printable, shorten
+from ocat.text.terminal import printable, shorten
 from ocat.tools.box import ToolFailed, ToolOutcome, ToolSpec
 
 if TYPE_CHECKING:

@@ -14,14 +14,14 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from ocat.errors import UsageError
 from ocat.records import SUPERSEDED_KEY, DocumentChunk, Exchange, SearchHit
-from ocat.text import count_of, shorten
+from ocat.text.terminal import count_of, shorten
 from ocat.tools.box import ToolFailed, ToolOutcome, ToolSpec
 
 if TYPE_CHECKING:
     from ocat.memory import Filters
     from ocat.memory import ProjectScope
     from ocat.memory import MemoryStore
-    from ocat.settings import Settings
+    from ocat.config.settings import Settings
 
 # The most characters a note the model stores may have (a longer one is a document: /vdoc).
 REMEMBER_CHARS = 8000
@@ -132,7 +132,7 @@ def _fitted_results(context: MemoryToolContext, ranked: list[tuple[SearchHit, st
     45% of the targets found only by the tool were cut). The characters a token holds vary, so
     the share is measured, and made smaller until every result fits: the box's own bound would
     otherwise cut the last results away whole."""
-    from ocat.tokens import estimate_tokens
+    from ocat.text.tokens import estimate_tokens
 
     budget = context.settings.tools.result_tokens - RESULT_MARGIN
     chars = budget * CHARS_PER_TOKEN
@@ -302,7 +302,7 @@ def _exchange_of(context: MemoryToolContext, given: str) -> Exchange:
 
 
 def _when(exchange: Exchange) -> str:
-    from ocat.text import local_time
+    from ocat.text.terminal import local_time
 
     return local_time(exchange.timestamp, "%Y-%m-%d %H:%M", "undated")
 

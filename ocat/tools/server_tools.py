@@ -7,12 +7,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ocat.locations import state_dir
+from ocat.config.locations import state_dir
 from ocat.mcp_client.consent import Consent
 
 if TYPE_CHECKING:
     from ocat.mcp_client.servers import McpServers, ServerStatus
-    from ocat.settings import Settings
+    from ocat.config.settings import Settings
     from ocat.tools.box import ToolSpec
 
 

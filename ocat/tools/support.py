@@ -12,10 +12,10 @@ import json
 import os
 from typing import TYPE_CHECKING
 
-from ocat.locations import state_dir
+from ocat.config.locations import state_dir
 
 if TYPE_CHECKING:
-    from ocat.settings import Settings
+    from ocat.config.settings import Settings
 
 
 def refusing_models() -> set[str]:

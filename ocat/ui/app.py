@@ -22,9 +22,9 @@ from textual.widgets import Footer, Static
 from textual.worker import Worker, WorkerState
 
 from ocat.logs import failure_text
-from ocat.session import ChatSession
-from ocat.text import count_of, printable, without_controls
-from ocat.themes import load_themes
+from ocat.chat.session import ChatSession
+from ocat.text.terminal import count_of, printable, without_controls
+from ocat.config.themes import load_themes
 from ocat.ui.keys import default_keys, keymap
 from ocat.ui.command_view import CommandView
 from ocat.ui.memory_view import MemoryState, MemoryStatus, MemoryView
@@ -95,7 +95,7 @@ class OcatApp(MemoryView, CommandView, PromptFocus, App[int]):
         self._memory_note: NoticeMessage | None = None
         # Giving the store up, once the window has closed (see on_unmount).
         self.closing: threading.Thread | None = None
-        # Theme files that could not be loaded (ocat.themes), for /theme to list.
+        # Theme files that could not be loaded (ocat.config.themes), for /theme to list.
         self.theme_problems: list[str] = []
         self.set_keymap(keymap(session.settings.keys))
 
@@ -126,7 +126,7 @@ class OcatApp(MemoryView, CommandView, PromptFocus, App[int]):
         # Ready comes once the first frame is on screen: only then start chromadb and the
         # model, whose imports would otherwise compete with the first paint for the GIL.
         if self.session.settings.vector_store.enabled:
-            self.load_memory()
+            self.load_memory_in_background()
         # The MCP servers start in the background too; a call not allowed beforehand asks here.
         from ocat.ui.consent import consent_asker
 
@@ -286,7 +286,7 @@ class OcatApp(MemoryView, CommandView, PromptFocus, App[int]):
                 await self._append(indicator)
             await self._append(answer)
             stream = AssistantMessage.get_stream(answer)
-            await asyncio.to_thread(turn.prepare)
+            await asyncio.to_thread(turn.build_request)
             try:
                 async for event in turn:
                     if isinstance(event, str):

@@ -16,7 +16,7 @@ from textual.containers import VerticalScroll
 
 from ocat.errors import OcatError
 from ocat.logs import failure_text
-from ocat.text import count_of, printable
+from ocat.text.terminal import count_of, printable
 from ocat.ui.widgets import TaskProgress, UserMessage, command_view
 
 if TYPE_CHECKING:
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from textual.worker import Worker
 
     from ocat.commands.results import CommandResult, EditFile, EditPrompt
-    from ocat.session import ChatSession
+    from ocat.chat.session import ChatSession
     from ocat.ui.memory_browser import MemoryBrowser
 
     AppBase = App[int]

@@ -18,7 +18,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
 from ocat.mcp_client.consent import Answer, Ask, ConsentRequest
-from ocat.text import printable
+from ocat.text.terminal import printable
 from ocat.ui.widgets import plain
 
 if TYPE_CHECKING:

@@ -12,7 +12,7 @@ from rich.text import Text
 from textual import events
 from textual.widgets import DataTable
 
-from ocat.text import printable, shorten
+from ocat.text.terminal import printable, shorten
 
 # The fitted column never gets narrower than this: at such widths a few letters say more than none.
 MIN_FIT_WIDTH = 12

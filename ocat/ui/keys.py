@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from functools import cache
 
-from ocat.settings import KeysSettings
+from ocat.config.settings import KeysSettings
 
 # Which binding each `keys.*` setting remaps.
 _BINDING_IDS = {
@@ -22,7 +22,7 @@ _BINDING_IDS = {
 @cache
 def default_keys() -> KeysSettings:
     """The keys `config/default.yaml` gives each binding: the one place they are written."""
-    from ocat.config import shipped_settings
+    from ocat.config.loading import shipped_settings
 
     return shipped_settings().keys
 

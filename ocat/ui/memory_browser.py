@@ -25,13 +25,13 @@ from textual.timer import Timer
 from textual.widgets import DataTable, Footer, Input, Markdown, Static
 
 from ocat.operations.browse import KIND_WORDS, Entry, Filters
-from ocat.text import count_of, printable, shorten
+from ocat.text.terminal import count_of, printable, shorten
 from ocat.ui.widgets import plain
 
 if TYPE_CHECKING:
     from ocat.memory import MemoryStore
     from ocat.operations.browse import Deleted
-    from ocat.session import ChatSession
+    from ocat.chat.session import ChatSession
 
 _T = TypeVar("_T")
 
@@ -329,7 +329,7 @@ class MemoryBrowser(Screen[str | None]):
 
     def action_export(self) -> None:
         """Write the highlighted thread (or an exchange's thread) as Markdown into the current folder."""
-        from ocat.locations import display_path
+        from ocat.config.locations import display_path
         from ocat.operations.browse import export_entry
 
         entry = self._current()

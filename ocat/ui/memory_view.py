@@ -18,8 +18,8 @@ from textual.message import Message
 from textual.widgets import Static
 
 from ocat.errors import Cancelled, OcatError
-from ocat.locations import display_path
-from ocat.text import count_of
+from ocat.config.locations import display_path
+from ocat.text.terminal import count_of
 from ocat.ui.widgets import NoticeMessage, TaskProgress, plain
 
 if TYPE_CHECKING:
@@ -28,9 +28,9 @@ if TYPE_CHECKING:
     from textual.containers import VerticalScroll
     from textual.widget import Widget
 
-    from ocat.memory_loading import MemoryLoaded
-    from ocat.turn import Turn
-    from ocat.session import ChatSession
+    from ocat.chat.memory_loading import MemoryLoaded
+    from ocat.chat.turn import Turn
+    from ocat.chat.session import ChatSession
 
     AppBase = App[int]
 else:
@@ -101,7 +101,7 @@ class MemoryView(AppBase):
     closing: threading.Thread | None
 
     class MemoryReady(Message):
-        """Opening memory has ended: `loaded` says how (ocat.memory_loading)."""
+        """Opening memory has ended: `loaded` says how (ocat.chat.memory_loading)."""
 
         def __init__(self, loaded: MemoryLoaded) -> None:
             self.loaded = loaded
@@ -134,11 +134,11 @@ class MemoryView(AppBase):
         self._refresh_header()
 
     @work(thread=True, exclusive=True, group="memory")
-    def load_memory(self) -> None:
+    def load_memory_in_background(self) -> None:
         """Open the store, then ready the embedding model (downloading it on first use), off the
         UI thread: chromadb and the model load here, after first paint. The chat is usable
         meanwhile; its exchanges are kept and written once memory is ready."""
-        from ocat.memory_loading import MemoryLoaded, load_memory, warm_up
+        from ocat.chat.memory_loading import MemoryLoaded, load_memory, warm_up
 
         try:
             def waiting(text: str) -> None:
@@ -262,7 +262,7 @@ class MemoryView(AppBase):
         """Say what `remembered_words` says of the turn's exchange (nothing while memory is
         still loading: it is kept quietly, and written once memory is ready); the header
         follows memory going off and coming back."""
-        from ocat.outcomes import remembered_words
+        from ocat.chat.outcomes import remembered_words
 
         recorded = turn.recorded
         if recorded is None:

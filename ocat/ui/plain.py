@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from ocat.text import printable
+from ocat.text.terminal import printable
 
 
 def plain(text: str, **style: object) -> Text:

@@ -110,7 +110,7 @@ class CommandSuggestions(OptionList):
     def _model_names(self) -> tuple[str, ...]:
         """The provider's models as listed once this session; the first ask fetches them in the
         background (typing never waits for the network), and the list appears when they come."""
-        from ocat import model_list
+        from ocat.llm import model_list
 
         listed = model_list.cached_models(self.app.session.settings.llm)  # type: ignore[attr-defined]
         if listed is None:
@@ -122,7 +122,7 @@ class CommandSuggestions(OptionList):
 
     @work(thread=True, group="model-list", exit_on_error=False)
     def _fetch_models(self) -> None:
-        from ocat import model_list
+        from ocat.llm import model_list
 
         session = self.app.session  # type: ignore[attr-defined]
         try:

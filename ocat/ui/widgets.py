@@ -15,12 +15,12 @@ from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.widgets import Static, TextArea
 
-from ocat.prompt_history import append_history, load_history
+from ocat.chat.prompt_history import append_history, load_history
 from ocat.records import SearchHit
 from ocat.ui.keys import default_keys
 from ocat.ui.plain import plain
 from ocat.ui.suggestions import CommandSuggestions, partial_command
-from ocat.text import printable
+from ocat.text.terminal import printable
 
 if TYPE_CHECKING:
     from textual.widgets import Collapsible, DataTable

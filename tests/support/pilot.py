@@ -7,8 +7,8 @@ from typing import Any
 
 from textual.worker import WorkerCancelled
 
-from ocat.config import load_settings
-from ocat.session import ChatSession
+from ocat.config.loading import load_settings
+from ocat.chat.session import ChatSession
 from ocat.ui.app import OcatApp
 from ocat.ui.widgets import NoticeMessage, PromptInput
 from tests.support.fakes import FakeLLMServer

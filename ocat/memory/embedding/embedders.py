@@ -15,7 +15,7 @@ from ocat.errors import ConfigError, EmbeddingError
 from ocat.memory.embedding.model_files import LOCAL_MODEL_NAME
 
 if TYPE_CHECKING:
-    from ocat.config import EmbeddingSettings
+    from ocat.config.loading import EmbeddingSettings
 
 LOCAL_MODEL_DIMENSIONS = 384
 # all-MiniLM-L6-v2 was trained on sequences of at most 256 word pieces; longer input is cut.

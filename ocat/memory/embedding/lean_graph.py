@@ -24,7 +24,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from ocat.locations import cache_dir
+from ocat.config.locations import cache_dir
 
 # Bumped when the change made to the graph changes: cached graphs of another version are remade.
 VERSION = 1

@@ -19,10 +19,10 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Callable
 
 from ocat.errors import EmbeddingError
-from ocat.locations import cache_dir, display_path
+from ocat.config.locations import cache_dir, display_path
 
 if TYPE_CHECKING:
-    from ocat.config import EmbeddingSettings
+    from ocat.config.loading import EmbeddingSettings
 
 LOCAL_MODEL_NAME = "all-MiniLM-L6-v2"
 # ChromaDB's ONNXMiniLM_L6_V2.MODEL_DOWNLOAD_URL and _MODEL_SHA256 (a test checks they still agree).
@@ -241,7 +241,7 @@ def _download(
     received = 0
     try:
         with os.fdopen(handle, "wb") as out:
-            # A configured URL: embedding.download_url allows http(s):// and file:// only (ocat.settings).
+            # A configured URL: embedding.download_url allows http(s):// and file:// only (ocat.config.settings).
             request = urllib.request.Request(source.url, headers={"User-Agent": "ocat"})  # noqa: S310
             with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310
                 length = response.headers.get("Content-Length")

@@ -11,9 +11,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Literal, Mapping
 
-from ocat.chunking import ChunkingSettings, chunk_text, content_hash
+from ocat.text.chunking import ChunkingSettings, chunk_text, content_hash
 from ocat.errors import InputFileError
-from ocat.limits import stored_count
+from ocat.text.limits import stored_count
 from ocat.memory.storage.store import WRITE_BATCH, MemoryStore
 from ocat.records import SHORTENED_KEY, AddResult, DocumentChunk, now
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from enum import Enum
 from pathlib import Path
-from ocat.chunking import ChunkingSettings, content_hash
+from ocat.text.chunking import ChunkingSettings, content_hash
 from ocat.errors import InputFileError
 from ocat.memory.ingest.documents import PartialDocument, Source, read_text_file
 from ocat.memory.ingest.folders import folder_file_chunks

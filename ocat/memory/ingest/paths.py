@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable
 
-from ocat.chunking import ChunkingSettings
+from ocat.text.chunking import ChunkingSettings
 from ocat.memory.ingest.documents import PathAddResult, Source, document_chunks, read_text_file, store_document
 from ocat.memory.ingest.folders import add_folder_path
 from ocat.memory.storage.store import MemoryStore

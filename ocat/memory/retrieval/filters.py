@@ -19,7 +19,7 @@ from datetime import datetime
 from typing import Any, Iterable
 
 from ocat.errors import UsageError
-from ocat.limits import FIRST_DATE, INT64_MAX, INT64_MIN, LAST_DATE
+from ocat.text.limits import FIRST_DATE, INT64_MAX, INT64_MIN, LAST_DATE
 from ocat.records import EXCHANGE_FIELDS, RECORD_KINDS, RecordKind
 
 # --where KEY=VALUE, or a comparison: KEY>=VALUE, KEY<=VALUE, KEY>VALUE, KEY<VALUE, KEY!=VALUE.

@@ -77,7 +77,7 @@ class Neighbours:
         """`scored` (query `q`'s candidates) with the coherent neighbours of its best
         NEIGHBOUR_SOURCES lifted; each keeps its own fused score, outside the pool too."""
         top = sorted(scored, key=lambda i: scored[i].z, reverse=True)[:NEIGHBOUR_SOURCES]
-        self._links.update(self.store.lexical.neighbours([i for i in top if i not in self._links]))
+        self._links.update(self.store.threads.neighbours([i for i in top if i not in self._links]))
         lifts: dict[str, tuple[float, str]] = {}
         for source in top:
             before, after = self._links.get(source, (None, None))

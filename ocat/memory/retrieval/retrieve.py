@@ -28,7 +28,7 @@ from ocat.memory.storage.terms import query_terms as terms_of_query
 from ocat.records import SUPERSEDED_KEY, RecordKind, SearchHit
 
 if TYPE_CHECKING:
-    from ocat.settings import VectorStoreSettings
+    from ocat.config.settings import VectorStoreSettings
 
 # A hit whose fused score is more than this below the best hit of its kind is left out even
 # above the threshold; fitted with the gate by `bench/recall.py --folds` (docs/RETRIEVAL.md,
@@ -258,7 +258,7 @@ class _KindSearch:
         """When each of these records was made (an exchange's time, a document's date added):
         exchanges from the lexical index's thread order, the rest (and any exchange it lacks)
         from Chroma."""
-        known = self.store.lexical.times(ids) if self.kind == "exchange" else {}
+        known = self.store.threads.times(ids) if self.kind == "exchange" else {}
         missing = [i for i in ids if i not in known]
         if not missing:
             return known
@@ -400,7 +400,7 @@ def within_budget(hits: Sequence[SearchHit], budget: int) -> list[SearchHit]:
 
     A hit too big for what is left is skipped, so a smaller, less relevant one may follow.
     """
-    from ocat.tokens import estimate_tokens
+    from ocat.text.tokens import estimate_tokens
 
     kept: list[SearchHit] = []
     used = 0

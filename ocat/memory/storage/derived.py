@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from ocat.errors import StoreError
-from ocat.locations import cache_dir
+from ocat.config.locations import cache_dir
 
 if TYPE_CHECKING:
     from ocat.memory.storage.chroma import StoreLocation

@@ -16,13 +16,13 @@ from pathlib import Path
 from typing import IO, Any, Callable, Iterable, Iterator
 
 from ocat.errors import InputFileError, StoreError, UsageError
-from ocat.limits import MAX_TITLE_CHARS
-from ocat.locations import cache_dir
+from ocat.text.limits import MAX_TITLE_CHARS
+from ocat.config.locations import cache_dir
 from ocat.memory.storage.export_lines import LATEST_TIME, Line, Pin, ThreadTitle, parse_line
 from ocat.memory.storage.store import WRITE_BATCH, MemoryStore
 from ocat.memory.storage.thread_titles import set_thread_title
 from ocat.records import PINNED_KEY, RECORD_KINDS, THREAD_TITLE_KEY, DocumentChunk, Exchange
-from ocat.text import clean_title, unprintable_escaped
+from ocat.text.terminal import clean_title, unprintable_escaped
 
 # How long an import waits for another one's batch (a batch takes seconds) before giving up.
 LOCK_WAIT_SECONDS = 600
@@ -177,7 +177,7 @@ def _restore_titles(store: MemoryStore, path: Path, threads: set[str]) -> int:
     titles = {r.thread_id: r.title for _, r in _records(path) if isinstance(r, ThreadTitle) and r.thread_id in threads}
     given = 0
     for batch in _batches(sorted(titles), _TITLE_BATCH):
-        named = store.lexical.titles(batch)
+        named = store.threads.titles(batch)
         for thread_id in batch:
             if thread_id not in named:
                 set_thread_title(store, thread_id, titles[thread_id])

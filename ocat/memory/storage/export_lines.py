@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from ocat.errors import InputFileError
-from ocat.limits import MAX_DOCUMENT_CHUNKS, MAX_TITLE_CHARS, stored_count
+from ocat.text.limits import MAX_DOCUMENT_CHUNKS, MAX_TITLE_CHARS, stored_count
 # Chroma keeps integers as signed 64-bit numbers; a larger one silently becomes an approximate float.
-from ocat.limits import FIRST_DATE, INT64_MAX, INT64_MIN, LAST_DATE
+from ocat.text.limits import FIRST_DATE, INT64_MAX, INT64_MIN, LAST_DATE
 from ocat.records import (
     EXCHANGE_FIELDS,
     GIT_BRANCH_KEY,
@@ -29,7 +29,7 @@ from ocat.records import (
     DocumentChunk,
     Exchange,
 )
-from ocat.text import clean_title
+from ocat.text.terminal import clean_title
 
 _STRING_FIELDS = ("exchange_id", "thread_id", "session_id", "user_prompt", "assistant_response")
 # The times a date can show in every time zone (years 1 to 9999, with a day to spare at each

@@ -22,6 +22,7 @@ from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 from ocat.memory.storage.derived import DerivedFileError, checkpoint_at_exit
 from ocat.memory.storage.terms import MAX_QUERY_TERMS, terms, within_postings_budget
+from ocat.memory.storage.thread_catalogue import ThreadCatalogue, like_prefix
 from ocat.records import RECORD_KINDS, THREAD_TITLE_KEY, searched_text
 
 # PRAGMA user_version of an index whose per-term document counts (df_<kind>) are filled in.
@@ -79,12 +80,14 @@ class LexicalIndex:
             self._upgrade()
         except sqlite3.Error as exc:
             raise DerivedFileError(f"cannot open the lexical index {self.path}: {exc}", self.path) from exc
+        # The threads the file records beside the terms: their exchanges' order and their titles.
+        self.threads = ThreadCatalogue(self)
 
     def _upgrade(self) -> None:
         """Fill the term counts of an index made before they were kept (once, from the indexed texts)."""
         if self._db.execute("PRAGMA user_version").fetchone()[0] >= SCHEMA_VERSION:
             return
-        with self._transaction():
+        with self.transaction():
             # Another process may have upgraded it while this one waited for the write lock.
             if self._db.execute("PRAGMA user_version").fetchone()[0] >= SCHEMA_VERSION:
                 return
@@ -109,7 +112,7 @@ class LexicalIndex:
 
     def add(self, kind: str, rows: Iterable[tuple[str, str, Mapping[str, Any]]]) -> None:
         """Index (id, text, metadata) rows; ids already indexed are left as they are."""
-        with self._guarded(), self._transaction():
+        with self.guarded(), self.transaction():
             self._counts.pop(kind, None)
             new_terms: Counter[str] = Counter()
             for record_id, text, metadata in rows:
@@ -136,7 +139,7 @@ class LexicalIndex:
 
     def delete(self, kind: str, record_ids: Sequence[str]) -> None:
         """Remove records from the index (unknown ids are ignored)."""
-        with self._guarded(), self._transaction():
+        with self.guarded(), self.transaction():
             self._counts.pop(kind, None)
             gone: Counter[str] = Counter()
             for record_id in record_ids:
@@ -152,7 +155,7 @@ class LexicalIndex:
 
     def clear(self, kind: str) -> None:
         """Empty one kind's index (before a rebuild)."""
-        with self._guarded(), self._transaction():
+        with self.guarded(), self.transaction():
             self._counts.pop(kind, None)
             self._db.execute(f"DELETE FROM fts_{kind}")
             self._db.execute(f"DELETE FROM ids_{kind}")
@@ -162,7 +165,7 @@ class LexicalIndex:
 
     def count(self, kind: str) -> int:
         """How many records of a kind are indexed."""
-        with self._guarded():
+        with self.guarded():
             # Another process (writing through the owner's server) may have changed the index.
             version = self._db.execute("PRAGMA data_version").fetchone()[0]
             if version != self._data_version:
@@ -182,7 +185,7 @@ class LexicalIndex:
         unique = list(dict.fromkeys(query_terms))
         if not unique or k <= 0:
             return []
-        with self._guarded():
+        with self.guarded():
             chosen = within_postings_budget(self._doc_freqs(kind, unique))[:MAX_QUERY_TERMS]
             if not chosen:
                 return []
@@ -199,7 +202,7 @@ class LexicalIndex:
         unique = list(dict.fromkeys(query_terms))
         if not unique:
             return {}
-        with self._guarded():
+        with self.guarded():
             return self._doc_freqs(kind, unique)
 
     def _doc_freqs(self, kind: str, unique: list[str]) -> dict[str, int]:
@@ -220,7 +223,7 @@ class LexicalIndex:
         if not unique:
             return {}
         marks = ",".join("?" * len(unique))
-        with self._guarded():
+        with self.guarded():
             rows = self._db.execute(
                 f"SELECT i.record_id, f.body FROM ids_{kind} i JOIN fts_{kind} f ON f.rowid = i.rowid "
                 f"WHERE i.record_id IN ({marks})",
@@ -228,124 +231,21 @@ class LexicalIndex:
             ).fetchall()
         return {record_id: frozenset(body.split()) for record_id, body in rows}
 
-    def neighbours(self, record_ids: Sequence[str]) -> dict[str, tuple[str | None, str | None]]:
-        """Each exchange's previous and next exchange in its thread (None at either end).
-
-        One statement for all ids; each neighbour is an index seek on (thread_id, ts).
-        """
-        unique = list(dict.fromkeys(record_ids))
-        if not unique:
-            return {}
-        marks = ",".join("?" * len(unique))
-        with self._guarded():
-            rows = self._db.execute(
-                "SELECT t.record_id, "
-                "(SELECT p.record_id FROM thread_order p WHERE p.thread_id = t.thread_id AND "
-                " (p.ts < t.ts OR (p.ts = t.ts AND p.record_id < t.record_id)) "
-                " ORDER BY p.ts DESC, p.record_id DESC LIMIT 1), "
-                "(SELECT n.record_id FROM thread_order n WHERE n.thread_id = t.thread_id AND "
-                " (n.ts > t.ts OR (n.ts = t.ts AND n.record_id > t.record_id)) ORDER BY n.ts, n.record_id LIMIT 1) "
-                f"FROM thread_order t WHERE t.record_id IN ({marks})",
-                unique,
-            ).fetchall()
-        return {record_id: (before, after) for record_id, before, after in rows}
-
-    def times(self, record_ids: Sequence[str]) -> dict[str, float]:
-        """Each exchange's time, from the thread order (a time named in a prompt: read here, not
-        with each candidate's whole metadata from Chroma, at a fifth of the cost)."""
-        unique = list(dict.fromkeys(record_ids))
-        if not unique:
-            return {}
-        with self._guarded():
-            rows = self._db.execute(
-                f"SELECT record_id, ts FROM thread_order WHERE record_id IN ({','.join('?' * len(unique))})", unique
-            ).fetchall()
-        return {record_id: float(ts) for record_id, ts in rows}
-
-    def recent_threads(
-        self, limit: int, only: Sequence[str] | None = None
-    ) -> list[tuple[str, int, float, float, str]]:
-        """The most recently active threads (of `only`, when given): (thread_id, exchanges, first ts,
-        last ts, first exchange id)."""
-        chosen = ""
-        if only is not None:
-            only = list(dict.fromkeys(only))[:limit]
-            chosen = f"WHERE thread_id IN ({','.join('?' * len(only))}) " if only else "WHERE 0 "
-        with self._guarded():
-            rows = self._db.execute(
-                f"SELECT thread_id, count(*), min(ts), max(ts) FROM thread_order {chosen}GROUP BY thread_id "
-                "ORDER BY max(ts) DESC LIMIT ?",
-                (*(only or ()), limit),
-            ).fetchall()
-            found = []
-            for thread_id, count, first, last in rows:
-                head = self._db.execute(
-                    "SELECT record_id FROM thread_order WHERE thread_id = ? ORDER BY ts, record_id LIMIT 1",
-                    (thread_id,),
-                ).fetchone()
-                found.append((thread_id, int(count), float(first), float(last), head[0] if head else ""))
-        return found
-
-    def recent_exchanges(self, limit: int, since: float | None = None) -> list[str]:
-        """The ids of the `limit` newest exchanges (not older than `since`, when given), newest first."""
-        with self._guarded():
-            rows = self._db.execute(
-                "SELECT record_id FROM thread_order WHERE ts >= ? ORDER BY ts DESC, record_id LIMIT ?",
-                (since if since is not None else float("-inf"), limit),
-            ).fetchall()
-        return [str(row[0]) for row in rows]
-
-    def set_title(self, thread_id: str, title: str | None) -> None:
-        """Name a thread (None: drop its name, so its first prompt names it again)."""
-        with self._guarded():
-            if title is None:
-                self._db.execute("DELETE FROM thread_titles WHERE thread_id = ?", (thread_id,))
-            else:
-                self._db.execute(
-                    "INSERT INTO thread_titles(thread_id, title) VALUES (?, ?) "
-                    "ON CONFLICT(thread_id) DO UPDATE SET title = excluded.title",
-                    (thread_id, title),
-                )
-
-    def titles(self, thread_ids: Sequence[str]) -> dict[str, str]:
-        """The titles given to these threads (threads without one are left out)."""
-        unique = list(dict.fromkeys(thread_ids))
-        if not unique:
-            return {}
-        marks = ",".join("?" * len(unique))
-        with self._guarded():
-            rows = self._db.execute(
-                f"SELECT thread_id, title FROM thread_titles WHERE thread_id IN ({marks})", unique
-            ).fetchall()
-        return {str(thread_id): str(title) for thread_id, title in rows}
-
-    def all_titles(self) -> dict[str, str]:
-        """Every thread title the index holds (for the upgrade that moves them into Chroma)."""
-        with self._guarded():
-            rows = self._db.execute("SELECT thread_id, title FROM thread_titles").fetchall()
-        return {str(thread_id): str(title) for thread_id, title in rows}
-
-    def replace_titles(self, titles: Mapping[str, str]) -> None:
-        """Make the titles table exactly `titles` (a rebuild from the primary store)."""
-        with self._guarded(), self._transaction():
-            self._db.execute("DELETE FROM thread_titles")
-            self._db.executemany("INSERT INTO thread_titles(thread_id, title) VALUES (?, ?)", titles.items())
-
     def get_meta(self, key: str) -> str | None:
         """A value kept in the index about the index itself, or None."""
-        with self._guarded():
+        with self.guarded():
             row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return str(row[0]) if row else None
 
     def set_meta(self, key: str, value: str) -> None:
         """Keep a value about the index."""
-        with self._guarded():
+        with self.guarded():
             self._db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (key, value))
 
     def id_groups(self, kind: str, prefix_length: int, glob: str) -> list[tuple[str, int, str]]:
         """Indexed ids matching `glob`, grouped by their first `prefix_length` characters:
         (prefix, how many, the smallest id). One indexed scan, no Chroma round trip."""
-        with self._guarded():
+        with self.guarded():
             rows = self._db.execute(
                 f"SELECT substr(record_id, 1, ?) AS head, count(*), min(record_id) FROM ids_{kind} "
                 "WHERE record_id GLOB ? GROUP BY head",
@@ -359,33 +259,36 @@ class LexicalIndex:
         form = CHUNK_ID.match(short)
         if form is None:
             return []
-        with self._guarded():
+        with self.guarded():
             rows = self._db.execute(
                 "SELECT record_id FROM ids_document WHERE record_id GLOB ? LIMIT 2",
                 (f"doc-{form.group(1)}*-{form.group(2)}",),
             ).fetchall()
         return [str(row[0]) for row in rows]
 
-    def resolve_prefix(self, kind: str, prefix: str, *, threads: bool = False) -> list[str]:
-        """Ids (or thread ids) starting with `prefix`; at most two, enough to tell unique from ambiguous."""
-        pattern = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-        if threads:
-            sql = "SELECT DISTINCT thread_id FROM thread_order WHERE thread_id LIKE ? ESCAPE '\\' LIMIT 2"
-        else:
-            sql = f"SELECT record_id FROM ids_{kind} WHERE record_id LIKE ? ESCAPE '\\' LIMIT 2"
-        with self._guarded():
-            return [row[0] for row in self._db.execute(sql, (pattern,)).fetchall()]
+    def resolve_prefix(self, kind: str, prefix: str) -> list[str]:
+        """Ids starting with `prefix`; at most two, enough to tell unique from ambiguous."""
+        with self.guarded():
+            return [row[0] for row in self._db.execute(
+                f"SELECT record_id FROM ids_{kind} WHERE record_id LIKE ? ESCAPE '\\' LIMIT 2", (like_prefix(prefix),)
+            ).fetchall()]
 
     def close(self) -> None:
         """Close the database."""
         with self._lock:
             self._db.close()
 
-    def _transaction(self) -> _Transaction:
+    @property
+    def connection(self) -> sqlite3.Connection:
+        """The file's connection: use it inside `guarded()` (and `transaction()` to write a batch)."""
+        return self._db
+
+    def transaction(self) -> _Transaction:
+        """BEGIN IMMEDIATE ... COMMIT around a batch of writes, ROLLBACK if it fails."""
         return _Transaction(self._db, self.path)
 
     @contextmanager
-    def _guarded(self) -> Iterator[None]:
+    def guarded(self) -> Iterator[None]:
         """Hold the lock; a failure of the file (damaged, gone) is a DerivedFileError naming it."""
         with self._lock:
             try:

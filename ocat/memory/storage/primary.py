@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from ocat.errors import StoreError
 from ocat.memory.storage.derived import sqlite_problem
 from ocat.records import RECORD_KINDS
-from ocat.text import count_of
+from ocat.text.terminal import count_of
 
 if TYPE_CHECKING:
     from ocat.memory.storage.store import MemoryStore

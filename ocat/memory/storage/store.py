@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 
     from ocat.memory.sharing.owner_lock import StoreLease
     from ocat.memory.storage.reconcile import PassageBackfill
+    from ocat.memory.storage.thread_catalogue import ThreadCatalogue
 
 class MemoryStore:
     """One named store: an exchanges collection and a documents collection."""
@@ -277,6 +278,11 @@ class MemoryStore:
         """Every exchange of a thread, oldest first."""
         return self._exchanges_where({"thread_id": thread_id})
 
+    @property
+    def threads(self) -> ThreadCatalogue:
+        """The thread catalogue: each exchange's place in its thread, and threads' titles."""
+        return self.lexical.threads
+
     def ids_starting(self, prefix: str) -> list[str]:
         """Ids of exchanges and document chunks starting with `prefix`; at most two of each kind,
         enough to tell unique from ambiguous."""
@@ -286,27 +292,6 @@ class MemoryStore:
         """The document chunks a chunk's short form (`doc-HEAD-N`: the start of its document's key
         and its index) stands for; at most two, [] when `short` is not of that form."""
         return self.lexical.resolve_chunk(short)
-
-    def threads_starting(self, prefix: str) -> list[str]:
-        """Thread ids starting with `prefix`; at most two."""
-        return self.lexical.resolve_prefix("exchange", prefix, threads=True)
-
-    def recent_threads(self, count: int, only: Sequence[str] | None = None) -> list[tuple[str, int, float, float, str]]:
-        """The `count` most recently active threads (of `only`): (thread id, exchanges, first and
-        last time, first exchange id), from the thread catalogue, most recent first."""
-        return self.lexical.recent_threads(count, only)
-
-    def recent_exchanges(self, limit: int, since: float | None = None) -> list[str]:
-        """The ids of the `limit` newest exchanges (not older than `since`), newest first."""
-        return self.lexical.recent_exchanges(limit, since)
-
-    def thread_titles(self, thread_ids: Sequence[str]) -> dict[str, str]:
-        """The titles given to these threads (a thread without one is left out)."""
-        return self.lexical.titles(thread_ids)
-
-    def drop_thread_title(self, thread_id: str) -> None:
-        """Forget a deleted thread's title in the catalogue (its exchanges carried it)."""
-        self.lexical.set_title(thread_id, None)
 
     def get_session(self, session_id: str) -> list[Exchange]:
         """Every exchange of a session, oldest first."""

@@ -32,7 +32,7 @@ def carry_titles(store: MemoryStore, rows: list[Row], given: Mapping[str, str] |
     the lexical index's copy; when that cannot be read, the title stays on the thread's others);
     one of a thread without a title carries the one `given` for it (an import's), if any."""
     try:
-        titles = store.lexical.titles(list({str(row[2].get("thread_id", "")) for row in rows}))
+        titles = store.threads.titles(list({str(row[2].get("thread_id", "")) for row in rows}))
     except DerivedFileError as exc:
         store.derived_failed(exc)
         titles = {}
@@ -56,7 +56,7 @@ def set_thread_title(store: MemoryStore, thread_id: str, title: str | None) -> i
             store.exchanges.update(ids=part, metadatas=update)
     except Exception as exc:
         raise StoreError(f"cannot name the thread in the memory store: {exc}") from exc
-    store.lexical.set_title(thread_id, title)
+    store.threads.set_title(thread_id, title)
     return len(ids)
 
 
@@ -75,11 +75,11 @@ def sync_titles(store: MemoryStore, *, rebuilt: bool) -> None:
     upgrading = lexical.get_meta(TITLES_IN_STORE) is None
     if upgrading:
         present = _stored_titles(store)
-        for thread_id, title in lexical.all_titles().items():
+        for thread_id, title in lexical.threads.all_titles().items():
             if thread_id not in present:
                 set_thread_title(store, thread_id, title)
     if rebuilt or upgrading:
-        lexical.replace_titles(_stored_titles(store))
+        lexical.threads.replace_titles(_stored_titles(store))
         lexical.set_meta(TITLES_IN_STORE, "1")
 
 

@@ -16,15 +16,15 @@ import dataclasses
 from enum import Enum
 from typing import TYPE_CHECKING, AsyncIterator
 
-from ocat.outcomes import Recall, Recorded
+from ocat.chat.outcomes import Recall, Recorded
 from ocat.tools.calls import CallState, ToolCall, clock
 
 if TYPE_CHECKING:
-    from ocat.chat import TurnRequest
+    from ocat.chat.messages import TurnRequest
     from ocat.llm import Usage
     from ocat.operations.wake import WakeBlock
     from ocat.records import Exchange, SearchHit
-    from ocat.session import ChatSession
+    from ocat.chat.session import ChatSession
     from ocat.tools import ToolBox
 
 # What iterating a turn gives: a piece of the answer's text, or a tool call (once when it
@@ -105,23 +105,23 @@ class Turn:
         self.state = TurnState.RECALLED
         return self.recalled.hits
 
-    def prepare(self) -> TurnRequest:
+    def build_request(self) -> TurnRequest:
         """Build the messages the model is sent (recalling first if that has not run)."""
         if self.state is TurnState.NEW:
             self.recall()
         self._expect(TurnState.RECALLED)
         if self.request is None:
-            self.request = self.session.request(self.prompt, self.memories)
+            self.request = self.session.build_request(self.prompt, self.memories)
         return self.request
 
     def __aiter__(self) -> AsyncIterator[TurnEvent]:
         return self._answer()
 
     async def _answer(self) -> AsyncIterator[TurnEvent]:
-        from ocat.chat import TurnRequest
+        from ocat.chat.messages import TurnRequest
         from ocat.llm import ToolsRefused
 
-        request = self.prepare()
+        request = self.build_request()
         self.state = TurnState.ANSWERING
         box = self.box = await asyncio.to_thread(self._toolbox)
         limit = self.session.settings.tools.max_steps

@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ocat.locations import config_dir, shipped_dir
+from ocat.config.locations import config_dir, shipped_dir
 
 COLOUR_FIELDS = (
     "primary", "secondary", "accent", "background", "surface", "panel", "foreground", "warning", "error", "success",

@@ -14,24 +14,24 @@ from datetime import datetime
 from types import ModuleType
 from typing import IO, TYPE_CHECKING, Any, Callable
 
-from ocat.chat import TurnRequest, build_turn, retrieval_queries, system_prompt
+from ocat.chat.messages import TurnRequest, build_request, retrieval_queries, system_prompt
 from ocat.errors import OcatError
-from ocat.outcomes import Recall, Recorded, Remembered
+from ocat.chat.outcomes import Recall, Recorded, Remembered
 from ocat.records import CalledTool, Exchange, SearchHit, new_id
 from ocat.progress import CommandProgress
-from ocat.session_memory import SessionMemory
+from ocat.chat.session_memory import SessionMemory
 from ocat.tools.server_tools import ServerTools
 
 if TYPE_CHECKING:
-    from ocat.config import Settings
+    from ocat.config.loading import Settings
     from ocat.llm import AnswerStream
     from ocat.memory import MemoryStore, ProjectScope
     from ocat.memory import ProjectPolicy
     from ocat.memory import DownloadProgress, FetchResult
-    from ocat.memory_loading import MemoryLoaded
+    from ocat.chat.memory_loading import MemoryLoaded
     from ocat.operations.wake import WakeBlock
     from ocat.tools import ToolBox, ToolSpec
-    from ocat.turn import Turn
+    from ocat.chat.turn import Turn
 
 
 def _llm() -> ModuleType:
@@ -87,18 +87,18 @@ class ChatSession(SessionMemory):
         # How far the model's download has come ("34% of 90.4 MB") while it runs, else None.
         self.model_download: str | None = None
         # What readying the model found or downloaded, and how opening memory went (set by
-        # `ocat.memory_loading.load_memory`, for the front end to report).
+        # `ocat.chat.memory_loading.load_memory`, for the front end to report).
         self.fetched: FetchResult | None = None
         self.loaded: MemoryLoaded | None = None
         # Exchanges of this conversation not yet in memory (made while memory loaded, the model
         # downloaded, or a write failed); tried again on every turn, and kept in a file under
-        # the state folder if the chat ends first (ocat.kept).
+        # the state folder if the chat ends first (ocat.chat.unsaved).
         self.unsaved: list[Exchange] = []
         # What went wrong with memory on the last turn while memory stayed on (a search that
         # failed, an exchange not written yet); None when nothing did. Faces show it.
         self.problem: str | None = None
-        # What closing did with the exchanges still unsaved (ocat.kept), in words; None if none were.
-        self.closing_note: str | None = None
+        # What closing did with the exchanges still unsaved (ocat.chat.unsaved), in words; None if none were.
+        self.unsaved_note: str | None = None
         self._unsaved_lock = threading.Lock()
         # Held while an exchange is written, so closing the store waits for that write.
         self._writing = threading.RLock()
@@ -139,7 +139,7 @@ class ChatSession(SessionMemory):
         `serve` (the default, for the chat) shares the store with other ocat processes
         while the session lives; one-shot callers such as `--ask` pass False.
         """
-        from ocat.memory_loading import load_memory
+        from ocat.chat.memory_loading import load_memory
 
         session = cls(settings, dummy=dummy)
         session.loaded = load_memory(session, serve=serve, notify=_note, progress=progress)
@@ -167,8 +167,8 @@ class ChatSession(SessionMemory):
         return ProjectScope(self.project, "prefer")
 
     def turn(self, prompt: str) -> Turn:
-        """A new turn of this conversation: every face drives it (ocat.turn)."""
-        from ocat.turn import Turn
+        """A new turn of this conversation: every face drives it (ocat.chat.turn)."""
+        from ocat.chat.turn import Turn
 
         return Turn(self, prompt)
 
@@ -232,13 +232,13 @@ class ChatSession(SessionMemory):
                     return Recall(rebuilt=rebuilt, memory_lost=self.memory_error if had_memory else None)
         return Recall(rebuilt=rebuilt)
 
-    def request(self, prompt: str, memories: list[SearchHit]) -> TurnRequest:
+    def build_request(self, prompt: str, memories: list[SearchHit]) -> TurnRequest:
         """The messages for this turn: system prompt, memory, recent history, the prompt.
 
         History is trimmed (oldest first) to the model's input window; this may import
         litellm, so the app calls it off the UI thread.
         """
-        return build_turn(
+        return build_request(
             prompt,
             system=system_prompt(self.settings.llm, self.started),
             history=self.recent_history(),
@@ -266,7 +266,7 @@ class ChatSession(SessionMemory):
             return None
         from ocat.tools import ToolBox
         from ocat.tools.support import offer_tools
-        from ocat.tokens import estimate_tokens
+        from ocat.text.tokens import estimate_tokens
 
         if not offer_tools(self.settings):
             return None
@@ -404,7 +404,7 @@ def open_chat(settings: Settings, *, dummy: bool, serve: bool, stream: IO[str]) 
         # meanwhile, as the full-screen chat does; a one-shot (`--ask`) asks at once.
         import threading
 
-        from ocat.memory_loading import warm_up
+        from ocat.chat.memory_loading import warm_up
 
         # Not a daemon: leaving the chat at once waits for it (a second or two) rather than
         # aborting in the model's native threads at interpreter shutdown.

@@ -1,4 +1,5 @@
-"""Splitting documents into chunks for the memory store: five strategies (ocat.settings.STRATEGIES), pure functions."""
+"""Splitting documents into chunks for the memory store: five strategies
+(ocat.config.settings.STRATEGIES), pure functions."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import hashlib
 import re
 from dataclasses import dataclass
 
-from ocat.settings import STRATEGIES, ChunkingSettings
+from ocat.config.settings import STRATEGIES, ChunkingSettings
 
 # A sentence ends at . ! or ? (plus any closing quotes or brackets) when whitespace follows.
 _SENTENCE_END = re.compile(r"[.!?]['\"’”)\]]*(?=\s)")

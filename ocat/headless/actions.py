@@ -13,16 +13,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from ocat.errors import Cancelled, InputFileError, OcatError, ProviderError, UsageError
-from ocat.headless_output import EtaPrinter, Reporter, read_stdin, stop_on_interrupt
-from ocat.text import count_of
+from ocat.headless.output import EtaPrinter, Reporter, read_stdin, stop_on_interrupt
+from ocat.text.terminal import count_of
 
 if TYPE_CHECKING:
-    from ocat.config import Settings
+    from ocat.config.loading import Settings
     from ocat.history_import.folders import FolderExports
     from ocat.memory import MemoryStore
     from ocat.memory import FetchResult
     from ocat.operations.search import Found
-    from ocat.turn import Turn
+    from ocat.chat.turn import Turn
 
 
 def run_action(action: str, args: argparse.Namespace, settings: Settings, reporter: Reporter) -> int:
@@ -80,7 +80,7 @@ def _open_store(settings: Settings) -> MemoryStore:
     return open_store(settings, notify=_say_to_stderr)
 
 
-def _prepare_model(settings: Settings, reporter: Reporter) -> FetchResult | None:
+def _ready_model(settings: Settings, reporter: Reporter) -> FetchResult | None:
     """Make sure the embedding model is there (downloading it on first use, with progress on
     stderr: stdout stays the result's); a download ends with one line saying where it went."""
     from ocat.memory import ProgressPrinter, prepare_model
@@ -95,7 +95,7 @@ def _prepare_model(settings: Settings, reporter: Reporter) -> FetchResult | None
 
 
 def _fetch_model(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> int:
-    fetched = _prepare_model(settings, reporter)
+    fetched = _ready_model(settings, reporter)
     if fetched is None:
         text = f"embedding.model is {settings.embedding.model}, a litellm model: there is nothing to download"
         return reporter.succeed({"model": settings.embedding.model, "path": None, "downloaded_bytes": 0}, text)
@@ -137,7 +137,7 @@ def _add(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> in
     path = Path(args.add_to_vector_store).expanduser()
     if not path.exists():  # before the model's download or a wait for the store
         raise InputFileError(f"no such file or folder: {path}")
-    _prepare_model(settings, reporter)
+    _ready_model(settings, reporter)
     outcome = add_file_or_folder(
         _open_store(settings),
         path,
@@ -181,7 +181,7 @@ def _query(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> 
     queries = _stdin_lines(reporter) if args.query_vector_store == "-" else [args.query_vector_store]
     if args.query_vector_store != "-" and not queries[0].strip():
         raise UsageError("the query is empty")
-    _prepare_model(settings, reporter)
+    _ready_model(settings, reporter)
     stores = _open_stores(settings, args)
     for index, query in enumerate(queries):
         reporter.restart_clock()
@@ -213,9 +213,9 @@ def _ask(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> in
 
     from ocat import llm
     from ocat.operations.search import hit_record, reasons
-    from ocat.outcomes import remembered_words
+    from ocat.chat.outcomes import remembered_words
     from ocat.records import ONE_SHOT
-    from ocat.session import open_chat
+    from ocat.chat.session import open_chat
 
     prompt = read_stdin(reporter, "the prompt") if args.ask == "-" else args.ask
     if not prompt.strip():
@@ -255,7 +255,7 @@ def _ask(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> in
 
 async def _answer_with_tool_lines(turn: Turn, reporter: Reporter) -> None:
     """The whole answer; each tool call, once it has its result, is one line on stderr."""
-    from ocat.text import printable
+    from ocat.text.terminal import printable
     from ocat.tools.calls import CallState
 
     async for event in turn:
@@ -302,7 +302,7 @@ def _import_path(path: Path, settings: Settings, reporter: Reporter) -> int:
 
     # The whole file is checked first: a bad line fails before a model download or a wait for the store.
     checked = check_import(path)
-    _prepare_model(settings, reporter)
+    _ready_model(settings, reporter)
     progress = throttled_progress(lambda done, total: reporter.note(f"imported {done}/{total} records"))
     outcome = import_file(_open_store(settings), path, checked, progress)
     skipped = outcome.records - outcome.added
@@ -344,7 +344,7 @@ def _import_hook(transcript: Path, settings: Settings, reporter: Reporter) -> in
         reporter.note(f"ocat: {line}")
 
     try:
-        _prepare_model(settings, reporter)
+        _ready_model(settings, reporter)
         with stop_on_interrupt(reporter) as stopping:
 
             def step(label: str, done: int, total: int) -> None:
@@ -378,7 +378,7 @@ def _import_history_path(
     held = several or (exports_in(path) if fmt is None else None)
     # A file of another shape fails before a model download.
     chosen = None if held is not None and held.several else fmt or detect_format(path)
-    _prepare_model(settings, reporter)
+    _ready_model(settings, reporter)
     store = _open_store(settings)
     eta = EtaPrinter(reporter.note, "conversations")
     with stop_on_interrupt(reporter) as stopping:
@@ -409,7 +409,7 @@ def _wake(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> i
 
     store = None
     if settings.vector_store.enabled:
-        _prepare_model(settings, reporter)
+        _ready_model(settings, reporter)
         store = _open_store(settings)
     block = build_wake(settings, store, project=settings.project)
     for note in block.notes:

@@ -16,7 +16,7 @@ from ocat.errors import ConfigError
 from ocat.records import Exchange, SearchHit
 
 if TYPE_CHECKING:
-    from ocat.config import LLMSettings
+    from ocat.config.loading import LLMSettings
 
 BASE_SYSTEM_PROMPT = (
     "You are ocat, a helpful assistant in the user's terminal. Answer in Markdown. "
@@ -168,7 +168,7 @@ def answer_as_sent(exchange: Exchange) -> str:
 
 def fit_history(history: Sequence[Exchange], budget: int) -> list[Exchange]:
     """The newest exchanges whose text fits in `budget` tokens; the oldest are dropped first."""
-    from ocat.tokens import count_tokens
+    from ocat.text.tokens import count_tokens
 
     kept: list[Exchange] = []
     for exchange in reversed(history):
@@ -181,7 +181,7 @@ def fit_history(history: Sequence[Exchange], budget: int) -> list[Exchange]:
     return kept[::-1]
 
 
-def build_turn(
+def build_request(
     prompt: str,
     *,
     system: str,
@@ -195,7 +195,7 @@ def build_turn(
     With a `token_limit` (the model's input window), history is trimmed, oldest first,
     so that everything fits; the prompt, system prompt and memory are always sent.
     """
-    from ocat.tokens import count_tokens
+    from ocat.text.tokens import count_tokens
 
     messages: list[dict[str, Any]] = [{"role": "system", "content": system}]
     woken = wake_message(wake)

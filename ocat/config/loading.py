@@ -1,7 +1,7 @@
 """Typed settings: shipped defaults < user YAML < OCAT_* environment < command-line overrides.
 
-This module layers the sources and builds the Settings; `ocat.settings` holds the schema,
-`ocat.config_keys` the checks of one value and `ocat.config_file` the reading of a YAML file.
+This module layers the sources and builds the Settings; `ocat.config.settings` holds the schema,
+`ocat.config.keys` the checks of one value and `ocat.config.file` the reading of a YAML file.
 """
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ from functools import cache
 from collections.abc import Mapping
 from pathlib import Path
 
-from ocat import locations
-from ocat.config_file import file_layer
+from ocat.config import locations
+from ocat.config.file import file_layer
 from ocat.mcp_client.config import McpServerConfig, merged as merge_servers, read_servers_file
-from ocat.config_keys import (
+from ocat.config.keys import (
     ENV_PREFIX,
     SPECS,
     Layer,
@@ -26,7 +26,7 @@ from ocat.config_keys import (
     unknown_name,
     validate,
 )
-from ocat.settings import (
+from ocat.config.settings import (
     CONTEXT_MODES,
     SECTION_CLASSES,
     SECTIONS,
@@ -194,7 +194,7 @@ def _remember_secrets(settings: Settings) -> None:
     """Have error messages mask the configured key and any password in llm.api_base."""
     from urllib.parse import urlsplit
 
-    from ocat.redact import remember_secret
+    from ocat.text.redact import remember_secret
 
     remember_secret(settings.llm.api_key)
     try:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import datetime
 from pathlib import Path
 
-from ocat.locations import data_dir
+from ocat.config.locations import data_dir
 
 MAX_ENTRIES = 1000
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ocat.settings import LLMSettings
+    from ocat.config.settings import LLMSettings
 
 # Listing models is a convenience: a provider that does not answer quickly is skipped, not waited for.
 LIST_TIMEOUT_SECONDS = 5.0
@@ -76,7 +76,7 @@ def list_models(settings: LLMSettings, *, dummy: bool = False) -> ModelList:
     """The models the configured provider offers: an OpenAI-compatible `api_base`'s /models,
     Ollama's /api/tags, else litellm's own (offline) list for the provider. Never raises."""
     from ocat.llm import DUMMY_MODEL
-    from ocat.redact import redact
+    from ocat.text.redact import redact
 
     if dummy or settings.model == DUMMY_MODEL:
         return ModelList(problem="--dummy-mode answers without a provider, so there are no models to list")
@@ -95,7 +95,7 @@ def list_models(settings: LLMSettings, *, dummy: bool = False) -> ModelList:
 
 
 def _listed(url: str, prefix: str, settings: LLMSettings) -> ModelList:
-    from ocat.redact import redact
+    from ocat.text.redact import redact
 
     where = redact(url, secrets=[settings.api_key])
     try:

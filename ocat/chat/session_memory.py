@@ -1,7 +1,7 @@
 """A chat session's hold on memory: opening it, readying the model, keeping and writing what
 memory could not take, giving the store up on failure and on close.
 
-`ocat.session.ChatSession` is built on this; the conversation itself lives there.
+`ocat.chat.session.ChatSession` is built on this; the conversation itself lives there.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Callable
 from ocat.errors import OcatError
 
 if TYPE_CHECKING:
-    from ocat.config import Settings
+    from ocat.config.loading import Settings
     from ocat.memory import MemoryStore
     from ocat.memory import DownloadProgress, FetchResult
     from ocat.records import Exchange
@@ -36,7 +36,7 @@ class SessionMemory:
     session_id: str
     memory_error: str | None
     problem: str | None
-    closing_note: str | None
+    unsaved_note: str | None
     model_ready: bool
     model_download: str | None
     unsaved: list[Exchange]
@@ -96,7 +96,7 @@ class SessionMemory:
         self.save_unsaved()
         return self.memory_on
 
-    def prepare_model(self, *, progress: DownloadProgress | None = None) -> FetchResult | None:
+    def ready_model(self, *, progress: DownloadProgress | None = None) -> FetchResult | None:
         """Make the embedding model ready, downloading it on first use (then `save_unsaved`
         writes the exchanges kept meanwhile). On failure `memory_error` says what to do and
         memory stays off."""
@@ -157,24 +157,24 @@ class SessionMemory:
                 return 0
         return written
 
-    def write_kept(self) -> str | None:
-        """Write what earlier chats on this store kept in a file (ocat.kept); what was done, in
+    def save_unsaved_files(self) -> str | None:
+        """Write what earlier chats on this store kept in a file (ocat.chat.unsaved); what was done, in
         words, or None when there was nothing."""
         if self.store is None or self.dummy:
             return None
-        from ocat.kept import write_kept
+        from ocat.chat.unsaved import save_unsaved_files
 
         with self._writing:
             store = self.store
-            return write_kept(self.settings, store).sentence() if store is not None else None
+            return save_unsaved_files(self.settings, store).sentence() if store is not None else None
 
     def close(self) -> str | None:
         """Give the store up (its lock, and its server if this process serves it), once any
         write under way has finished.
 
         Exchanges still unsaved are first kept in a file that the next start writes
-        (ocat.kept), then tried once more; the file goes if they are written. Returns what
-        became of them, in words (also kept as `closing_note`), or None when there were none.
+        (ocat.chat.unsaved), then tried once more; the file goes if they are written. Returns what
+        became of them, in words (also kept as `unsaved_note`), or None when there were none.
         """
         with self._unsaved_lock:
             keeping = not self.dummy and self.settings.vector_store.enabled
@@ -182,11 +182,11 @@ class SessionMemory:
         kept: Path | None = None
         failure = ""
         if left:
-            from ocat.kept import keep
+            from ocat.chat.unsaved import write_unsaved_file
 
             try:
                 # First, and quickly: a window closing may not wait for a slow store.
-                kept = keep(self.settings, left, self.session_id)
+                kept = write_unsaved_file(self.settings, left, self.session_id)
             except OSError as exc:
                 failure = exc.strerror or str(exc)
             if self.memory_on:
@@ -199,13 +199,13 @@ class SessionMemory:
             store, self.store = self.store, None
             if store is not None:
                 store.close()
-        self.closing_note = self._closing_words(left, kept, failure)
-        return self.closing_note
+        self.unsaved_note = self._closing_words(left, kept, failure)
+        return self.unsaved_note
 
     def _closing_words(self, left: list[Exchange], kept: Path | None, failure: str) -> str | None:
         """What closing did with the exchanges that were not in memory yet."""
-        from ocat.locations import display_path
-        from ocat.text import count_of
+        from ocat.config.locations import display_path
+        from ocat.text.terminal import count_of
 
         if not left:
             return None

@@ -17,16 +17,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
 from ocat.errors import OcatError
-from ocat.locations import display_path, state_dir
-from ocat.text import count_of
+from ocat.config.locations import display_path, state_dir
+from ocat.text.terminal import count_of
 
 if TYPE_CHECKING:
-    from ocat.config import Settings
+    from ocat.config.loading import Settings
     from ocat.memory import MemoryStore
     from ocat.records import Exchange
 
 
-def kept_folder(settings: Settings) -> Path:
+def unsaved_folder(settings: Settings) -> Path:
     """Where the exchanges kept for the configured store wait: one folder per store (its
     location and collection), so a start on another store never writes them there."""
     from ocat.memory import location_for
@@ -35,10 +35,10 @@ def kept_folder(settings: Settings) -> Path:
     return state_dir() / "unsaved" / hashlib.sha256(identity.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
-def keep(settings: Settings, exchanges: Sequence[Exchange], session_id: str) -> Path:
+def write_unsaved_file(settings: Settings, exchanges: Sequence[Exchange], session_id: str) -> Path:
     """Write exchanges to this session's file in the store's kept folder (replacing an earlier
     version of it whole: a crash mid-write leaves the previous file); returns the file."""
-    folder = kept_folder(settings)
+    folder = unsaved_folder(settings)
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{session_id}.jsonl"
     partial = path.with_suffix(".jsonl.partial")
@@ -73,13 +73,13 @@ class Recovered:
         return "; ".join(parts) + "." if parts else None
 
 
-def write_kept(settings: Settings, store: MemoryStore) -> Recovered:
+def save_unsaved_files(settings: Settings, store: MemoryStore) -> Recovered:
     """Write every file kept for this store, then remove it; a file that fails stays (an
     exchange already written is skipped next time: ids are kept)."""
     from ocat.memory import parse_line
     from ocat.records import Exchange
 
-    folder = kept_folder(settings)
+    folder = unsaved_folder(settings)
     if not folder.is_dir():
         return Recovered()
     written = files = 0

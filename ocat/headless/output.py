@@ -13,8 +13,8 @@ from contextlib import contextmanager
 from typing import IO, Any, Callable, Iterator
 
 from ocat.errors import OcatError
-from ocat.redact import redact
-from ocat.text import printable
+from ocat.text.redact import redact
+from ocat.text.terminal import printable
 
 
 # Characters json.dumps(ensure_ascii=False) leaves raw that a terminal or a JavaScript

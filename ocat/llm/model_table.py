@@ -17,7 +17,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from ocat.locations import cache_dir
+from ocat.config.locations import cache_dir
 
 # The file litellm ships its model list in (a copy it falls back to offline, which ocat always asks for).
 LITELLM_TABLE = "model_prices_and_context_window_backup.json"

@@ -2,10 +2,10 @@
 
 Two roads reach a model. OpenAI and OpenAI-compatible servers (`openai/...`, with or without
 `llm.api_base`: llama.cpp, vLLM, LM Studio, Ollama's /v1) go through one streamed POST over
-httpx (ocat.openai_compatible); every other provider goes through litellm. litellm takes seconds to
+httpx (ocat.llm.openai_compatible); every other provider goes through litellm. litellm takes seconds to
 import (issue 35: it made `--ask` 7x slower than simonw/llm), so it is imported only for the
 providers that need it; what ocat knows of a model (its window, prices, tools) comes from
-litellm's table read without importing it (ocat.model_table). `--dummy-mode` imports neither.
+litellm's table read without importing it (ocat.llm.model_table). `--dummy-mode` imports neither.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from ocat.errors import ProviderError
 from ocat.tools.calls import chunk_field
 
 if TYPE_CHECKING:
-    from ocat.config import LLMSettings
+    from ocat.config.loading import LLMSettings
     from ocat.tools.calls import ToolCall
 
 DUMMY_MODEL = "dummy"
@@ -101,7 +101,7 @@ def openai_road(settings: LLMSettings) -> bool:
         return True
     if "/" in model:
         return False
-    from ocat.model_table import model_facts
+    from ocat.llm.model_table import model_facts
 
     facts = model_facts(model)
     return facts is not None and facts.provider == "openai"
@@ -122,7 +122,7 @@ def warm_up(settings: LLMSettings) -> None:
     so the first answer starts as fast as the later ones."""
     if settings.model == DUMMY_MODEL:
         return
-    from ocat.tokens import count_tokens
+    from ocat.text.tokens import count_tokens
 
     input_token_limit(settings)
     count_tokens("warm")
@@ -170,7 +170,7 @@ ANSWER_RESERVE_TOKENS = 1024
 
 def input_token_limit(settings: LLMSettings) -> int:
     """Tokens the model accepts as input, less room for the answer (litellm's table, unimported)."""
-    from ocat.model_table import model_facts
+    from ocat.llm.model_table import model_facts
 
     facts = model_facts(settings.model)
     window = facts.max_input_tokens if facts is not None and facts.max_input_tokens else FALLBACK_CONTEXT_TOKENS
@@ -243,7 +243,7 @@ async def _chunks(
     litellm's objects on the other). include_usage asks for token counts in the last chunk."""
     args = _call_args(messages, settings, tools)
     if openai_road(settings):
-        from ocat.openai_compatible import stream_chat
+        from ocat.llm.openai_compatible import stream_chat
 
         body = {key: value for key, value in args.items() if key not in ("api_base", "api_key", "timeout")}
         body["model"] = settings.model.removeprefix("openai/")
@@ -302,7 +302,7 @@ def model_calls_tools(settings: LLMSettings) -> bool | None:
     is remembered (ocat.tools.support)."""
     if settings.model == DUMMY_MODEL:
         return False
-    from ocat.model_table import model_facts
+    from ocat.llm.model_table import model_facts
 
     facts = model_facts(settings.model)
     return None if facts is None else facts.supports_function_calling
@@ -310,7 +310,7 @@ def model_calls_tools(settings: LLMSettings) -> bool | None:
 
 def _priced(usage: Any, model: str) -> Usage:
     """Tokens from the provider's count, and the cost from litellm's table (None when it has no price)."""
-    from ocat.model_table import model_facts
+    from ocat.llm.model_table import model_facts
 
     prompt = int(chunk_field(usage, "prompt_tokens") or 0)  # a dict on the OpenAI road, an object on litellm's
     completion = int(chunk_field(usage, "completion_tokens") or 0)
@@ -327,7 +327,7 @@ def provider_error(exc: Exception, settings: LLMSettings) -> ProviderError:
     Every face shows provider failures through this (the chat, the line mode, `--ask`), and a
     provider's error body can echo the key it was sent, or the address with its password.
     """
-    from ocat.redact import redact
+    from ocat.text.redact import redact
 
     return ProviderError(redact(_describe_failure(exc, settings), secrets=[settings.api_key]))
 
@@ -363,7 +363,7 @@ def _describe_failure(exc: Exception, settings: LLMSettings) -> str:
     return f"{model} failed ({name}): {detail}"
 
 
-# -- what litellm knows of a provider's models (ocat.model_list lists them) ------------------------
+# -- what litellm knows of a provider's models (ocat.llm.model_list lists them) ------------------------
 
 
 def _provider_of(model: str) -> str:

@@ -21,7 +21,7 @@ from typing import Any
 import yaml
 
 from ocat.errors import ConfigError
-from ocat.settings import SECTION_CLASSES, SECTIONS
+from ocat.config.settings import SECTION_CLASSES, SECTIONS
 
 ENV_PREFIX = "OCAT_"
 
@@ -33,7 +33,7 @@ class Spec:
     dotted: str  # section.key
     kind: str  # bool, int, float, str or list
     nullable: bool
-    meta: Mapping[str, Any]  # the field's metadata: doc, path, and the checks (see ocat.settings)
+    meta: Mapping[str, Any]  # the field's metadata: doc, path, and the checks (see ocat.config.settings)
 
 
 def _spec_for(section: str, cls: type) -> dict[str, Spec]:

@@ -57,7 +57,7 @@ def shipped_dir(name: str) -> Path:
     In a wheel they are package data under `ocat/_shipped/`; in a source checkout
     (editable install, tests) they are the top-level folders of the repository.
     """
-    here = Path(__file__).resolve().parent
+    here = Path(__file__).resolve().parent.parent  # the ocat package (this module is in ocat/config/)
     packaged = here / "_shipped" / name
     if packaged.is_dir():
         return packaged

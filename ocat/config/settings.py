@@ -1,6 +1,6 @@
 """The settings ocat is configured with: one frozen dataclass per config section.
 
-Field metadata holds each key's one-line doc and the checks `ocat.config_keys` applies; the
+Field metadata holds each key's one-line doc and the checks `ocat.config.keys` applies; the
 default values live in `config/default.yaml`, documented key by key.
 """
 
@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ocat import locations
+from ocat.config import locations
 from ocat.mcp_client.config import McpServerConfig
 
 # How retrieved memories are shown in the chat: not at all, in full, or as a count.
@@ -25,7 +25,7 @@ COLLECTION_NAME = (
 )
 
 
-# The chunking strategies (ocat.chunking writes each of them).
+# The chunking strategies (ocat.text.chunking writes each of them).
 STRATEGIES: tuple[str, ...] = ("truncate", "fixed_size", "semantic", "hybrid", "markdown")
 
 

@@ -12,10 +12,10 @@ from typing import Any
 
 import yaml
 
-from ocat.config_keys import SPECS, Layer, Source, Spec, config_error, lookup, unknown_name, validate, yaml_failure
+from ocat.config.keys import SPECS, Layer, Source, Spec, config_error, lookup, unknown_name, validate, yaml_failure
 from ocat.errors import ConfigError
 from ocat.mcp_client.config import parse_servers
-from ocat.settings import MCP_SERVERS, SECTIONS
+from ocat.config.settings import MCP_SERVERS, SECTIONS
 
 # libyaml's parser, when PyYAML has it, reads the shipped config (valid, and read before the
 # first frame): in a millisecond instead of ~17, as the pure-Python scanner walks every

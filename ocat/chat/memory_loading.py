@@ -11,11 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
 
-from ocat.text import count_of
+from ocat.text.terminal import count_of
 
 if TYPE_CHECKING:
     from ocat.memory import DownloadProgress
-    from ocat.session import ChatSession
+    from ocat.chat.session import ChatSession
 
 
 @dataclass(frozen=True)
@@ -27,17 +27,19 @@ class MemoryLoaded:
     downloaded: str | None = None
     # Exchanges said while memory loaded, written to it once it was ready.
     saved: int = 0
-    # What became of the exchanges earlier chats kept in a file (ocat.kept), in words, if any.
+    # What became of the exchanges earlier chats kept in a file (ocat.chat.unsaved), in words, if any.
     recovered: str | None = None
 
-    def notice(self, kept: int = 0) -> tuple[str, bool] | None:
+    def notice(self, unsaved: int = 0) -> tuple[str, bool] | None:
         """What to tell the user, and whether it is an error; None when there is nothing to say.
 
-        `kept` counts the exchanges this chat holds that memory could not take yet.
+        `unsaved` counts the exchanges this chat holds that memory could not take yet.
         """
         if self.error:
-            said = f"The {count_of(kept, 'exchange')} said so far, and what you say next," if kept else "What you say"
-            # Kept exchanges are written if memory comes back (the model arrives, or the store
+            said = "What you say"
+            if unsaved:
+                said = f"The {count_of(unsaved, 'exchange')} said so far, and what you say next,"
+            # Unsaved exchanges are written if memory comes back (the model arrives, or the store
             # opens again on a later turn).
             still = f" {said} stays in this chat and is remembered if memory comes back."
             return f"Memory is off: {self.error}. The chat works without it.{still}", True
@@ -70,7 +72,7 @@ def load_memory(
     _load_model_meanwhile(session, few_texts=not serve)
     if not session.open_memory(serve=serve, notify=notify):
         return MemoryLoaded(session.memory_error)
-    fetched = session.prepare_model(progress=progress)
+    fetched = session.ready_model(progress=progress)
     session.fetched = fetched
     if not session.model_ready:
         return MemoryLoaded(session.memory_error)
@@ -79,7 +81,7 @@ def load_memory(
 
         catch_up(session.store)  # what opening left for the model (it may have just arrived)
     saved = session.save_unsaved()
-    recovered = session.write_kept()
+    recovered = session.save_unsaved_files()
     downloaded = fetched.describe() if fetched is not None and fetched.downloaded else None
     return MemoryLoaded(session.memory_error, downloaded=downloaded, saved=saved, recovered=recovered)
 
@@ -88,7 +90,7 @@ def _load_model_meanwhile(session: ChatSession, *, few_texts: bool) -> None:
     """Load the local embedding model in a thread while the store opens, when the model is here:
     ONNX Runtime builds its session without Python's lock, so on two cores it costs the start
     nothing (the store's import holds that lock meanwhile). A model still to be fetched is left
-    to `prepare_model`, which says what it does."""
+    to `ready_model`, which says what it does."""
     import threading
 
     from ocat.memory import preload_embedder

@@ -1,0 +1,1 @@
+"""The one-shot CLI face: each headless action (`actions`) and how its results are printed (`output`)."""
