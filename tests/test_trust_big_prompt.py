@@ -253,9 +253,9 @@ from ocat.chat.session import ChatSession
 real = memory.preload_embedder
 marker = pathlib.Path(sys.argv[1])
 
-def slow_preload(settings):
+def slow_preload(settings, **options):
     time.sleep(0.5)  # the session is still being built when the chat ends
-    real(settings)
+    real(settings, **options)
     marker.write_text("loaded")
 
 memory.preload_embedder = slow_preload
