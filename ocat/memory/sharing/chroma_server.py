@@ -46,6 +46,29 @@ def _free_port() -> int:
 
 
 def start_server(path: Path, stop: Callable[[], bool] | None = None) -> tuple[subprocess.Popen[bytes], int]:
+    """Start the server child on a free loopback port; returns it and its port once it listens.
+
+    A port is free when chosen, not when the child binds it a second later: another process
+    starting a server meanwhile can take it, and its server would then answer this one's
+    probe, for another store. So the listener on the port must be this child; when it is
+    another process's, this child (which cannot bind) is stopped and a new port chosen."""
+    for _ in range(PORT_ATTEMPTS - 1):
+        try:
+            return _start_on_a_port(path, stop)
+        except _PortTaken:
+            continue
+    return _start_on_a_port(path, stop)
+
+
+class _PortTaken(Exception):
+    """The chosen port was bound by another process before the child could bind it."""
+
+
+# Tries before giving up on ports another process keeps taking first (it has never needed two).
+PORT_ATTEMPTS = 3
+
+
+def _start_on_a_port(path: Path, stop: Callable[[], bool] | None) -> tuple[subprocess.Popen[bytes], int]:
     port = _free_port()
     server = subprocess.Popen(
         [sys.executable, "-c", _SERVER_CODE, str(path), str(port), str(os.getpid())],
@@ -68,11 +91,43 @@ def start_server(path: Path, stop: Callable[[], bool] | None = None) -> tuple[su
             )
         with socket.socket() as probe:
             if probe.connect_ex(("127.0.0.1", port)) == 0:
+                if listens_on(server.pid, port) is False:
+                    stop_server(server, kill=True)
+                    raise _PortTaken(port)
                 threading.Thread(target=_drain, args=(server.stderr,), daemon=True).start()
                 return server, port
         time.sleep(0.1)
     stop_server(server, kill=True)
     raise StoreError(f"the memory server for {path} did not start within {SERVER_START_SECONDS:.0f} s")
+
+
+def listens_on(pid: int, port: int) -> bool | None:
+    """Whether process `pid` holds the socket listening on loopback `port` (None: this system
+    does not say; Linux does, in /proc)."""
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            rows = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            fields = row.split()
+            # local address "HEXIP:HEXPORT", state 0A is LISTEN, the tenth field the socket's inode
+            if len(fields) > 9 and fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port:
+                inodes.add(f"socket:[{fields[9]}]")
+    if not inodes:
+        return None
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return None
+    for fd in fds:
+        try:
+            if os.readlink(f"/proc/{pid}/fd/{fd}") in inodes:
+                return True
+        except OSError:  # closed meanwhile (the listing's own descriptor, for one)
+            continue
+    return False
 
 
 def stop_server(server: subprocess.Popen[bytes] | None, *, kill: bool = False) -> None:

@@ -9,7 +9,7 @@ file, lock and transactions it shares (`LexicalIndex.threads`).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 if TYPE_CHECKING:
     from ocat.memory.storage.lexical_index import LexicalIndex
@@ -31,33 +31,22 @@ class ThreadCatalogue:
 
         One statement for all ids; each neighbour is an index seek on (thread_id, ts).
         """
-        unique = list(dict.fromkeys(record_ids))
-        if not unique:
-            return {}
-        marks = ",".join("?" * len(unique))
-        with self._index.guarded():
-            rows = self._index.connection.execute(
-                "SELECT t.record_id, "
-                "(SELECT p.record_id FROM thread_order p WHERE p.thread_id = t.thread_id AND "
-                " (p.ts < t.ts OR (p.ts = t.ts AND p.record_id < t.record_id)) "
-                " ORDER BY p.ts DESC, p.record_id DESC LIMIT 1), "
-                "(SELECT n.record_id FROM thread_order n WHERE n.thread_id = t.thread_id AND "
-                " (n.ts > t.ts OR (n.ts = t.ts AND n.record_id > t.record_id)) ORDER BY n.ts, n.record_id LIMIT 1) "
-                f"FROM thread_order t WHERE t.record_id IN ({marks})",
-                unique,
-            ).fetchall()
+        rows = self._rows_for(
+            "SELECT t.record_id, "
+            "(SELECT p.record_id FROM thread_order p WHERE p.thread_id = t.thread_id AND "
+            " (p.ts < t.ts OR (p.ts = t.ts AND p.record_id < t.record_id)) "
+            " ORDER BY p.ts DESC, p.record_id DESC LIMIT 1), "
+            "(SELECT n.record_id FROM thread_order n WHERE n.thread_id = t.thread_id AND "
+            " (n.ts > t.ts OR (n.ts = t.ts AND n.record_id > t.record_id)) ORDER BY n.ts, n.record_id LIMIT 1) "
+            "FROM thread_order t WHERE t.record_id IN ({marks})",
+            record_ids,
+        )
         return {record_id: (before, after) for record_id, before, after in rows}
 
     def times(self, record_ids: Sequence[str]) -> dict[str, float]:
         """Each exchange's time, from the thread order (a time named in a prompt: read here, not
         with each candidate's whole metadata from Chroma, at a fifth of the cost)."""
-        unique = list(dict.fromkeys(record_ids))
-        if not unique:
-            return {}
-        with self._index.guarded():
-            rows = self._index.connection.execute(
-                f"SELECT record_id, ts FROM thread_order WHERE record_id IN ({','.join('?' * len(unique))})", unique
-            ).fetchall()
+        rows = self._rows_for("SELECT record_id, ts FROM thread_order WHERE record_id IN ({marks})", record_ids)
         return {record_id: float(ts) for record_id, ts in rows}
 
     def starting(self, prefix: str) -> list[str]:
@@ -115,14 +104,7 @@ class ThreadCatalogue:
 
     def titles(self, thread_ids: Sequence[str]) -> dict[str, str]:
         """The titles given to these threads (threads without one are left out)."""
-        unique = list(dict.fromkeys(thread_ids))
-        if not unique:
-            return {}
-        marks = ",".join("?" * len(unique))
-        with self._index.guarded():
-            rows = self._index.connection.execute(
-                f"SELECT thread_id, title FROM thread_titles WHERE thread_id IN ({marks})", unique
-            ).fetchall()
+        rows = self._rows_for("SELECT thread_id, title FROM thread_titles WHERE thread_id IN ({marks})", thread_ids)
         return {str(thread_id): str(title) for thread_id, title in rows}
 
     def all_titles(self) -> dict[str, str]:
@@ -138,3 +120,11 @@ class ThreadCatalogue:
             self._index.connection.executemany(
                 "INSERT INTO thread_titles(thread_id, title) VALUES (?, ?)", titles.items()
             )
+
+    def _rows_for(self, sql: str, ids: Sequence[str]) -> list[Any]:
+        """The rows of `sql` for each distinct id (`{marks}` stands for their placeholders); [] for none."""
+        unique = list(dict.fromkeys(ids))
+        if not unique:
+            return []
+        with self._index.guarded():
+            return self._index.connection.execute(sql.format(marks=",".join("?" * len(unique))), unique).fetchall()

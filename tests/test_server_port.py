@@ -1,0 +1,42 @@
+"""The store's server child and its port (ocat.memory.sharing.chroma_server): a port taken by
+another process between its choice and the child's bind is never mistaken for the child's."""
+
+from __future__ import annotations
+
+import os
+import socket
+from pathlib import Path
+
+import pytest
+
+from ocat.memory.sharing import chroma_server
+from ocat.memory.sharing.chroma_server import listens_on, start_server, stop_server
+
+
+def test_it_tells_whose_socket_listens_on_a_port() -> None:
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        port = listener.getsockname()[1]
+        assert listens_on(os.getpid(), port) is True
+        assert listens_on(os.getppid(), port) is False
+    assert listens_on(os.getpid(), port) is None  # nobody listens there now
+
+
+@pytest.mark.slow
+def test_a_port_another_process_took_first_is_given_up_for_another(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()  # another "server", on the port the child is told to use
+    ports = iter([taken.getsockname()[1]])
+    real = chroma_server._free_port
+    monkeypatch.setattr(chroma_server, "_free_port", lambda: next(ports, None) or real())
+    server = None
+    try:
+        server, port = start_server(tmp_path / "store")
+        assert port != taken.getsockname()[1]
+        assert listens_on(server.pid, port) is True
+    finally:
+        stop_server(server)
+        taken.close()
