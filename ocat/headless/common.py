@@ -1,0 +1,40 @@
+"""What the one-shot actions share: notes on stderr, the store opened, the model made ready.
+
+stdout is the result's alone (a JSON document with `--output json`); all else goes to stderr.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ocat.config.loading import Settings
+    from ocat.headless.output import Reporter
+    from ocat.memory import FetchResult, MemoryStore
+
+
+def say_to_stderr(message: str) -> None:
+    """One note on stderr, as ocat's notes are written."""
+    print(f"ocat: {message}", file=sys.stderr)
+
+
+def open_store(settings: Settings) -> MemoryStore:
+    """The configured store, opened; what opening does at length is said on stderr."""
+    from ocat.memory import open_store as open_memory_store
+
+    return open_memory_store(settings, notify=say_to_stderr)
+
+
+def ready_model(settings: Settings, reporter: Reporter) -> FetchResult | None:
+    """Make sure the embedding model is there (downloading it on first use, with progress on
+    stderr: stdout stays the result's); a download ends with one line saying where it went."""
+    from ocat.memory import ProgressPrinter, prepare_model
+
+    printer = ProgressPrinter(reporter.stderr)
+    fetched = None
+    try:
+        fetched = prepare_model(settings.embedding, progress=printer)
+    finally:
+        printer.finish(fetched)
+    return fetched
