@@ -84,3 +84,28 @@ def test_a_model_it_cannot_read_is_given_to_onnxruntime_as_it_is(cache_home: Pat
     assert session_source(odd) == str(odd)
     assert session_source(tmp_path / "missing.onnx") == str(tmp_path / "missing.onnx")
     assert not lean_cache_dir().exists()
+
+
+def _graph(scale_dims: list[int], axis: int = 0) -> bytes:
+    """A three-node graph: Gather(Mul(Cast(table [5, 4]), scale), ids), with the gather's axis."""
+    from ocat.memory.embedding.lean_graph import _model_class
+
+    model = _model_class()()
+    graph = model.graph
+    for name, dims in (("table", [5, 4]), ("scale", scale_dims)):
+        tensor = graph.initializer.add()
+        tensor.name, tensor.dims[:] = name, dims
+    for op_type, inputs, output in (("Cast", ["table"], "table_f"), ("Mul", ["table_f", "scale"], "table_s"),
+                                    ("Gather", ["table_s", "ids"], "rows")):
+        node = graph.node.add()
+        node.op_type, node.input[:], node.output[:], node.name = op_type, inputs, [output], op_type
+    gather = graph.node[2].attribute.add()
+    gather.name, gather.i = "axis", axis
+    return bytes(model.SerializeToString())
+
+
+def test_only_row_scales_gathered_along_the_rows_are_changed() -> None:
+    assert lean_graph(_graph([5, 1])) is not None
+    assert lean_graph(_graph([1, 4])) is None  # a scale per column is not gathered with the rows
+    assert lean_graph(_graph([])) is None  # one scale for the whole table
+    assert lean_graph(_graph([5, 1], axis=1)) is None  # gathering columns

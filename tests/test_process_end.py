@@ -57,3 +57,23 @@ def test_a_command_ends_without_teardown_but_loses_nothing(tmp_path: Path, how: 
     assert not (tmp_path / "torn-down").exists()  # the interpreter's teardown was skipped
     if how == "raise":
         assert "RuntimeError: a bug" in done.stderr  # an uncaught error still shows its traceback
+
+
+def test_at_exit_a_derived_file_holds_its_log_and_a_deleted_one_is_not_made_again(tmp_path: Path) -> None:
+    import sqlite3
+
+    from ocat.memory.storage import derived
+
+    kept, gone = tmp_path / "kept.sqlite3", tmp_path / "gone.sqlite3"
+    for path in (kept, gone):
+        db = sqlite3.connect(path)
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("CREATE TABLE t (x)")
+        db.execute("INSERT INTO t VALUES (1)")
+        db.commit()
+        derived.checkpoint_at_exit(str(path))
+        # left open, as a process ending without teardown leaves it: the rows are in the -wal file
+    gone.unlink()
+    derived._checkpoint_all()
+    assert Path(f"{kept}-wal").stat().st_size == 0  # folded into the file itself
+    assert not gone.exists()

@@ -102,8 +102,8 @@ class OnnxMiniLMEmbedder:
         `few_texts`: a session for a process that embeds a handful of texts (a one-shot
         `--ask`): its weights are scaled at each run instead of once when it loads, which makes
         it ~70 MiB smaller and ~150 ms quicker to load, and each run ~8 ms slower (too slow for
-        an import's thousands of batches). Its vectors differ from the other session's in the
-        fifth decimal place (docs/PERFORMANCE.md)."""
+        an import's thousands of batches). Its vectors differ from the other session's by at
+        most ~2e-7 in any component (docs/PERFORMANCE.md)."""
         self._load(few_texts=few_texts)
 
     def _load(self, *, few_texts: bool = False) -> None:

@@ -13,8 +13,9 @@ The changed graph is written once into the cache folder, named by the source fil
 time, and onnxruntime reads it from there (from a file it holds ~20 MiB less than from bytes).
 A model without this pattern, or one that cannot be read here, is loaded as it is.
 
-The graph is read with a description of only the ONNX fields it touches (a node's inputs,
-outputs, name and operator); protobuf carries every other field through unchanged.
+The graph is read with a description of only the ONNX fields it reads or touches (a node's
+inputs, outputs, name, operator and attributes, the weights' names and shapes); protobuf carries
+every other field through unchanged.
 """
 
 from __future__ import annotations
@@ -28,9 +29,7 @@ from ocat.config.locations import cache_dir
 
 # Bumped when the change made to the graph changes: cached graphs of another version are remade.
 VERSION = 1
-# The ONNX fields read and written: NodeProto's input (1), output (2), name (3), op_type (4);
-# GraphProto's node (1); ModelProto's graph (7).
-_FIELDS = {"NodeProto": [("input", 1), ("output", 2), ("name", 3), ("op_type", 4)]}
+
 
 
 def lean_cache_dir() -> Path:
@@ -71,8 +70,9 @@ def lean_graph(model: bytes) -> bytes | None:
     message = _model_class()()
     message.ParseFromString(model)
     nodes = list(message.graph.node)
+    shapes = {tensor.name: list(tensor.dims) for tensor in message.graph.initializer}
     changed = False
-    while (found := _scaled_table_gather(nodes)) is not None:
+    while (found := _scaled_table_gather(nodes, shapes)) is not None:
         gather, mul, cast = found
         kept = [node for node in nodes if node is not cast and node is not mul]
         at = next(n for n, node in enumerate(kept) if node is gather)
@@ -88,11 +88,14 @@ def lean_graph(model: bytes) -> bytes | None:
     return bytes(message.SerializeToString())
 
 
-def _scaled_table_gather(nodes: list[Any]) -> tuple[Any, Any, Any] | None:
-    """A Gather from Mul(Cast(an initializer), an initializer) whose two steps feed nothing else."""
+def _scaled_table_gather(nodes: list[Any], shapes: dict[str, list[int]]) -> tuple[Any, Any, Any] | None:
+    """A Gather of rows (axis 0) from Mul(Cast(a table), one scale per row), both initializers,
+    whose two steps feed nothing else: the pattern where gathering first gives the same numbers."""
     made_by = {output: node for node in nodes for output in node.output}
     for gather in nodes:
         if gather.op_type != "Gather" or len(gather.input) != 2:
+            continue
+        if any(attribute.name == "axis" and attribute.i != 0 for attribute in gather.attribute):
             continue
         mul = made_by.get(gather.input[0])
         if mul is None or mul.op_type != "Mul" or len(mul.input) != 2 or mul.input[1] in made_by:
@@ -100,6 +103,9 @@ def _scaled_table_gather(nodes: list[Any]) -> tuple[Any, Any, Any] | None:
         cast = made_by.get(mul.input[0])
         if cast is None or cast.op_type != "Cast" or len(cast.input) != 1 or cast.input[0] in made_by:
             continue
+        table, scale = shapes.get(cast.input[0]), shapes.get(mul.input[1])
+        if not table or scale != [table[0], 1]:
+            continue  # a scale per column, or one for the whole table: not gathered with the rows
         if not _used_elsewhere(nodes, (cast.output[0], mul.output[0]), (mul, gather)):
             return gather, mul, cast
     return None
@@ -143,22 +149,37 @@ def _write_atomically(path: Path, data: bytes) -> None:
 
 
 def _model_class() -> Any:
-    """A protobuf class for ModelProto that knows only the fields `_FIELDS` names."""
+    """A protobuf class for ModelProto that knows only the fields read and written here; every
+    other field (the weights' bytes among them) is carried through as it was."""
     from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
     field = descriptor_pb2.FieldDescriptorProto
     package = "ocat_lean_graph"
     described = descriptor_pb2.FileDescriptorProto(name=f"{package}.proto", package=package, syntax="proto2")
-    node = described.message_type.add(name="NodeProto")
-    for name, number in _FIELDS["NodeProto"]:
-        label = field.LABEL_REPEATED if name in ("input", "output") else field.LABEL_OPTIONAL
-        node.field.add(name=name, number=number, type=field.TYPE_STRING, label=label)
-    graph = described.message_type.add(name="GraphProto")
-    graph.field.add(name="node", number=1, type=field.TYPE_MESSAGE, type_name=f".{package}.NodeProto",
-                    label=field.LABEL_REPEATED)
-    model = described.message_type.add(name="ModelProto")
-    model.field.add(name="graph", number=7, type=field.TYPE_MESSAGE, type_name=f".{package}.GraphProto",
-                    label=field.LABEL_OPTIONAL)
+
+    def message(name: str, *fields: tuple[str, int, int, bool]) -> None:
+        """A message with (name, number, type, repeated) fields; a message-typed field is named
+        by its type's name in _TYPES."""
+        made = described.message_type.add(name=name)
+        for field_name, number, kind, repeated in fields:
+            label = field.LABEL_REPEATED if repeated else field.LABEL_OPTIONAL
+            type_name = f".{package}.{_TYPES[field_name]}" if kind == field.TYPE_MESSAGE else None
+            made.field.add(name=field_name, number=number, type=kind, label=label, type_name=type_name)
+
+    # ONNX's numbers (onnx.proto): AttributeProto name 1, i 3; TensorProto dims 1, name 8;
+    # NodeProto input 1, output 2, name 3, op_type 4, attribute 5; GraphProto node 1,
+    # initializer 5; ModelProto graph 7.
+    message("AttributeProto", ("name", 1, field.TYPE_STRING, False), ("i", 3, field.TYPE_INT64, False))
+    message("TensorProto", ("dims", 1, field.TYPE_INT64, True), ("name", 8, field.TYPE_STRING, False))
+    message("NodeProto", ("input", 1, field.TYPE_STRING, True), ("output", 2, field.TYPE_STRING, True),
+            ("name", 3, field.TYPE_STRING, False), ("op_type", 4, field.TYPE_STRING, False),
+            ("attribute", 5, field.TYPE_MESSAGE, True))
+    message("GraphProto", ("node", 1, field.TYPE_MESSAGE, True), ("initializer", 5, field.TYPE_MESSAGE, True))
+    message("ModelProto", ("graph", 7, field.TYPE_MESSAGE, False))
     pool = descriptor_pool.DescriptorPool()
     pool.Add(described)
     return message_factory.GetMessageClass(pool.FindMessageTypeByName(f"{package}.ModelProto"))
+
+
+# The message type of each message-typed field above.
+_TYPES = {"attribute": "AttributeProto", "initializer": "TensorProto", "node": "NodeProto", "graph": "GraphProto"}

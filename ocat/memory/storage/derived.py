@@ -140,7 +140,8 @@ def _checkpoint_all() -> None:
         _OPEN.clear()
     for path in paths:
         try:
-            db = sqlite3.connect(path, timeout=1.0)
+            # mode=rw: a file deleted meanwhile (by a repair, by the user) is not made again, empty.
+            db = sqlite3.connect(f"{Path(path).resolve().as_uri()}?mode=rw", uri=True, timeout=1.0)
             try:
                 db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             finally:
