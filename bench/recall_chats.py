@@ -96,7 +96,7 @@ def evaluate_chats(folder: Path, model_dir: Path, *, questions: int | None = Non
     """Load the history into a fresh store, ask every question, return the metrics row."""
     from ocat.memory import MemoryStore, RetrievalLimits, StoreLocation, admitted, retrieve
     from ocat.memory.embedding.embedders import OnnxMiniLMEmbedder
-    from ocat.memory.retrieval.retrieve import within_budget
+    from ocat.memory.retrieval.given import within_budget
 
     exchanges, asked = load_chats(folder)
     asked = asked[:questions] if questions else asked

@@ -77,7 +77,7 @@ def _limits(name: str, vector_store: Any, results: int | None = None) -> Any:
 def _ask(store: Any, question: str, now: datetime, name: str, vector_store: Any) -> tuple[list[Any], list[str]]:
     """The ranking (top 10 listed) and what a chat turn would give the model, under a policy."""
     from ocat.memory import admitted, retrieve
-    from ocat.memory.retrieval.retrieve import within_budget
+    from ocat.memory.retrieval.given import within_budget
 
     ranking = retrieve(store, question, _limits(name, vector_store, results=10), now=now)
     given = within_budget(admitted(retrieve(store, question, _limits(name, vector_store), now=now)),

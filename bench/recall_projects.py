@@ -188,7 +188,7 @@ def ask_all(
     from ocat.memory import MemoryStore, RetrievalLimits, StoreLocation, admitted, retrieve
     from ocat.memory.embedding.embedders import OnnxMiniLMEmbedder
     from ocat.memory.retrieval.project_scope import ProjectScope
-    from ocat.memory.retrieval.retrieve import within_budget
+    from ocat.memory.retrieval.given import within_budget
 
     vector_store = bench_settings().vector_store
     # The chat's own limits: its top 5 is the ranking R@5 reads (context_results is 5), so one

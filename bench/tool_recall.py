@@ -266,7 +266,7 @@ def simulate(cases: list[Case], gates: Sequence[ToolGate], settings: Any, anchor
     from ocat.chat.messages import MEMORY_PREAMBLE, memory_message
     from ocat.memory import admitted
     from ocat.memory.retrieval.filters import Filters
-    from ocat.memory.retrieval.retrieve import within_budget
+    from ocat.memory.retrieval.given import within_budget
     from ocat.operations.search import search
     from ocat.text.tokens import count_tokens
 

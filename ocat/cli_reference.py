@@ -16,7 +16,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from ocat.cli import build_mcp_parser, build_parser
+from ocat.cli_parser import build_mcp_parser, build_parser
 
 BEGIN = "<!-- options:begin -->"
 END = "<!-- options:end -->"

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from ocat.memory import MemoryStore, RetrievalLimits, admitted, retrieve
-from ocat.memory.retrieval.retrieve import within_budget
+from ocat.memory.retrieval.given import within_budget
 from ocat.operations.search import reasons
 from ocat.records import Exchange
 

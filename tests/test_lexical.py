@@ -10,7 +10,7 @@ from ocat.memory.storage import terms as term_rules
 from ocat.memory import MemoryStore, StoreLocation
 from ocat.memory.storage.lexical_index import LexicalIndex
 from ocat.memory.storage.terms import stem, terms
-from ocat.memory.retrieval.retrieve import within_budget
+from ocat.memory.retrieval.given import within_budget
 from ocat.memory.storage.scoring import Calibration, coverage
 from ocat.records import Exchange, SearchHit
 from tests.support.fakes import FakeEmbedder

@@ -65,7 +65,8 @@ if TYPE_CHECKING:
         ProjectPolicy,
         ProjectScope,
     )
-    from ocat.memory.retrieval.retrieve import admitted, RetrievalLimits, retrieve, retrieve_any, within_budget
+    from ocat.memory.retrieval.given import admitted, within_budget
+    from ocat.memory.retrieval.retrieve import RetrievalLimits, retrieve, retrieve_any
     from ocat.memory.retrieval.store_floor import floor_of, MIN_EXCHANGES
     from ocat.memory.sharing.owner_lock import StoreWait
     from ocat.memory.storage.chroma import StoreLocation
@@ -113,7 +114,8 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "retrieval.across_stores": ("search_stores", "StoreHit"),
     "retrieval.filters": ("Condition", "DOCUMENT_KEYS", "Filters", "FilterSpec", "parse_where"),
     "retrieval.project_scope": ("PROJECT_BOOST", "project_of", "ProjectPolicy", "ProjectScope"),
-    "retrieval.retrieve": ("admitted", "RetrievalLimits", "retrieve", "retrieve_any", "within_budget"),
+    "retrieval.given": ("admitted", "within_budget"),
+    "retrieval.retrieve": ("RetrievalLimits", "retrieve", "retrieve_any"),
     "retrieval.store_floor": ("floor_of", "MIN_EXCHANGES"),
     "sharing.owner_lock": ("StoreWait",),
     "storage.chroma": ("StoreLocation",),

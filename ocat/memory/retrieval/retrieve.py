@@ -388,29 +388,3 @@ def _verdicts(
             )
         )
     return hits
-
-
-def admitted(hits: Sequence[SearchHit]) -> list[SearchHit]:
-    """The hits relevant enough to show the model."""
-    return [h for h in hits if h.admitted]
-
-
-def within_budget(hits: Sequence[SearchHit], budget: int) -> list[SearchHit]:
-    """The best hits whose texts fit in `budget` tokens together (hits come best first).
-
-    A hit too big for what is left is skipped, so a smaller, less relevant one may follow.
-    """
-    from ocat.text.tokens import estimate_tokens
-
-    kept: list[SearchHit] = []
-    used = 0
-    for hit in hits:
-        if hit.context_of is not None and hit.context_of not in {k.id for k in kept}:
-            continue  # context comes only with the memory it belongs to
-        cost = estimate_tokens(hit.text)
-        if used + cost <= budget:
-            kept.append(hit)
-            used += cost
-    return kept
-
-
