@@ -71,12 +71,12 @@ def leave_now(code: int, closing: threading.Thread | None, session: ChatSession 
     the store is made for: the OS releases the owner lock and the server's watchdog stops it
     (ocat.memory.sharing.owner_lock). Every exchange was written when its turn ended.
     """
-    unsaved = session is not None and bool(session.unsaved)
+    unsaved = session is not None and bool(session.memory.unsaved)
     if closing is not None:
         closing.join(timeout=KEEP_WAIT_SECONDS if unsaved else CLOSE_WAIT_SECONDS)
-    if session is not None and session.unsaved_note:
+    if session is not None and session.memory.unsaved_note:
         # Said once the window is gone, on the terminal it leaves: what became of what memory could not take.
-        print(f"ocat: {printable(session.unsaved_note)}", file=sys.stderr)
+        print(f"ocat: {printable(session.memory.unsaved_note)}", file=sys.stderr)
     _flush_streams()
     os._exit(code)
 

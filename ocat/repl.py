@@ -179,9 +179,9 @@ def _chat(session: ChatSession, out: IO[str], err: IO[str]) -> int:
     interactive = sys.stdin.isatty()
     read_line = _line_reader(interactive, session)
     if interactive:
-        state = "memory on" if session.memory_on else "memory off"
+        state = "memory on" if session.memory.on else "memory off"
         out.write(f"ocat · {session.settings.llm.model} · {state} · /help for commands, /quit to leave\n")
-    notice = session.loaded.notice(len(session.unsaved)) if session.loaded else None
+    notice = session.memory.loaded.notice(len(session.memory.unsaved)) if session.memory.loaded else None
     if notice:
         text, _ = notice
         # The same words as the full-screen chat's notice, in the CLI's "ocat: lower case" form.

@@ -159,6 +159,7 @@ def test_every_function_python_api_md_lists_exists_where_it_says() -> None:
 # The classes the docs name methods of (`ChatSession.recall`), and where each lives.
 _CLASSES = {
     "ChatSession": "ocat.chat.session",
+    "SessionMemory": "ocat.chat.session_memory",
     "MemoryStore": "ocat.memory.storage.store",
     "StoreLease": "ocat.memory.sharing.owner_lock",
     "OnnxMiniLMEmbedder": "ocat.memory.embedding.embedders",

@@ -50,7 +50,7 @@ async def test_the_chat_downloads_the_model_shows_progress_and_remembers_what_wa
         assert app.query(TaskProgress)
         # The chat answers while the model downloads; the exchange waits for memory.
         await send(app, pilot, "my sister's dog is called Biscuit")
-        assert [e.user_prompt for e in app.session.unsaved] == ["my sister's dog is called Biscuit"]
+        assert [e.user_prompt for e in app.session.memory.unsaved] == ["my sister's dog is called Biscuit"]
         # Commands that need no embedding work meanwhile; a search says why it must wait.
         await send(app, pilot, "/vquery dog")
         await wait_for(pilot, lambda: any("still downloading" in n for n in notices(app)), "the /vquery answer")
@@ -58,8 +58,8 @@ async def test_the_chat_downloads_the_model_shows_progress_and_remembers_what_wa
         await wait_for(pilot, lambda: app.memory_status == MemoryStatus(MemoryState.READY, exchanges=1), "memory ready", seconds=30)
         assert not app.query(TaskProgress)
         assert any("Downloaded the embedding model" in n and "remembered too" in n for n in notices(app))
-        assert app.session.unsaved == []
-        stored = app.session.store.get_session(app.session.session_id)
+        assert app.session.memory.unsaved == []
+        stored = app.session.memory.store.get_session(app.session.session_id)
         assert [e.user_prompt for e in stored] == ["my sister's dog is called Biscuit"]
     assert_same_files(chroma_model_dir())
 
@@ -86,7 +86,7 @@ async def test_without_the_model_the_chat_says_what_to_do_and_picks_the_model_up
         shutil.copytree(MODEL_DIR, chroma_model_dir())
         await send(app, pilot, "second words")
         assert app.memory_status == MemoryStatus(MemoryState.READY, exchanges=2)
-        stored = app.session.store.get_session(app.session.session_id)
+        stored = app.session.memory.store.get_session(app.session.session_id)
         assert [e.user_prompt for e in stored] == ["first words", "second words"]
 
 
@@ -239,8 +239,8 @@ def test_commands_that_need_no_embedding_work_without_the_model(
     MemoryStore.open(StoreLocation(path=settings.store_path), real_embedder).add_exchange(old)
 
     session = ChatSession(settings)
-    assert session.open_memory(serve=False)
-    assert session.ready_model() is None and FETCH_COMMAND in (session.memory_error or "")
+    assert session.memory.open(serve=False)
+    assert session.memory.ready_model() is None and FETCH_COMMAND in (session.memory.error or "")
     for line in ("/vstats", f"/vget {old.exchange_id[:8]}", "/threads", "/continue garden-thread"):
         result = run_command(session, line)
         assert not result.error, f"{line}: {result.text}"
@@ -249,7 +249,7 @@ def test_commands_that_need_no_embedding_work_without_the_model(
         result = run_command(session, line)
         assert result.error and "memory is off" in result.text and FETCH_COMMAND in result.text, line
     assert not run_command(session, f"/vdelete {old.exchange_id} --yes").error
-    assert session.store.count("exchange") == 0
+    assert session.memory.store.count("exchange") == 0
     assert not chroma_model_dir().exists()
 
 

@@ -206,4 +206,4 @@ async def test_the_chat_says_while_it_embeds_an_old_stores_prompts_and_clears_it
         await wait_for(pilot, lambda: app.memory_status == MemoryStatus(MemoryState.READY, exchanges=3), "memory ready", seconds=30)
         await pilot.pause()
         assert said not in notices(app)
-    assert app.session.store is None or app.session.store.calibration.prompt_side
+    assert app.session.memory.store is None or app.session.memory.store.calibration.prompt_side

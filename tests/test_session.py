@@ -67,7 +67,7 @@ def test_a_store_failure_turns_memory_off_without_raising(store: MemoryStore) ->
     store.add_exchanges = broken  # type: ignore[method-assign]
     store.count = broken  # type: ignore[method-assign,assignment]
     session.record("hi", "hello", [])
-    assert session.memory_on is False and "disk on fire" in (session.memory_error or "")
+    assert session.memory.on is False and "disk on fire" in (session.memory.error or "")
     assert len(session.history) == 1
 
 

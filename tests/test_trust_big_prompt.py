@@ -57,7 +57,7 @@ def test_a_search_with_more_terms_than_sqlite_takes_succeeds(store: MemoryStore)
     # Straight at the index too: doc_freqs of 40k terms is read in slices.
     assert len(store.lexical.doc_freqs("exchange", terms(huge_prompt()))) == DISTINCT_WORDS
     session.recall(huge_prompt())
-    assert session.memory_on and session.problem is None
+    assert session.memory.on and session.memory.problem is None
 
 
 def test_the_embedder_reads_only_what_the_model_can_use() -> None:
@@ -81,10 +81,10 @@ def test_a_failed_search_leaves_memory_on_and_the_exchange_is_stored(store: Memo
     store.lexical.search = failing  # type: ignore[method-assign]
     session.record("an earlier exchange about printers", "noted", [])
     assert session.recall("where is the printer?").hits == []
-    assert session.memory_on and session.memory_error is None
-    assert "not searched" in (session.problem or "") and "too many SQL variables" in (session.problem or "")
+    assert session.memory.on and session.memory.error is None
+    assert "not searched" in (session.memory.problem or "") and "too many SQL variables" in (session.memory.problem or "")
     session.record("where is the printer?", "floor two", [])
-    assert store.count("exchange") == 2 and not session.unsaved
+    assert store.count("exchange") == 2 and not session.memory.unsaved
 
 
 def test_a_failed_write_is_kept_and_tried_again_on_the_next_turn(store: MemoryStore) -> None:
@@ -100,10 +100,10 @@ def test_a_failed_write_is_kept_and_tried_again_on_the_next_turn(store: MemorySt
 
     store.add_exchanges = add_once_failing  # type: ignore[method-assign]
     first = session.record("first", "one", []).exchange
-    assert session.unsaved == [first] and session.memory_on
-    assert "not written to memory yet" in (session.problem or "")
+    assert session.memory.unsaved == [first] and session.memory.on
+    assert "not written to memory yet" in (session.memory.problem or "")
     session.recall("second")  # the next turn writes what waited
-    assert not session.unsaved and store.count("exchange") == 1
+    assert not session.memory.unsaved and store.count("exchange") == 1
     session.record("second", "two", [])
     assert store.count("exchange") == 2
 
@@ -120,7 +120,7 @@ def test_what_memory_cannot_take_at_the_end_is_kept_and_the_next_start_writes_it
     store.add_exchanges = gone  # type: ignore[method-assign]
     store.count = gone  # type: ignore[method-assign,assignment]
     session.record("remember the blue door", "noted", [])
-    assert not session.memory_on and len(session.unsaved) == 1
+    assert not session.memory.on and len(session.memory.unsaved) == 1
     note = session.close() or ""
     assert "1 exchange of this chat could not be written to memory" in note and "kept in" in note
     files = list(unsaved_folder(session.settings).glob("*.jsonl"))
@@ -128,7 +128,7 @@ def test_what_memory_cannot_take_at_the_end_is_kept_and_the_next_start_writes_it
 
     store.add_exchanges, store.count = real_add, real_count  # type: ignore[method-assign]
     later = ChatSession(session.settings, store=store)
-    said = later.save_unsaved_files() or ""
+    said = later.memory.save_unsaved_files() or ""
     assert "1 exchange kept by an earlier chat was written to memory" in said
     assert store.count("exchange") == 1 and not list(unsaved_folder(session.settings).glob("*.jsonl"))
 
@@ -208,8 +208,8 @@ async def test_the_chat_says_a_search_failed_keeps_memory_on_and_stores_the_turn
         monkeypatch.setattr(LexicalIndex, "search", failing)
         await send(app, pilot, "where did I leave the ladder?")
         assert any("memories were not searched" in n and "too many SQL variables" in n for n in notices(app))
-        assert app.session.memory_on and app.memory_state is not MemoryState.OFF
-        stored = app.session.store.get_session(app.session.session_id)
+        assert app.session.memory.on and app.memory_state is not MemoryState.OFF
+        stored = app.session.memory.store.get_session(app.session.session_id)
         assert [e.user_prompt for e in stored] == ["the ladder is in the shed", "where did I leave the ladder?"]
 
 
@@ -231,11 +231,11 @@ async def test_quitting_the_chat_with_unsaved_exchanges_keeps_them_and_says_wher
         monkeypatch.setattr(MemoryStore, "add_exchanges", gone)
         monkeypatch.setattr(MemoryStore, "count", gone)
         await send(app, pilot, "the spare key is under the blue pot")
-        assert len(app.session.unsaved) == 1
+        assert len(app.session.memory.unsaved) == 1
         await pilot.press("ctrl+q")
     assert app.closing is not None
     app.closing.join(30)
-    note = app.session.unsaved_note or ""
+    note = app.session.memory.unsaved_note or ""
     assert "1 exchange of this chat could not be written to memory" in note and "kept in" in note
     files = list(unsaved_folder(app.session.settings).glob("*.jsonl"))
     assert len(files) == 1 and "blue pot" in files[0].read_text()
@@ -260,7 +260,7 @@ def slow_preload(settings, **options):
 
 memory.preload_embedder = slow_preload
 session = ChatSession.open(load_settings(), dummy=False, serve=False)
-assert not session.memory_on, "the store should be blocked"
+assert not session.memory.on, "the store should be blocked"
 """
 
 

@@ -101,11 +101,11 @@ def test_damage_met_mid_search_degrades_that_search_and_the_next_turn_rebuilds(t
     session = session_on(store)
     store.lexical._db.close()  # the file fails under a running chat (any sqlite3.Error)
     found = session.recall("where does the ladder hang?")
-    assert session.memory_on and found is not None
-    assert "found by their vectors alone" in (session.problem or "")
+    assert session.memory.on and found is not None
+    assert "found by their vectors alone" in (session.memory.problem or "")
     assert store.damaged
     session.recall("and the boiler?")
-    assert "rebuilt from the store" in (session.problem or "") and not store.damaged
+    assert "rebuilt from the store" in (session.memory.problem or "") and not store.damaged
     assert store.lexical.count("exchange") == 50 and store.threads.titles(["t3"]) == {"t3": "Garden"}
 
 

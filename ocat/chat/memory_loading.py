@@ -15,7 +15,7 @@ from ocat.text.terminal import count_of
 
 if TYPE_CHECKING:
     from ocat.memory import DownloadProgress
-    from ocat.chat.session import ChatSession
+    from ocat.chat.session_memory import SessionMemory
 
 
 @dataclass(frozen=True)
@@ -56,37 +56,36 @@ class MemoryLoaded:
 
 
 def load_memory(
-    session: ChatSession,
+    memory: SessionMemory,
     *,
     serve: bool,
     notify: Callable[[str], None] | None = None,
     progress: DownloadProgress | None = None,
 ) -> MemoryLoaded:
-    """Open the session's store and ready its embedding model; never raises for memory's sake.
+    """Open a session's store and ready its embedding model; never raises for memory's sake.
 
     `serve`: share the store with other ocat processes while the session lives (the chats);
     `notify` hears what opening waits for (another process holding the store); `progress`
     follows a first-use download (it may raise Cancelled to stop it).
     """
     # A chat embeds every exchange it keeps; a one-shot command (not serving) a handful.
-    _load_model_meanwhile(session, few_texts=not serve)
-    if not session.open_memory(serve=serve, notify=notify):
-        return MemoryLoaded(session.memory_error)
-    fetched = session.ready_model(progress=progress)
-    session.fetched = fetched
-    if not session.model_ready:
-        return MemoryLoaded(session.memory_error)
-    if session.store is not None:
+    _load_model_meanwhile(memory, few_texts=not serve)
+    if not memory.open(serve=serve, notify=notify):
+        return MemoryLoaded(memory.error)
+    fetched = memory.ready_model(progress=progress)
+    if not memory.model_ready:
+        return MemoryLoaded(memory.error)
+    if memory.store is not None:
         from ocat.memory import catch_up
 
-        catch_up(session.store)  # what opening left for the model (it may have just arrived)
-    saved = session.save_unsaved()
-    recovered = session.save_unsaved_files()
+        catch_up(memory.store)  # what opening left for the model (it may have just arrived)
+    saved = memory.save_unsaved()
+    recovered = memory.save_unsaved_files()
     downloaded = fetched.describe() if fetched is not None and fetched.downloaded else None
-    return MemoryLoaded(session.memory_error, downloaded=downloaded, saved=saved, recovered=recovered)
+    return MemoryLoaded(memory.error, downloaded=downloaded, saved=saved, recovered=recovered)
 
 
-def _load_model_meanwhile(session: ChatSession, *, few_texts: bool) -> None:
+def _load_model_meanwhile(memory: SessionMemory, *, few_texts: bool) -> None:
     """Load the local embedding model in a thread while the store opens, when the model is here:
     ONNX Runtime builds its session without Python's lock, so on two cores it costs the start
     nothing (the store's import holds that lock meanwhile). A model still to be fetched is left
@@ -95,7 +94,7 @@ def _load_model_meanwhile(session: ChatSession, *, few_texts: bool) -> None:
 
     from ocat.memory import preload_embedder
 
-    if not session.settings.vector_store.enabled or session.dummy:
+    if not memory.settings.vector_store.enabled or memory.dummy:
         return
     # Imported here, first: two threads importing numpy (ONNX Runtime's, and ChromaDB's) at once
     # can meet it half made. Only the building of the session runs beside the store's import.
@@ -105,19 +104,20 @@ def _load_model_meanwhile(session: ChatSession, *, few_texts: bool) -> None:
     # Not a daemon: a chat left at once (memory failed to open, the user typed /quit) must wait
     # for the session being built; interpreter shutdown under a daemon thread inside ONNX
     # Runtime aborts the process ("terminate called without an active exception").
-    threading.Thread(target=preload_embedder, args=(session.settings.embedding,), kwargs={"few_texts": few_texts},
+    threading.Thread(target=preload_embedder, args=(memory.settings.embedding,), kwargs={"few_texts": few_texts},
                      name="ocat-model-load", daemon=False).start()
 
 
-def warm_up(session: ChatSession) -> None:
+def warm_up(memory: SessionMemory) -> None:
     """Load the local model's ONNX session now (once memory is on), and measure the store's
     floor if it has none (ocat.memory.retrieval.store_floor): neither is left to the first turn's search."""
-    if session.fetched is None or session.store is None:
+    store = memory.store
+    if memory.fetched is None or store is None:
         return
     try:
-        session.store.embedder.embed(["warm up"])
+        store.embedder.embed(["warm up"])
         from ocat.memory import floor_of
 
-        floor_of(session.store).shift()
+        floor_of(store).shift()
     except Exception:  # a model or store that cannot run is reported by the first turn that needs it
         pass

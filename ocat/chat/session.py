@@ -9,14 +9,13 @@ from __future__ import annotations
 import dataclasses
 import os
 import sys
-import threading
 from datetime import datetime
 from types import ModuleType
-from typing import IO, TYPE_CHECKING, Any, Callable
+from typing import IO, TYPE_CHECKING, Any
 
 from ocat.chat.messages import TurnRequest, build_request, retrieval_queries, system_prompt
 from ocat.errors import OcatError
-from ocat.chat.outcomes import Recall, Recorded, Remembered
+from ocat.chat.outcomes import Recall, Recorded
 from ocat.records import CalledTool, Exchange, SearchHit, new_id
 from ocat.progress import CommandProgress
 from ocat.chat.session_memory import SessionMemory
@@ -27,8 +26,7 @@ if TYPE_CHECKING:
     from ocat.llm import AnswerStream
     from ocat.memory import MemoryStore, ProjectScope
     from ocat.memory import ProjectPolicy
-    from ocat.memory import DownloadProgress, FetchResult
-    from ocat.chat.memory_loading import MemoryLoaded
+    from ocat.memory import DownloadProgress
     from ocat.operations.wake import WakeBlock
     from ocat.tools import ToolBox, ToolSpec
     from ocat.chat.turn import Turn
@@ -53,7 +51,7 @@ def _note(message: str) -> None:
     print(f"ocat: {message}", file=sys.stderr)
 
 
-class ChatSession(SessionMemory):
+class ChatSession:
     """A thread as lived in this session: recall, build the messages, stream, then remember."""
 
     def __init__(
@@ -70,44 +68,16 @@ class ChatSession(SessionMemory):
 
         # The theme and context display chosen in an earlier chat, where the config names none:
         # every chat (full screen, line mode) starts from them.
-        self.settings = with_saved_choices(settings)
-        self.store = store
-        self.dummy = dummy
-        self.thread_id = thread_id or new_id()
+        self._settings = with_saved_choices(settings)
         self.session_id = new_id()
+        # Memory as this session holds it (ocat.chat.session_memory): the store, the model, what waits to be written.
+        self.memory = SessionMemory(self._settings, session_id=self.session_id, store=store, dummy=dummy)
+        self.thread_id = thread_id or new_id()
         self.continuation_seq = continuation_seq
         # Where its exchanges are said: "" for a chat, records.ONE_SHOT for `ocat --ask`.
         self.origin = ""
         self.history: list[Exchange] = list(history or [])
         self.started = datetime.now()
-        self.memory_error: str | None = None
-        # The embedding model can run (False while it downloads, or when it cannot be had);
-        # a store handed in comes with its embedder.
-        self.model_ready = store is not None
-        # How far the model's download has come ("34% of 90.4 MB") while it runs, else None.
-        self.model_download: str | None = None
-        # What readying the model found or downloaded, and how opening memory went (set by
-        # `ocat.chat.memory_loading.load_memory`, for the front end to report).
-        self.fetched: FetchResult | None = None
-        self.loaded: MemoryLoaded | None = None
-        # Exchanges of this conversation not yet in memory (made while memory loaded, the model
-        # downloaded, or a write failed); tried again on every turn, and kept in a file under
-        # the state folder if the chat ends first (ocat.chat.unsaved).
-        self.unsaved: list[Exchange] = []
-        # What went wrong with memory on the last turn while memory stayed on (a search that
-        # failed, an exchange not written yet); None when nothing did. Faces show it.
-        self.problem: str | None = None
-        # What closing did with the exchanges still unsaved (ocat.chat.unsaved), in words; None if none were.
-        self.unsaved_note: str | None = None
-        self._unsaved_lock = threading.Lock()
-        # Held while an exchange is written, so closing the store waits for that write.
-        self._writing = threading.RLock()
-        self._closed = False
-        self._opens_its_store = False  # True once open_memory ran: a store handed in is never reopened
-        # How the store was opened (to open it again after a failure), and when to try that.
-        self._serve = False
-        self._notify: Callable[[str], None] | None = None
-        self._revive_at: float | None = None
         # What the model knows at the start of this thread (ocat.operations.wake): built on its
         # first turn, given with every turn of it, and built again for the next thread.
         self.wake: WakeBlock | None = None
@@ -142,8 +112,27 @@ class ChatSession(SessionMemory):
         from ocat.chat.memory_loading import load_memory
 
         session = cls(settings, dummy=dummy)
-        session.loaded = load_memory(session, serve=serve, notify=_note, progress=progress)
+        session.memory.loaded = load_memory(session.memory, serve=serve, notify=_note, progress=progress)
         return session
+
+    @property
+    def settings(self) -> Settings:
+        """This session's settings (a slash command may replace them: /model, /showcontext)."""
+        return self._settings
+
+    @settings.setter
+    def settings(self, settings: Settings) -> None:
+        self._settings = settings
+        self.memory.settings = settings  # one set of settings for the conversation and its memory
+
+    @property
+    def dummy(self) -> bool:
+        """Dummy mode: the model's answers are made up here, and memory is read but never written."""
+        return self.memory.dummy
+
+    @dummy.setter
+    def dummy(self, dummy: bool) -> None:
+        self.memory.dummy = dummy
 
     @property
     def project(self) -> str:
@@ -180,7 +169,7 @@ class ChatSession(SessionMemory):
         if self.wake is None:
             from ocat.operations.wake import build_wake
 
-            store = self.store if self.model_available() else None
+            store = self.memory.store if self.memory.model_available() else None
             continuing = self.thread_id if self.history else None
             self.wake = build_wake(self.settings, store, exclude_thread=continuing, project=self.scope().project)
         return self.wake
@@ -188,18 +177,12 @@ class ChatSession(SessionMemory):
     def recall(self, prompt: str) -> Recall:
         """Memories worth showing the model for this prompt, leaving out what is already in view,
         and what went wrong on the way (a failed search leaves memory on, and says so)."""
-        self.problem = None
-        had_memory = self.memory_on
-        if not self.model_available():
-            return Recall()
-        if self.unsaved:
-            self.save_unsaved()  # every turn tries again what memory could not take before
-            if self.store is None:
-                return Recall(memory_lost=self.memory_error if had_memory else None)
-        assert self.store is not None
-        rebuilt = tuple(self._rebuild_damaged())
-        from ocat.memory import RetrievalLimits, admitted
-        from ocat.memory import retrieve_any, within_budget
+        return self.memory.recall(lambda store: self._search(store, prompt))
+
+    def _search(self, store: MemoryStore, prompt: str) -> list[SearchHit]:
+        """This turn's search: the prompt and the recent conversation, in this chat's project scope,
+        within the memory budget."""
+        from ocat.memory import RetrievalLimits, admitted, retrieve_any, within_budget
 
         window = self.settings.vector_store.search_context_window
         queries = retrieval_queries(prompt, self.history, window)
@@ -209,28 +192,8 @@ class ChatSession(SessionMemory):
         if self.wake is not None:
             in_view |= set(self.wake.pinned_ids)  # the model has them in the wake block already
         limits = dataclasses.replace(RetrievalLimits.from_settings(self.settings.vector_store), project=self.scope())
-        for attempt in (1, 2):
-            try:
-                found = admitted(retrieve_any(self.store, queries, limits, exclude_ids=in_view))
-                if self.store.damaged:
-                    failed = "; ".join(self.store.damaged.values())
-                    self.problem = (f"{failed}; this turn's memories were found by their vectors alone, "
-                                    "and the file is rebuilt from the store on the next turn")
-                elif rebuilt:
-                    self.problem = f"{'; '.join(rebuilt)} rebuilt from the store"
-                hits = within_budget(found, self.settings.vector_store.memory_token_budget)
-                return Recall(hits, self.problem, rebuilt)
-            except OcatError as exc:
-                if self._reachable():
-                    # A failed search is a failed search: this turn goes on without memories and
-                    # says so, and memory stays on for the exchange and the next turn.
-                    self.problem = f"memories were not searched for this turn: {exc}"
-                    return Recall(problem=self.problem, rebuilt=rebuilt)
-                self._memory_failed(exc)
-                # Once: the owner this process reached the store through may just have closed.
-                if attempt == 2 or not self._reopen():
-                    return Recall(rebuilt=rebuilt, memory_lost=self.memory_error if had_memory else None)
-        return Recall(rebuilt=rebuilt)
+        found = admitted(retrieve_any(store, queries, limits, exclude_ids=in_view))
+        return within_budget(found, self.settings.vector_store.memory_token_budget)
 
     def build_request(self, prompt: str, memories: list[SearchHit]) -> TurnRequest:
         """The messages for this turn: system prompt, memory, recent history, the prompt.
@@ -275,8 +238,8 @@ class ChatSession(SessionMemory):
         return ToolBox(specs, result_tokens=self.settings.tools.result_tokens, count=estimate_tokens) if specs else None
 
     def _memory_tools(self, in_context: set[str]) -> list[ToolSpec]:
-        store = self.store
-        if store is None or not self.model_available():
+        store = self.memory.store
+        if store is None or not self.memory.model_available():
             return []
         from ocat.tools.memory_tools import MemoryToolContext, memory_tools
 
@@ -292,7 +255,7 @@ class ChatSession(SessionMemory):
         """Stop the MCP servers, then give the store up (SessionMemory.close: what became of
         exchanges not yet written, in words)."""
         self.server_tools.close()
-        return super().close()
+        return self.memory.close()
 
     def tools_refused(self) -> str:
         """The provider refused tools: no more for this model (here, and in later runs); the words to say once."""
@@ -320,27 +283,7 @@ class ChatSession(SessionMemory):
             project=self.project,
         )
         self.history.append(exchange)
-        if self.dummy or not self.settings.vector_store.enabled:
-            return Recorded(exchange, Remembered.NOT_STORED)
-        with self._unsaved_lock:
-            if not self.memory_on:
-                self.unsaved.append(exchange)  # written once the store and the model are ready
-                return Recorded(exchange, Remembered.KEPT, self.memory_error, memory_off=self.memory_error is not None)
-        try:
-            with self._writing:
-                if self.store is None:
-                    raise OcatError("memory was closed")  # the chat is closing: keep it, as for any failure
-                self.store.add_exchange(exchange)
-        except OcatError as exc:
-            with self._unsaved_lock:
-                self.unsaved.append(exchange)
-            if self._write_failed(exc):
-                return Recorded(exchange, Remembered.KEPT, self.problem)
-            self._reopen()  # once, at once: writes the kept exchange if the store comes back
-            if exchange not in self.unsaved:
-                return Recorded(exchange, Remembered.STORED)
-            return Recorded(exchange, Remembered.KEPT, self.memory_error or "memory is off", memory_off=True)
-        return Recorded(exchange, Remembered.STORED)
+        return self.memory.keep(exchange)
 
     def resume(self, thread_id: str) -> list[Exchange]:
         """Continue a stored thread: its exchanges become this conversation, oldest first.
@@ -348,9 +291,10 @@ class ChatSession(SessionMemory):
         New exchanges keep the thread id, carry this session's id, and the next
         continuation sequence (the thread's highest so far, plus one).
         """
-        if self.store is None:
-            raise OcatError(f"memory is off: {self.memory_error or 'not ready yet'}")
-        exchanges = self.store.get_thread(thread_id)
+        store = self.memory.store
+        if store is None:
+            raise OcatError(f"memory is off: {self.memory.error or 'not ready yet'}")
+        exchanges = store.get_thread(thread_id)
         if not exchanges:
             raise OcatError(f"no thread {thread_id}")
         self.thread_id = thread_id
@@ -365,8 +309,7 @@ class ChatSession(SessionMemory):
         kept = [e for e in self.history if e.exchange_id != exchange_id]
         dropped = len(kept) != len(self.history)
         self.history = kept
-        with self._unsaved_lock:
-            self.unsaved = [e for e in self.unsaved if e.exchange_id != exchange_id]
+        self.memory.forget(exchange_id)
         return dropped
 
     def take_back_last(self) -> Exchange | None:
@@ -375,8 +318,9 @@ class ChatSession(SessionMemory):
         if not self.history:
             return None
         last = self.history[-1]
-        if self.store is not None and not self.dummy:
-            self.store.delete([last.exchange_id])  # a StoreError leaves the conversation as it was
+        store = self.memory.store
+        if store is not None and not self.dummy:
+            store.delete([last.exchange_id])  # a StoreError leaves the conversation as it was
         self.forget(last.exchange_id)
         return last
 
@@ -398,7 +342,7 @@ def open_chat(settings: Settings, *, dummy: bool, serve: bool, stream: IO[str]) 
     try:
         session = ChatSession.open(settings, dummy=dummy, serve=serve, progress=printer)
     finally:
-        printer.finish(session.fetched if session is not None else None)
+        printer.finish(session.memory.fetched if session is not None else None)
     if serve:
         # A chat that waits for its first prompt readies the model and the store's floor
         # meanwhile, as the full-screen chat does; a one-shot (`--ask`) asks at once.
@@ -408,5 +352,5 @@ def open_chat(settings: Settings, *, dummy: bool, serve: bool, stream: IO[str]) 
 
         # Not a daemon: leaving the chat at once waits for it (a second or two) rather than
         # aborting in the model's native threads at interpreter shutdown.
-        threading.Thread(target=warm_up, args=(session,), name="ocat-warm-up", daemon=False).start()
+        threading.Thread(target=warm_up, args=(session.memory,), name="ocat-warm-up", daemon=False).start()
     return session

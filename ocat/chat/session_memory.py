@@ -1,7 +1,8 @@
-"""A chat session's hold on memory: opening it, readying the model, keeping and writing what
-memory could not take, giving the store up on failure and on close.
+"""A chat session's hold on memory: opening it, readying the model, searching it for a turn and
+writing its exchange, keeping what memory could not take, giving the store up on failure and on close.
 
-`ocat.chat.session.ChatSession` is built on this; the conversation itself lives there.
+`ocat.chat.session.ChatSession` owns one (`session.memory`); the conversation itself (history,
+thread, wake block, tools) lives there and hands this object what to search and what to keep.
 """
 
 from __future__ import annotations
@@ -11,13 +12,15 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
+from ocat.chat.outcomes import Recall, Recorded, Remembered
 from ocat.errors import OcatError
 
 if TYPE_CHECKING:
+    from ocat.chat.memory_loading import MemoryLoaded
     from ocat.config.loading import Settings
     from ocat.memory import MemoryStore
     from ocat.memory import DownloadProgress, FetchResult
-    from ocat.records import Exchange
+    from ocat.records import Exchange, SearchHit
 
 
 # After a store failure the store is given up at once (so another ocat process can take it
@@ -28,31 +31,50 @@ REOPEN_WAIT_SECONDS = 5.0
 
 
 class SessionMemory:
-    """Memory as one chat session holds it (the attributes are set by ChatSession.__init__)."""
+    """Memory as one chat session holds it: the store, the embedding model's readiness, the
+    exchanges memory could not take yet, and what went wrong. `ChatSession` owns one (`session.memory`)."""
 
-    settings: Settings
-    store: MemoryStore | None
-    dummy: bool
-    session_id: str
-    memory_error: str | None
-    problem: str | None
-    unsaved_note: str | None
-    model_ready: bool
-    model_download: str | None
-    unsaved: list[Exchange]
-    _unsaved_lock: threading.Lock
-    _writing: threading.RLock
-    _closed: bool
-    _opens_its_store: bool
-    _serve: bool
-    _notify: Callable[[str], None] | None
-    _revive_at: float | None
+    def __init__(self, settings: Settings, *, session_id: str, store: MemoryStore | None = None,
+                 dummy: bool = False) -> None:
+        self.settings = settings
+        self.session_id = session_id
+        self.store = store
+        self.dummy = dummy
+        # Why memory is off (None while it is on, or still loading).
+        self.error: str | None = None
+        # What went wrong with memory on the last turn while memory stayed on (a search that
+        # failed, an exchange not written yet); None when nothing did. Faces show it.
+        self.problem: str | None = None
+        # The embedding model can run (False while it downloads, or when it cannot be had);
+        # a store handed in comes with its embedder.
+        self.model_ready = store is not None
+        # How far the model's download has come ("34% of 90.4 MB") while it runs, else None.
+        self.model_download: str | None = None
+        # What readying the model found or downloaded, and how opening memory went (set by
+        # `ocat.chat.memory_loading.load_memory`, for the faces to report).
+        self.fetched: FetchResult | None = None
+        self.loaded: MemoryLoaded | None = None
+        # Exchanges of this conversation not yet in memory (made while memory loaded, the model
+        # downloaded, or a write failed); tried again on every turn, and kept in a file under
+        # the state folder if the chat ends first (ocat.chat.unsaved).
+        self.unsaved: list[Exchange] = []
+        # What closing did with the exchanges still unsaved, in words; None if none were.
+        self.unsaved_note: str | None = None
+        self._unsaved_lock = threading.Lock()
+        # Held while an exchange is written, so closing the store waits for that write.
+        self._writing = threading.RLock()
+        self._closed = False
+        self._opens_its_store = False  # True once `open` ran: a store handed in is never reopened
+        # How the store was opened (to open it again after a failure), and when to try that.
+        self._serve = False
+        self._notify: Callable[[str], None] | None = None
+        self._revive_at: float | None = None
 
-    def open_memory(
+    def open(
         self, *, serve: bool, notify: Callable[[str], None] | None = None, wait_seconds: float = 600.0
     ) -> bool:
         """Open the configured store (the model is not needed for that); False, with
-        `memory_error` set, when memory is disabled or the store cannot open."""
+        `error` set, when memory is disabled or the store cannot open."""
         self._serve, self._notify = serve, notify
         self._opens_its_store = True
         if not self.settings.vector_store.enabled:
@@ -69,7 +91,7 @@ class SessionMemory:
                 store.close()
                 raise
         except OcatError as exc:
-            self.memory_error = str(exc)
+            self.error = str(exc)
             return False
         self.store = store
         return True
@@ -78,7 +100,7 @@ class SessionMemory:
         """True when memory is on; after a store failure, opens the store again (at most every
         REVIVE_SECONDS) and writes what was kept meanwhile."""
         if self.store is not None or self._revive_at is None:
-            return self.memory_on
+            return self.on
         if time.monotonic() < self._revive_at:
             return False
         return self._reopen()
@@ -89,16 +111,16 @@ class SessionMemory:
         self._revive_at = time.monotonic() + REVIVE_SECONDS
         if self._closed or not self._opens_its_store:
             return False  # closing, or a store handed in by the caller, which is not ours to reopen
-        if not self.open_memory(serve=self._serve, notify=self._notify, wait_seconds=REOPEN_WAIT_SECONDS):
+        if not self.open(serve=self._serve, notify=self._notify, wait_seconds=REOPEN_WAIT_SECONDS):
             return False
         self._revive_at = None
-        self.memory_error = None
+        self.error = None
         self.save_unsaved()
-        return self.memory_on
+        return self.on
 
     def ready_model(self, *, progress: DownloadProgress | None = None) -> FetchResult | None:
         """Make the embedding model ready, downloading it on first use (then `save_unsaved`
-        writes the exchanges kept meanwhile). On failure `memory_error` says what to do and
+        writes the exchanges kept meanwhile). On failure `error` says what to do and
         memory stays off."""
         from ocat.memory import prepare_model, progress_words
 
@@ -110,10 +132,11 @@ class SessionMemory:
         try:
             fetched = prepare_model(self.settings.embedding, progress=downloading)
         except OcatError as exc:
-            self.memory_error = str(exc)
+            self.error = str(exc)
             return None
         finally:
             self.model_download = None
+        self.fetched = fetched
         self._model_is_ready()
         return fetched
 
@@ -122,10 +145,10 @@ class SessionMemory:
         # "not ready: keep it" and the caller's save_unsaved.
         with self._unsaved_lock:
             self.model_ready = True
-            self.memory_error = None
+            self.error = None
 
     @property
-    def memory_on(self) -> bool:
+    def on(self) -> bool:
         """True while memory is being read and written."""
         return self.store is not None and self.model_ready
 
@@ -135,13 +158,80 @@ class SessionMemory:
         if self.store is None:
             return self.revive()
         if self.model_ready:
-            return self.memory_on
+            return self.on
         from ocat.memory import find_model, uses_local_model
 
         if uses_local_model(self.settings.embedding) and find_model(self.settings.embedding) is not None:
             self._model_is_ready()
             self.save_unsaved()
         return self.model_ready
+
+    def recall(self, search: Callable[[MemoryStore], list[SearchHit]]) -> Recall:
+        """Memories for a turn: `search` runs on the store (once memory is on), after what memory
+        could not take before is written and failing derived files are rebuilt. A failed search
+        leaves memory on and says so; a store that stopped answering is opened again once."""
+        self.problem = None
+        had_memory = self.on
+        if not self.model_available():
+            return Recall()
+        if self.unsaved:
+            self.save_unsaved()  # every turn tries again what memory could not take before
+            if self.store is None:
+                return Recall(memory_lost=self.error if had_memory else None)
+        rebuilt = tuple(self._rebuild_damaged())
+        for attempt in (1, 2):
+            store = self.store
+            assert store is not None
+            try:
+                hits = search(store)
+                if store.damaged:
+                    failed = "; ".join(store.damaged.values())
+                    self.problem = (f"{failed}; this turn's memories were found by their vectors alone, "
+                                    "and the file is rebuilt from the store on the next turn")
+                elif rebuilt:
+                    self.problem = f"{'; '.join(rebuilt)} rebuilt from the store"
+                return Recall(hits, self.problem, rebuilt)
+            except OcatError as exc:
+                if self._reachable():
+                    # A failed search is a failed search: this turn goes on without memories and
+                    # says so, and memory stays on for the exchange and the next turn.
+                    self.problem = f"memories were not searched for this turn: {exc}"
+                    return Recall(problem=self.problem, rebuilt=rebuilt)
+                self._memory_failed(exc)
+                # Once: the owner this process reached the store through may just have closed.
+                if attempt == 2 or not self._reopen():
+                    return Recall(rebuilt=rebuilt, memory_lost=self.error if had_memory else None)
+        return Recall(rebuilt=rebuilt)
+
+    def keep(self, exchange: Exchange) -> Recorded:
+        """Write a finished exchange to memory (never in dummy mode, or with memory disabled); says
+        whether it was stored, kept for a later write, or not stored, and why."""
+        if self.dummy or not self.settings.vector_store.enabled:
+            return Recorded(exchange, Remembered.NOT_STORED)
+        with self._unsaved_lock:
+            if not self.on:
+                self.unsaved.append(exchange)  # written once the store and the model are ready
+                return Recorded(exchange, Remembered.KEPT, self.error, memory_off=self.error is not None)
+        try:
+            with self._writing:
+                if self.store is None:
+                    raise OcatError("memory was closed")  # the chat is closing: keep it, as for any failure
+                self.store.add_exchange(exchange)
+        except OcatError as exc:
+            with self._unsaved_lock:
+                self.unsaved.append(exchange)
+            if self._write_failed(exc):
+                return Recorded(exchange, Remembered.KEPT, self.problem)
+            self._reopen()  # once, at once: writes the kept exchange if the store comes back
+            if exchange not in self.unsaved:
+                return Recorded(exchange, Remembered.STORED)
+            return Recorded(exchange, Remembered.KEPT, self.error or "memory is off", memory_off=True)
+        return Recorded(exchange, Remembered.STORED)
+
+    def forget(self, exchange_id: str) -> None:
+        """Drop an exchange that waits to be written (it was deleted meanwhile)."""
+        with self._unsaved_lock:
+            self.unsaved = [e for e in self.unsaved if e.exchange_id != exchange_id]
 
     def save_unsaved(self) -> int:
         """Write the exchanges kept while memory could not take them; returns how many were written."""
@@ -189,7 +279,7 @@ class SessionMemory:
                 kept = write_unsaved_file(self.settings, left, self.session_id)
             except OSError as exc:
                 failure = exc.strerror or str(exc)
-            if self.memory_on:
+            if self.on:
                 self.save_unsaved()
             if not self.unsaved and kept is not None:
                 kept.unlink(missing_ok=True)
@@ -212,7 +302,7 @@ class SessionMemory:
         count = count_of(len(left), "exchange")
         if not self.unsaved:
             return f"the {count} this chat kept {'is' if len(left) == 1 else 'are'} now in memory."
-        reason = self.memory_error or self.problem
+        reason = self.error or self.problem
         what = f"{count} of this chat could not be written to memory" + (f" ({reason})" if reason else "")
         them = "it" if len(self.unsaved) == 1 else "them"
         if kept is None:
@@ -257,7 +347,7 @@ class SessionMemory:
     def _memory_failed(self, exc: OcatError) -> None:
         """Memory is off: say why, and give the store up at once (its lock and server with it), so
         another ocat process is not left waiting for a store this one cannot use."""
-        self.memory_error = str(exc)
+        self.error = str(exc)
         store, self.store = self.store, None
         self._revive_at = time.monotonic() + REVIVE_SECONDS
         if store is not None:

@@ -86,8 +86,8 @@ class Turn:
         self.answered_at: float | None = None
         # Memory's state as the turn began: a face says so when a turn turned it off, or when
         # memory that had failed (not memory still loading) is back.
-        self._had_memory = session.memory_on
-        self._memory_had_failed = session.memory_error is not None
+        self._had_memory = session.memory.on
+        self._memory_had_failed = session.memory.error is not None
 
     # -- the steps -------------------------------------------------------------------
 

@@ -116,10 +116,10 @@ def _export(session: ChatSession, path: str | None) -> CommandResult:
     if not session.history:
         return CommandResult(text="Nothing to export yet: this conversation is empty.", error=True)
     title = default_title(session.history[0].user_prompt)
-    if session.store is not None:
+    if session.memory.store is not None:
         from ocat.operations.threads import thread_title
 
-        title = thread_title(session.store, session.thread_id, session.history)
+        title = thread_title(session.memory.store, session.thread_id, session.history)
     target = export_conversation(title, session.history, path)
     return CommandResult(text=f"Wrote {count_of(len(session.history), 'exchange')} to {display_path(str(target))}.")
 

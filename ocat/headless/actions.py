@@ -203,16 +203,16 @@ def _ask(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> in
     session = open_chat(settings, dummy=args.dummy_mode, serve=False, stream=reporter.stderr)
     session.origin = ONE_SHOT  # the wake block groups one-shot questions (operations.wake)
     try:
-        if session.loaded is not None and session.loaded.recovered:
-            reporter.note(f"ocat: {session.loaded.recovered}")
+        if session.memory.loaded is not None and session.memory.loaded.recovered:
+            reporter.note(f"ocat: {session.memory.loaded.recovered}")
         turn = session.turn(prompt)
         turn.recall()
         if turn.problem:  # the search failed; the question is still answered, and remembered
             reporter.note(f"ocat: warning: {turn.problem}")
         asyncio.run(_answer_with_tool_lines(turn, reporter))
         turn.finish()
-        if session.memory_error:  # memory never came up (dummy mode too), or went down in this turn
-            reporter.note(f"ocat: warning: memory is off: {session.memory_error}")
+        if session.memory.error:  # memory never came up (dummy mode too), or went down in this turn
+            reporter.note(f"ocat: warning: memory is off: {session.memory.error}")
         elif turn.recorded is not None and (said := remembered_words(turn.recorded)) is not None:
             reporter.note(f"ocat: warning: {said[0]}")
     finally:

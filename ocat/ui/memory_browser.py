@@ -112,8 +112,8 @@ class MemoryBrowser(Screen[str | None]):
 
     def on_mount(self) -> None:
         self._fit(self.size.width)
-        if self.session.store is None:
-            reason = self.session.memory_error or "memory is still loading"
+        if self.session.memory.store is None:
+            reason = self.session.memory.error or "memory is still loading"
             self._note = f"Memory is off: {reason}."
             self._show_filters()
             self.query_one(EntryList).display = False
@@ -132,7 +132,7 @@ class MemoryBrowser(Screen[str | None]):
         self.set_class(width < SIDE_BY_SIDE, "-narrow")
 
     def _title(self) -> str:
-        store = self.session.store
+        store = self.session.memory.store
         where = f" · {store.name} store" if store is not None and store.name != "default" else ""
         return f"Memory{where}: Enter opens a thread, Space marks, Esc goes back to the chat"
 
@@ -153,7 +153,7 @@ class MemoryBrowser(Screen[str | None]):
 
     def reload(self) -> None:
         """List again for the search box and the filters (in a thread; the newest listing wins)."""
-        if self.session.store is None:
+        if self.session.memory.store is None:
             return
         self._generation += 1
         self._list(self._generation, self.query_one("#browser-search", Input).value.strip(), self.filters)
@@ -162,12 +162,12 @@ class MemoryBrowser(Screen[str | None]):
     def _list(self, generation: int, query: str, filters: Filters) -> None:
         from ocat.operations.browse import browse, search_entries
 
-        store = self.session.store
+        store = self.session.memory.store
         if store is None:
             return
         note = ""
         try:
-            if query and self.session.model_available():
+            if query and self.session.memory.model_available():
                 entries = search_entries(store, query, filters, self.session.settings.vector_store)
             else:
                 if query:
@@ -246,7 +246,7 @@ class MemoryBrowser(Screen[str | None]):
     def _read_preview(self, entry: Entry) -> None:
         from ocat.operations.browse import entry_markdown
 
-        store = self.session.store
+        store = self.session.memory.store
         if store is None:
             return
         try:
@@ -355,7 +355,7 @@ class MemoryBrowser(Screen[str | None]):
     def _change(self, what: str, operation: Callable[[MemoryStore], _T], done: Callable[[_T], None]) -> None:
         """Run `operation` on the store in a thread, then `done` with its result on the screen;
         a failure is a notification (the browser and the chat behind it stay as they were)."""
-        store = self.session.store
+        store = self.session.memory.store
         if store is None:
             return
         try:

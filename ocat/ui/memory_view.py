@@ -146,7 +146,7 @@ class MemoryView(AppBase):
                 self.post_message(self.MemoryNote(text))
 
             loaded = load_memory(
-                self.session,
+                self.session.memory,
                 serve=self.serve,
                 notify=waiting,
                 progress=self._download_progress(),
@@ -154,11 +154,11 @@ class MemoryView(AppBase):
         except Exception as exc:  # a bug in opening memory turns memory off, never the chat
             from ocat.logs import log_failure
 
-            self.session.memory_error = log_failure("opening memory", exc)
-            loaded = MemoryLoaded(self.session.memory_error)
+            self.session.memory.error = log_failure("opening memory", exc)
+            loaded = MemoryLoaded(self.session.memory.error)
         self.post_message(self.MemoryReady(loaded))
         if loaded.error is None:
-            warm_up(self.session)
+            warm_up(self.session.memory)
 
     def _download_progress(self) -> Callable[[int, int | None], None]:
         """The model download's progress as messages (one per percent); stops the download once
@@ -208,7 +208,7 @@ class MemoryView(AppBase):
         if self._download is not None:
             await self._download.remove()
             self._download = None
-        store = self.session.store
+        store = self.session.memory.store
         if self._memory_note is not None:
             await self._memory_note.remove()  # what it said (a wait, an upgrade) is over
             self._memory_note = None
@@ -218,7 +218,7 @@ class MemoryView(AppBase):
         else:
             assert store is not None
             status = MemoryStatus(MemoryState.READY, exchanges=store.count("exchange"))
-        notice = loaded.notice(len(self.session.unsaved))
+        notice = loaded.notice(len(self.session.memory.unsaved))
         if notice is not None:
             text, error = notice
             self._notice(text, error=error)
@@ -249,8 +249,8 @@ class MemoryView(AppBase):
 
     async def _refresh_count(self) -> None:
         """Show the store's exchange count, read off the UI thread (it may be a server round trip)."""
-        store = self.session.store
-        if store is None or not self.session.memory_on:
+        store = self.session.memory.store
+        if store is None or not self.session.memory.on:
             return
         try:
             count = await asyncio.to_thread(store.count, "exchange")
