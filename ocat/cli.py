@@ -252,7 +252,7 @@ def _run_app(args: argparse.Namespace) -> int:
         # workers after it, and the app reports missing credentials in the chat.
         session = ChatSession(settings, dummy=args.dummy_mode)
         app = OcatApp(session, quick_exit=True, notes=[new_store] if new_store else [])
-        leave_now(app.run() or 0, app.closing, session)
+        leave_now(app.run() or 0, app.memory.closing, session)
     except OcatError as exc:
         _say("ocat", str(exc))
         return exc.exit_code

@@ -158,8 +158,8 @@ async def test_vdoc_shows_the_bar_before_the_first_batch_and_esc_stops_it_within
         await wait_for(pilot, embedded.is_set, "embedding has started")
         pressed, seen = time.monotonic(), len(events)
         await pilot.press("escape")
-        assert app.command is not None
-        await app.command.wait()
+        assert app.commands.worker is not None
+        await app.commands.worker.wait()
         await pilot.pause()
         # Stopped after the step being embedded (at most one more), its write and the notice:
         # well within a second on an idle machine; the bound here allows for a busy one.

@@ -30,12 +30,12 @@ async def test_a_turn_streams_the_answer_and_remembers_it(llm_server: FakeLLMSer
     app = make_app(llm_server)
     async with app.run_test(size=(100, 30)) as pilot:
         await memory_ready(app, pilot)
-        assert app.memory_status == MemoryStatus(MemoryState.READY, exchanges=0)
+        assert app.memory.status == MemoryStatus(MemoryState.READY, exchanges=0)
         await send(app, pilot, "hello there")
         kinds = [type(w) for w in conversation(app)]
         assert kinds == [UserMessage, AssistantMessage]
         assert app.last_answer == "# Title\n\nSome **bold** text."
-        assert app.memory_status == MemoryStatus(MemoryState.READY, exchanges=1)
+        assert app.memory.status == MemoryStatus(MemoryState.READY, exchanges=1)
         assert "· 1 exchange ·" in str(app.query_one("#header").render())
         assert app.query_one(PromptInput).text == ""
         assert "11 tokens in, 7 out" in str(app.query_one("#status").render())

@@ -294,7 +294,7 @@ async def test_a_corrupt_store_is_reported_and_the_chat_works_without_memory(tmp
     app = make_app(dummy=True, **{"vector_store.path": str(store_dir)})
     async with app.run_test(size=(100, 30)) as pilot:
         await memory_ready(app, pilot)
-        assert app.memory_state is MemoryState.OFF
+        assert app.memory.state is MemoryState.OFF
         assert any("Memory is off" in str(w.render()) for w in app.query(NoticeMessage))
         await send(app, pilot, "hello")
         assert "You said: hello" in app.query(AssistantMessage).last().source
@@ -316,8 +316,8 @@ async def test_a_long_vdoc_shows_progress_and_esc_stops_it_keeping_what_was_stor
         await send(app, pilot, f"/vdoc {big}")
         await wait_for(pilot, lambda: app.query(TaskProgress), "the progress bar")
         await pilot.press("escape")
-        assert app.command is not None
-        await app.command.wait()
+        assert app.commands.worker is not None
+        await app.commands.worker.wait()
         await pilot.pause()
         assert not app.query(TaskProgress)
         notice = str(list(app.query(NoticeMessage))[-1].render())
@@ -325,7 +325,7 @@ async def test_a_long_vdoc_shows_progress_and_esc_stops_it_keeping_what_was_stor
         stored = store.count("document")
         assert 0 < stored < 8000
         await send(app, pilot, f"/vdoc {big}")
-        await app.command.wait()
+        await app.commands.worker.wait()
         await pilot.pause()
         total = store.count("document")
         assert total > stored

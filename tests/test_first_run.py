@@ -45,7 +45,7 @@ async def test_the_chat_downloads_the_model_shows_progress_and_remembers_what_wa
     first_run(monkeypatch, server.url("gated"), server.archive.sha256)
     app = make_app(llm_server)
     async with app.run_test(size=(80, 24)) as pilot:
-        await wait_for(pilot, lambda: app.memory_state is MemoryState.DOWNLOADING, "the download", seconds=30)
+        await wait_for(pilot, lambda: app.memory.state is MemoryState.DOWNLOADING, "the download", seconds=30)
         assert "downloading model" in str(app.query_one("#header").render())
         assert app.query(TaskProgress)
         # The chat answers while the model downloads; the exchange waits for memory.
@@ -55,7 +55,7 @@ async def test_the_chat_downloads_the_model_shows_progress_and_remembers_what_wa
         await send(app, pilot, "/vquery dog")
         await wait_for(pilot, lambda: any("still downloading" in n for n in notices(app)), "the /vquery answer")
         server.gate.set()
-        await wait_for(pilot, lambda: app.memory_status == MemoryStatus(MemoryState.READY, exchanges=1), "memory ready", seconds=30)
+        await wait_for(pilot, lambda: app.memory.status == MemoryStatus(MemoryState.READY, exchanges=1), "memory ready", seconds=30)
         assert not app.query(TaskProgress)
         assert any("Downloaded the embedding model" in n and "remembered too" in n for n in notices(app))
         assert app.session.memory.unsaved == []
@@ -74,7 +74,7 @@ async def test_without_the_model_the_chat_says_what_to_do_and_picks_the_model_up
     first_run(monkeypatch, CLOSED_URL)
     app = make_app(llm_server)
     async with app.run_test(size=(100, 30)) as pilot:
-        await wait_for(pilot, lambda: app.memory_state is MemoryState.OFF, "memory off", seconds=30)
+        await wait_for(pilot, lambda: app.memory.state is MemoryState.OFF, "memory off", seconds=30)
         [notice] = [n for n in notices(app) if "Memory is off" in n]
         assert FETCH_COMMAND in notice and "embedding.model_path" in notice
         await send(app, pilot, "/vstats")
@@ -85,7 +85,7 @@ async def test_without_the_model_the_chat_says_what_to_do_and_picks_the_model_up
         # `ocat --fetch-model` in another terminal (or a copy put in place): the next turn finds it.
         shutil.copytree(MODEL_DIR, chroma_model_dir())
         await send(app, pilot, "second words")
-        assert app.memory_status == MemoryStatus(MemoryState.READY, exchanges=2)
+        assert app.memory.status == MemoryStatus(MemoryState.READY, exchanges=2)
         stored = app.session.memory.store.get_session(app.session.session_id)
         assert [e.user_prompt for e in stored] == ["first words", "second words"]
 
@@ -213,7 +213,7 @@ def test_snapshot_the_chat_while_the_model_downloads(
         app.query_one(PromptInput).cursor_blink = False
         # The gated route holds the download at its half: the picture is the same every time.
         # 49% is the last step shown before the gate (the bar moves once a percent), as the picture shows.
-        await wait_for(pilot, lambda: app.memory_status.percent == 49, "half the download", seconds=30)
+        await wait_for(pilot, lambda: app.memory.status.percent == 49, "half the download", seconds=30)
         await pilot.pause()
 
     assert snap_compare(make_app(dummy=True), terminal_size=(80, 24), run_before=settle)

@@ -41,12 +41,12 @@ async def test_a_turn_sent_while_memory_loads_is_written_once_memory_is_ready(
     monkeypatch.setattr(SessionMemory, "open", slow_open)
     app = make_app(llm_server)
     async with app.run_test(size=(100, 30)) as pilot:
-        assert app.memory_state is MemoryState.LOADING
+        assert app.memory.state is MemoryState.LOADING
         await send(app, pilot, "my bike is a red gazelle")
         assert [e.user_prompt for e in app.session.memory.unsaved] == ["my bike is a red gazelle"]
         assert not any("Not remembered" in n for n in notices(app))  # loading: kept quietly
         opened.set()
-        await wait_for(pilot, lambda: app.memory_status == MemoryStatus(MemoryState.READY, exchanges=1), "memory ready", seconds=30)
+        await wait_for(pilot, lambda: app.memory.status == MemoryStatus(MemoryState.READY, exchanges=1), "memory ready", seconds=30)
         assert any("remembered too" in n for n in notices(app))
         assert app.session.memory.unsaved == []
         stored = app.session.memory.store.get_session(app.session.session_id)
@@ -108,7 +108,7 @@ async def test_when_the_store_server_child_dies_the_chat_serves_again_and_keeps_
         assert store is not None and store.lease is not lease and store.lease.role == "serving owner"
         stored = store.get_session(app.session.session_id)
         assert [e.user_prompt for e in stored] == ["first words", "second words, after the server died"]
-    app.closing.join(30)
+    app.memory.closing.join(30)
     # Given up on exit: another process can take the store over at once.
     from ocat.memory.sharing.owner_lock import acquire
 
@@ -279,10 +279,10 @@ async def test_while_another_process_holds_the_store_the_chat_says_whom_it_waits
     try:
         app = make_app(dummy=True, **{"vector_store.path": str(store)})
         async with app.run_test(size=(100, 30)) as pilot:
-            await wait_for(pilot, lambda: app.memory_state is MemoryState.WAITING, "the wait is shown", seconds=30)
+            await wait_for(pilot, lambda: app.memory.state is MemoryState.WAITING, "the wait is shown", seconds=30)
             assert "memory waiting…" in str(app.query_one("#header").render())
             assert any("waiting for the store" in n and "does not share it" in n for n in notices(app))
             held.release()
-            await wait_for(pilot, lambda: app.memory_status == MemoryStatus(MemoryState.READY, exchanges=0), "memory ready", seconds=30)
+            await wait_for(pilot, lambda: app.memory.status == MemoryStatus(MemoryState.READY, exchanges=0), "memory ready", seconds=30)
     finally:
         held.release()

@@ -48,8 +48,8 @@ class Probe(OcatApp):
         }}
         getattr(super(), "on_ready", lambda: None)()
 
-    async def on_memory_view_memory_ready(self, message) -> None:
-        await super().on_memory_view_memory_ready(message)
+    def on_memory_view_memory_ready(self, message) -> None:
+        # The app's memory component has handled the message; it bubbles up here after.
         print(json.dumps({{**self.at_first_paint, "error": message.loaded.error, "loaded_later": loaded()}}), flush=True)
         self.exit(0)
 

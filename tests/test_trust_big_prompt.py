@@ -208,7 +208,7 @@ async def test_the_chat_says_a_search_failed_keeps_memory_on_and_stores_the_turn
         monkeypatch.setattr(LexicalIndex, "search", failing)
         await send(app, pilot, "where did I leave the ladder?")
         assert any("memories were not searched" in n and "too many SQL variables" in n for n in notices(app))
-        assert app.session.memory.on and app.memory_state is not MemoryState.OFF
+        assert app.session.memory.on and app.memory.state is not MemoryState.OFF
         stored = app.session.memory.store.get_session(app.session.session_id)
         assert [e.user_prompt for e in stored] == ["the ladder is in the shed", "where did I leave the ladder?"]
 
@@ -233,8 +233,8 @@ async def test_quitting_the_chat_with_unsaved_exchanges_keeps_them_and_says_wher
         await send(app, pilot, "the spare key is under the blue pot")
         assert len(app.session.memory.unsaved) == 1
         await pilot.press("ctrl+q")
-    assert app.closing is not None
-    app.closing.join(30)
+    assert app.memory.closing is not None
+    app.memory.closing.join(30)
     note = app.session.memory.unsaved_note or ""
     assert "1 exchange of this chat could not be written to memory" in note and "kept in" in note
     files = list(unsaved_folder(app.session.settings).glob("*.jsonl"))

@@ -1,15 +1,17 @@
 """The full-screen chat: paint first, load memory in a worker, stream answers as Markdown.
 
-Workers never touch widgets directly for long: memory loading (ocat.ui.memory_view) runs in
-a thread and reports with messages; a chat turn is an async worker that can be cancelled
-(Esc), keeps what arrived, and stores nothing for a cancelled or failed turn. Every worker
-and command ends in one place that shows what failed and logs the traceback.
+The app owns its components and hands each what it uses: memory (ocat.ui.memory_view, opened
+in a thread that reports with messages), the slash commands (ocat.ui.command_view), the model's
+check (ocat.ui.model_check), the conversation pane (ocat.ui.conversation), the themes
+(ocat.ui.themes) and the prompt's focus (ocat.ui.prompt_focus); none of them mixes into the app
+(docs/ARCHITECTURE.md). A chat turn is the app's own async worker that can be cancelled (Esc),
+keeps what arrived, and stores nothing for a cancelled or failed turn. Every worker and
+command ends in one place that shows what failed and logs the traceback.
 """
 
 from __future__ import annotations
 
 import asyncio
-import threading
 import time
 from typing import TYPE_CHECKING, Sequence
 
@@ -17,25 +19,24 @@ from textual import work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
-from textual.message import Message
 from textual.widgets import Footer, Static
 from textual.worker import Worker, WorkerState
 
 from ocat.logs import failure_text
 from ocat.chat.session import ChatSession
 from ocat.text.terminal import count_of, printable, without_controls
-from ocat.config.themes import load_themes
 from ocat.ui.keys import default_keys, keymap
 from ocat.ui.command_view import CommandView
+from ocat.ui.conversation import Conversation
 from ocat.ui.memory_view import MemoryState, MemoryStatus, MemoryView
+from ocat.ui.model_check import ModelCheck
 from ocat.ui.palette import SlashCommands
 from ocat.ui.prompt_focus import PromptFocus
 from ocat.ui.status import answering_line, usage_line
+from ocat.ui.themes import Themes
 from ocat.ui.widgets import (
     CommandSuggestions,
-    NoticeMessage,
     PromptInput,
-    TaskProgress,
     UserMessage,
     memory_indicator,
     wake_indicator,
@@ -43,10 +44,17 @@ from ocat.ui.widgets import (
 )
 
 if TYPE_CHECKING:
+    from rich.console import RenderableType
+    from textual import events
+
     from ocat.ui.answer import AssistantMessage  # loaded with the first answer, after the first frame
+    from ocat.ui.memory_browser import MemoryBrowser
+
+# The app's actions that belong to the chat screen alone.
+_CHAT_ONLY_ACTIONS = frozenset({"copy_last", "copy_code", "edit_prompt", "memory"})
 
 
-class OcatApp(MemoryView, CommandView, PromptFocus, App[int]):
+class OcatApp(App[int]):
     """ocat's chat window."""
 
     CSS_PATH = "ocat.tcss"
@@ -65,13 +73,6 @@ class OcatApp(MemoryView, CommandView, PromptFocus, App[int]):
         Binding(default_keys().editor, "edit_prompt", "Editor", show=False, id="app.edit_prompt"),
     ]
 
-    class ModelChecked(Message):
-        """litellm is loaded; `problem` says what to set when the model has no credentials."""
-
-        def __init__(self, problem: str | None) -> None:
-            self.problem = problem
-            super().__init__()
-
     def __init__(
         self, session: ChatSession, *, serve: bool = True, quick_exit: bool = False, notes: Sequence[str] = ()
     ) -> None:
@@ -80,33 +81,32 @@ class OcatApp(MemoryView, CommandView, PromptFocus, App[int]):
         super().__init__()
         self.notes = list(notes)
         self.session = session
-        self.serve = serve
         self.quick_exit = quick_exit
-        opening = session.settings.vector_store.enabled
-        self.memory_status = MemoryStatus(MemoryState.LOADING if opening else MemoryState.OFF)
+        self.conversation = Conversation(self)
+        self.themes = Themes(self)
+        self.prompt_focus = PromptFocus(self)
+        self.model_check = ModelCheck(session, conversation=self.conversation)
+        self.memory = MemoryView(session, serve=serve, conversation=self.conversation)
+        self.commands = CommandView(
+            session, conversation=self.conversation, memory=self.memory, themes=self.themes, send=self._send_now
+        )
         self.turn: Worker[None] | None = None
-        self.command: Worker[None] | None = None
         # Sends the prompts held in the box while an answer or a command ran (see on_prompt_input_submitted).
         self._held_sender: Worker[None] | None = None
         self.last_answer = ""
-        # The embedding model's download bar, while the first download runs.
-        self._download: TaskProgress | None = None
-        # What memory is waiting for (another process's store), while it waits.
-        self._memory_note: NoticeMessage | None = None
-        # Giving the store up, once the window has closed (see on_unmount).
-        self.closing: threading.Thread | None = None
-        # Theme files that could not be loaded (ocat.config.themes), for /theme to list.
-        self.theme_problems: list[str] = []
         self.set_keymap(keymap(session.settings.keys))
 
     def compose(self) -> ComposeResult:
         # Paths and model names are text, never markup: a store called "[b]" must not break the header.
-        yield Static(plain(self._header_text()), id="header")
+        yield Static(plain(self.memory.header_text(self.size.width - 2)), id="header")
         yield VerticalScroll(id="conversation")
         yield Static("", id="status")
         yield CommandSuggestions(id="suggestions")
         yield PromptInput(id="prompt")
         yield Footer()
+        yield self.memory  # the components show nothing themselves
+        yield self.commands
+        yield self.model_check
 
     def on_load(self) -> None:
         if self.quick_exit:
@@ -115,10 +115,10 @@ class OcatApp(MemoryView, CommandView, PromptFocus, App[int]):
             quick_exit.install()
 
     def on_mount(self) -> None:
-        self._load_themes()
+        self.themes.load(self.session.settings.display.theme)
         self.query_one(PromptInput).focus()
         for note in self.notes:
-            self._notice(note)
+            self.conversation.notice(note)
         # Stay scrolled to the newest message while answers and tables grow.
         self.query_one("#conversation", VerticalScroll).anchor()
 
@@ -126,14 +126,14 @@ class OcatApp(MemoryView, CommandView, PromptFocus, App[int]):
         # Ready comes once the first frame is on screen: only then start chromadb and the
         # model, whose imports would otherwise compete with the first paint for the GIL.
         if self.session.settings.vector_store.enabled:
-            self.load_memory_in_background()
+            self.memory.load_in_background()
         # The MCP servers start in the background too; a call not allowed beforehand asks here.
         from ocat.ui.consent import consent_asker
 
         self.session.server_tools.consent.ask = consent_asker(self)
         self.session.server_tools.start()
         if not self.session.dummy:
-            self.check_model()
+            self.model_check.check_model()
         self.load_commands()
 
     @work(thread=True, group="commands")
@@ -141,44 +141,6 @@ class OcatApp(MemoryView, CommandView, PromptFocus, App[int]):
         """Import the slash commands after the first frame (a few dozen ms kept off it); a `/`
         typed sooner imports them itself."""
         import ocat.commands  # noqa: F401
-
-    def _load_themes(self) -> None:
-        """Register shipped and user themes, then apply display.theme (a bad one is reported)."""
-        from textual.theme import Theme
-
-        specs, problems = load_themes()
-        self.theme_problems = problems  # /theme lists them too: a toast goes away
-        for spec in specs:
-            self.register_theme(Theme(**spec))
-        for problem in problems:
-            self.notify(problem, severity="warning", timeout=10)
-        wanted = self.session.settings.display.theme
-        if wanted in self.available_themes:
-            self.theme = wanted
-        else:
-            self.notify(f"unknown theme {wanted!r} (display.theme); using textual-dark", severity="warning")
-            self.theme = "textual-dark"
-
-    @work(thread=True, group="model")
-    def check_model(self) -> None:
-        """Load litellm after the first paint (so the first turn does not wait for it) and check credentials."""
-        from ocat import llm
-
-        settings = self.session.settings.llm
-        try:
-            llm.warm_up(settings)
-            problem = llm.credentials_problem(settings)
-        except Exception as exc:  # the first answer will say what is wrong; the chat must not end here
-            from ocat.logs import log_failure
-
-            log_failure("loading the model's library", exc)
-            return
-        self.post_message(self.ModelChecked(problem))
-
-    def on_ocat_app_model_checked(self, message: ModelChecked) -> None:
-        if message.problem:
-            # The chat stays open: the user may fix the key, or only use the commands.
-            self._notice(f"{message.problem}. Answers fail until then; the commands work.", error=True)
 
     # -- input -------------------------------------------------------------------
 
@@ -210,7 +172,7 @@ class OcatApp(MemoryView, CommandView, PromptFocus, App[int]):
         # Let a turn started by the Enter just before this one (one burst of keys) show its
         # prompt first: its worker's first step mounts it, and runs before this resumes.
         await asyncio.sleep(0)
-        self._notice(f"Queued «{preview}»: it sends {until}.")
+        self.conversation.notice(f"Queued «{preview}»: it sends {until}.")
 
     def _begin(self, text: str, replaces: str = "") -> None:
         """Run a command or start a turn; `replaces`: text is the edited prompt of that exchange
@@ -220,17 +182,21 @@ class OcatApp(MemoryView, CommandView, PromptFocus, App[int]):
         if replaces and not is_command(text):
             from ocat.commands.editing import replace_last
 
-            self.command = self.run_slash_command(
+            self.commands.run(
                 "/edit", lambda: run_step("/edit last", lambda: replace_last(self.session, replaces, text))
             )
         elif is_command(text):
-            self.command = self.run_slash_command(text.split(maxsplit=1)[0], lambda: run_command(self.session, text))
+            self.commands.run(text.split(maxsplit=1)[0], lambda: run_command(self.session, text))
         else:
-            self.turn = self.chat_turn(text)
+            self._send_now(text)
+
+    def _send_now(self, prompt: str) -> None:
+        """Start a turn for `prompt` (typed, held, or sent by a command once it has shown its result)."""
+        self.turn = self.chat_turn(prompt)
 
     def _work_under_way(self) -> list[Worker[None]]:
         """The answer and the command under way, if any."""
-        return [w for w in (self.turn, self.command) if w is not None and not w.is_finished]
+        return [w for w in (self.turn, self.commands.worker) if w is not None and not w.is_finished]
 
     async def _send_held(self) -> None:
         """Send the held prompts in order, each once the work before it has ended."""
@@ -264,7 +230,7 @@ class OcatApp(MemoryView, CommandView, PromptFocus, App[int]):
         from ocat.ui.answer import AssistantMessage
         from ocat.ui.tool_calls import ToolCallView
 
-        await self._append(UserMessage(prompt))
+        await self.conversation.append(UserMessage(prompt))
         status = self.query_one("#status", Static)
         started = time.monotonic()
         ticker = self.set_interval(0.1, lambda: status.update(answering_line(time.monotonic() - started)))
@@ -274,17 +240,17 @@ class OcatApp(MemoryView, CommandView, PromptFocus, App[int]):
         try:
             memories = await asyncio.to_thread(turn.recall)
             if turn.memory_lost:
-                self._notice(f"Memory is off: {turn.memory_lost}", error=True)
-                self._show_memory(MemoryStatus(MemoryState.OFF))
+                self.conversation.notice(f"Memory is off: {turn.memory_lost}", error=True)
+                self.memory.show(MemoryStatus(MemoryState.OFF))
             elif turn.problem:  # this turn's search failed; memory stays on
-                self._notice(f"Note: {turn.problem}.", error=True)
+                self.conversation.notice(f"Note: {turn.problem}.", error=True)
             context_mode = self.session.settings.display.context_mode
             if turn.wake_is_new and turn.wake is not None and context_mode == "on":
-                await self._append(wake_indicator(turn.wake))
+                await self.conversation.append(wake_indicator(turn.wake))
             indicator = memory_indicator(memories, context_mode)
             if indicator is not None:
-                await self._append(indicator)
-            await self._append(answer)
+                await self.conversation.append(indicator)
+            await self.conversation.append(answer)
             stream = AssistantMessage.get_stream(answer)
             await asyncio.to_thread(turn.build_request)
             try:
@@ -295,21 +261,21 @@ class OcatApp(MemoryView, CommandView, PromptFocus, App[int]):
                         shown[id(event)].refresh_call()
                     else:  # a call starts: its line goes under the answer, and is updated when it ends
                         shown[id(event)] = ToolCallView(event, expanded=context_mode == "on")
-                        await self._append(shown[id(event)])
+                        await self.conversation.append(shown[id(event)])
             finally:
                 await stream.stop()
             for note in turn.tool_notes:
-                self._notice(f"Note: {note}.")
+                self.conversation.notice(f"Note: {note}.")
         except asyncio.CancelledError:
             turn.cancel()
             for view in shown.values():
                 view.refresh_call()  # a call under way says it was cancelled
-            self._notice("Cancelled: the partial answer stays on screen and is not remembered.")
+            self.conversation.notice("Cancelled: the partial answer stays on screen and is not remembered.")
             raise
         except Exception as exc:  # every failure of a turn is shown, and the prompt comes back
             if not turn.pieces:
                 await answer.remove()
-            self._notice(failure_text("the answer", exc), error=True)
+            self.conversation.notice(failure_text("the answer", exc), error=True)
             # The prompt comes back, ready to retry, cursor at its end (before anything typed since).
             boxes = self.query(PromptInput)  # none once the window is closing
             if boxes:
@@ -321,27 +287,8 @@ class OcatApp(MemoryView, CommandView, PromptFocus, App[int]):
         status.update(usage_line(turn.usage, turn.elapsed()))
         self.last_answer = turn.text
         await asyncio.to_thread(turn.finish)
-        self._say_what_was_remembered(turn)
-        await self._refresh_count()
-
-    def _conversation(self) -> VerticalScroll | None:
-        """The conversation, or None once the window is closing: a worker (a queued command,
-        a turn's last step) may finish after the screen has gone, and must not fail for it."""
-        found = self.query("#conversation")
-        return found.first(VerticalScroll) if found else None
-
-    async def _append(self, widget: object) -> None:
-        conversation = self._conversation()
-        if conversation is not None:
-            await conversation.mount(widget)  # type: ignore[arg-type]
-            conversation.scroll_end(animate=False)
-
-    def _notice(self, text: str, *, error: bool = False) -> None:
-        conversation = self._conversation()
-        # A turn cancelled by the window closing (Ctrl+Q mid-call) has nowhere left to say so.
-        if conversation is not None and conversation.is_attached:
-            conversation.mount(NoticeMessage(text, error=error))
-            conversation.scroll_end(animate=False)
+        self.memory.say_what_was_remembered(turn)
+        await self.memory.refresh_count()
 
     # -- actions -------------------------------------------------------------------
 
@@ -350,7 +297,8 @@ class OcatApp(MemoryView, CommandView, PromptFocus, App[int]):
         if self.turn is not None and self.turn.state == WorkerState.RUNNING:
             self.turn.cancel()
             return True
-        if self.command is not None and self.command.state == WorkerState.RUNNING:
+        command = self.commands.worker
+        if command is not None and command.state == WorkerState.RUNNING:
             self.session.progress.stop()  # the command stops at its next step, keeping what it stored
             return True
         return False
@@ -358,7 +306,7 @@ class OcatApp(MemoryView, CommandView, PromptFocus, App[int]):
     def action_cancel(self) -> None:
         """Stop the answer being written, or a long command; and bring focus back to the prompt
         if a click took it elsewhere."""
-        self.refocus_prompt()
+        self.prompt_focus.refocus()
         self._stop_running_work()
 
     def action_cancel_or_quit(self) -> None:
@@ -377,19 +325,11 @@ class OcatApp(MemoryView, CommandView, PromptFocus, App[int]):
         super().copy_to_clipboard(without_controls(text))
 
     def action_edit_prompt(self) -> None:
-        """Open the prompt box's text in $VISUAL / $EDITOR (ocat.editor); what is saved comes back
-        in the box, to send with Enter. A failed editor leaves the box as it was, and says why."""
-        from ocat.editor import edit_text
-        from ocat.ui.external_editor import in_editor
-
-        box = self.query_one(PromptInput)
-        edited, problem = in_editor(self, lambda: edit_text(box.text))
-        if edited is None:
-            self._notice(problem, error=True)
-        else:
-            box.text = edited
-            box.move_cursor(box.document.end)
-        box.focus()
+        """Open the prompt box's text in $VISUAL / $EDITOR (PromptInput.edit_in_editor); a failed
+        editor leaves the box as it was, and says why."""
+        problem = self.query_one(PromptInput).edit_in_editor()
+        if problem:
+            self.conversation.notice(problem, error=True)
 
     def action_copy_last(self) -> None:
         """Copy the last answer as plain Markdown text."""
@@ -411,3 +351,43 @@ class OcatApp(MemoryView, CommandView, PromptFocus, App[int]):
     def on_assistant_message_code_clicked(self, message: AssistantMessage.CodeClicked) -> None:
         self.copy_to_clipboard(message.code)
         self.notify(f"Copied a code block ({count_of(len(message.code.splitlines()), 'line')}).")
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """The chat's own keys (copy the answer, the editor, the browser) do nothing over another
+        screen (the memory browser, a dialog): hidden there, so its footer shows its own keys."""
+        if action in _CHAT_ONLY_ACTIONS and len(self.screen_stack) > 1:
+            return False
+        return True
+
+    def action_memory(self) -> None:
+        """Open the memory browser (`keys.memory`)."""
+        self.commands.open_memory_browser("")
+
+    async def on_memory_browser_threads_deleted(self, message: MemoryBrowser.ThreadsDeleted) -> None:
+        """The thread on screen was deleted in the browser: start a new one, as /deletethread does."""
+        if self.session.thread_id not in message.threads:
+            return
+        self.session.new_thread()
+        await self.conversation.redraw(self.session.history)
+        self.conversation.notice("The thread on screen was deleted from memory; a new thread starts.")
+
+    def on_resize(self, event: events.Resize) -> None:
+        # The header is fitted to the width, not wrapped: refit it whenever the window changes.
+        # (This runs before App's own handler has recorded the new size: the event has it.)
+        self.memory.refresh_header(event.size.width - 2)
+
+    # -- the prompt keeps focus (ocat.ui.prompt_focus) ------------------------------
+
+    def on_key(self, event: events.Key) -> None:
+        self.prompt_focus.take_key(event)
+
+    def action_scroll_conversation(self, direction: str) -> None:
+        """Scroll the conversation a page `up` or `down` (PageUp, PageDown in the prompt)."""
+        self.prompt_focus.scroll(direction)
+
+    # -- leaving ---------------------------------------------------------------------
+
+    def exit(self, result: int | None = None, return_code: int = 0, message: RenderableType | None = None) -> None:
+        """Close the window, giving the store up meanwhile (MemoryView.give_up_store)."""
+        self.memory.give_up_store()
+        super().exit(result, return_code, message)

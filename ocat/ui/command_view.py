@@ -1,8 +1,10 @@
 """Slash commands in the window: run off the UI thread with a progress bar, requests answered
 with dialogs (ocat.ui.screens), results shown in the conversation.
 
-A mixin of `OcatApp` (ocat.ui.app): it uses the app's session, `_append`, `_notice`
-and `_refresh_count`.
+`CommandView` is a component the app owns (ocat.ui.app): a widget that is never displayed, so
+that it can own the commands' worker (`run`, one at a time). It is given what it uses: the
+session, the conversation pane, memory (its count changes with commands), the themes, and the
+one step of the app's it must take at once, starting a turn for a prompt a command sends.
 """
 
 from __future__ import annotations
@@ -12,52 +14,53 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Callable
 
 from textual import work
-from textual.containers import VerticalScroll
+from textual.widget import Widget
 
 from ocat.errors import OcatError
 from ocat.logs import failure_text
-from ocat.text.terminal import count_of, printable
-from ocat.ui.widgets import TaskProgress, UserMessage, command_view
+from ocat.ui.widgets import TaskProgress, command_view
 
 if TYPE_CHECKING:
-    from textual.app import App
-    from textual.widget import Widget
     from textual.worker import Worker
 
     from ocat.commands.results import CommandResult, EditFile, EditPrompt
     from ocat.chat.session import ChatSession
-    from ocat.ui.memory_browser import MemoryBrowser
-
-    AppBase = App[int]
-else:
-    AppBase = object  # a mixin of OcatApp (an App) at run time
+    from ocat.ui.conversation import Conversation
+    from ocat.ui.memory_view import MemoryView
+    from ocat.ui.themes import Themes
 
 
-# The app's actions that belong to the chat screen alone.
-_CHAT_ONLY_ACTIONS = frozenset({"copy_last", "copy_code", "edit_prompt", "memory"})
-
-
-class CommandView(AppBase):
+class CommandView(Widget):
     """Running commands and carrying out what they ask."""
 
-    session: ChatSession
-    command: Worker[None] | None
-    theme_problems: list[str]
-    turn: Worker[None] | None
+    DEFAULT_CSS = "CommandView { display: none; }"
 
-    if TYPE_CHECKING:  # the app's own, used here
-        async def _append(self, widget: Widget) -> None: ...
-        def _notice(self, text: str, *, error: bool = False) -> None: ...
-        async def _refresh_count(self) -> None: ...
-        def chat_turn(self, prompt: str) -> Worker[None]: ...
-        def action_edit_prompt(self) -> None: ...
+    def __init__(
+        self,
+        session: ChatSession,
+        *,
+        conversation: Conversation,
+        memory: MemoryView,
+        themes: Themes,
+        send: Callable[[str], None],
+    ) -> None:
+        """`send` starts a turn for a prompt (/retry's): it is called before the command's worker
+        ends, so that a prompt held meanwhile (ocat.ui.app) is sent after it, not before."""
+        super().__init__()
+        self.session = session
+        self.conversation = conversation
+        self.memory = memory
+        self.themes = themes
+        self._send = send
+        # The command under way, or the last one run.
+        self.worker: Worker[None] | None = None
 
-    def _send_now(self, prompt: str) -> None:
-        """Start a turn for `prompt` (a command asked to send it), once the command has ended."""
-        self.turn = self.chat_turn(prompt)
+    def run(self, name: str, step: Callable[[], CommandResult]) -> None:
+        """Run a command (or the step a dialog's answer carries out): `worker` is now its worker."""
+        self.worker = self._run_slash_command(name, step)
 
     @work(exclusive=True, group="command")
-    async def run_slash_command(self, name: str, step: Callable[[], CommandResult]) -> None:
+    async def _run_slash_command(self, name: str, step: Callable[[], CommandResult]) -> None:
         """Run a command (or the step a dialog's answer carries out) in a thread (it may touch
         the store) and show its result.
 
@@ -68,7 +71,7 @@ class CommandView(AppBase):
         try:
             await self._run_and_show(name, step)
         except Exception as exc:
-            self._notice(failure_text(name, exc), error=True)
+            self.conversation.notice(failure_text(name, exc), error=True)
 
     async def _run_and_show(self, name: str, step: Callable[[], CommandResult]) -> None:
         progress: list[TaskProgress] = []
@@ -76,12 +79,12 @@ class CommandView(AppBase):
         async def show_progress(label: str, done: int, total: int) -> None:
             if not progress:
                 progress.append(TaskProgress())
-                await self._append(progress[0])
+                await self.conversation.append(progress[0])
             progress[0].show(label, done, total)
 
         def report(label: str, done: int, total: int) -> None:
             # Textual's stubs cannot type an async callback's None result ("Awaitable[Never]").
-            self.call_from_thread(show_progress, label, done, total)  # type: ignore[arg-type]
+            self.app.call_from_thread(show_progress, label, done, total)  # type: ignore[arg-type]
 
         self.session.progress.start(report)
         try:
@@ -91,7 +94,7 @@ class CommandView(AppBase):
             if progress:
                 await progress[0].remove()
         if result.quit:
-            self.exit(0)
+            self.app.exit(0)
             return
         from ocat.commands.results import Send
 
@@ -99,13 +102,13 @@ class CommandView(AppBase):
         if result.request is not None:
             result = self._carry_out(name, result)
         if result.conversation_replaced:
-            await self._redraw_conversation()
+            await self.conversation.redraw(self.session.history)
         if result.text or result.rows:
-            await self._append(command_view(result))
-        await self._refresh_count()  # commands add and delete memories
+            await self.conversation.append(command_view(result))
+        await self.memory.refresh_count()  # commands add and delete memories
         if send is not None:
             # Only now: the turn mounts its prompt below what the command said ("Asking again…").
-            self._send_now(send)
+            self._send(send)
 
     def _carry_out(self, name: str, result: CommandResult) -> CommandResult:
         """Answer a command's request: a dialog for Confirm and Choose (its answer runs the
@@ -127,18 +130,18 @@ class CommandView(AppBase):
         if isinstance(request, Confirm):
             def answered(yes: bool | None) -> None:
                 if yes:
-                    self.command = self.run_slash_command(name, lambda: run_step(name, request.then))
+                    self.run(name, lambda: run_step(name, request.then))
                 else:
-                    self._notice(request.declined)
+                    self.conversation.notice(request.declined)
 
-            self.push_screen(ConfirmDialog(request.question), answered)
+            self.app.push_screen(ConfirmDialog(request.question), answered)
             return replace(result, request=None, text="")
         if isinstance(request, Choose):
             def picked(value: str | None) -> None:
                 if value is not None:
-                    self.command = self.run_slash_command(name, lambda: run_step(name, lambda: request.then(value)))
+                    self.run(name, lambda: run_step(name, lambda: request.then(value)))
 
-            self.push_screen(ChoicePicker(request.title, request.options), picked)
+            self.app.push_screen(ChoicePicker(request.title, request.options), picked)
             return replace(result, request=None, text="")
         if isinstance(request, Send):
             return replace(result, request=None)  # sent by _run_and_show, once the result is shown
@@ -147,14 +150,14 @@ class CommandView(AppBase):
             return replace(result, request=None, text="")
         if isinstance(request, EditPrompt):
             # After this command's result is shown: the editor takes the terminal meanwhile.
-            self.call_later(self._edit_prompt, request)
+            self.app.call_later(self._edit_prompt, request)
             return replace(result, request=None)
         if isinstance(request, EditFile):
-            self.call_later(self._edit_file, request)
+            self.app.call_later(self._edit_file, request)
             return replace(result, request=None)
         assert isinstance(request, ShowThemes)
         try:
-            return CommandResult(text=self._switch_theme(request.name))
+            return CommandResult(text=self.themes.switch(request.name))
         except OcatError as exc:
             return CommandResult(text=str(exc), error=True)
 
@@ -164,67 +167,27 @@ class CommandView(AppBase):
         from ocat.operations.profile import PROFILE_TEMPLATE
         from ocat.ui.external_editor import in_editor
 
-        _, problem = in_editor(self, lambda: edit_file(request.path, template=PROFILE_TEMPLATE))
+        _, problem = in_editor(self.app, lambda: edit_file(request.path, template=PROFILE_TEMPLATE))
         if problem:
-            self._notice(problem, error=True)
+            self.conversation.notice(problem, error=True)
 
     def _edit_prompt(self, request: EditPrompt) -> None:
         """/edit: the prompt box's text in the editor; /edit last: the last prompt back in the box."""
         from ocat.ui.widgets import PromptInput
 
+        box = self.app.query_one(PromptInput)
         if request.replaces:
-            self.query_one(PromptInput).edit_last(request.prompt, request.replaces)
-        else:
-            self.action_edit_prompt()
-
-    async def _redraw_conversation(self) -> None:
-        """Show the session's conversation afresh (after /continue or /clear)."""
-        from ocat.ui.answer import AssistantMessage
-
-        conversation = self.query_one("#conversation", VerticalScroll)
-        await conversation.remove_children()
-        for exchange in self.session.history:
-            answer = AssistantMessage()
-            await conversation.mount_all([UserMessage(exchange.user_prompt), answer])
-            await answer.update(printable(exchange.assistant_response))
-        conversation.scroll_end(animate=False)
-
-    def _switch_theme(self, name: str) -> str:
-        """List the themes (the current one marked, broken theme files after), or switch to one
-        and keep it for the next runs (ocat.choices)."""
-        from ocat.choices import save_choice
-
-        if not name:
-            names = [f"{theme} (current)" if theme == self.theme else theme for theme in sorted(self.available_themes)]
-            lines = ["Themes: " + ", ".join(names)]
-            if self.theme_problems:
-                lines.append(f"Not loaded ({count_of(len(self.theme_problems), 'broken theme file')}):")
-                lines += [f"  {problem}" for problem in self.theme_problems]
-            return "\n".join(lines)
-        if name not in self.available_themes:
-            raise OcatError(f"no theme {name!r}; /theme lists them")
-        self.theme = name
-        save_choice("display.theme", name)
-        return f"Theme: {name} (kept for next time)"
-
-    # -- the memory browser ------------------------------------------------------------
-
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """The chat's own keys (copy the answer, the editor, the browser) do nothing over another
-        screen (the memory browser, a dialog): hidden there, so its footer shows its own keys."""
-        if action in _CHAT_ONLY_ACTIONS and len(self.screen_stack) > 1:
-            return False
-        return True
-
-    def action_memory(self) -> None:
-        """Open the memory browser (`keys.memory`)."""
-        self.open_memory_browser("")
+            box.edit_last(request.prompt, request.replaces)
+            return
+        problem = box.edit_in_editor()
+        if problem:
+            self.conversation.notice(problem, error=True)
 
     def open_memory_browser(self, query: str) -> None:
         """Show the memory browser; a thread picked there is continued (as /continue would)."""
         from ocat.ui.memory_browser import MemoryBrowser
 
-        if isinstance(self.screen, MemoryBrowser):
+        if isinstance(self.app.screen, MemoryBrowser):
             return
 
         def closed(thread_id: str | None) -> None:
@@ -232,16 +195,8 @@ class CommandView(AppBase):
                 from ocat.ui.widgets import PromptInput
 
                 # As if typed: while an answer or a command runs it waits its turn (never cancels it).
-                self.post_message(PromptInput.Submitted(f"/continue {thread_id}"))
+                self.app.post_message(PromptInput.Submitted(f"/continue {thread_id}"))
             else:
-                self.call_later(self._refresh_count)  # the browser may have deleted memories
+                self.app.call_later(self.memory.refresh_count)  # the browser may have deleted memories
 
-        self.push_screen(MemoryBrowser(self.session, query), closed)
-
-    async def on_memory_browser_threads_deleted(self, message: MemoryBrowser.ThreadsDeleted) -> None:
-        """The thread on screen was deleted in the browser: start a new one, as /deletethread does."""
-        if self.session.thread_id not in message.threads:
-            return
-        self.session.new_thread()
-        await self._redraw_conversation()
-        self._notice("The thread on screen was deleted from memory; a new thread starts.")
+        self.app.push_screen(MemoryBrowser(self.session, query), closed)

@@ -1,7 +1,9 @@
 """The chat's memory, as the window shows it: loading it after the first frame, the model's
 first download, the header's memory state, and giving the store up when the window closes.
 
-A mixin of `OcatApp` (ocat.ui.app): it uses the app's session, `_notice` and `_append`.
+`MemoryView` is a component the app owns (ocat.ui.app): a widget that is never displayed, so
+that it can own the worker that opens memory and handle that worker's messages itself. It is
+given what it uses (the session, the conversation pane); the app reads its `status`.
 """
 
 from __future__ import annotations
@@ -13,8 +15,8 @@ from enum import Enum
 from typing import TYPE_CHECKING, Callable
 
 from textual import work
-from textual.events import Resize
 from textual.message import Message
+from textual.widget import Widget
 from textual.widgets import Static
 
 from ocat.errors import Cancelled, OcatError
@@ -23,19 +25,10 @@ from ocat.text.terminal import count_of
 from ocat.ui.widgets import NoticeMessage, TaskProgress, plain
 
 if TYPE_CHECKING:
-    from rich.console import RenderableType
-    from textual.app import App
-    from textual.containers import VerticalScroll
-    from textual.widget import Widget
-
     from ocat.chat.memory_loading import MemoryLoaded
     from ocat.chat.turn import Turn
     from ocat.chat.session import ChatSession
-
-    AppBase = App[int]
-else:
-    AppBase = object  # a mixin of OcatApp (an App) at run time
-
+    from ocat.ui.conversation import Conversation
 
 class MemoryState(Enum):
     """Where the chat's memory is. The header's words are rendered from it (`memory_words`),
@@ -85,20 +78,10 @@ def memory_words(status: MemoryStatus) -> str:
     return "memory loading…"
 
 
-class MemoryView(AppBase):
+class MemoryView(Widget):
     """Memory's life in the window: opening, downloading, failing, coming back, closing."""
 
-    if TYPE_CHECKING:  # the app's own, used here
-        async def _append(self, widget: Widget) -> None: ...
-        def _conversation(self) -> VerticalScroll | None: ...
-        def _notice(self, text: str, *, error: bool = False) -> None: ...
-
-    session: ChatSession
-    serve: bool
-    memory_status: MemoryStatus
-    _download: TaskProgress | None
-    _memory_note: NoticeMessage | None
-    closing: threading.Thread | None
+    DEFAULT_CSS = "MemoryView { display: none; }"
 
     class MemoryReady(Message):
         """Opening memory has ended: `loaded` says how (ocat.chat.memory_loading)."""
@@ -123,18 +106,33 @@ class MemoryView(AppBase):
             self.total = total
             super().__init__()
 
-    @property
-    def memory_state(self) -> MemoryState:
-        """Where memory is now (opening, waiting, downloading its model, ready or off)."""
-        return self.memory_status.state
+    def __init__(self, session: ChatSession, *, serve: bool, conversation: Conversation) -> None:
+        """`serve`: the store may be served to other processes (ocat.chat.memory_loading)."""
+        super().__init__()
+        self.session = session
+        self.serve = serve
+        self.conversation = conversation
+        opening = session.settings.vector_store.enabled
+        self.status = MemoryStatus(MemoryState.LOADING if opening else MemoryState.OFF)
+        # The embedding model's download bar, while the first download runs.
+        self._download: TaskProgress | None = None
+        # What memory is waiting for (another process's store), while it waits.
+        self._memory_note: NoticeMessage | None = None
+        # Giving the store up, once the window has closed (see give_up_store).
+        self.closing: threading.Thread | None = None
 
-    def _show_memory(self, status: MemoryStatus) -> None:
+    @property
+    def state(self) -> MemoryState:
+        """Where memory is now (opening, waiting, downloading its model, ready or off)."""
+        return self.status.state
+
+    def show(self, status: MemoryStatus) -> None:
         """Memory's status is now `status`: keep it and show it in the header."""
-        self.memory_status = status
-        self._refresh_header()
+        self.status = status
+        self.refresh_header()
 
     @work(thread=True, exclusive=True, group="memory")
-    def load_memory_in_background(self) -> None:
+    def load_in_background(self) -> None:
         """Open the store, then ready the embedding model (downloading it on first use), off the
         UI thread: chromadb and the model load here, after first paint. The chat is usable
         meanwhile; its exchanges are kept and written once memory is ready."""
@@ -183,26 +181,26 @@ class MemoryView(AppBase):
     async def on_memory_view_model_progress(self, message: ModelProgress) -> None:
         if self._download is None:
             self._download = TaskProgress(hint="the chat works meanwhile")
-            await self._append(self._download)
+            await self.conversation.append(self._download)
         label = "Downloading the embedding model, first use"
         self._download.show(label, message.done, message.total or 0)
-        self._show_memory(MemoryStatus(MemoryState.DOWNLOADING, downloaded=message.done, download_size=message.total))
+        self.show(MemoryStatus(MemoryState.DOWNLOADING, downloaded=message.done, download_size=message.total))
 
     def on_memory_view_memory_note(self, message: MemoryNote) -> None:
         # One notice, updated in place as the wait goes on.
         if self._memory_note is None:
             self._memory_note = NoticeMessage(message.text)
-            conversation = self._conversation()
-            if conversation is not None:
-                conversation.mount(self._memory_note)
+            pane = self.conversation.pane()
+            if pane is not None:
+                pane.mount(self._memory_note)
         else:
             self._memory_note.update(plain(message.text))
         from ocat.memory import StoreWait  # memory has loaded its modules by now
 
         # A wait for another process is said in the header too; other notes (a store's one-time
         # upgrade) are work under way, still "loading".
-        if self.memory_state is MemoryState.LOADING and isinstance(message.text, StoreWait):
-            self._show_memory(MemoryStatus(MemoryState.WAITING))
+        if self.state is MemoryState.LOADING and isinstance(message.text, StoreWait):
+            self.show(MemoryStatus(MemoryState.WAITING))
 
     async def on_memory_view_memory_ready(self, message: MemoryReady) -> None:
         if self._download is not None:
@@ -221,10 +219,10 @@ class MemoryView(AppBase):
         notice = loaded.notice(len(self.session.memory.unsaved))
         if notice is not None:
             text, error = notice
-            self._notice(text, error=error)
-        self._show_memory(status)
+            self.conversation.notice(text, error=error)
+        self.show(status)
 
-    def _header_text(self, width: int | None = None) -> str:
+    def header_text(self, width: int | None = None) -> str:
         """The header line fitted to `width` columns (the window's, less the padding, when None)."""
         settings = self.session.settings
         config = display_path(settings.config_path) if settings.config_path else "default config"
@@ -234,20 +232,16 @@ class MemoryView(AppBase):
             where = display_path(str(settings.store_path))
         model = "dummy" if self.session.dummy else settings.llm.model
         if width is None:
-            width = self.size.width - 2  # the header's padding
-        return fit_header(model, memory_words(self.memory_status), [where, config], width)
+            width = self.app.size.width - 2  # the header's padding
+        return fit_header(model, memory_words(self.status), [where, config], width)
 
-    def on_resize(self, event: Resize) -> None:
-        # The header is fitted to the width, not wrapped: refit it whenever the window changes.
-        # (This runs before App's own handler has recorded the new size: the event has it.)
-        self._refresh_header(event.size.width - 2)
-
-    def _refresh_header(self, width: int | None = None) -> None:
-        found = self.query("#header")  # gone once the window is closing
+    def refresh_header(self, width: int | None = None) -> None:
+        """Fit the header to `width` columns (the window's, less the padding, when None) and show it."""
+        found = self.app.query("#header")  # gone once the window is closing
         if found:
-            found.first(Static).update(plain(self._header_text(width)))
+            found.first(Static).update(plain(self.header_text(width)))
 
-    async def _refresh_count(self) -> None:
+    async def refresh_count(self) -> None:
         """Show the store's exchange count, read off the UI thread (it may be a server round trip)."""
         store = self.session.memory.store
         if store is None or not self.session.memory.on:
@@ -256,9 +250,9 @@ class MemoryView(AppBase):
             count = await asyncio.to_thread(store.count, "exchange")
         except OcatError:
             return  # the header keeps its last count; the failing command says what went wrong
-        self._show_memory(MemoryStatus(MemoryState.READY, exchanges=count))
+        self.show(MemoryStatus(MemoryState.READY, exchanges=count))
 
-    def _say_what_was_remembered(self, turn: Turn) -> None:
+    def say_what_was_remembered(self, turn: Turn) -> None:
         """Say what `remembered_words` says of the turn's exchange (nothing while memory is
         still loading: it is kept quietly, and written once memory is ready); the header
         follows memory going off and coming back."""
@@ -268,22 +262,19 @@ class MemoryView(AppBase):
         if recorded is None:
             return
         said = remembered_words(recorded)
-        if recorded.memory_off and self.memory_state.pending:
+        if recorded.memory_off and self.state.pending:
             return  # still loading, or its model downloading: the header says so already
         if said is not None:
-            self._notice(said[0], error=said[1])
+            self.conversation.notice(said[0], error=said[1])
         if recorded.memory_off:
-            self._show_memory(MemoryStatus(MemoryState.OFF))
-
-    def exit(self, result: int | None = None, return_code: int = 0, message: RenderableType | None = None) -> None:
-        """Close the window, giving the store up meanwhile (see `_give_up_store`)."""
-        self._give_up_store()
-        super().exit(result, return_code, message)
+            self.show(MemoryStatus(MemoryState.OFF))
 
     def on_unmount(self) -> None:
-        self._give_up_store()
+        self.give_up_store()
 
-    def _give_up_store(self) -> None:
+    def give_up_store(self) -> None:
+        """Close the session (its store) in a thread of its own, once: the app calls this as soon
+        as the user quits, and it runs again, doing nothing, when this component leaves."""
         # Stopping a served store's server takes a moment: it starts as soon as the user
         # quits, alongside the window's own closing, and `ocat.cli` gives it a short while
         # more before the process leaves. An exchange being written is finished first.

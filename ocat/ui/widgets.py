@@ -151,6 +151,19 @@ class PromptInput(TextArea):
             self.text = "\n\n".join(part for part in (prompt, self.text) if part.strip())
             self.move_cursor(self.document.end)
 
+    def edit_in_editor(self) -> str:
+        """Open the box's text in $VISUAL / $EDITOR (ocat.editor); what is saved comes back in
+        the box, to send with Enter. A failed editor leaves the box as it was: returns why ("": it worked)."""
+        from ocat.editor import edit_text
+        from ocat.ui.external_editor import in_editor
+
+        edited, problem = in_editor(self.app, lambda: edit_text(self.text))
+        if edited is not None:
+            self.text = edited
+            self.move_cursor(self.document.end)
+        self.focus()
+        return problem
+
     def hold(self, text: str) -> None:
         """Keep a prompt sent while the app is busy, after any already waiting."""
         self.held.append(text)

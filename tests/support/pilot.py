@@ -28,7 +28,7 @@ async def memory_ready(app: OcatApp, pilot: Any) -> None:
     # A blinking cursor would make screenshots depend on the moment they are taken.
     app.query_one(PromptInput).cursor_blink = False
     for _ in range(300):
-        if not app.memory_state.pending:
+        if not app.memory.state.pending:
             return
         await pilot.pause(0.05)
     raise AssertionError("memory never became ready")
@@ -50,10 +50,10 @@ async def send(app: OcatApp, pilot: Any, text: str) -> None:
 
 async def wait_for_command(app: OcatApp, pilot: Any) -> None:
     """Wait until the slash command just sent has finished and shown its result."""
-    await wait_for(pilot, lambda: app.command is not None, "the command")
-    assert app.command is not None
+    await wait_for(pilot, lambda: app.commands.worker is not None, "the command")
+    assert app.commands.worker is not None
     try:
-        await app.command.wait()
+        await app.commands.worker.wait()
     except WorkerCancelled:
         pass  # stopped by the test (Esc): it reads what the command showed
     await pilot.pause()
