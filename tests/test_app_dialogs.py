@@ -305,9 +305,11 @@ async def test_a_corrupt_store_is_reported_and_the_chat_works_without_memory(tmp
 async def test_a_long_vdoc_shows_progress_and_esc_stops_it_keeping_what_was_stored(tmp_path: Any) -> None:
     from ocat.ui.widgets import TaskProgress
 
-    # Many batches, so Esc always lands while some are still to be written.
+    # Many batches, so Esc always lands while some are still to be written: 3,000 chunks of one
+    # paragraph each, and Esc landed after 380-900 of them, on an idle machine and under load
+    # alike. (It was 8,000 paragraphs, 9,750 chunks: the rerun embedded 9,000 more for nothing.)
     big = tmp_path / "big.txt"
-    big.write_text("\n\n".join(f"Paragraph {i} is about topic number {i}." for i in range(8000)))
+    big.write_text("\n\n".join(f"Paragraph {i} is about topic number {i}." for i in range(3000)))
     app = make_app(dummy=True, **{"chunking.strategy": "fixed_size", "chunking.chunk_size": 40,
                                   "chunking.chunk_overlap": 0, "chunking.max_chunk_size": 40})
     async with app.run_test(size=(100, 30)) as pilot:
@@ -323,7 +325,7 @@ async def test_a_long_vdoc_shows_progress_and_esc_stops_it_keeping_what_was_stor
         notice = str(list(app.query(NoticeMessage))[-1].render())
         assert "cancelled at" in notice and "completes it" in notice
         stored = store.count("document")
-        assert 0 < stored < 8000
+        assert 0 < stored < 3000
         await send(app, pilot, f"/vdoc {big}")
         await app.commands.worker.wait()
         await pilot.pause()

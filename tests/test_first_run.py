@@ -215,6 +215,16 @@ def test_snapshot_the_chat_while_the_model_downloads(
         # 49% is the last step shown before the gate (the bar moves once a percent), as the picture shows.
         await wait_for(pilot, lambda: app.memory.status.percent == 49, "half the download", seconds=30)
         await pilot.pause()
+        # Once the picture is taken, the rest of the archive is sent: the app then ends at once,
+        # instead of waiting for the held download to time out (NETWORK_TIMEOUT, 15 s).
+        screenshot = app.export_screenshot
+
+        def then_open_the_gate(*args: Any, **kwargs: Any) -> str:
+            picture = screenshot(*args, **kwargs)
+            server.gate.set()
+            return picture
+
+        app.export_screenshot = then_open_the_gate
 
     assert snap_compare(make_app(dummy=True), terminal_size=(80, 24), run_before=settle)
 

@@ -194,7 +194,8 @@ def test_a_process_killed_mid_backfill_leaves_whole_steps_and_the_next_open_comp
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
                           env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)})
     assert done.returncode == -9, done.stderr
-    prompts = next((tmp_path / "killed").rglob("*prompts*"))
+    # The database itself, not its -wal or -shm beside it (which one a folder lists first varies).
+    prompts = next((tmp_path / "killed").rglob("*prompts*.sqlite3"))
     with sqlite3.connect(prompts) as db:
         rows = dict(db.execute("SELECT record_id, passages FROM prompt_vectors").fetchall())
         kept = dict(db.execute("SELECT record_id, count(*) FROM passage_vectors GROUP BY record_id").fetchall())
