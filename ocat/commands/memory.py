@@ -123,7 +123,8 @@ def _import(session: ChatSession, path: str) -> CommandResult:
     from pathlib import Path
 
     from ocat.history_import.folders import exports_in
-    from ocat.operations.history import import_exports, import_history
+    from ocat.operations.history import import_history
+    from ocat.operations.history_exports import import_exports
 
     where = Path(path).expanduser()
     held = exports_in(where)

@@ -125,7 +125,8 @@ def _import_history_path(
     from ocat.history_import import ConversationProblem, detect_format
     from ocat.history_import.folders import exports_in
     from ocat.input_files import refuse_special
-    from ocat.operations.history import import_exports, import_history, is_ocat_export
+    from ocat.operations.history import import_history, is_ocat_export
+    from ocat.operations.history_exports import import_exports
 
     refuse_special(path)  # before the first look at it: a pipe would block, a device never end
     if fmt == "ocat" or (fmt is None and is_ocat_export(path)):

@@ -18,8 +18,6 @@ import concurrent.futures
 import contextlib
 import json
 import logging
-import os
-import signal
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +25,7 @@ from typing import Any, Sequence
 
 from ocat.errors import OcatError
 from ocat.mcp_client.config import McpServerConfig
+from ocat.mcp_client.server_processes import children, kill_groups, kill_on_sigterm, own_group, running
 from ocat.text.redact import redact
 
 log = logging.getLogger(__name__)
@@ -118,13 +117,13 @@ class _Server:
         """Start the server and list its tools, within `start_timeout`; a failure is its state."""
         self.state, self.error = "starting", None
         self.stopping, self.started = asyncio.Event(), asyncio.Event()
-        before = _children()
+        before = children()
         self.task = asyncio.create_task(self._live())
         try:
             await asyncio.wait_for(self.started.wait(), self.config.start_timeout)
         except asyncio.TimeoutError:
             self.fail(f"did not start within {self.config.start_timeout:g} s (start_timeout)")
-        self.pids |= {pid for pid in _children() - before if _own_group(pid)}
+        self.pids |= {pid for pid in children() - before if own_group(pid)}
 
     async def _live(self) -> None:
         from mcp import Client
@@ -214,7 +213,7 @@ class _Server:
         """Whether the server's task still serves (a crashed server's transport has ended it)."""
         if self.task is None or self.task.done():
             return False
-        return not self.pids or any(_running(pid) for pid in self.pids)
+        return not self.pids or any(running(pid) for pid in self.pids)
 
 
 class McpServers:
@@ -229,7 +228,7 @@ class McpServers:
         self._lock = threading.Lock()
         self._closed = False
         # Set here as well as in start(): a chat builds this in the main thread, where handlers are set.
-        _kill_on_sigterm(self)
+        kill_on_sigterm(self.pids)
 
     def start(self) -> None:
         """Start every server in the background (returns at once; `wait` waits for them)."""
@@ -355,53 +354,3 @@ def _said(exc: BaseException) -> str:
         exc = exc.exceptions[0]
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     return redact(text)[:300]
-
-
-def _children() -> set[int]:
-    """This process's child processes (Linux's /proc; elsewhere none are known)."""
-    found: set[int] = set()
-    with contextlib.suppress(OSError):
-        for task in os.listdir("/proc/self/task"):
-            with contextlib.suppress(OSError), open(f"/proc/self/task/{task}/children") as listing:
-                found |= {int(pid) for pid in listing.read().split()}
-    return found
-
-
-def _own_group(pid: int) -> bool:
-    # The SDK starts each server in a session of its own: its group is its pid.
-    try:
-        return os.getpgid(pid) == pid
-    except OSError:
-        return False
-
-
-def _running(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().rsplit(")", 1)[-1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
-def kill_groups(pids: set[int]) -> None:
-    """SIGKILL each process group in `pids` whose leader is still this process's child (a server
-    that outlived its close; a pid no longer ours may have been given to someone else)."""
-    for pid in pids & _children():
-        with contextlib.suppress(OSError):
-            os.killpg(pid, signal.SIGKILL)
-
-
-def _kill_on_sigterm(servers: McpServers) -> None:
-    """On SIGTERM, end the servers' process groups, then die of SIGTERM as before (only when
-    nothing else handles it, and only from the main thread, where handlers are set)."""
-    if threading.current_thread() is not threading.main_thread():
-        return
-    if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
-        return
-
-    def on_term(signum: int, frame: Any) -> None:
-        kill_groups(servers.pids())
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        os.kill(os.getpid(), signal.SIGTERM)
-
-    signal.signal(signal.SIGTERM, on_term)

@@ -22,14 +22,13 @@ there), so what a crash leaves behind misleads nobody.
 from __future__ import annotations
 
 import atexit
-import json
 import os
 import subprocess
 import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Callable
 
 from ocat.errors import StoreError
 from ocat.memory.storage.chroma import HEARTBEAT_SECONDS, StoreLocation, server_answers
@@ -37,19 +36,21 @@ from ocat.memory.sharing.lock_holders import (
     LOCK_FILE,
     OWNER_FILE,
     duration_words,
-    is_stopped,
     lock_is_held,
-    own_command,
-    process_exists,
-    process_state,
-    read_holder,
 )
 from ocat.memory.sharing.chroma_server import start_server, stop_server
+from ocat.memory.sharing.owner_files import (
+    SERVER_FILE,
+    handing_over,
+    read_server,
+    why_busy,
+    write_owner,
+    write_server,
+)
 
 if TYPE_CHECKING:
     from filelock import FileLock
 
-SERVER_FILE = ".ocat-server.json"
 # What every note of a wait for another process's store says.
 WAITING_FOR_THE_STORE = "waiting for the store at"
 # How often a process waiting for the store says again what it waits for, and for how long.
@@ -136,7 +137,7 @@ class StoreLease:
                 raise
             self._server = server
             self.location = StoreLocation(path=path, host="127.0.0.1", port=port)
-            _write_server(path, port, server.pid)
+            write_server(path, port, server.pid)
             self._watch(server)
             return self.location
 
@@ -165,9 +166,9 @@ class StoreLease:
                 return self.location
         if not lock_is_held(path):
             raise StoreError(f"the process that shared the store at {path} has finished with it; open it again")
-        served = _read_server(path)
+        served = read_server(path)
         if served is None:
-            raise StoreError(f"the process that owns the store at {path} no longer serves it: {_why_busy(path)}")
+            raise StoreError(f"the process that owns the store at {path} no longer serves it: {why_busy(path)}")
         self.location = StoreLocation(path=path, host=served[0], port=served[1])
         return self.location
 
@@ -223,7 +224,7 @@ class StoreLease:
         if lock is not None and server is not None:
             # Stopping the server takes a moment (up to its 15 s grace); a process that finds the
             # store held meanwhile waits quietly for the handover instead of saying it waits.
-            _write_owner(path, serves=True, closing=True)
+            write_owner(path, serves=True, closing=True)
         if server is not None:
             (path / SERVER_FILE).unlink(missing_ok=True)
             stop_server(server)
@@ -267,14 +268,14 @@ def acquire(
             # filelock retries a failed create as if it were contention; a lock file that is not
             # there is held by nobody, so this is no wait but a failure.
             _check_lock_file(path / LOCK_FILE)
-            served = _read_server(path)
+            served = read_server(path)
             if served is not None:
                 host, port = served
                 return StoreLease(StoreLocation(path=path, host=host, port=port), "client")
-            why = _why_busy(path)
+            why = why_busy(path)
             waited = time.monotonic() - started
             # An owner that is closing hands the store over in a moment: that is no wait worth a word.
-            quiet = _handing_over(path) and waited < HANDOVER_SECONDS
+            quiet = handing_over(path) and waited < HANDOVER_SECONDS
             # Told before the deadline is checked: probing a stopped server can take longer than a short wait.
             if notify and wait_seconds > 0 and not quiet and (
                 why != told or time.monotonic() - told_at >= NOTIFY_EVERY_SECONDS
@@ -301,14 +302,14 @@ def acquire(
             raise StoreError(f"cannot lock the memory store at {path}: {exc.strerror or exc}") from exc
         lease = StoreLease(StoreLocation(path=path), "owner", _lock=lock, _keep_serving=keep_serving)
         try:
-            _write_owner(path, serves=serve)
+            write_owner(path, serves=serve)
             (path / SERVER_FILE).unlink(missing_ok=True)  # left by an owner that crashed
             if serve:
                 lease.role = "serving owner"
                 server, port = start_server(path)
                 lease._server = server
                 lease.location = StoreLocation(path=path, host="127.0.0.1", port=port)
-                _write_server(path, port, server.pid)
+                write_server(path, port, server.pid)
                 lease._watch(server)
         except BaseException:
             lease.release()
@@ -329,78 +330,3 @@ def _check_lock_file(lock_path: Path) -> None:
     except OSError as exc:
         raise StoreError(f"cannot create the store's lock file {lock_path}: {exc.strerror or exc}") from exc
     os.close(handle)
-
-
-def _read_server(path: Path) -> tuple[str, int] | None:
-    """The address in `.ocat-server.json`, if a Chroma server answers there.
-
-    A heartbeat, not a connect: a stopped server's socket still accepts connections.
-    """
-    info = _server_info(path)
-    if info is None:
-        return None
-    host, port, _ = info
-    return (host, port) if server_answers(host, port, HEARTBEAT_SECONDS) else None
-
-
-def _server_info(path: Path) -> tuple[str, int, int | None] | None:
-    try:
-        info = json.loads((path / SERVER_FILE).read_text(encoding="utf-8"))
-        server_pid = info.get("server_pid")
-        return str(info["host"]), int(info["port"]), int(server_pid) if server_pid is not None else None
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        return None
-
-
-def _write_server(path: Path, port: int, server_pid: int) -> None:
-    _write_json(path / SERVER_FILE, {"host": "127.0.0.1", "port": port, "pid": os.getpid(), "server_pid": server_pid})
-
-
-def _write_owner(path: Path, *, serves: bool, closing: bool = False) -> None:
-    # Only for other processes' waiting messages: a folder where it cannot be written still works.
-    record: dict[str, Any] = {"pid": os.getpid(), "command": own_command(), "serves": serves}
-    if closing:
-        record["closing"] = True
-    try:
-        _write_json(path / OWNER_FILE, record)
-    except OSError:
-        (path / OWNER_FILE).unlink(missing_ok=True)
-
-
-def _write_json(target: Path, data: dict[str, Any]) -> None:
-    partial = target.with_suffix(".partial")
-    partial.write_text(json.dumps(data), encoding="utf-8")
-    partial.replace(target)  # readers never see half a file
-
-
-def _handing_over(path: Path) -> bool:
-    """Whether the store's owner is giving it up (stopping its server, then letting go of the lock)."""
-    holder = read_holder(path)
-    return holder is not None and holder.closing
-
-
-def _why_busy(path: Path) -> str:
-    """What a process that cannot take the store waits for, in words."""
-    holder = read_holder(path)
-    who = holder.describe() if holder else "another ocat process"
-    if holder is not None and holder.closing:
-        return f"{who} is closing, and hands it over once its memory server has stopped"
-    info = _server_info(path)
-    if info is not None:
-        host, port, server_pid = info
-        url = f"http://{host}:{port}"
-        if server_pid is not None and (process_state(server_pid) in ("Z", "X") or not process_exists(server_pid)):
-            return f"{who} holds it, and its memory server at {url} has exited"
-        if any(is_stopped(pid) for pid in (server_pid, holder.pid if holder else None) if pid):
-            return f"{who} holds it, and its memory server at {url} is stopped, by Ctrl+Z perhaps ({_RESUME})"
-        return f"{who} holds it, and its memory server at {url} does not answer (is it stopped, by Ctrl+Z?)"
-    if holder is not None and is_stopped(holder.pid):
-        return f"{who} holds it and is stopped, by Ctrl+Z perhaps ({_RESUME})"
-    if holder is not None and holder.serves:
-        return f"{who} holds it and is starting its memory server"
-    return f"{who} holds it and does not share it (a one-shot command, such as --add-to-vector-store)"
-
-
-_RESUME = "`fg` in its terminal resumes it"
-
-
