@@ -66,12 +66,12 @@ class ChatSession:
     ) -> None:
         from ocat.choices import with_saved_choices
 
+        self.session_id = new_id()
+        # Memory as this session holds it (ocat.chat.session_memory): the store, the model, what
+        # waits to be written. It keeps the session's settings and dummy mode (the properties below).
         # The theme and context display chosen in an earlier chat, where the config names none:
         # every chat (full screen, line mode) starts from them.
-        self._settings = with_saved_choices(settings)
-        self.session_id = new_id()
-        # Memory as this session holds it (ocat.chat.session_memory): the store, the model, what waits to be written.
-        self.memory = SessionMemory(self._settings, session_id=self.session_id, store=store, dummy=dummy)
+        self.memory = SessionMemory(with_saved_choices(settings), session_id=self.session_id, store=store, dummy=dummy)
         self.thread_id = thread_id or new_id()
         self.continuation_seq = continuation_seq
         # Where its exchanges are said: "" for a chat, records.ONE_SHOT for `ocat --ask`.
@@ -117,13 +117,13 @@ class ChatSession:
 
     @property
     def settings(self) -> Settings:
-        """This session's settings (a slash command may replace them: /model, /showcontext)."""
-        return self._settings
+        """This session's settings, one set for the conversation and its memory (a slash command
+        may replace them: /model, /showcontext)."""
+        return self.memory.settings
 
     @settings.setter
     def settings(self, settings: Settings) -> None:
-        self._settings = settings
-        self.memory.settings = settings  # one set of settings for the conversation and its memory
+        self.memory.settings = settings
 
     @property
     def dummy(self) -> bool:
