@@ -13,6 +13,7 @@ import os
 from typing import TYPE_CHECKING
 
 from ocat.config.locations import choices_file
+from ocat.config.settings import CONTEXT_MODES
 
 if TYPE_CHECKING:
     from ocat.config.settings import Settings
@@ -51,8 +52,6 @@ def with_saved_choices(settings: Settings) -> Settings:
     A saved value that is no longer valid (a context mode from another version) is ignored; a
     theme is checked by the window, which reports an unknown one.
     """
-    from ocat.config.settings import CONTEXT_MODES
-
     changes: dict[str, str] = {}
     for key, value in saved_choices().items():
         if key in settings.named:

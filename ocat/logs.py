@@ -13,6 +13,7 @@ from pathlib import Path
 
 from ocat.config.locations import display_path, state_dir
 from ocat.text.redact import redact
+from ocat.errors import OcatError
 
 # Past this size the log starts afresh (the previous one is kept as ocat.log.1).
 MAX_BYTES = 1_000_000
@@ -46,6 +47,4 @@ def log_failure(what: str, exc: BaseException) -> str:
 def failure_text(what: str, exc: BaseException) -> str:
     """What to tell the user of a failure: an expected one's own message (OcatError); anything
     else logged (log_failure), with where the log is."""
-    from ocat.errors import OcatError
-
     return str(exc) if isinstance(exc, OcatError) else log_failure(what, exc)

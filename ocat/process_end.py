@@ -20,6 +20,7 @@ import sys
 import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, NoReturn
+import logging
 
 from ocat.text.terminal import printable
 
@@ -55,8 +56,6 @@ def run_and_end(main: Callable[[], int]) -> NoReturn:
 
 def _end_after_exit_handlers() -> None:
     if "logging" in sys.modules:
-        import logging
-
         logging.shutdown()
     _flush_streams()
     os._exit(_exit_code)

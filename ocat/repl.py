@@ -24,6 +24,13 @@ from ocat.chat.session import ChatSession
 from ocat.tools.calls import CallState
 from ocat.chat.turn import Turn
 from ocat.text.terminal import printable, shorten
+from ocat.commands.editing import replace_last
+from ocat.completion import command_names, complete
+from ocat.editor import edit_file, edit_text
+from ocat.llm import model_list
+from ocat.logs import log_failure
+from ocat.operations.profile import PROFILE_TEMPLATE
+from ocat.operations.search import used_memories
 
 
 # A fitted column (/vquery's excerpt) never gets narrower than this, however narrow the terminal.
@@ -81,8 +88,6 @@ def memory_summary(memories: list[SearchHit], mode: str) -> list[str]:
     """The lines that tell the user which memories the model was given (per display.context_mode)."""
     if mode == "off" or not memories:
         return []
-    from ocat.operations.search import used_memories
-
     title, words = used_memories(memories)
     lines = [f"· {title}"]
     if mode == "on":
@@ -96,9 +101,6 @@ def _completer(session: ChatSession):  # noqa: ANN202 - a prompt_toolkit Complet
     """Tab completes command names, /model's models and /vdoc's paths (ocat.completion), in a
     thread: the first /model completion waits for the provider's list, never the typing."""
     from prompt_toolkit.completion import Completer, Completion, ThreadedCompleter
-
-    from ocat.llm import model_list
-    from ocat.completion import command_names, complete
 
     class Completions(Completer):
         def get_completions(self, document, complete_event):  # noqa: ANN001, ANN202 - prompt_toolkit's
@@ -206,8 +208,6 @@ def _chat(session: ChatSession, out: IO[str], err: IO[str]) -> int:
         if not prompt.strip():
             continue
         if replaces and not is_command(prompt.strip()):
-            from ocat.commands.editing import replace_last
-
             replaced = run_step("/edit last", lambda: replace_last(session, replaces, prompt))
             (err if replaced.error else out).write(render_result(replaced) + "\n")
             if not isinstance(replaced.request, Send):
@@ -236,8 +236,6 @@ def _chat(session: ChatSession, out: IO[str], err: IO[str]) -> int:
             err.write(f"ocat: {printable(str(exc))}\n")
             continue
         except Exception as exc:  # a bug must not end the chat: say it, log it, go on
-            from ocat.logs import log_failure
-
             err.write(f"ocat: {printable(log_failure('the answer', exc))}\n")
             continue
         out.write("\n")
@@ -287,8 +285,6 @@ def _edit_prompt(request: EditPrompt, interactive: bool, err: IO[str]) -> tuple[
     if not interactive:
         err.write("ocat: /edit needs a terminal to open the editor in\n")
         return "", ""
-    from ocat.editor import edit_text
-
     try:
         return edit_text(""), ""
     except OcatError as exc:
@@ -301,9 +297,6 @@ def _answer(request: Request, ask: Callable[[str], str] | None, out: IO[str]) ->
     if isinstance(request, ShowThemes):
         return CommandResult(text="ocat: themes apply to the full-screen chat", error=True)
     if isinstance(request, EditFile):
-        from ocat.editor import edit_file
-        from ocat.operations.profile import PROFILE_TEMPLATE
-
         if ask is None:  # piped: no terminal for an editor
             return CommandResult(text=f"Edit {request.path} in your editor.")
         try:

@@ -107,7 +107,7 @@ def test_bad_calls_are_tool_errors_and_the_turn_goes_on(store: MemoryStore, llm_
 def test_a_tool_that_raises_is_one_error_line_and_logged(
     store: MemoryStore, llm_server: FakeLLMServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import ocat.operations.search as search_module
+    import ocat.tools.memory_tools as search_module  # the search_memory tool's `search`, patched where it is read
 
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("index exploded")

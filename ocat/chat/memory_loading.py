@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
+import threading
 
+import ocat.memory  # the door, read as ocat.memory.X: here `memory` is the session's memory
 from ocat.text.terminal import count_of
 
 if TYPE_CHECKING:
@@ -76,9 +78,7 @@ def load_memory(
     if not memory.model_ready:
         return MemoryLoaded(memory.error)
     if memory.store is not None:
-        from ocat.memory import catch_up
-
-        catch_up(memory.store)  # what opening left for the model (it may have just arrived)
+        ocat.memory.catch_up(memory.store)  # what opening left for the model (it may have just arrived)
     saved = memory.save_unsaved()
     recovered = memory.save_unsaved_files()
     downloaded = fetched.describe() if fetched is not None and fetched.downloaded else None
@@ -90,10 +90,6 @@ def _load_model_meanwhile(memory: SessionMemory, *, few_texts: bool) -> None:
     ONNX Runtime builds its session without Python's lock, so on two cores it costs the start
     nothing (the store's import holds that lock meanwhile). A model still to be fetched is left
     to `ready_model`, which says what it does."""
-    import threading
-
-    from ocat.memory import preload_embedder
-
     if not memory.settings.vector_store.enabled or memory.dummy:
         return
     # Imported here, first: two threads importing numpy (ONNX Runtime's, and ChromaDB's) at once
@@ -104,7 +100,8 @@ def _load_model_meanwhile(memory: SessionMemory, *, few_texts: bool) -> None:
     # Not a daemon: a chat left at once (memory failed to open, the user typed /quit) must wait
     # for the session being built; interpreter shutdown under a daemon thread inside ONNX
     # Runtime aborts the process ("terminate called without an active exception").
-    threading.Thread(target=preload_embedder, args=(memory.settings.embedding,), kwargs={"few_texts": few_texts},
+    threading.Thread(target=ocat.memory.preload_embedder, args=(memory.settings.embedding,),
+                     kwargs={"few_texts": few_texts},
                      name="ocat-model-load", daemon=False).start()
 
 
@@ -116,8 +113,6 @@ def warm_up(memory: SessionMemory) -> None:
         return
     try:
         store.embedder.embed(["warm up"])
-        from ocat.memory import floor_of
-
-        floor_of(store).shift()
+        ocat.memory.floor_of(store).shift()
     except Exception:  # a model or store that cannot run is reported by the first turn that needs it
         pass

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from ocat.errors import ConfigError
 from ocat.records import Exchange, SearchHit
+from ocat.text.tokens import count_tokens
 
 if TYPE_CHECKING:
     from ocat.config.loading import LLMSettings
@@ -168,8 +169,6 @@ def answer_as_sent(exchange: Exchange) -> str:
 
 def fit_history(history: Sequence[Exchange], budget: int) -> list[Exchange]:
     """The newest exchanges whose text fits in `budget` tokens; the oldest are dropped first."""
-    from ocat.text.tokens import count_tokens
-
     kept: list[Exchange] = []
     for exchange in reversed(history):
         # A few tokens per message for the role and separators, as chat formats add them.
@@ -195,8 +194,6 @@ def build_request(
     With a `token_limit` (the model's input window), history is trimmed, oldest first,
     so that everything fits; the prompt, system prompt and memory are always sent.
     """
-    from ocat.text.tokens import count_tokens
-
     messages: list[dict[str, Any]] = [{"role": "system", "content": system}]
     woken = wake_message(wake)
     if woken:

@@ -10,8 +10,8 @@ import dataclasses
 import os
 import sys
 from datetime import datetime
-from types import ModuleType
 from typing import IO, TYPE_CHECKING, Any
+import threading
 
 from ocat.chat.messages import TurnRequest, build_request, retrieval_queries, system_prompt
 from ocat.errors import OcatError
@@ -20,6 +20,13 @@ from ocat.records import CalledTool, Exchange, SearchHit, new_id
 from ocat.progress import CommandProgress
 from ocat.chat.session_memory import SessionMemory
 from ocat.tools.server_tools import ServerTools
+from ocat import llm, memory
+from ocat.tools import ToolBox
+from ocat.choices import with_saved_choices
+from ocat.text.tokens import estimate_tokens
+from ocat.chat.memory_loading import load_memory, warm_up
+from ocat.chat.turn import Turn
+from ocat.tools.support import offer_tools, remember_refusal
 
 if TYPE_CHECKING:
     from ocat.config.loading import Settings
@@ -28,15 +35,7 @@ if TYPE_CHECKING:
     from ocat.memory import ProjectPolicy
     from ocat.memory import DownloadProgress
     from ocat.operations.wake import WakeBlock
-    from ocat.tools import ToolBox, ToolSpec
-    from ocat.chat.turn import Turn
-
-
-def _llm() -> ModuleType:
-    # Not imported with the session: the full-screen chat builds one before its first frame.
-    from ocat import llm
-
-    return llm
+    from ocat.tools import ToolSpec
 
 
 def _current_folder() -> str:
@@ -64,8 +63,6 @@ class ChatSession:
         continuation_seq: int = 0,
         history: list[Exchange] | None = None,
     ) -> None:
-        from ocat.choices import with_saved_choices
-
         self.session_id = new_id()
         # Memory as this session holds it (ocat.chat.session_memory): the store, the model, what
         # waits to be written. It keeps the session's settings and dummy mode (the properties below).
@@ -109,8 +106,6 @@ class ChatSession:
         `serve` (the default, for the chat) shares the store with other ocat processes
         while the session lives; one-shot callers such as `--ask` pass False.
         """
-        from ocat.chat.memory_loading import load_memory
-
         session = cls(settings, dummy=dummy)
         session.memory.loaded = load_memory(session.memory, serve=serve, notify=_note, progress=progress)
         return session
@@ -139,26 +134,20 @@ class ChatSession:
         """This chat's project: the git root of the folder ocat was started in, else that folder
         (worked out once, when first needed: after the first frame)."""
         if self._project is None:
-            from ocat.memory import project_of
-
-            self._project = project_of(self._started_in)
+            self._project = memory.project_of(self._started_in)
         return self._project
 
     def scope(self) -> ProjectScope:
         """How this chat's searches use projects: `--project` or `/project PATH` keep one project's
         exchanges only, `/project all` ignores projects, and by default this chat's are preferred."""
-        from ocat.memory import ProjectScope
-
         if self.project_policy == "only":  # project_path is a project already (--project, /project PATH)
-            return ProjectScope(self.project_path or self.project, "only")
+            return memory.ProjectScope(self.project_path or self.project, "only")
         if self.project_policy == "off":
-            return ProjectScope()
-        return ProjectScope(self.project, "prefer")
+            return memory.ProjectScope()
+        return memory.ProjectScope(self.project, "prefer")
 
     def turn(self, prompt: str) -> Turn:
         """A new turn of this conversation: every face drives it (ocat.chat.turn)."""
-        from ocat.chat.turn import Turn
-
         return Turn(self, prompt)
 
     def wake_block(self) -> WakeBlock | None:
@@ -167,7 +156,7 @@ class ChatSession:
         if not self.settings.memory.wake:
             return None
         if self.wake is None:
-            from ocat.operations.wake import build_wake
+            from ocat.operations.wake import build_wake  # noqa: PLC0415 - loads with the first turn
 
             store = self.memory.store if self.memory.model_available() else None
             continuing = self.thread_id if self.history else None
@@ -182,8 +171,6 @@ class ChatSession:
     def _search(self, store: MemoryStore, prompt: str) -> list[SearchHit]:
         """This turn's search: the prompt and the recent conversation, in this chat's project scope,
         within the memory budget."""
-        from ocat.memory import RetrievalLimits, admitted, retrieve_any, within_budget
-
         window = self.settings.vector_store.search_context_window
         queries = retrieval_queries(prompt, self.history, window)
         # Only what the model is sent as history is skipped; older turns of a long
@@ -191,9 +178,10 @@ class ChatSession:
         in_view = {e.exchange_id for e in self.recent_history()}
         if self.wake is not None:
             in_view |= set(self.wake.pinned_ids)  # the model has them in the wake block already
-        limits = dataclasses.replace(RetrievalLimits.from_settings(self.settings.vector_store), project=self.scope())
-        found = admitted(retrieve_any(store, queries, limits, exclude_ids=in_view))
-        return within_budget(found, self.settings.vector_store.memory_token_budget)
+        limits = memory.RetrievalLimits.from_settings(self.settings.vector_store)
+        limits = dataclasses.replace(limits, project=self.scope())
+        found = memory.admitted(memory.retrieve_any(store, queries, limits, exclude_ids=in_view))
+        return memory.within_budget(found, self.settings.vector_store.memory_token_budget)
 
     def build_request(self, prompt: str, memories: list[SearchHit]) -> TurnRequest:
         """The messages for this turn: system prompt, memory, recent history, the prompt.
@@ -206,7 +194,7 @@ class ChatSession:
             system=system_prompt(self.settings.llm, self.started),
             history=self.recent_history(),
             memories=memories,
-            token_limit=None if self.dummy else _llm().input_token_limit(self.settings.llm),
+            token_limit=None if self.dummy else llm.input_token_limit(self.settings.llm),
             wake=self.wake.text() if self.wake is not None and not self.wake.empty else None,
         )
 
@@ -218,7 +206,7 @@ class ChatSession:
     def stream(self, request: TurnRequest, tools: list[dict[str, Any]] | None = None) -> AnswerStream:
         """One model call's answer, piece by piece; its `usage` is known once it has finished, and
         its `tool_calls` when it was offered `tools`."""
-        return _llm().stream(request.messages, self.settings.llm, dummy=self.dummy, tools=tools)
+        return llm.stream(request.messages, self.settings.llm, dummy=self.dummy, tools=tools)
 
     def toolbox(self, in_context: set[str]) -> ToolBox | None:
         """The tools this turn offers the model (ocat.tools), or None: none in dummy mode, with
@@ -227,10 +215,6 @@ class ChatSession:
         `in_context`: the memories the model already has (marked, not repeated, by a search)."""
         if self.dummy or not self._tools_on:
             return None
-        from ocat.tools import ToolBox
-        from ocat.tools.support import offer_tools
-        from ocat.text.tokens import estimate_tokens
-
         if not offer_tools(self.settings):
             return None
         specs = self._memory_tools(in_context)
@@ -241,10 +225,10 @@ class ChatSession:
         store = self.memory.store
         if store is None or not self.memory.model_available():
             return []
-        from ocat.tools.memory_tools import MemoryToolContext, memory_tools
+        from ocat.tools.memory_tools import MemoryToolContext, memory_tools  # noqa: PLC0415 - loads with the first turn
 
         def short(record_id: str) -> str:
-            from ocat.operations.lookup import short_id
+            from ocat.operations.lookup import short_id  # noqa: PLC0415 - loads with the first turn
 
             return short_id(store, record_id)
 
@@ -259,8 +243,6 @@ class ChatSession:
 
     def tools_refused(self) -> str:
         """The provider refused tools: no more for this model (here, and in later runs); the words to say once."""
-        from ocat.tools.support import remember_refusal
-
         self._tools_on = False
         remember_refusal(self.settings.llm.model)
         return (f"{self.settings.llm.model} does not take tools: asked again without them, and it will be "
@@ -335,9 +317,7 @@ def open_chat(settings: Settings, *, dummy: bool, serve: bool, stream: IO[str]) 
     """`ChatSession.open` for a terminal: a first-use download of the model reports its
     progress, and where the model went, on `stream` (stderr). A long-lived chat (`serve`)
     warms memory up in the background."""
-    from ocat.memory import ProgressPrinter
-
-    printer = ProgressPrinter(stream)
+    printer = memory.ProgressPrinter(stream)
     session = None
     try:
         session = ChatSession.open(settings, dummy=dummy, serve=serve, progress=printer)
@@ -346,10 +326,6 @@ def open_chat(settings: Settings, *, dummy: bool, serve: bool, stream: IO[str]) 
     if serve:
         # A chat that waits for its first prompt readies the model and the store's floor
         # meanwhile, as the full-screen chat does; a one-shot (`--ask`) asks at once.
-        import threading
-
-        from ocat.chat.memory_loading import warm_up
-
         # Not a daemon: leaving the chat at once waits for it (a second or two) rather than
         # aborting in the model's native threads at interpreter shutdown.
         threading.Thread(target=warm_up, args=(session.memory,), name="ocat-warm-up", daemon=False).start()

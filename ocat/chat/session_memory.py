@@ -14,6 +14,10 @@ from typing import TYPE_CHECKING, Callable
 
 from ocat.chat.outcomes import Recall, Recorded, Remembered
 from ocat.errors import OcatError
+from ocat import memory
+from ocat.chat.unsaved import save_unsaved_files, write_unsaved_file
+from ocat.config.locations import display_path
+from ocat.text.terminal import count_of
 
 if TYPE_CHECKING:
     from ocat.chat.memory_loading import MemoryLoaded
@@ -80,11 +84,9 @@ class SessionMemory:
         if not self.settings.vector_store.enabled:
             return False
         try:
-            from ocat.memory import open_store
-
             # The chat is long-lived: it shares the store, so a CLI add meanwhile goes
             # through it instead of racing it (ocat.memory.sharing.owner_lock).
-            store = open_store(self.settings, serve=serve, notify=notify, wait_seconds=wait_seconds)
+            store = memory.open_store(self.settings, serve=serve, notify=notify, wait_seconds=wait_seconds)
             try:
                 store.count("exchange")
             except BaseException:
@@ -122,15 +124,13 @@ class SessionMemory:
         """Make the embedding model ready, downloading it on first use (then `save_unsaved`
         writes the exchanges kept meanwhile). On failure `error` says what to do and
         memory stays off."""
-        from ocat.memory import prepare_model, progress_words
-
         def downloading(done: int, total: int | None) -> None:
-            self.model_download = progress_words(done, total)
+            self.model_download = memory.progress_words(done, total)
             if progress is not None:
                 progress(done, total)
 
         try:
-            fetched = prepare_model(self.settings.embedding, progress=downloading)
+            fetched = memory.prepare_model(self.settings.embedding, progress=downloading)
         except OcatError as exc:
             self.error = str(exc)
             return None
@@ -159,9 +159,7 @@ class SessionMemory:
             return self.revive()
         if self.model_ready:
             return self.on
-        from ocat.memory import find_model, uses_local_model
-
-        if uses_local_model(self.settings.embedding) and find_model(self.settings.embedding) is not None:
+        if memory.uses_local_model(self.settings.embedding) and memory.find_model(self.settings.embedding) is not None:
             self._model_is_ready()
             self.save_unsaved()
         return self.model_ready
@@ -252,8 +250,6 @@ class SessionMemory:
         words, or None when there was nothing."""
         if self.store is None or self.dummy:
             return None
-        from ocat.chat.unsaved import save_unsaved_files
-
         with self._writing:
             store = self.store
             return save_unsaved_files(self.settings, store).sentence() if store is not None else None
@@ -272,8 +268,6 @@ class SessionMemory:
         kept: Path | None = None
         failure = ""
         if left:
-            from ocat.chat.unsaved import write_unsaved_file
-
             try:
                 # First, and quickly: a window closing may not wait for a slow store.
                 kept = write_unsaved_file(self.settings, left, self.session_id)
@@ -294,9 +288,6 @@ class SessionMemory:
 
     def _closing_words(self, left: list[Exchange], kept: Path | None, failure: str) -> str | None:
         """What closing did with the exchanges that were not in memory yet."""
-        from ocat.config.locations import display_path
-        from ocat.text.terminal import count_of
-
         if not left:
             return None
         count = count_of(len(left), "exchange")
@@ -315,11 +306,9 @@ class SessionMemory:
         store = self.store
         if store is None or not store.damaged:
             return []
-        from ocat.memory import rebuild_derived
-
         try:
             with self._writing:
-                return rebuild_derived(store)
+                return memory.rebuild_derived(store)
         except OcatError:
             return []
 

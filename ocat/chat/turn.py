@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING, AsyncIterator
 
 from ocat.chat.outcomes import Recall, Recorded
 from ocat.tools.calls import CallState, ToolCall, clock
+from ocat.chat.messages import TurnRequest
+from ocat.llm import ToolsRefused, Usage
 
 if TYPE_CHECKING:
-    from ocat.chat.messages import TurnRequest
-    from ocat.llm import Usage
     from ocat.operations.wake import WakeBlock
     from ocat.records import Exchange, SearchHit
     from ocat.chat.session import ChatSession
@@ -118,9 +118,6 @@ class Turn:
         return self._answer()
 
     async def _answer(self) -> AsyncIterator[TurnEvent]:
-        from ocat.chat.messages import TurnRequest
-        from ocat.llm import ToolsRefused
-
         request = self.build_request()
         self.state = TurnState.ANSWERING
         box = self.box = await asyncio.to_thread(self._toolbox)
@@ -256,7 +253,5 @@ def _added(total: Usage | None, more: Usage | None) -> Usage | None:
     """Two model calls' usage together (a turn with tool calls makes several)."""
     if more is None or total is None:
         return more or total
-    from ocat.llm import Usage
-
     cost = None if total.cost_usd is None or more.cost_usd is None else total.cost_usd + more.cost_usd
     return Usage(total.prompt_tokens + more.prompt_tokens, total.completion_tokens + more.completion_tokens, cost)

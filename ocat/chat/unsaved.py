@@ -19,19 +19,18 @@ from typing import TYPE_CHECKING, Sequence
 from ocat.errors import OcatError
 from ocat.config.locations import display_path, state_dir
 from ocat.text.terminal import count_of
+from ocat import memory
+from ocat.records import Exchange
 
 if TYPE_CHECKING:
     from ocat.config.loading import Settings
     from ocat.memory import MemoryStore
-    from ocat.records import Exchange
 
 
 def unsaved_folder(settings: Settings) -> Path:
     """Where the exchanges kept for the configured store wait: one folder per store (its
     location and collection), so a start on another store never writes them there."""
-    from ocat.memory import location_for
-
-    identity = f"{location_for(settings).describe()}\0{settings.vector_store.collection}"
+    identity = f"{memory.location_for(settings).describe()}\0{settings.vector_store.collection}"
     return state_dir() / "unsaved" / hashlib.sha256(identity.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
@@ -76,9 +75,6 @@ class Recovered:
 def save_unsaved_files(settings: Settings, store: MemoryStore) -> Recovered:
     """Write every file kept for this store, then remove it; a file that fails stays (an
     exchange already written is skipped next time: ids are kept)."""
-    from ocat.memory import parse_line
-    from ocat.records import Exchange
-
     folder = unsaved_folder(settings)
     if not folder.is_dir():
         return Recovered()
@@ -87,7 +83,7 @@ def save_unsaved_files(settings: Settings, store: MemoryStore) -> Recovered:
     for path in sorted(folder.glob("*.jsonl")):
         try:
             lines = path.read_text(encoding="utf-8").splitlines()
-            records = [parse_line(line, n, path) for n, line in enumerate(lines, start=1) if line.strip()]
+            records = [memory.parse_line(line, n, path) for n, line in enumerate(lines, start=1) if line.strip()]
             exchanges = [r for r in records if isinstance(r, Exchange)]
             store.add_exchanges(exchanges)
             path.unlink()

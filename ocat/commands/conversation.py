@@ -11,6 +11,8 @@ from ocat.commands.results import CommandResult, ShowThemes
 from ocat.config.loading import CONTEXT_MODES
 from ocat.text.limits import DEFAULT_LISTED, MAX_LISTED, MIN_LISTED
 from ocat.text.terminal import count_of, local_time
+from ocat.choices import save_choice
+from ocat.llm import model_list
 
 if TYPE_CHECKING:
     from ocat.chat.session import ChatSession
@@ -42,8 +44,6 @@ def _model(session: ChatSession, name: str | None) -> CommandResult:
     if name:
         _change_setting(session, "llm", "model", name)
         return CommandResult(text=f"Model: {name} from the next turn on.")
-    from ocat.llm import model_list
-
     current = session.settings.llm.model
     # Asked for: fetched again (a short timeout; commands run in a thread), and kept for completion.
     listed = model_list.remember_models(session.settings.llm,
@@ -63,8 +63,6 @@ def _model(session: ChatSession, name: str | None) -> CommandResult:
          arguments=(Arg("mode", "how used memories are shown", kind="choice", optional=True, choices=CONTEXT_MODES),),
          example="/showcontext summary")
 def _showcontext(session: ChatSession, mode: str | None) -> CommandResult:
-    from ocat.choices import save_choice
-
     if mode:
         _change_setting(session, "display", "context_mode", mode)
         save_choice("display.context_mode", mode)  # kept for the next runs (ocat.choices)

@@ -14,6 +14,21 @@ from ocat.text.limits import MAX_RESULTS, MIN_RESULTS
 from ocat.config.locations import display_path
 from ocat.records import Exchange
 from ocat.text.terminal import count_of, local_time
+from ocat.history_import.folders import exports_in
+from ocat.operations.add import add_file_or_folder, add_note
+from ocat.operations.history import import_history
+from ocat.operations.history_exports import import_exports
+from ocat.operations.lookup import (
+    delete_records,
+    describe_record,
+    get_record,
+    record_details,
+    record_id,
+    record_markdown,
+    short_id,
+)
+from ocat.operations.search import HitLine, search
+from ocat.operations.stats import config_row, stats, stats_legend, stats_rows
 
 if TYPE_CHECKING:
     from ocat.memory import MemoryStore
@@ -37,8 +52,6 @@ EXCERPT_CHARS = 400
     example='/vquery "what did we decide" 5',
 )
 def _vquery(session: ChatSession, query: str, count: int | None) -> CommandResult:
-    from ocat.operations.search import HitLine, search
-
     found = search([require_model(session)], query, session.settings.vector_store, count=count, short_ids=True)
     rows = []
     for rank, one in enumerate(found.found, start=1):
@@ -57,16 +70,12 @@ def _vquery(session: ChatSession, query: str, count: int | None) -> CommandResul
          group="memory",
          example="/vadd the spare key is under the blue flowerpot")
 def _vadd(session: ChatSession, text: str) -> CommandResult:
-    from ocat.operations.add import add_note
-
     return CommandResult(text=add_note(require_model(session), text, session.settings.chunking,
                                        source="vadd_command").sentence())
 
 
 @command("vstats", "show the store's location and counts", group="memory")
 def _vstats(session: ChatSession) -> CommandResult:
-    from ocat.operations.stats import config_row, stats, stats_legend, stats_rows
-
     found = stats([require_store(session)], session.settings)
     rows = [*stats_rows(found.selected[0], display_path), ("stores", ", ".join(found.available)),
             config_row(session.settings, display_path)]
@@ -101,8 +110,6 @@ def document_path(text: str, docs_folder: str | None) -> Path:
          arguments=(Arg("path", "a file or folder", kind="path", metavar="PATH|docs:NAME"),),
          example="/vdoc notes.md")
 def _vdoc(session: ChatSession, path: str) -> CommandResult:
-    from ocat.operations.add import add_file_or_folder
-
     outcome = add_file_or_folder(
         require_model(session),
         document_path(path, session.settings.vector_store.docs_folder),
@@ -120,12 +127,6 @@ def _vdoc(session: ChatSession, path: str) -> CommandResult:
                         kind="path", metavar="PATH"),),
          example="/import ~/Downloads/chatgpt-export.zip")
 def _import(session: ChatSession, path: str) -> CommandResult:
-    from pathlib import Path
-
-    from ocat.history_import.folders import exports_in
-    from ocat.operations.history import import_history
-    from ocat.operations.history_exports import import_exports
-
     where = Path(path).expanduser()
     held = exports_in(where)
     if held.several:
@@ -148,8 +149,6 @@ def _import(session: ChatSession, path: str) -> CommandResult:
 
 
 def _exchange_rows(store: MemoryStore, exchanges: list[Exchange]) -> list[tuple[str, ...]]:
-    from ocat.operations.lookup import short_id
-
     return [(short_id(store, e.exchange_id), local_time(e.timestamp), e.user_prompt, e.assistant_response)
             for e in exchanges]
 
@@ -158,8 +157,6 @@ def _exchange_rows(store: MemoryStore, exchanges: list[Exchange]) -> list[tuple[
          arguments=(Arg("target", "an id, 'session' or 'thread'", metavar="ID|session|thread"),),
          example="/vget session")
 def _vget(session: ChatSession, target: str) -> CommandResult:
-    from ocat.operations.lookup import get_record, record_details, record_markdown
-
     store = require_store(session)
     columns = ("id", "date", "prompt", "answer")
     if target in ("session", "thread"):
@@ -183,8 +180,6 @@ def _vget(session: ChatSession, target: str) -> CommandResult:
     example="/vdelete 3f2a9c1e --yes",
 )
 def _vdelete(session: ChatSession, record: str, yes: bool) -> CommandResult:
-    from ocat.operations.lookup import describe_record, get_record, record_id
-
     found = get_record(require_store(session), record)
     what, full_id = describe_record(found), record_id(found)
     if not yes:
@@ -199,8 +194,6 @@ def _vdelete(session: ChatSession, record: str, yes: bool) -> CommandResult:
 
 
 def _delete(session: ChatSession, full_id: str, what: str) -> CommandResult:
-    from ocat.operations.lookup import delete_records
-
     delete_records(require_store(session), [full_id])
     if session.forget(full_id):
         # Deleting is forgetting: the model is not sent it again either, though the screen keeps it.

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
+import difflib
 
 from ocat.commands.arguments import Arg, check_declaration, parse_arguments
 from ocat.commands.results import CommandResult
 from ocat.errors import OcatError, UsageError
+from ocat.logs import log_failure
 
 if TYPE_CHECKING:
     from ocat.chat.session import ChatSession
@@ -106,8 +108,6 @@ def run_command(session: ChatSession, text: str) -> CommandResult:
     name, rest = (text[1:].strip().split(maxsplit=1) + ["", ""])[:2]
     entry = REGISTRY.get(name.lower())
     if entry is None:
-        import difflib
-
         near = difflib.get_close_matches(name.lower(), list(REGISTRY), n=1)
         hint = f"; did you mean /{near[0]}?" if near else "; /help lists them"
         return CommandResult(text=f"unknown command /{name}{hint}", error=True)
@@ -126,8 +126,6 @@ def run_step(what: str, step: Callable[[], CommandResult]) -> CommandResult:
     except OcatError as exc:
         return CommandResult(text=str(exc), error=True)
     except Exception as exc:  # a bug must not end the chat or leave it waiting: say it, log it
-        from ocat.logs import log_failure
-
         return CommandResult(text=log_failure(what, exc), error=True)
 
 

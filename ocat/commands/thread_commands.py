@@ -11,6 +11,9 @@ from ocat.commands.conversation import listed_count
 from ocat.text.limits import DEFAULT_LISTED
 from ocat.config.locations import display_path
 from ocat.text.terminal import count_of, local_time
+from ocat import memory
+from ocat.operations.lookup import recent_threads, resolve_thread
+from ocat.operations.threads import default_title, delete_thread, export_conversation, rename_thread, thread_title
 
 if TYPE_CHECKING:
     from ocat.chat.session import ChatSession
@@ -19,8 +22,6 @@ if TYPE_CHECKING:
 @command("threads", "list recent threads: id, last active, exchanges, title", group="conversation",
          arguments=(listed_count("threads"),), example="/threads 20")
 def _threads(session: ChatSession, count: int) -> CommandResult:
-    from ocat.operations.lookup import recent_threads
-
     threads = recent_threads(require_store(session), count)
     rows = [(t.thread_id[:8], local_time(t.last_active), str(t.exchanges), t.title) for t in threads]
     text = f"{count_of(len(rows), 'recent thread')}; /continue ID resumes one" if rows else "No threads yet."
@@ -32,8 +33,6 @@ def _threads(session: ChatSession, count: int) -> CommandResult:
          arguments=(Arg("thread", "a thread's id or its start", optional=True, metavar="THREAD_ID"),),
          example="/continue 3f2a9c1e")
 def _continue(session: ChatSession, thread: str | None) -> CommandResult:
-    from ocat.operations.lookup import recent_threads, resolve_thread
-
     if thread:
         return _resume(session, resolve_thread(require_store(session), thread))
     threads = recent_threads(require_store(session), DEFAULT_LISTED)
@@ -63,8 +62,6 @@ def _resume(session: ChatSession, thread_id: str) -> CommandResult:
          arguments=(Arg("title", "the new title", kind="rest", optional=True),),
          example="/rename kitchen renovation")
 def _rename(session: ChatSession, title: str | None) -> CommandResult:
-    from ocat.operations.threads import default_title, rename_thread
-
     given = rename_thread(require_store(session), session.thread_id, title or "")
     if given:
         return CommandResult(text=f"This thread is now called {given!r}.")
@@ -77,9 +74,6 @@ def _rename(session: ChatSession, title: str | None) -> CommandResult:
          arguments=(Arg("thread", "a thread's id or its start", optional=True, metavar="THREAD_ID"),),
          example="/deletethread 3f2a9c1e")
 def _deletethread(session: ChatSession, thread: str | None) -> CommandResult:
-    from ocat.operations.lookup import resolve_thread
-    from ocat.operations.threads import thread_title
-
     store = require_store(session)
     thread_id = resolve_thread(store, thread) if thread else session.thread_id
     exchanges = store.get_thread(thread_id)
@@ -96,8 +90,6 @@ def _deletethread(session: ChatSession, thread: str | None) -> CommandResult:
 
 
 def _delete_thread(session: ChatSession, thread_id: str) -> CommandResult:
-    from ocat.operations.threads import delete_thread
-
     deleted = delete_thread(require_store(session), thread_id)
     text = f"Deleted the thread {deleted.title!r} ({count_of(deleted.exchanges, 'exchange')})."
     if thread_id != session.thread_id:
@@ -111,14 +103,10 @@ def _delete_thread(session: ChatSession, thread_id: str) -> CommandResult:
          arguments=(Arg("path", "a file, or a folder to put it in", kind="path", optional=True),),
          example="/export ~/notes/garden.md")
 def _export(session: ChatSession, path: str | None) -> CommandResult:
-    from ocat.operations.threads import default_title, export_conversation
-
     if not session.history:
         return CommandResult(text="Nothing to export yet: this conversation is empty.", error=True)
     title = default_title(session.history[0].user_prompt)
     if session.memory.store is not None:
-        from ocat.operations.threads import thread_title
-
         title = thread_title(session.memory.store, session.thread_id, session.history)
     target = export_conversation(title, session.history, path)
     return CommandResult(text=f"Wrote {count_of(len(session.history), 'exchange')} to {display_path(str(target))}.")
@@ -140,16 +128,15 @@ def _retry(session: ChatSession) -> CommandResult:
          arguments=(Arg("where", "a project's folder, '.', 'all' or 'auto'", kind="path", optional=True, default="",
                         metavar="PATH|all|auto"),))
 def _project(session: ChatSession, where: str = "") -> CommandResult:
-    from ocat.memory import describe_scope, project_of
-
     if where == "all":
         session.project_policy, session.project_path = "off", None
     elif where == "auto":
         session.project_policy, session.project_path = "prefer", None
     elif where:
-        session.project_policy, session.project_path = "only", project_of(where)
+        session.project_policy, session.project_path = "only", memory.project_of(where)
     if where:
         session.wake = None  # the next thread's wake block lists the threads in the new order
+    scope = memory.describe_scope(session.scope())
     return CommandResult(text=f"This chat's project is {display_path(session.project)}; its searches use "
-                              f"{describe_scope(session.scope())}. /project PATH keeps to one project's exchanges, "
+                              f"{scope}. /project PATH keeps to one project's exchanges, "
                               "/project all treats every project alike, /project auto prefers this one (the default).")

@@ -8,6 +8,8 @@ from ocat.commands.arguments import Arg
 from ocat.commands.registry import command
 from ocat.commands.results import CommandResult
 from ocat.errors import OcatError
+from ocat.mcp_client.consent import take_back
+from ocat.tools.listing import render_listing, tool_listing
 
 if TYPE_CHECKING:
     from ocat.chat.session import ChatSession
@@ -18,9 +20,6 @@ if TYPE_CHECKING:
          arguments=(Arg("deny", "deny and a SERVER.TOOL", kind="rest", optional=True, default="",
                         metavar="deny SERVER.TOOL"),))
 def _tools(session: ChatSession, deny: str = "") -> CommandResult:
-    from ocat.mcp_client.consent import take_back
-    from ocat.tools.listing import render_listing, tool_listing
-
     words = deny.split()
     if not words:
         asks = session.server_tools.consent.ask is not None

@@ -8,6 +8,8 @@ from ocat.commands.arguments import Arg
 from ocat.commands.registry import command, require_model, require_store
 from ocat.commands.results import CommandResult, EditFile
 from ocat.config.locations import display_path
+from ocat.operations.lookup import short_id
+from ocat.operations.wake import pin, pins, remember, unpin
 
 if TYPE_CHECKING:
     from ocat.memory import MemoryStore
@@ -32,8 +34,6 @@ def _wake(session: ChatSession) -> CommandResult:
 @command("pin", "pin a memory: the model is given it at the start of every thread", group="wake",
          arguments=(Arg("id", "a memory's id (or its start)", metavar="ID"),), example="/pin 3f2a9c1e")
 def _pin(session: ChatSession, id: str) -> CommandResult:
-    from ocat.operations.wake import pin
-
     store = require_store(session)
     record_id = pin(store, id)
     session.wake = None  # the next turn gives the model the new block
@@ -44,8 +44,6 @@ def _pin(session: ChatSession, id: str) -> CommandResult:
          group="wake",
          example="/unpin 3f2a9c1e")
 def _unpin(session: ChatSession, id: str) -> CommandResult:
-    from ocat.operations.wake import unpin
-
     store = require_store(session)
     record_id = unpin(store, id)
     session.wake = None
@@ -54,8 +52,6 @@ def _unpin(session: ChatSession, id: str) -> CommandResult:
 
 @command("pins", "list the pinned memories", group="wake", example="/pins")
 def _pins(session: ChatSession) -> CommandResult:
-    from ocat.operations.wake import pins
-
     found = pins(require_store(session))
     if not found:
         return CommandResult(text="No pinned memories: /pin ID pins one, /remember TEXT stores a note and pins it.")
@@ -65,8 +61,6 @@ def _pins(session: ChatSession) -> CommandResult:
 @command("remember", "store a note and pin it: the model is given it at the start of every thread", group="wake",
          arguments=(Arg("text", "what to remember", kind="rest"),), example="/remember I prefer metric units")
 def _remember(session: ChatSession, text: str) -> CommandResult:
-    from ocat.operations.wake import remember
-
     store = require_model(session)
     ids = remember(store, text, session.settings)
     session.wake = None
@@ -75,8 +69,6 @@ def _remember(session: ChatSession, text: str) -> CommandResult:
 
 def _shown(store: MemoryStore, record_id: str) -> str:
     """The id as the other commands show it: its shortest unique start (ocat.operations.lookup.short_id)."""
-    from ocat.operations.lookup import short_id
-
     return short_id(store, record_id)
 
 

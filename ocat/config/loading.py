@@ -10,6 +10,7 @@ import os
 from functools import cache
 from collections.abc import Mapping
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from ocat.config import locations
 from ocat.config.file import file_layer
@@ -40,6 +41,7 @@ from ocat.config.settings import (
     ToolsSettings,
     VectorStoreSettings,
 )
+from ocat.text.redact import remember_secret
 
 # The schema and the key helpers are re-exported: callers import them from here.
 __all__ = [
@@ -192,10 +194,6 @@ def _mcp_servers(merged: Layer, tools: ToolsSettings) -> tuple[McpServerConfig, 
 
 def _remember_secrets(settings: Settings) -> None:
     """Have error messages mask the configured key and any password in llm.api_base."""
-    from urllib.parse import urlsplit
-
-    from ocat.text.redact import remember_secret
-
     remember_secret(settings.llm.api_key)
     try:
         remember_secret(urlsplit(settings.llm.api_base or "").password)

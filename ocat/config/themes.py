@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 from typing import Any
+import yaml
 
 from ocat.config.locations import config_dir, shipped_dir
 
@@ -48,8 +49,6 @@ def check_theme(data: Any, source: str) -> dict[str, Any]:
 
 def load_themes(folders: list[Path] | None = None) -> tuple[list[dict[str, Any]], list[str]]:
     """Every valid theme in the folders, and a message for each file that is not one."""
-    import yaml
-
     themes: dict[str, dict[str, Any]] = {}
     problems: list[str] = []
     for folder in folders if folders is not None else theme_folders():

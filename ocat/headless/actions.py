@@ -11,13 +11,24 @@ import sys
 from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
+import asyncio
+import os
 
 from ocat.errors import InputFileError, OcatError, ProviderError, UsageError
-from ocat.headless.common import open_store as _open_store
-from ocat.headless.common import ready_model as _ready_model
-from ocat.headless.common import say_to_stderr as _say_to_stderr
+from ocat.headless.common import open_store as _open_store, ready_model as _ready_model, say_to_stderr as _say_to_stderr
 from ocat.headless.output import Reporter, read_stdin
-from ocat.headless.transfer import export_action, import_action, import_history_action
+from ocat import llm, memory
+from ocat.chat.outcomes import remembered_words
+from ocat.chat.session import open_chat
+from ocat.operations.search import ADMITTED_LEGEND, dated_note, hit_record, HitLine, reasons, search
+from ocat.operations.wake import build_wake, pin, pins, unpin
+from ocat.records import ONE_SHOT
+from ocat.text.terminal import printable
+from ocat.tools.calls import CallState
+from ocat.tools.server_tools import ServerTools
+from ocat.logs import log_failure
+from ocat.operations.stores import check_named_stores, made_note
+from ocat.operations.add import add_file_or_folder, progress_printer
 
 if TYPE_CHECKING:
     from ocat.config.loading import Settings
@@ -34,13 +45,9 @@ def run_action(action: str, args: argparse.Namespace, settings: Settings, report
     try:
         new_store = None
         if args.stores and action != "fetch-model":
-            from ocat.operations.stores import check_named_stores
-
             new_store = check_named_stores(action, args.stores, args.configured_store, settings)
         code = handler(args, settings, reporter)
         if new_store is not None:
-            from ocat.operations.stores import made_note
-
             made = made_note(new_store)
             if made:
                 reporter.note(f"ocat: {made}")
@@ -59,14 +66,10 @@ def run_action(action: str, args: argparse.Namespace, settings: Settings, report
         _silence_stdout()
         return 0
     except Exception as exc:  # a bug: one line and the log's name, not a traceback
-        from ocat.logs import log_failure
-
         return reporter.fail(OcatError(log_failure(f"the {action} action", exc)))
 
 
 def _silence_stdout() -> None:
-    import os
-
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, sys.stdout.fileno())
 
@@ -86,15 +89,13 @@ def _fetch_model(args: argparse.Namespace, settings: Settings, reporter: Reporte
 def _open_stores(settings: Settings, args: argparse.Namespace) -> list[MemoryStore]:
     """The stores `--store` named (`ocat.cli` parsed them into `args.stores`; several are for
     reading), else the configured one."""
-    from ocat.memory import open_stores
-
     if len(args.stores) <= 1:
         return [_open_store(settings)]
-    return open_stores(settings, args.stores, notify=_say_to_stderr)
+    return memory.open_stores(settings, args.stores, notify=_say_to_stderr)
 
 
 def _stats(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> int:
-    from ocat.operations.stats import config_row, stats, stats_legend, stats_rows
+    from ocat.operations.stats import config_row, stats, stats_legend, stats_rows  # noqa: PLC0415 - each action loads its operation
 
     found = stats(_open_stores(settings, args), settings)
     selected = [asdict(one) for one in found.selected]
@@ -109,8 +110,6 @@ def _stats(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> 
 
 
 def _add(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> int:
-    from ocat.operations.add import add_file_or_folder, progress_printer
-
     path = Path(args.add_to_vector_store).expanduser()
     if not path.exists():  # before the model's download or a wait for the store
         raise InputFileError(f"no such file or folder: {path}")
@@ -133,8 +132,6 @@ def format_hits(found: list[Found], *, with_stores: bool = False) -> str:
     each hit's store too when several were searched."""
     if not found:
         return "No memories found."
-    from ocat.operations.search import ADMITTED_LEGEND, HitLine, dated_note
-
     lines = []
     id_width = max(len(one.shown_id) for one in found)
     for rank, one in enumerate(found, start=1):
@@ -151,10 +148,7 @@ def format_hits(found: list[Found], *, with_stores: bool = False) -> str:
 
 
 def _query(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> int:
-    from ocat.memory import parse_where
-    from ocat.operations.search import hit_record, search
-
-    filters = parse_where(getattr(args, "where", None) or [])
+    filters = memory.parse_where(getattr(args, "where", None) or [])
     queries = _stdin_lines(reporter) if args.query_vector_store == "-" else [args.query_vector_store]
     if args.query_vector_store != "-" and not queries[0].strip():
         raise UsageError("the query is empty")
@@ -176,9 +170,7 @@ def _only_project(settings: Settings) -> Any:
     """`--project PATH`: the exchanges of that project only (None: every project alike, as a query always was)."""
     if settings.project is None:
         return None
-    from ocat.memory import ProjectScope
-
-    return ProjectScope(settings.project, "only")
+    return memory.ProjectScope(settings.project, "only")
 
 
 def _stdin_lines(reporter: Reporter) -> list[str]:
@@ -186,14 +178,6 @@ def _stdin_lines(reporter: Reporter) -> list[str]:
 
 
 def _ask(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> int:
-    import asyncio
-
-    from ocat import llm
-    from ocat.operations.search import hit_record, reasons
-    from ocat.chat.outcomes import remembered_words
-    from ocat.records import ONE_SHOT
-    from ocat.chat.session import open_chat
-
     prompt = read_stdin(reporter, "the prompt") if args.ask == "-" else args.ask
     if not prompt.strip():
         raise UsageError("nothing to ask: the prompt is empty")
@@ -232,9 +216,6 @@ def _ask(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> in
 
 async def _answer_with_tool_lines(turn: Turn, reporter: Reporter) -> None:
     """The whole answer; each tool call, once it has its result, is one line on stderr."""
-    from ocat.text.terminal import printable
-    from ocat.tools.calls import CallState
-
     async for event in turn:
         if not isinstance(event, str) and event.state in (CallState.DONE, CallState.FAILED):
             reporter.note(f"ocat: · {printable(event.line())}")
@@ -243,8 +224,6 @@ async def _answer_with_tool_lines(turn: Turn, reporter: Reporter) -> None:
 
 
 def _wake(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> int:
-    from ocat.operations.wake import build_wake
-
     store = None
     if settings.vector_store.enabled:
         _ready_model(settings, reporter)
@@ -256,8 +235,6 @@ def _wake(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> i
 
 
 def _pin(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> int:
-    from ocat.operations.wake import pin, unpin
-
     store = _open_store(settings)
     if args.pin is not None:
         record_id = pin(store, args.pin)
@@ -267,15 +244,13 @@ def _pin(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> in
 
 
 def _pins(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> int:
-    from ocat.operations.wake import pins
-
     found = pins(_open_store(settings))
     text = "\n".join(line for _, line in found) or "No pinned memories."
     return reporter.succeed({"pins": [{"id": i, "line": line} for i, line in found]}, text)
 
 
 def _check(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> int:
-    from ocat.operations.health import PROBLEMS_FOUND, check, health_record
+    from ocat.operations.health import PROBLEMS_FOUND, check, health_record  # noqa: PLC0415 - each action loads its operation
 
     found = check(settings, notify=_say_to_stderr)
     reporter.succeed(health_record(found), "\n".join(found.lines()))
@@ -283,7 +258,7 @@ def _check(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> 
 
 
 def _repair(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> int:
-    from ocat.operations.health import PROBLEMS_FOUND, repair, repair_record
+    from ocat.operations.health import PROBLEMS_FOUND, repair, repair_record  # noqa: PLC0415 - each action loads its operation
 
     done = repair(settings, notify=_say_to_stderr, accept_smaller=args.accept_smaller_store)
     reporter.succeed(repair_record(done), "\n".join(done.lines()))
@@ -291,8 +266,7 @@ def _repair(args: argparse.Namespace, settings: Settings, reporter: Reporter) ->
 
 
 def _list_tools(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> int:
-    from ocat.tools.listing import render_listing, tool_listing
-    from ocat.tools.server_tools import ServerTools
+    from ocat.tools.listing import render_listing, tool_listing  # noqa: PLC0415 - each action loads its operation
 
     servers = ServerTools(settings)
     try:
@@ -302,9 +276,22 @@ def _list_tools(args: argparse.Namespace, settings: Settings, reporter: Reporter
     return reporter.succeed({"servers": listing}, render_listing(listing, asks=False))
 
 
+def _transfer(name: str) -> Callable[[argparse.Namespace, Any, Reporter], int]:
+    """The action `name` of ocat.headless.transfer, imported when it runs: the export code and the
+    readers of old chats are not loaded for `--ask` or a query."""
+
+    def run(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> int:
+        from ocat.headless import transfer  # noqa: PLC0415 - a seam: each action loads what it runs
+
+        handler: Callable[[argparse.Namespace, Settings, Reporter], int] = getattr(transfer, name)
+        return handler(args, settings, reporter)
+
+    return run
+
+
 _HANDLERS: dict[str, Callable[[argparse.Namespace, Any, Reporter], int]] = {
     "list-tools": _list_tools,
-    "import-history": import_history_action,
+    "import-history": _transfer("import_history_action"),
     "wake": _wake,
     "pin": _pin,
     "unpin": _pin,
@@ -315,7 +302,7 @@ _HANDLERS: dict[str, Callable[[argparse.Namespace, Any, Reporter], int]] = {
     "add": _add,
     "query": _query,
     "ask": _ask,
-    "export": export_action,
-    "import": import_action,
+    "export": _transfer("export_action"),
+    "import": _transfer("import_action"),
     "fetch-model": _fetch_model,
 }

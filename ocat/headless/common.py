@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import sys
 from typing import TYPE_CHECKING
+from ocat import memory
 
 if TYPE_CHECKING:
     from ocat.config.loading import Settings
@@ -21,20 +22,16 @@ def say_to_stderr(message: str) -> None:
 
 def open_store(settings: Settings) -> MemoryStore:
     """The configured store, opened; what opening does at length is said on stderr."""
-    from ocat.memory import open_store as open_memory_store
-
-    return open_memory_store(settings, notify=say_to_stderr)
+    return memory.open_store(settings, notify=say_to_stderr)
 
 
 def ready_model(settings: Settings, reporter: Reporter) -> FetchResult | None:
     """Make sure the embedding model is there (downloading it on first use, with progress on
     stderr: stdout stays the result's); a download ends with one line saying where it went."""
-    from ocat.memory import ProgressPrinter, prepare_model
-
-    printer = ProgressPrinter(reporter.stderr)
+    printer = memory.ProgressPrinter(reporter.stderr)
     fetched = None
     try:
-        fetched = prepare_model(settings.embedding, progress=printer)
+        fetched = memory.prepare_model(settings.embedding, progress=printer)
     finally:
         printer.finish(fetched)
     return fetched

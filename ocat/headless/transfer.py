@@ -14,6 +14,15 @@ from ocat.errors import Cancelled, OcatError, UsageError
 from ocat.headless.common import open_store, ready_model
 from ocat.headless.output import EtaPrinter, Reporter, stop_on_interrupt
 from ocat.text.terminal import count_of
+from ocat import memory
+from ocat.history_import import ConversationProblem, detect_format
+from ocat.history_import.agent_sessions import hook_transcript
+from ocat.history_import.folders import exports_in
+from ocat.input_files import refuse_special, spooled_stdin, STDIN
+from ocat.operations.history import import_history, is_ocat_export
+from ocat.operations.history_exports import import_exports
+from ocat.operations.history_sessions import default_sessions
+from ocat.operations.transfer import check_import, export_to_file, export_to_stream, import_file
 
 if TYPE_CHECKING:
     from ocat.config.loading import Settings
@@ -21,8 +30,6 @@ if TYPE_CHECKING:
 
 
 def export_action(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> int:
-    from ocat.operations.transfer import export_to_file, export_to_stream
-
     store = open_store(settings)
     if args.export_memory == "-":
         if reporter.output == "json":
@@ -43,8 +50,6 @@ def export_action(args: argparse.Namespace, settings: Settings, reporter: Report
 
 
 def import_action(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> int:
-    from ocat.input_files import STDIN, spooled_stdin
-
     if args.import_memory == STDIN:
         with spooled_stdin() as path:
             return _import_path(path, settings, reporter)
@@ -52,13 +57,10 @@ def import_action(args: argparse.Namespace, settings: Settings, reporter: Report
 
 
 def _import_path(path: Path, settings: Settings, reporter: Reporter) -> int:
-    from ocat.memory import throttled_progress
-    from ocat.operations.transfer import check_import, import_file
-
     # The whole file is checked first: a bad line fails before a model download or a wait for the store.
     checked = check_import(path)
     ready_model(settings, reporter)
-    progress = throttled_progress(lambda done, total: reporter.note(f"imported {done}/{total} records"))
+    progress = memory.throttled_progress(lambda done, total: reporter.note(f"imported {done}/{total} records"))
     outcome = import_file(open_store(settings), path, checked, progress)
     skipped = outcome.records - outcome.added
     text = f"Imported {count_of(outcome.added, 'record')} from {path}"
@@ -70,10 +72,6 @@ def _import_path(path: Path, settings: Settings, reporter: Reporter) -> int:
 
 
 def import_history_action(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> int:
-    from ocat.history_import.agent_sessions import hook_transcript
-    from ocat.input_files import STDIN, spooled_stdin
-    from ocat.operations.history_sessions import default_sessions
-
     fmt = args.history_format
     if args.import_history == STDIN:
         with spooled_stdin() as path:
@@ -92,9 +90,6 @@ def import_history_action(args: argparse.Namespace, settings: Settings, reporter
 def _import_hook(transcript: Path, settings: Settings, reporter: Reporter) -> int:
     """A Claude Code hook's import of the session it names: nothing on stdout when it worked; a
     failure is one line on stderr and exit 1, never 2 (which a Stop hook reads as "keep going")."""
-    from ocat.history_import import ConversationProblem
-    from ocat.operations.history import import_history
-
     def said(line: str) -> None:
         reporter.note(f"ocat: {line}")
 
@@ -122,12 +117,6 @@ def _import_hook(transcript: Path, settings: Settings, reporter: Reporter) -> in
 def _import_history_path(
     path: Path, fmt: str | None, settings: Settings, reporter: Reporter, several: FolderExports | None = None
 ) -> int:
-    from ocat.history_import import ConversationProblem, detect_format
-    from ocat.history_import.folders import exports_in
-    from ocat.input_files import refuse_special
-    from ocat.operations.history import import_history, is_ocat_export
-    from ocat.operations.history_exports import import_exports
-
     refuse_special(path)  # before the first look at it: a pipe would block, a device never end
     if fmt == "ocat" or (fmt is None and is_ocat_export(path)):
         return _import_path(path, settings, reporter)  # ocat's own export: the same import as --import-memory

@@ -13,9 +13,15 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, AsyncIterator
+import asyncio
 
 from ocat.errors import ProviderError
-from ocat.tools.calls import chunk_field
+from ocat.tools.calls import CallAssembler, chunk_field
+from ocat.litellm_offline import litellm
+from ocat.llm.model_table import model_facts
+from ocat.llm.openai_compatible import stream_chat
+from ocat.text.redact import redact
+from ocat.text.tokens import count_tokens
 
 if TYPE_CHECKING:
     from ocat.config.loading import LLMSettings
@@ -55,8 +61,6 @@ class Usage:
 
 
 def _litellm() -> Any:
-    from ocat.litellm_offline import litellm
-
     return litellm()
 
 
@@ -101,8 +105,6 @@ def openai_road(settings: LLMSettings) -> bool:
         return True
     if "/" in model:
         return False
-    from ocat.llm.model_table import model_facts
-
     facts = model_facts(model)
     return facts is not None and facts.provider == "openai"
 
@@ -122,8 +124,6 @@ def warm_up(settings: LLMSettings) -> None:
     so the first answer starts as fast as the later ones."""
     if settings.model == DUMMY_MODEL:
         return
-    from ocat.text.tokens import count_tokens
-
     input_token_limit(settings)
     count_tokens("warm")
     if openai_road(settings):
@@ -136,8 +136,6 @@ def warm_up(settings: LLMSettings) -> None:
     # A first streamed call through litellm imports some 500 more modules (its dispatch and
     # logging): about a second on a 2-core machine. A mocked call (no request leaves the
     # machine) pays for them now.
-    import asyncio
-
     litellm = _litellm()
 
     async def mocked() -> None:
@@ -170,8 +168,6 @@ ANSWER_RESERVE_TOKENS = 1024
 
 def input_token_limit(settings: LLMSettings) -> int:
     """Tokens the model accepts as input, less room for the answer (litellm's table, unimported)."""
-    from ocat.llm.model_table import model_facts
-
     facts = model_facts(settings.model)
     window = facts.max_input_tokens if facts is not None and facts.max_input_tokens else FALLBACK_CONTEXT_TOKENS
     reserve = settings.max_tokens or ANSWER_RESERVE_TOKENS
@@ -215,8 +211,6 @@ class AnswerStream:
                 yield word if index == len(words) - 1 else word + " "
             self.usage = Usage()
             return
-        from ocat.tools.calls import CallAssembler
-
         calls = CallAssembler()
         try:
             async for chunk in _chunks(self.messages, self.settings, self.tools):
@@ -243,8 +237,6 @@ async def _chunks(
     litellm's objects on the other). include_usage asks for token counts in the last chunk."""
     args = _call_args(messages, settings, tools)
     if openai_road(settings):
-        from ocat.llm.openai_compatible import stream_chat
-
         body = {key: value for key, value in args.items() if key not in ("api_base", "api_key", "timeout")}
         body["model"] = settings.model.removeprefix("openai/")
         body["stream_options"] = {"include_usage": True}
@@ -302,16 +294,12 @@ def model_calls_tools(settings: LLMSettings) -> bool | None:
     is remembered (ocat.tools.support)."""
     if settings.model == DUMMY_MODEL:
         return False
-    from ocat.llm.model_table import model_facts
-
     facts = model_facts(settings.model)
     return None if facts is None else facts.supports_function_calling
 
 
 def _priced(usage: Any, model: str) -> Usage:
     """Tokens from the provider's count, and the cost from litellm's table (None when it has no price)."""
-    from ocat.llm.model_table import model_facts
-
     prompt = int(chunk_field(usage, "prompt_tokens") or 0)  # a dict on the OpenAI road, an object on litellm's
     completion = int(chunk_field(usage, "completion_tokens") or 0)
     facts = model_facts(model)
@@ -327,8 +315,6 @@ def provider_error(exc: Exception, settings: LLMSettings) -> ProviderError:
     Every face shows provider failures through this (the chat, the line mode, `--ask`), and a
     provider's error body can echo the key it was sent, or the address with its password.
     """
-    from ocat.text.redact import redact
-
     return ProviderError(redact(_describe_failure(exc, settings), secrets=[settings.api_key]))
 
 

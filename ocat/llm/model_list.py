@@ -9,6 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+from ocat.llm import DUMMY_MODEL, known_chat_models
+from ocat.text.redact import redact
+import json
 
 if TYPE_CHECKING:
     from ocat.config.settings import LLMSettings
@@ -45,7 +48,6 @@ def model_names(payload: object, prefix: str) -> tuple[str, ...]:
 
 
 def _fetch_json(url: str, api_key: str | None, timeout: float) -> object:
-    import json
     import urllib.request
 
     if not url.lower().startswith(("http://", "https://")):
@@ -75,9 +77,6 @@ def _listing_failure(exc: Exception, where: str) -> str:
 def list_models(settings: LLMSettings, *, dummy: bool = False) -> ModelList:
     """The models the configured provider offers: an OpenAI-compatible `api_base`'s /models,
     Ollama's /api/tags, else litellm's own (offline) list for the provider. Never raises."""
-    from ocat.llm import DUMMY_MODEL
-    from ocat.text.redact import redact
-
     if dummy or settings.model == DUMMY_MODEL:
         return ModelList(problem="--dummy-mode answers without a provider, so there are no models to list")
     model = settings.model
@@ -95,8 +94,6 @@ def list_models(settings: LLMSettings, *, dummy: bool = False) -> ModelList:
 
 
 def _listed(url: str, prefix: str, settings: LLMSettings) -> ModelList:
-    from ocat.text.redact import redact
-
     where = redact(url, secrets=[settings.api_key])
     try:
         payload = _fetch_json(url, settings.api_key, min(LIST_TIMEOUT_SECONDS, settings.timeout_seconds))
@@ -110,8 +107,6 @@ def _listed(url: str, prefix: str, settings: LLMSettings) -> ModelList:
 
 def _known_models(model: str) -> ModelList:
     """litellm's offline list of the provider's chat models (it may not know them all)."""
-    from ocat.llm import known_chat_models
-
     provider, names = known_chat_models(model)
     if not names:
         return ModelList(problem=f"litellm has no list of models for {model}; any name the provider knows works")

@@ -8,6 +8,7 @@ Importing this package loads none of them: the SDK loads when `serve` runs.
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
+from ocat.mcp_server.server import serve as run
 
 if TYPE_CHECKING:
     from ocat.config.loading import Settings
@@ -15,6 +16,4 @@ if TYPE_CHECKING:
 
 def serve(settings: Settings, store_names: list[str]) -> int:
     """Serve the memory over stdio until the client closes the connection; returns the exit code."""
-    from ocat.mcp_server.server import serve as run
-
     return run(settings, store_names)

@@ -14,13 +14,14 @@ from typing import TYPE_CHECKING, Annotated, Any, AsyncIterator
 
 from pydantic import Field
 
-from ocat import __version__
+from ocat import __version__, memory
 from ocat.errors import OcatError
 from ocat.records import RecordKind
+from ocat.mcp_server.stdio import serve_stdio
+from ocat.mcp_server.tools import MemoryTools
 
 if TYPE_CHECKING:
     from ocat.config.loading import Settings
-    from ocat.mcp_server.tools import MemoryTools
 
 log = logging.getLogger("ocat.mcp")
 
@@ -40,8 +41,6 @@ def build_server(tools: "MemoryTools") -> Any:
     from mcp.server.mcpserver import MCPServer
     from mcp.server.mcpserver.exceptions import ToolError
     from mcp.types import ToolAnnotations
-
-    from ocat.memory import FilterSpec
 
     @asynccontextmanager
     async def lifespan(_: Any) -> AsyncIterator[None]:
@@ -107,7 +106,7 @@ def build_server(tools: "MemoryTools") -> Any:
                   "coding-agent sessions and ocat's chats record it); notes and documents still come."),
         ] = None,
     ) -> dict[str, Any]:
-        spec = FilterSpec(source, thread_id, session_id, kind, since, until, dict(where or {}))
+        spec = memory.FilterSpec(source, thread_id, session_id, kind, since, until, dict(where or {}))
         return run(tools.search, query, k, spec, project)
 
     @server.tool(
@@ -247,16 +246,14 @@ def _leaf(error: Any) -> Any:
 
 
 def _open_quietly(tools: "MemoryTools") -> None:
-    from ocat.memory import prepare_model, progress_words
-
     try:
         tools.stores()
         # Fetch the embedding model now, on first use, rather than inside the first search.
         def started(done: int, total: int | None) -> None:
             if not done:  # said once, when the download starts
-                log.warning("downloading the embedding model (first use, %s)", progress_words(total or 0, None))
+                log.warning("downloading the embedding model (first use, %s)", memory.progress_words(total or 0, None))
 
-        fetched = prepare_model(tools.settings.embedding, progress=started)
+        fetched = memory.prepare_model(tools.settings.embedding, progress=started)
         if fetched is not None and fetched.downloaded:
             log.warning("%s", fetched.describe())
     except Exception as exc:  # reported again to the first call that needs the store or the model
@@ -265,9 +262,6 @@ def _open_quietly(tools: "MemoryTools") -> None:
 
 def serve(settings: "Settings", store_names: list[str]) -> int:
     """Serve the memory over stdio until the client closes the connection; returns the exit code."""
-    from ocat.memory import open_stores
-    from ocat.mcp_server.tools import MemoryTools
-
     # Before the SDK configures logging: ours goes to stderr, plainly, one line per record.
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="ocat mcp: %(levelname)s: %(message)s")
 
@@ -275,12 +269,10 @@ def serve(settings: "Settings", store_names: list[str]) -> int:
         print(f"ocat mcp: {message}", file=sys.stderr, flush=True)
 
     # Long-lived like the chat: own the store and serve it to other ocat processes.
-    tools = MemoryTools(settings, lambda: open_stores(settings, store_names, serve=True, notify=notify))
+    tools = MemoryTools(settings, lambda: memory.open_stores(settings, store_names, serve=True, notify=notify))
     server = build_server(tools)
     try:
         import anyio
-
-        from ocat.mcp_server.stdio import serve_stdio
 
         anyio.run(serve_stdio, server)
     except KeyboardInterrupt:

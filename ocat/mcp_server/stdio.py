@@ -11,6 +11,7 @@ import os
 import sys
 from contextlib import contextmanager
 from typing import Any, Iterator, cast
+import io
 
 log = logging.getLogger("ocat.mcp")
 
@@ -42,8 +43,6 @@ def _stdin_lines() -> Iterator[Any]:
     While serving, fd 0 points at /dev/null, as the SDK arranges when it reads stdin itself,
     so no library or child process can take bytes meant for the protocol.
     """
-    import io
-
     import anyio
 
     try:

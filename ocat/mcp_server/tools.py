@@ -19,9 +19,13 @@ from ocat.errors import StoreError, UsageError
 from ocat.text.limits import INT64_MAX, INT64_MIN
 from ocat.memory import DOCUMENT_KEYS, FilterSpec
 from ocat.records import EXCHANGE_FIELDS
-from ocat.operations.search import hit_record
+from ocat.operations.search import hit_record, search, SearchResult
 
-from ocat.operations.lookup import Record, as_hit
+from ocat.operations.lookup import as_hit, delete_records, get_record, Record
+from ocat import memory
+from ocat.operations.add import add_note, AddSummary
+from ocat.operations.stats import stats, StatsResult
+from ocat.operations.wake import build_wake, pin, pins, unpin
 
 if TYPE_CHECKING:
     from ocat.config.loading import Settings
@@ -98,14 +102,11 @@ class MemoryTools:
                project: str | None = None) -> dict[str, Any]:
         """The k most relevant memories for `query`, optionally filtered (`project`: only that
         project's exchanges), with score and metadata."""
-        from ocat.memory import ProjectScope, project_of
-        from ocat.operations.search import SearchResult, search
-
         query = _required_text("query", query)
         if not 1 <= k <= MAX_RESULTS:
             raise UsageError(f"k must be between 1 and {MAX_RESULTS}, got {k}")
         filters = (spec or FilterSpec()).to_filters()
-        scope = ProjectScope(project_of(project), "only") if project and project.strip() else None
+        scope = memory.ProjectScope(memory.project_of(project), "only") if project and project.strip() else None
 
         def run(stores: list[MemoryStore]) -> SearchResult:
             return search(stores, query, self.settings.vector_store, count=k, filters=filters, project=scope)
@@ -121,8 +122,6 @@ class MemoryTools:
         self, content: str, source: str | None = None, metadata: Mapping[str, Any] | None = None
     ) -> dict[str, Any]:
         """Remember a text, chunked like `/vadd`; the same text saved twice is stored once."""
-        from ocat.operations.add import AddSummary, add_note
-
         content = _required_text("content", content)
         if len(content) > MAX_CONTENT_CHARS:
             raise UsageError(f"content is {len(content)} characters; the limit is {MAX_CONTENT_CHARS}")
@@ -153,8 +152,6 @@ class MemoryTools:
 
         Without `confirm="CONFIRM"` nothing is deleted: the result lists what would be.
         """
-        from ocat.operations.lookup import delete_records, get_record
-
         if (query is None) == (id is None):
             raise UsageError("give either query or id (not both)")
         if confirm is not None and confirm != CONFIRM:
@@ -181,15 +178,11 @@ class MemoryTools:
 
     def _matches(self, store: MemoryStore, query: str, k: int) -> list[dict[str, Any]]:
         """The hits of a query relevant enough to be given to a model: only those may be forgotten."""
-        from ocat.operations.search import search
-
         found = search([store], query, self.settings.vector_store, count=k)
         return [hit_record(h, compact=True, brief=True) for h in found.hits if h.admitted]
 
     def stats(self) -> dict[str, Any]:
         """Each open store's location and counts, and the names of the stores that exist."""
-        from ocat.operations.stats import StatsResult, stats
-
         def describe(stores: list[MemoryStore]) -> StatsResult:
             return stats(stores, self.settings)
 
@@ -205,23 +198,17 @@ class MemoryTools:
 
     def wake(self) -> dict[str, Any]:
         """The wake block: what the model gets at the start of every thread in ocat's chat."""
-        from ocat.operations.wake import build_wake
-
         # Several stores give their pins and threads together: what a chat on any of them would know.
         return self._using(lambda stores: build_wake(self.settings, stores)).to_dict()
 
     def pin(self, id: str, pinned: bool) -> dict[str, Any]:
         """Pin (or unpin) the memory with this id or unique prefix."""
-        from ocat.operations.wake import pin, unpin
-
         change = pin if pinned else unpin
         record_id = self._using(lambda stores: change(self._writable(stores), _required_text("id", id)))
         return {"id": record_id, "pinned": pinned}
 
     def pins(self) -> dict[str, Any]:
         """The pinned memories, the latest pinned first."""
-        from ocat.operations.wake import pins
-
         # A read: every store's pins (pinning and unpinning write, to one store only).
         found = self._using(lambda stores: [(s.name, i, line, len(stores) > 1) for s in stores for i, line in pins(s)])
         return {"pins": [{"id": i, "line": line} | ({"store": name} if several else {})

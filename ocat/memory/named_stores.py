@@ -24,6 +24,8 @@ from ocat.memory.storage.chroma import (
 )
 from ocat.memory.storage.store import MemoryStore
 from ocat.config.settings import COLLECTION_NAME
+from ocat.config import locations
+from ocat.memory import location_for, open_store
 
 if TYPE_CHECKING:
     from ocat.config.loading import Settings
@@ -53,8 +55,6 @@ def open_stores(
     notify: Callable[[str], None] | None = None,
 ) -> list[MemoryStore]:
     """Open several named stores (for reading); stores that share a folder share its one lease."""
-    from ocat.memory import location_for, open_store
-
     opened: dict[object, MemoryStore] = {}
     stores: list[MemoryStore] = []
     try:
@@ -143,8 +143,6 @@ def _stores_in(collections: Iterable[str]) -> set[str]:
 
 def _sibling_stores(settings: Settings) -> set[str]:
     """In the default layout (a folder per store), the stores of the other folders."""
-    from ocat.config import locations
-
     if settings.vector_store.path is not None or settings.vector_store.host:
         return set()
     root = locations.default_store_path("x").parent

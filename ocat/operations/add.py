@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from ocat.config.locations import display_path
+from ocat import memory
+from ocat.text.terminal import count_of
 
 if TYPE_CHECKING:
     from ocat.memory import MemoryStore
@@ -70,8 +72,6 @@ class AddSummary:
 
 def chunks(count: int) -> str:
     """'1 chunk', '3 chunks'."""
-    from ocat.text.terminal import count_of
-
     return count_of(count, "chunk")
 
 
@@ -92,8 +92,6 @@ def add_file_or_folder(
     follows each stored batch (and may raise Cancelled to stop between two); warnings go to
     `notify` as they happen and are kept in the summary's `notes`.
     """
-    from ocat.memory import add_path
-
     notes: list[str] = []
 
     def note(message: str) -> None:
@@ -101,7 +99,7 @@ def add_file_or_folder(
         if notify is not None:
             notify(message)
 
-    outcome = add_path(
+    outcome = memory.add_path(
         store,
         path,
         settings,
@@ -132,9 +130,7 @@ def add_note(
 ) -> AddSummary:
     """Remember a text, chunked like a document; the same text twice is stored once.
     `extra` is metadata for every chunk."""
-    from ocat.memory import add_text
-
-    outcome = add_text(store, text, settings, source=source, manual_entry=True, extra=extra)
+    outcome = memory.add_text(store, text, settings, source=source, manual_entry=True, extra=extra)
     return AddSummary(path=None, added_chunks=outcome.added_chunks, total_chunks=outcome.total_chunks,
                       replaced_chunks=outcome.replaced_chunks, ids=outcome.ids)
 
@@ -142,13 +138,11 @@ def add_note(
 def progress_printer(say: Callable[[str], None]) -> ChunkProgress:
     """A `chunks_stored` callback for a text face: "NAME: done/total chunks stored", throttled
     per name (the first batch, then at most once a second, and the last)."""
-    from ocat.memory import throttled_progress
-
     printers: dict[str, Callable[[int, int], None]] = {}
 
     def report(label: str, done: int, total: int) -> None:
         if label not in printers:
-            printers[label] = throttled_progress(lambda d, t: say(f"{label}: {d}/{t} chunks stored"))
+            printers[label] = memory.throttled_progress(lambda d, t: say(f"{label}: {d}/{t} chunks stored"))
         printers[label](done, total)
 
     return report

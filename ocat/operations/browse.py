@@ -20,6 +20,17 @@ from typing import TYPE_CHECKING, Sequence
 
 from ocat.records import DocumentChunk, Exchange, RecordKind, SearchHit, source_word
 from ocat.text.terminal import count_of, local_time
+from ocat import memory
+from ocat.errors import UsageError
+from ocat.operations.lookup import get_record, recent_threads, record_details, record_markdown
+from ocat.operations.search import search
+from ocat.operations.threads import (
+    conversation_markdown,
+    default_title,
+    delete_thread,
+    export_conversation,
+    thread_title,
+)
 
 if TYPE_CHECKING:
     from ocat.memory import MemoryStore
@@ -133,14 +144,10 @@ def search_entries(
 ) -> list[Entry]:
     """What `query` finds under `filters`, best first (the search `/vquery` makes). Threads are
     listed by their best exchange's score."""
-    from ocat.memory import Condition
-    from ocat.memory import Filters as SearchFilters
-    from ocat.operations.search import search
-
     since = filters.since()
     kind: RecordKind | None = _SEARCHED_KIND.get(filters.kind)
-    conditions = (Condition("date", "$gte", since),) if since is not None else ()
-    result = search([store], query, settings, count=count, filters=SearchFilters(conditions=conditions, kind=kind))
+    conditions = (memory.Condition("date", "$gte", since),) if since is not None else ()
+    result = search([store], query, settings, count=count, filters=memory.Filters(conditions=conditions, kind=kind))
     entries = [_hit_entry(found.hit) for found in result.found]
     # Past the first few, hits that barely relate only bury the ones that do.
     entries = entries[:ALWAYS_SHOWN] + [e for e in entries[ALWAYS_SHOWN:] if (e.score or 0.0) >= FAINT_SCORE]
@@ -157,9 +164,6 @@ def search_entries(
 def entry_markdown(store: MemoryStore, entry: Entry) -> str:
     """The entry's whole text as Markdown, under a line of what it is: a thread's conversation,
     an exchange's prompt and answer, a note, every chunk of a document in order."""
-    from ocat.operations.lookup import get_record, record_details, record_markdown
-    from ocat.operations.threads import conversation_markdown, thread_title
-
     if entry.kind == "thread":
         exchanges = store.get_thread(entry.key)
         return conversation_markdown(thread_title(store, entry.key, exchanges), exchanges)
@@ -188,9 +192,6 @@ class Deleted:
 def delete_entries(store: MemoryStore, entries: Sequence[Entry]) -> Deleted:
     """Delete every memory the entries stand for: a thread's exchanges (and its title), a
     document's chunks, an exchange, a note, a passage."""
-    from ocat.errors import UsageError
-    from ocat.operations.threads import delete_thread
-
     ids: list[str] = []
     threads: list[str] = []
     removed = 0
@@ -213,9 +214,6 @@ def export_entry(store: MemoryStore, entry: Entry, folder: Path | None = None) -
     """Write the thread an entry opens (a thread, or an exchange's thread) as Markdown into
     `folder` (default: the current folder), named after its title; returns the file and how
     many exchanges it holds."""
-    from ocat.errors import UsageError
-    from ocat.operations.threads import export_conversation, thread_title
-
     if not entry.opens_thread:
         raise UsageError("only a thread (or an exchange of one) is exported as a conversation; c copies this")
     exchanges = store.get_thread(entry.opens_thread)
@@ -229,8 +227,6 @@ def export_entry(store: MemoryStore, entry: Entry, folder: Path | None = None) -
 
 
 def _threads(store: MemoryStore, since: float | None, limit: int) -> list[Entry]:
-    from ocat.operations.lookup import recent_threads
-
     return [
         Entry("thread", t.thread_id, t.title, t.last_active, "chat", size=t.exchanges, project=t.project)
         for t in recent_threads(store, limit)
@@ -245,16 +241,12 @@ def _exchanges(store: MemoryStore, ids: Sequence[str]) -> list[Entry]:
 
 
 def _exchange_entry(exchange: Exchange, score: float | None = None, admitted: bool = False) -> Entry:
-    from ocat.operations.threads import default_title
-
     return Entry("exchange", exchange.exchange_id, default_title(exchange.user_prompt), exchange.timestamp, "chat",
                  score=score, admitted=admitted, thread_id=exchange.thread_id, project=exchange.project)
 
 
 def _documents(store: MemoryStore, since: float | None) -> list[Entry]:
     """Every note, and every document as one entry (its chunks grouped by their document id)."""
-    from ocat.operations.threads import default_title
-
     notes: list[Entry] = []
     files: dict[str, dict[str, object]] = {}
     sizes: dict[str, int] = {}
@@ -289,8 +281,6 @@ def _document_chunks(store: MemoryStore, document_key: str) -> list[DocumentChun
 
 def _hit_entry(hit: SearchHit) -> Entry:
     """A search hit as an entry: an exchange, a note, or a passage of a document."""
-    from ocat.operations.threads import default_title
-
     if hit.kind == "exchange":
         return _exchange_entry(Exchange.from_metadata(hit.metadata), hit.score, hit.admitted)
     meta = hit.metadata
@@ -304,8 +294,6 @@ def _hit_entry(hit: SearchHit) -> Entry:
 
 def _best_per_thread(store: MemoryStore, entries: list[Entry]) -> list[Entry]:
     """Exchanges found by a search, as their threads, each at its best exchange's score."""
-    from ocat.operations.lookup import recent_threads
-
     best: dict[str, Entry] = {}
     for entry in entries:
         if entry.thread_id and entry.thread_id not in best:

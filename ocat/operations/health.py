@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any, Callable
+from ocat import memory
 
 if TYPE_CHECKING:
     from ocat.config.loading import Settings
@@ -26,15 +27,12 @@ PROBLEMS_FOUND = 4
 
 def check(settings: Settings, *, notify: Callable[[str], None] | None = None) -> StoreHealth:
     """What is wrong with the configured store, changing nothing."""
-    from ocat.memory import StoreShrunk, location_for, open_store
-    from ocat.memory import check_store, unopened_health
-
     try:
-        store = open_store(settings, notify=notify, upkeep=False)
-    except StoreShrunk as refused:  # its chroma.sqlite3 is missing or empty: not opened, so not made anew
-        return unopened_health(location_for(settings), settings.vector_store.collection, refused)
+        store = memory.open_store(settings, notify=notify, upkeep=False)
+    except memory.StoreShrunk as refused:  # its chroma.sqlite3 is missing or empty: not opened, so not made anew
+        return memory.unopened_health(memory.location_for(settings), settings.vector_store.collection, refused)
     try:
-        return check_store(store)
+        return memory.check_store(store)
     finally:
         store.close()
 
@@ -44,24 +42,20 @@ def repair(
 ) -> RepairResult:
     """Repair the configured store additively (ocat.memory.store_repair): derived files rebuilt,
     partial documents finished or kept; nothing the user kept is deleted."""
-    from ocat.memory import StoreShrunk, location_for, open_store
-    from ocat.memory import finish_document
-    from ocat.memory import repair_store, set_aside_derived
-
     def finish(store: MemoryStore, partial: PartialDocument) -> Finished:
-        return finish_document(store, partial, settings.chunking)
+        return memory.finish_document(store, partial, settings.chunking)
 
     moved: list[str] = []
     try:
-        store = open_store(settings, notify=notify, upkeep=False)
-    except StoreShrunk:
-        folder = location_for(settings).path
+        store = memory.open_store(settings, notify=notify, upkeep=False)
+    except memory.StoreShrunk:
+        folder = memory.location_for(settings).path
         if not accept_smaller or folder is None:
             raise
-        moved = set_aside_derived(folder)
-        store = open_store(settings, notify=notify, upkeep=False)
+        moved = memory.set_aside_derived(folder)
+        store = memory.open_store(settings, notify=notify, upkeep=False)
     try:
-        return repair_store(store, finish, notify=notify, accept_smaller=accept_smaller, moved_before=moved)
+        return memory.repair_store(store, finish, notify=notify, accept_smaller=accept_smaller, moved_before=moved)
     finally:
         store.close()
 

@@ -21,11 +21,20 @@ from typing import TYPE_CHECKING, Callable, Iterator
 from ocat.errors import Cancelled
 from ocat.records import Exchange
 from ocat.text.terminal import clean_title, count_of
+from ocat import memory
+from ocat.history_import import (
+    AGENT_FORMATS,
+    ConversationProblem,
+    count_conversations,
+    detect_format,
+    read_history,
+    UnchangedSession,
+)
+from ocat.operations.history_sessions import SessionLedger
 
 if TYPE_CHECKING:
-    from ocat.history_import import ConversationProblem, ImportedConversation
+    from ocat.history_import import ImportedConversation
     from ocat.memory import MemoryStore
-    from ocat.operations.history_sessions import SessionLedger
 
 # Exchange ids, thread ids and session ids of imported history: uuid5 in this namespace of
 # "<source>:<conversation id>[:<message id>]", so the same conversation always maps to the same ids.
@@ -185,16 +194,6 @@ def import_history(
     A coding agent's session file is noted (size, modification time) once its exchanges are
     written; the next import of it reads it again only when it changed.
     """
-    from ocat.history_import import (
-        AGENT_FORMATS,
-        ConversationProblem,
-        UnchangedSession,
-        count_conversations,
-        detect_format,
-        read_history,
-    )
-    from ocat.operations.history_sessions import SessionLedger
-
     chosen = fmt or detect_format(path)
     ledger = SessionLedger.of(store) if chosen in AGENT_FORMATS else None
     items = read_history(path, chosen, unchanged=ledger.unchanged if ledger else None)
@@ -343,9 +342,7 @@ class _Batch:
 def _name_untitled(store: MemoryStore, titles: dict[str, str]) -> None:
     """Give threads imported before (an import stopped between its writes, by an older ocat) the
     title they lack; a title given since (/rename) is kept."""
-    from ocat.memory import set_thread_title, titled_threads
-
     if not titles:
         return
-    for thread_id in set(titles) - titled_threads(store, list(titles)):
-        set_thread_title(store, thread_id, titles[thread_id])
+    for thread_id in set(titles) - memory.titled_threads(store, list(titles)):
+        memory.set_thread_title(store, thread_id, titles[thread_id])

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from ocat.operations.history import HistoryImport, Progress, import_history
+from ocat.errors import InputFileError
 
 if TYPE_CHECKING:
     from ocat.history_import import ConversationProblem
@@ -63,8 +64,6 @@ def import_exports(
     import_history does. One that cannot be read is named and the others still import, as are
     the files that looked like an export and are none; after a stop, the exports not begun are
     left (the rerun finds what is already here)."""
-    from ocat.errors import InputFileError
-
     done = ExportsImport(failed=list(held.passed_over))
     for path, fmt in held.found:
         if done.stopped:

@@ -16,11 +16,14 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ocat.config.locations import state_dir
+from ocat.config.locations import display_path, state_dir
+from ocat.errors import InputFileError, UsageError
+from ocat.history_import import AGENT_FORMATS
+from ocat.history_import.agent_sessions import default_folder, session_files
+from ocat.history_import.folders import FolderExports
 
 if TYPE_CHECKING:
     from ocat.history_import import SessionFile
-    from ocat.history_import.folders import FolderExports
     from ocat.memory import MemoryStore
 
 LEDGER_FILE = "imported-sessions.json"
@@ -118,12 +121,6 @@ def default_sessions(fmt: str | None) -> FolderExports:
     (~/.claude/projects, $CODEX_HOME/sessions or ~/.codex/sessions), those that hold a session,
     or the one `fmt` names. UsageError for an export's format (an export has no default place);
     InputFileError naming the folders looked for when none holds one."""
-    from ocat.errors import InputFileError, UsageError
-    from ocat.history_import import AGENT_FORMATS
-    from ocat.history_import.agent_sessions import default_folder, session_files
-    from ocat.history_import.folders import FolderExports
-    from ocat.config.locations import display_path
-
     if fmt is not None and fmt not in AGENT_FORMATS:
         raise UsageError(f"--import-history needs the path of the {fmt} export (only Claude Code's and Codex's "
                          "sessions have a folder it looks in)")

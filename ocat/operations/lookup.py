@@ -12,6 +12,8 @@ from ocat.errors import NotFound, UsageError
 from ocat.text.limits import stored_count
 from ocat.records import ORIGIN_KEY, PROJECT_KEY, DocumentChunk, Exchange, SearchHit, source_word
 from ocat.text.terminal import count_of, local_time, shorten
+from ocat import memory
+from ocat.operations.threads import default_title
 
 if TYPE_CHECKING:
     from ocat.memory import MemoryStore
@@ -61,9 +63,7 @@ def short_id(store: MemoryStore, full_id: str, least: int = SHORT_ID_LENGTH) -> 
     for a document chunk (`doc-KEY-N`, whose chunks share the start) the shortest start of its
     key with its index, `doc-3f2a9c1e-12`. The whole id when no shorter form is unique, or
     when the index does not hold it."""
-    from ocat.memory import CHUNK_ID
-
-    chunk = CHUNK_ID.match(full_id)
+    chunk = memory.CHUNK_ID.match(full_id)
     if chunk is not None and len(chunk.group(1)) == 32:
         key, index = chunk.groups()
         length = _shortest(least, len(key),
@@ -175,8 +175,6 @@ class ThreadSummary:
     @property
     def title(self) -> str:
         """What the thread is called: the title given to it, else its first prompt, shortened."""
-        from ocat.operations.threads import default_title
-
         return self.given_title or default_title(self.first_prompt)
 
 

@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from ocat.records import SUPERSEDED_KEY, SearchHit
 from ocat.text.terminal import count_of
+from ocat import memory
+from ocat.operations.lookup import short_id
 
 if TYPE_CHECKING:
     from ocat.memory import StoreHit
@@ -91,15 +93,11 @@ def search(
     the query names ("last week") is read as seen from `now` (default: the clock). `project`:
     the exchanges of a project preferred, or kept only (ocat.memory.ProjectScope).
     """
-    from ocat.memory import RetrievalLimits
-    from ocat.memory import search_stores
-    from ocat.operations.lookup import short_id
-
     count = count or settings.context_results
-    limits = RetrievalLimits.from_settings(settings, results=count)
+    limits = memory.RetrievalLimits.from_settings(settings, results=count)
     if project is not None:  # the chat's scope, or --project: which project's exchanges come first, or only
         limits = replace(limits, project=project)
-    found = shown_order(search_stores(stores, query, limits, filters, limit=count, now=now))
+    found = shown_order(memory.search_stores(stores, query, limits, filters, limit=count, now=now))
     why = reasons([f.hit for f in found])
     by_name = {s.name: s for s in stores} if short_ids else {}
     return SearchResult(

@@ -11,6 +11,8 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Callable, Sequence
 
 from ocat.records import StoreStats
+from ocat import memory
+from ocat.config.locations import user_config_file
 
 if TYPE_CHECKING:
     from ocat.config.loading import Settings
@@ -27,10 +29,8 @@ class StatsResult:
 
 def stats(stores: Sequence[MemoryStore], settings: Settings) -> StatsResult:
     """Location, counts and model of each store in `stores` (the first one's neighbours listed)."""
-    from ocat.memory import store_stats
-    from ocat.memory import store_names
-
-    return StatsResult(selected=[store_stats(s, settings) for s in stores], available=store_names(settings, stores[0]))
+    selected = [memory.store_stats(s, settings) for s in stores]
+    return StatsResult(selected=selected, available=memory.store_names(settings, stores[0]))
 
 
 NOT_MEASURED = "not measured yet"
@@ -57,8 +57,6 @@ def stats_rows(one: StoreStats, show_path: Callable[[str], str] = str) -> list[t
 
 def config_row(settings: Settings, show_path: Callable[[str], str] = str) -> tuple[str, str]:
     """("config", the user file read), or where one would be read from when there is none."""
-    from ocat.config.locations import user_config_file
-
     if settings.config_path:
         return "config", show_path(settings.config_path)
     return "config", f"none (the shipped defaults; yours would be {show_path(str(user_config_file()))})"
@@ -66,11 +64,9 @@ def config_row(settings: Settings, show_path: Callable[[str], str] = str) -> tup
 
 def stats_legend() -> str:
     """What `documents`, `floor` and `floor_raise` mean, said under every text stats."""
-    from ocat.memory import MIN_EXCHANGES
-
     return (
         "documents: files and notes, stored as document_chunks. floor: how strongly everyday, generic "
         "questions match this store's exchanges (the median of their best raw match; measured on the first "
-        f"search once the store holds {MIN_EXCHANGES} exchanges, and again as it grows). floor_raise: how much "
+        f"search once the store holds {memory.MIN_EXCHANGES} exchanges, and again as it grows). floor_raise: how much "
         "more, on that raw scale, an exchange must match to be given to the model because of the floor (0.0: none)."
     )

@@ -9,6 +9,8 @@ Whether a store exists is read without opening or creating anything
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Sequence
+from ocat import memory
+from ocat.config.locations import display_path
 
 if TYPE_CHECKING:
     from ocat.config.loading import Settings
@@ -26,17 +28,15 @@ def check_named_stores(action: str, names: Sequence[str], configured: str, setti
     A read of a store that does not exist raises StoreError naming the stores that do; a write
     to one returns its settings, for `made_note` to say afterwards that it was made.
     """
-    from ocat.memory import missing_store, store_exists, with_store
-
     if not settings.vector_store.enabled:
         return None
     for name in names:
         if name == configured:
             continue
-        one = with_store(settings, name)
-        if not store_exists(one):
+        one = memory.with_store(settings, name)
+        if not memory.store_exists(one):
             if action in READING_ACTIONS:
-                raise missing_store(one)
+                raise memory.missing_store(one)
             return one
     return None
 
@@ -44,9 +44,7 @@ def check_named_stores(action: str, names: Sequence[str], configured: str, setti
 def made_note(settings: Settings) -> str | None:
     """`created store NAME at PATH` once the action has made the store, else None (an add of
     a file that is not there fails before it opens the store, and makes none)."""
-    from ocat.memory import store_exists
-
-    if not store_exists(settings):
+    if not memory.store_exists(settings):
         return None
     return f"created store {settings.vector_store.collection} at {where(settings)}"
 
@@ -56,18 +54,13 @@ def chat_note(name: str | None, configured: str, settings: Settings) -> str | No
     (its first exchange is a write), and a mistyped name should not go unnoticed."""
     if name is None or name == configured or not settings.vector_store.enabled:
         return None  # before any import: the chat's first frame waits for this
-    from ocat.memory import existing_stores, store_exists
-
-    if store_exists(settings):
+    if memory.store_exists(settings):
         return None
-    others = ", ".join(existing_stores(settings)) or "none yet"
+    others = ", ".join(memory.existing_stores(settings)) or "none yet"
     return f"store {name} is new: this chat makes it at {where(settings)} (the stores so far: {others})"
 
 
 def where(settings: Settings) -> str:
     """Where the configured store lives, as a user reads it (`~/...`, or a server's address)."""
-    from ocat.config.locations import display_path
-    from ocat.memory import location_for
-
-    location = location_for(settings)
+    location = memory.location_for(settings)
     return display_path(location.path) if location.path is not None and not location.host else location.describe()

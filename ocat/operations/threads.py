@@ -14,6 +14,7 @@ from ocat.errors import UsageError
 from ocat.text.limits import MAX_TITLE_CHARS
 from ocat.memory import set_thread_title
 from ocat.text.terminal import clean_title, count_of, local_time, shorten
+from ocat.operations.transfer import write_whole
 
 if TYPE_CHECKING:
     from ocat.memory import MemoryStore
@@ -96,8 +97,6 @@ def export_path(target: str | None, title: str, *, folder: Path | None = None) -
 
 def export_conversation(title: str, exchanges: Sequence[Exchange], target: str | None) -> Path:
     """Write a conversation as Markdown where `export_path` says, whole or not at all; returns the file."""
-    from ocat.operations.transfer import write_whole
-
     path = export_path(target, title)
     text = conversation_markdown(title, exchanges)
     write_whole(path, lambda out: out.write(text))

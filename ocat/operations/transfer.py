@@ -6,6 +6,8 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Callable, TypeVar
 
 from ocat.errors import InputFileError
+from ocat import memory
+from ocat.input_files import refuse_special
 
 if TYPE_CHECKING:
     from ocat.memory import MemoryStore
@@ -16,16 +18,12 @@ T = TypeVar("T")
 
 def export_to_stream(store: MemoryStore, out: IO[str]) -> TransferResult:
     """Write every record to `out`, one JSON object per line."""
-    from ocat.memory import export_memory
-
-    return export_memory(store, out)
+    return memory.export_memory(store, out)
 
 
 def export_to_file(store: MemoryStore, path: Path) -> TransferResult:
     """Write every record to `path`, whole or not at all (`write_whole`)."""
-    from ocat.memory import export_memory
-
-    return write_whole(path, lambda handle: export_memory(store, handle, path=str(path)))
+    return write_whole(path, lambda handle: memory.export_memory(store, handle, path=str(path)))
 
 
 def write_whole(path: Path, fill: Callable[[IO[str]], T]) -> T:
@@ -46,11 +44,8 @@ def write_whole(path: Path, fill: Callable[[IO[str]], T]) -> T:
 def check_import(path: Path) -> TransferResult:
     """Read and check a whole export file before anything is opened or written (InputFileError
     naming the first bad line, or saying why the file cannot be read)."""
-    from ocat.input_files import refuse_special
-    from ocat.memory import check_import_file
-
     refuse_special(path)
-    return check_import_file(path)
+    return memory.check_import_file(path)
 
 
 def import_file(
@@ -59,6 +54,4 @@ def import_file(
     """Add the records of a checked export file (`check_import`'s result); records already
     stored are skipped, so importing twice adds nothing. The file is read a second time here,
     record by record, rather than held in memory whole."""
-    from ocat.memory import import_memory
-
-    return import_memory(store, path, progress=progress, checked=checked)
+    return memory.import_memory(store, path, progress=progress, checked=checked)

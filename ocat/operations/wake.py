@@ -18,6 +18,11 @@ from ocat.errors import OcatError
 from ocat.operations.profile import fit_lines, read_profile
 from ocat.records import ONE_SHOT, SUPERSEDED_KEY, Exchange
 from ocat.text.terminal import count_of, local_time, shorten
+from ocat import memory
+from ocat.config.locations import display_path
+from ocat.operations.add import add_note
+from ocat.operations.lookup import recent_threads, resolve_id, short_id
+from ocat.text.tokens import estimate_tokens
 
 if TYPE_CHECKING:
     from ocat.config.loading import Settings
@@ -151,8 +156,6 @@ def build_wake(
     model is sent as history already). Several stores (an MCP server reading `a,b`) give their
     pins and threads together; the recent threads of `project` (the chat's) come first. Memory
     that cannot be read leaves its part out."""
-    from ocat.text.tokens import estimate_tokens
-
     count = count or estimate_tokens
     stores: list[MemoryStore] = [] if store is None else list(store) if isinstance(store, Sequence) else [store]
     block = WakeBlock(profile_path=_shown_path(settings.profile_path))
@@ -199,8 +202,6 @@ def build_wake(
 
 def _short(store: MemoryStore | None, record_id: str) -> str:
     """The id as /vget and /unpin take it back (a derived file may fail: then its start)."""
-    from ocat.operations.lookup import short_id
-
     try:
         return short_id(store, record_id) if store is not None else record_id[:8]
     except OcatError:
@@ -209,17 +210,13 @@ def _short(store: MemoryStore | None, record_id: str) -> str:
 
 def _pins(store: MemoryStore) -> list[Pinned]:
     """The pins the block shows: a note replaced by a newer one (the model's `remember`) is not."""
-    from ocat.memory import pinned
-
     try:
-        return [p for p in pinned(store) if not p.record_metadata().get(SUPERSEDED_KEY)]
+        return [p for p in memory.pinned(store) if not p.record_metadata().get(SUPERSEDED_KEY)]
     except OcatError:
         return []
 
 
 def _threads(store: MemoryStore, count: int) -> list[ThreadSummary]:
-    from ocat.operations.lookup import recent_threads
-
     if count <= 0:
         return []
     try:
@@ -229,44 +226,31 @@ def _threads(store: MemoryStore, count: int) -> list[ThreadSummary]:
 
 
 def _shown_path(path: Path) -> str:
-    from ocat.config.locations import display_path
-
     return display_path(str(path))
 
 
 def pin(store: MemoryStore, id_or_prefix: str) -> str:
     """Pin the memory with this id (or unique start of one); returns its whole id."""
-    from ocat.memory import set_pinned
-    from ocat.operations.lookup import resolve_id
-
     record_id = resolve_id(store, id_or_prefix)
-    set_pinned(store, record_id, 0)
+    memory.set_pinned(store, record_id, 0)
     return record_id
 
 
 def unpin(store: MemoryStore, id_or_prefix: str) -> str:
     """Unpin the memory with this id (or unique start of one); returns its whole id."""
-    from ocat.memory import set_pinned
-    from ocat.operations.lookup import resolve_id
-
     record_id = resolve_id(store, id_or_prefix)
-    set_pinned(store, record_id, None)
+    memory.set_pinned(store, record_id, None)
     return record_id
 
 
 def remember(store: MemoryStore, text: str, settings: Settings) -> list[str]:
     """Store `text` as a note and pin it (every chunk of it, should it be long); returns the ids."""
-    from ocat.memory import set_pinned
-    from ocat.operations.add import add_note
-
     added = add_note(store, text, settings.chunking, source="remember_command")
     for record_id in added.ids:
-        set_pinned(store, record_id, 0)
+        memory.set_pinned(store, record_id, 0)
     return list(added.ids)
 
 
 def pins(store: MemoryStore) -> list[tuple[str, str]]:
     """Every pinned memory as (id, its line with the id to type back), the latest pinned first."""
-    from ocat.operations.lookup import short_id
-
     return [(p.id, pin_line(p, short_id(store, p.id))) for p in _pins(store)]

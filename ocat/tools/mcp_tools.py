@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from ocat.mcp_client.consent import DENIED
 from ocat.text.terminal import printable, shorten
 from ocat.tools.box import ToolFailed, ToolOutcome, ToolSpec
+from ocat.mcp_client.servers import result_text
 
 if TYPE_CHECKING:
     from ocat.mcp_client.consent import Consent
@@ -40,8 +41,6 @@ def server_tools(servers: McpServers, consent: Consent, taken: set[str]) -> list
 
 
 def _runner(servers: McpServers, consent: Consent, tool: ServerTool, restarted: set[str]) -> Any:
-    from ocat.mcp_client.servers import result_text
-
     def run(arguments: dict[str, Any]) -> ToolOutcome:
         if not consent.decide(tool.server, tool.name, arguments, tool.read_only):
             raise ToolDenied(DENIED)

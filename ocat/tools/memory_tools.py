@@ -14,11 +14,15 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from ocat.errors import UsageError
 from ocat.records import SUPERSEDED_KEY, DocumentChunk, Exchange, SearchHit
-from ocat.text.terminal import count_of, shorten
+from ocat.text.terminal import count_of, local_time, shorten
 from ocat.tools.box import ToolFailed, ToolOutcome, ToolSpec
+from ocat import memory
+from ocat.operations.add import add_note
+from ocat.operations.lookup import get_record, recent_threads, resolve_thread
+from ocat.operations.search import search
+from ocat.text.tokens import estimate_tokens
 
 if TYPE_CHECKING:
-    from ocat.memory import Filters
     from ocat.memory import ProjectScope
     from ocat.memory import MemoryStore
     from ocat.config.settings import Settings
@@ -100,8 +104,6 @@ SEARCH_PARAMETERS: dict[str, Any] = {
 
 def search_memory(context: MemoryToolContext, args: dict[str, Any]) -> ToolOutcome:
     """The search of `/vquery`, with dates, a thread and a kind, rendered for the model."""
-    from ocat.operations.search import search
-
     query = str(args["query"]).strip()
     if not query:
         raise ToolFailed("query is empty: say what to look for")
@@ -132,8 +134,6 @@ def _fitted_results(context: MemoryToolContext, ranked: list[tuple[SearchHit, st
     45% of the targets found only by the tool were cut). The characters a token holds vary, so
     the share is measured, and made smaller until every result fits: the box's own bound would
     otherwise cut the last results away whole."""
-    from ocat.text.tokens import estimate_tokens
-
     budget = context.settings.tools.result_tokens - RESULT_MARGIN
     chars = budget * CHARS_PER_TOKEN
     for _ in range(4):
@@ -154,32 +154,29 @@ def _fitted_results(context: MemoryToolContext, ranked: list[tuple[SearchHit, st
     return joined  # glimpses alone over the budget: the box cuts the rest, and says so
 
 
-def _filters(context: MemoryToolContext, args: dict[str, Any]) -> tuple[Filters, str]:
+def _filters(context: MemoryToolContext, args: dict[str, Any]) -> tuple[memory.Filters, str]:
     """The search's filters from its arguments, and how to say them ("after 2026-03-01")."""
-    from ocat.memory import Condition, Filters
-    from ocat.operations.lookup import resolve_thread
-
-    conditions: list[Condition] = []
+    conditions: list[memory.Condition] = []
     said: list[str] = []
     for name, op in (("after", "$gte"), ("before", "$lt")):
         if args.get(name):
             moment = _date(name, str(args[name]))
-            conditions.append(Condition("date", op, moment.timestamp()))
+            conditions.append(memory.Condition("date", op, moment.timestamp()))
             said.append(f"{name} {moment.date().isoformat()}")
     if args.get("thread"):
         try:
             thread = resolve_thread(context.store, str(args["thread"]))
         except UsageError as exc:
             raise ToolFailed(str(exc)) from None
-        conditions.append(Condition("thread_id", "$eq", thread))
+        conditions.append(memory.Condition("thread_id", "$eq", thread))
         said.append(f"thread {thread[:8]}")
     kind = args.get("kind") or "any"
     if kind == "notes":
-        conditions.append(Condition("manual_entry", "$eq", True))
+        conditions.append(memory.Condition("manual_entry", "$eq", True))
     if kind != "any":
         said.append(kind)
     chosen = {"exchanges": "exchange", "notes": "document", "documents": "document"}.get(kind)
-    return Filters(tuple(conditions), kind=chosen), ", ".join(said)  # type: ignore[arg-type]
+    return memory.Filters(tuple(conditions), kind=chosen), ", ".join(said)  # type: ignore[arg-type]
 
 
 def _date(name: str, text: str) -> datetime:
@@ -192,8 +189,6 @@ def _date(name: str, text: str) -> datetime:
 
 
 def _thread_titles(store: MemoryStore, hits: list[SearchHit]) -> dict[str, str]:
-    from ocat.operations.lookup import recent_threads
-
     threads = sorted({str(h.metadata.get("thread_id")) for h in hits if h.kind == "exchange"})
     if not threads:
         return {}
@@ -275,8 +270,6 @@ def read_thread(context: MemoryToolContext, args: dict[str, Any]) -> ToolOutcome
 def _thread_of(context: MemoryToolContext, given: str) -> tuple[str, Exchange | None]:
     """The thread `given` names: a thread id (or its start), or an exchange id (then its thread,
     that exchange being the one to read around)."""
-    from ocat.operations.lookup import resolve_thread
-
     if not given:
         raise ToolFailed("id is empty: give a thread's id or an exchange's id from search_memory")
     try:
@@ -290,8 +283,6 @@ def _thread_of(context: MemoryToolContext, given: str) -> tuple[str, Exchange | 
 
 
 def _exchange_of(context: MemoryToolContext, given: str) -> Exchange:
-    from ocat.operations.lookup import get_record
-
     try:
         record = get_record(context.store, given)
     except UsageError as exc:
@@ -302,8 +293,6 @@ def _exchange_of(context: MemoryToolContext, given: str) -> Exchange:
 
 
 def _when(exchange: Exchange) -> str:
-    from ocat.text.terminal import local_time
-
     return local_time(exchange.timestamp, "%Y-%m-%d %H:%M", "undated")
 
 
@@ -329,9 +318,6 @@ REMEMBER_PARAMETERS: dict[str, Any] = {
 def remember(context: MemoryToolContext, args: dict[str, Any]) -> ToolOutcome:
     """Store a note (source `model`); with `replaces`, the older note is marked replaced by it
     (kept, never deleted), and a pin it had moves to the new one."""
-    from ocat.memory import pinned, set_pinned
-    from ocat.operations.add import add_note
-
     text = str(args["text"]).strip()
     if not text:
         raise ToolFailed("text is empty: give the note to store")
@@ -346,9 +332,9 @@ def remember(context: MemoryToolContext, args: dict[str, Any]) -> ToolOutcome:
     if old is not None and isinstance(new, DocumentChunk) and old_document != new.metadata.get("document_id"):
         store.mark_documents([old_document], {SUPERSEDED_KEY: new_id})
         if any(isinstance(p.record, DocumentChunk) and p.record.metadata.get("document_id") == old_document
-               for p in pinned(store)):
+               for p in memory.pinned(store)):
             for record_id in added.ids:  # the pin moves on with the note: the wake block shows the newer
-                set_pinned(store, record_id, 0)
+                memory.set_pinned(store, record_id, 0)
     shown = context.shown_id(new_id)
     replaced = f", replacing {context.shown_id(old.id)}" if old is not None else ""
     said = f"Remembered: {shorten(' '.join(text.split()), 80)!r} ({shown}{replaced})"
@@ -361,8 +347,6 @@ def remember(context: MemoryToolContext, args: dict[str, Any]) -> ToolOutcome:
 
 def _note(context: MemoryToolContext, given: str) -> DocumentChunk:
     """The note `replaces` names (a note the user or the model stored), or ToolFailed."""
-    from ocat.operations.lookup import get_record
-
     try:
         record = get_record(context.store, given)
     except UsageError as exc:

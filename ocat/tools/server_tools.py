@@ -9,9 +9,11 @@ from typing import TYPE_CHECKING
 
 from ocat.config.locations import state_dir
 from ocat.mcp_client.consent import Consent
+from ocat.mcp_client.servers import McpServers
+from ocat.tools.mcp_tools import server_tools
 
 if TYPE_CHECKING:
-    from ocat.mcp_client.servers import McpServers, ServerStatus
+    from ocat.mcp_client.servers import ServerStatus
     from ocat.config.settings import Settings
     from ocat.tools.box import ToolSpec
 
@@ -25,8 +27,6 @@ class ServerTools:
         self._servers: McpServers | None = None
         self._said: set[tuple[str, str]] = set()
         if self.configs:
-            from ocat.mcp_client.servers import McpServers
-
             # Made here, in the thread that builds the chat (the main one): it sets ocat's SIGTERM handler.
             self._servers = McpServers(self.configs, state_dir() / "mcp")
 
@@ -48,8 +48,6 @@ class ServerTools:
         servers = self.servers
         if servers is None:
             return []
-        from ocat.tools.mcp_tools import server_tools
-
         servers.wait()
         return server_tools(servers, self.consent, taken)
 

@@ -13,6 +13,7 @@ import os
 from typing import TYPE_CHECKING
 
 from ocat.config.locations import state_dir
+from ocat.llm import model_calls_tools
 
 if TYPE_CHECKING:
     from ocat.config.settings import Settings
@@ -51,6 +52,4 @@ def offer_tools(settings: Settings) -> bool:
         return True
     if settings.llm.model in refusing_models():
         return False
-    from ocat.llm import model_calls_tools
-
     return model_calls_tools(settings.llm) is not False

@@ -14,13 +14,13 @@ from __future__ import annotations
 import asyncio
 import time
 from typing import TYPE_CHECKING, Sequence
+from textual.worker import Worker, WorkerCancelled, WorkerFailed, WorkerState
 
 from textual import work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.widgets import Footer, Static
-from textual.worker import Worker, WorkerState
 
 from ocat.logs import failure_text
 from ocat.chat.session import ChatSession
@@ -42,6 +42,9 @@ from ocat.ui.widgets import (
     wake_indicator,
     plain,
 )
+from ocat.ui import quick_exit
+from ocat.ui.consent import consent_asker
+from ocat.ui.tool_calls import ToolCallView
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
@@ -110,8 +113,6 @@ class OcatApp(App[int]):
 
     def on_load(self) -> None:
         if self.quick_exit:
-            from ocat.ui import quick_exit
-
             quick_exit.install()
 
     def on_mount(self) -> None:
@@ -128,8 +129,6 @@ class OcatApp(App[int]):
         if self.session.settings.vector_store.enabled:
             self.memory.load_in_background()
         # The MCP servers start in the background too; a call not allowed beforehand asks here.
-        from ocat.ui.consent import consent_asker
-
         self.session.server_tools.consent.ask = consent_asker(self)
         self.session.server_tools.start()
         if not self.session.dummy:
@@ -140,7 +139,7 @@ class OcatApp(App[int]):
     def load_commands(self) -> None:
         """Import the slash commands after the first frame (a few dozen ms kept off it); a `/`
         typed sooner imports them itself."""
-        import ocat.commands  # noqa: F401
+        import ocat.commands  # noqa: F401, PLC0415 - the point: import them in a worker, after the first frame
 
     # -- input -------------------------------------------------------------------
 
@@ -177,10 +176,10 @@ class OcatApp(App[int]):
     def _begin(self, text: str, replaces: str = "") -> None:
         """Run a command or start a turn; `replaces`: text is the edited prompt of that exchange
         (/edit last), which is taken back first (ocat.commands.editing), unless text is a command."""
-        from ocat.commands import is_command, run_command, run_step
+        from ocat.commands import is_command, run_command, run_step  # noqa: PLC0415 - commands load after the first frame
 
         if replaces and not is_command(text):
-            from ocat.commands.editing import replace_last
+            from ocat.commands.editing import replace_last  # noqa: PLC0415 - commands load after the first frame
 
             self.commands.run(
                 "/edit", lambda: run_step("/edit last", lambda: replace_last(self.session, replaces, text))
@@ -200,8 +199,6 @@ class OcatApp(App[int]):
 
     async def _send_held(self) -> None:
         """Send the held prompts in order, each once the work before it has ended."""
-        from textual.worker import WorkerCancelled, WorkerFailed
-
         prompt_box = self.query_one(PromptInput)
         while True:
             busy = self._work_under_way()
@@ -227,8 +224,7 @@ class OcatApp(App[int]):
     async def chat_turn(self, prompt: str) -> None:
         """Recall, stream the answer, then store the exchange; Esc cancels, errors restore the prompt."""
         # Imported here: Markdown loads with the first answer, not before the first frame.
-        from ocat.ui.answer import AssistantMessage
-        from ocat.ui.tool_calls import ToolCallView
+        from ocat.ui.answer import AssistantMessage  # noqa: PLC0415 - Markdown loads with the first answer
 
         await self.conversation.append(UserMessage(prompt))
         status = self.query_one("#status", Static)
@@ -339,7 +335,7 @@ class OcatApp(App[int]):
 
     def action_copy_code(self) -> None:
         """Copy the last code block of the last answer."""
-        from ocat.ui.answer import last_code_block
+        from ocat.ui.answer import last_code_block  # noqa: PLC0415 - Markdown loads with the first answer
 
         code = last_code_block(self.last_answer)
         if code is None:

@@ -18,7 +18,10 @@ from textual.widget import Widget
 
 from ocat.errors import OcatError
 from ocat.logs import failure_text
-from ocat.ui.widgets import TaskProgress, command_view
+from ocat.ui.widgets import command_view, PromptInput, TaskProgress
+from ocat.editor import edit_file
+from ocat.ui.external_editor import in_editor
+from ocat.ui.screens import ChoicePicker, ConfirmDialog
 
 if TYPE_CHECKING:
     from textual.worker import Worker
@@ -96,7 +99,7 @@ class CommandView(Widget):
         if result.quit:
             self.app.exit(0)
             return
-        from ocat.commands.results import Send
+        from ocat.commands.results import Send  # noqa: PLC0415 - commands load after the first frame
 
         send = result.request.prompt if isinstance(result.request, Send) else None
         if result.request is not None:
@@ -114,8 +117,9 @@ class CommandView(Widget):
         """Answer a command's request: a dialog for Confirm and Choose (its answer runs the
         request's step as a command of its own), the theme for ShowThemes; returns what to show now."""
         # Imported when a command has run, not before the first frame (the commands load after it).
-        from ocat.commands import CommandResult, run_step
-        from ocat.commands.results import (
+        from ocat.commands import CommandResult, run_step  # noqa: PLC0415 - commands load after the first frame
+        from ocat.commands.results import (  # noqa: PLC0415 - commands load after the first frame
+
             BrowseMemory,
             Choose,
             Confirm,
@@ -124,8 +128,6 @@ class CommandView(Widget):
             Send,
             ShowThemes,
         )
-        from ocat.ui.screens import ChoicePicker, ConfirmDialog
-
         request = result.request
         if isinstance(request, Confirm):
             def answered(yes: bool | None) -> None:
@@ -163,9 +165,7 @@ class CommandView(Widget):
 
     def _edit_file(self, request: EditFile) -> None:
         """/profile: the file in the editor; a failed editor says why."""
-        from ocat.editor import edit_file
-        from ocat.operations.profile import PROFILE_TEMPLATE
-        from ocat.ui.external_editor import in_editor
+        from ocat.operations.profile import PROFILE_TEMPLATE  # noqa: PLC0415 - loads after the first frame
 
         _, problem = in_editor(self.app, lambda: edit_file(request.path, template=PROFILE_TEMPLATE))
         if problem:
@@ -173,8 +173,6 @@ class CommandView(Widget):
 
     def _edit_prompt(self, request: EditPrompt) -> None:
         """/edit: the prompt box's text in the editor; /edit last: the last prompt back in the box."""
-        from ocat.ui.widgets import PromptInput
-
         box = self.app.query_one(PromptInput)
         if request.replaces:
             box.edit_last(request.prompt, request.replaces)
@@ -185,15 +183,13 @@ class CommandView(Widget):
 
     def open_memory_browser(self, query: str) -> None:
         """Show the memory browser; a thread picked there is continued (as /continue would)."""
-        from ocat.ui.memory_browser import MemoryBrowser
+        from ocat.ui.memory_browser import MemoryBrowser  # noqa: PLC0415 - DataTable loads with the first table
 
         if isinstance(self.app.screen, MemoryBrowser):
             return
 
         def closed(thread_id: str | None) -> None:
             if thread_id:
-                from ocat.ui.widgets import PromptInput
-
                 # As if typed: while an answer or a command runs it waits its turn (never cancels it).
                 self.app.post_message(PromptInput.Submitted(f"/continue {thread_id}"))
             else:

@@ -48,7 +48,7 @@ class Conversation:
 
     async def redraw(self, history: Sequence[Exchange]) -> None:
         """Show `history` afresh (after /continue or /clear, or its thread deleted in the browser)."""
-        from ocat.ui.answer import AssistantMessage
+        from ocat.ui.answer import AssistantMessage  # noqa: PLC0415 - Markdown loads with the first answer
 
         pane = self._app.query_one("#conversation", VerticalScroll)
         await pane.remove_children()

@@ -5,6 +5,7 @@ from __future__ import annotations
 from functools import cache
 
 from ocat.config.settings import KeysSettings
+from ocat.config.loading import shipped_settings
 
 # Which binding each `keys.*` setting remaps.
 _BINDING_IDS = {
@@ -22,8 +23,6 @@ _BINDING_IDS = {
 @cache
 def default_keys() -> KeysSettings:
     """The keys `config/default.yaml` gives each binding: the one place they are written."""
-    from ocat.config.loading import shipped_settings
-
     return shipped_settings().keys
 
 

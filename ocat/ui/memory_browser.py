@@ -24,9 +24,22 @@ from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import DataTable, Footer, Input, Markdown, Static
 
-from ocat.operations.browse import KIND_WORDS, Entry, Filters
+from ocat.operations.browse import (
+    browse,
+    delete_entries,
+    Entry,
+    entry_markdown,
+    export_entry,
+    Filters,
+    KIND_WORDS,
+    search_entries,
+)
 from ocat.text.terminal import count_of, printable, shorten
 from ocat.ui.widgets import plain
+from ocat.config.locations import display_path
+from ocat.logs import failure_text
+from ocat.operations.search import marked_score
+from ocat.ui.screens import ConfirmDialog
 
 if TYPE_CHECKING:
     from ocat.memory import MemoryStore
@@ -160,8 +173,6 @@ class MemoryBrowser(Screen[str | None]):
 
     @work(thread=True, group="browser-list")
     def _list(self, generation: int, query: str, filters: Filters) -> None:
-        from ocat.operations.browse import browse, search_entries
-
         store = self.session.memory.store
         if store is None:
             return
@@ -174,8 +185,6 @@ class MemoryBrowser(Screen[str | None]):
                     note = "search waits for the embedding model; the newest are listed"
                 entries = browse(store, filters)
         except Exception as exc:  # a store that fails is said here; the chat behind stays as it was
-            from ocat.logs import failure_text
-
             self.app.call_from_thread(self._listed, generation, [], failure_text("listing memory", exc), False)
             return
         self.app.call_from_thread(self._listed, generation, entries, note, bool(query) and not note)
@@ -244,8 +253,6 @@ class MemoryBrowser(Screen[str | None]):
 
     @work(thread=True, exclusive=True, group="browser-preview")
     def _read_preview(self, entry: Entry) -> None:
-        from ocat.operations.browse import entry_markdown
-
         store = self.session.memory.store
         if store is None:
             return
@@ -302,8 +309,6 @@ class MemoryBrowser(Screen[str | None]):
 
     def action_delete(self) -> None:
         """Delete the marked entries (or the highlighted one), after a confirmation."""
-        from ocat.ui.screens import ConfirmDialog
-
         chosen = [e for e in self.entries if e.key in self.marked] or [e for e in [self._current()] if e]
         if not chosen:
             return
@@ -316,8 +321,6 @@ class MemoryBrowser(Screen[str | None]):
         self.app.push_screen(ConfirmDialog(question), answered)
 
     def _delete(self, chosen: list[Entry]) -> None:
-        from ocat.operations.browse import delete_entries
-
         def done(deleted: Deleted) -> None:
             self.marked.clear()
             self.notify(deleted.sentence())
@@ -329,9 +332,6 @@ class MemoryBrowser(Screen[str | None]):
 
     def action_export(self) -> None:
         """Write the highlighted thread (or an exchange's thread) as Markdown into the current folder."""
-        from ocat.config.locations import display_path
-        from ocat.operations.browse import export_entry
-
         entry = self._current()
         if entry is not None:
             self._change("exporting", lambda store: export_entry(store, entry), lambda written: self.notify(
@@ -339,8 +339,6 @@ class MemoryBrowser(Screen[str | None]):
 
     def action_copy(self) -> None:
         """Copy the highlighted entry's whole text (Markdown) to the clipboard."""
-        from ocat.operations.browse import entry_markdown
-
         entry = self._current()
         if entry is None:
             return
@@ -361,16 +359,12 @@ class MemoryBrowser(Screen[str | None]):
         try:
             result = operation(store)
         except Exception as exc:
-            from ocat.logs import failure_text
-
             self.app.call_from_thread(self.notify, failure_text(what, exc), severity="error")
             return
         self.app.call_from_thread(done, result)
 
 
 def _score(entry: Entry) -> str:
-    from ocat.operations.search import marked_score
-
     return "" if entry.score is None else marked_score(entry.score, entry.admitted)
 
 

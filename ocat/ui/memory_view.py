@@ -13,6 +13,7 @@ import threading
 from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING, Callable
+from textual.worker import get_current_worker
 
 from textual import work
 from textual.message import Message
@@ -23,9 +24,12 @@ from ocat.errors import Cancelled, OcatError
 from ocat.config.locations import display_path
 from ocat.text.terminal import count_of
 from ocat.ui.widgets import NoticeMessage, TaskProgress, plain
+from ocat import memory
+from ocat.chat.outcomes import remembered_words
+from ocat.logs import log_failure
+from ocat.chat.memory_loading import load_memory, MemoryLoaded, warm_up
 
 if TYPE_CHECKING:
-    from ocat.chat.memory_loading import MemoryLoaded
     from ocat.chat.turn import Turn
     from ocat.chat.session import ChatSession
     from ocat.ui.conversation import Conversation
@@ -68,9 +72,7 @@ def memory_words(status: MemoryStatus) -> str:
     if status.state is MemoryState.DOWNLOADING:
         if status.percent is not None:
             return f"downloading model {status.percent}%"
-        from ocat.memory import progress_words  # loaded by the download itself
-
-        return f"downloading model {progress_words(status.downloaded, None)}"
+        return f"downloading model {memory.progress_words(status.downloaded, None)}"
     if status.state is MemoryState.WAITING:
         return "memory waiting…"
     if status.state is MemoryState.OFF:
@@ -136,8 +138,6 @@ class MemoryView(Widget):
         """Open the store, then ready the embedding model (downloading it on first use), off the
         UI thread: chromadb and the model load here, after first paint. The chat is usable
         meanwhile; its exchanges are kept and written once memory is ready."""
-        from ocat.chat.memory_loading import MemoryLoaded, load_memory, warm_up
-
         try:
             def waiting(text: str) -> None:
                 # Waiting for another process's store is said on screen, not only "memory loading…".
@@ -150,8 +150,6 @@ class MemoryView(Widget):
                 progress=self._download_progress(),
             )
         except Exception as exc:  # a bug in opening memory turns memory off, never the chat
-            from ocat.logs import log_failure
-
             self.session.memory.error = log_failure("opening memory", exc)
             loaded = MemoryLoaded(self.session.memory.error)
         self.post_message(self.MemoryReady(loaded))
@@ -161,8 +159,6 @@ class MemoryView(Widget):
     def _download_progress(self) -> Callable[[int, int | None], None]:
         """The model download's progress as messages (one per percent); stops the download once
         the app is closing."""
-        from textual.worker import get_current_worker
-
         worker = get_current_worker()
         shown = [-1]
 
@@ -195,11 +191,9 @@ class MemoryView(Widget):
                 pane.mount(self._memory_note)
         else:
             self._memory_note.update(plain(message.text))
-        from ocat.memory import StoreWait  # memory has loaded its modules by now
-
         # A wait for another process is said in the header too; other notes (a store's one-time
         # upgrade) are work under way, still "loading".
-        if self.state is MemoryState.LOADING and isinstance(message.text, StoreWait):
+        if self.state is MemoryState.LOADING and isinstance(message.text, memory.StoreWait):
             self.show(MemoryStatus(MemoryState.WAITING))
 
     async def on_memory_view_memory_ready(self, message: MemoryReady) -> None:
@@ -256,8 +250,6 @@ class MemoryView(Widget):
         """Say what `remembered_words` says of the turn's exchange (nothing while memory is
         still loading: it is kept quietly, and written once memory is ready); the header
         follows memory going off and coming back."""
-        from ocat.chat.outcomes import remembered_words
-
         recorded = turn.recorded
         if recorded is None:
             return

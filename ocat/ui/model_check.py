@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING
 from textual import work
 from textual.message import Message
 from textual.widget import Widget
+from ocat.logs import log_failure
+from ocat import llm
 
 if TYPE_CHECKING:
     from ocat.chat.session import ChatSession
@@ -37,15 +39,11 @@ class ModelCheck(Widget):
     @work(thread=True, group="model")
     def check_model(self) -> None:
         """Load litellm after the first paint (so the first turn does not wait for it) and check credentials."""
-        from ocat import llm
-
         settings = self.session.settings.llm
         try:
             llm.warm_up(settings)
             problem = llm.credentials_problem(settings)
         except Exception as exc:  # the first answer will say what is wrong; the chat must not end here
-            from ocat.logs import log_failure
-
             log_failure("loading the model's library", exc)
             return
         self.post_message(self.ModelChecked(problem))

@@ -10,18 +10,16 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
+from ocat.ui.widgets import PromptInput
 
 if TYPE_CHECKING:
     from ocat.commands import Command
-    from ocat.ui.widgets import PromptInput
 
 
 class SlashCommands(Provider):
     """Every slash command with its help line; the chosen one goes to the prompt box."""
 
     def _prompt_box(self) -> PromptInput | None:
-        from ocat.ui.widgets import PromptInput
-
         found = self.app.query(PromptInput)  # the chat screen's box, whichever screen is on top
         return found.first() if found else None
 
@@ -42,14 +40,14 @@ class SlashCommands(Provider):
         return entry.usage
 
     async def discover(self) -> Hits:
-        from ocat.commands import commands
+        from ocat.commands import commands  # noqa: PLC0415 - commands load after the first frame
 
         for entry in commands():
             yield DiscoveryHit(self._label(entry), partial(self._choose, entry), help=entry.help)
 
     async def search(self, query: str) -> Hits:
         matcher = self.matcher(query.lstrip("/"))
-        from ocat.commands import commands
+        from ocat.commands import commands  # noqa: PLC0415 - commands load after the first frame
 
         for entry in commands():
             # Aliases match too (/resume finds /continue); the best of them ranks the entry.

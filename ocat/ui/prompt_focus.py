@@ -17,12 +17,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from textual.containers import VerticalScroll
+from ocat.ui.widgets import PromptInput
 
 if TYPE_CHECKING:
     from textual import events
     from textual.app import App
 
-    from ocat.ui.widgets import PromptInput
 
 
 class PromptFocus:
@@ -34,8 +34,6 @@ class PromptFocus:
     def _chat_prompt(self) -> PromptInput | None:
         """The chat's prompt box, when the chat screen is the one shown (not a dialog, not the
         memory browser, not while the window closes)."""
-        from ocat.ui.widgets import PromptInput
-
         if len(self._app.screen_stack) != 1:
             return None
         found = self._app.screen.query(PromptInput)

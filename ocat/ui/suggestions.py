@@ -12,6 +12,7 @@ from textual.widgets import OptionList, TextArea
 from textual.widgets.option_list import Option
 
 from ocat.ui.plain import plain
+from ocat.llm import model_list
 
 if TYPE_CHECKING:
     from ocat.completion import Completions
@@ -38,7 +39,7 @@ class CommandSuggestions(OptionList):
         Calling it again for the same text changes nothing: the prompt box calls it before it
         acts on a key, since keys typed in a burst act before the list hears of the text.
         """
-        from ocat.completion import argument_being_typed
+        from ocat.completion import argument_being_typed  # noqa: PLC0415 - commands load after the first frame
 
         typed = partial_command(text)
         # An argument's list is built for the whole text (a command's for its name: no spaces).
@@ -52,7 +53,7 @@ class CommandSuggestions(OptionList):
         if typed is None and built_for is not None:
             self._show_arguments(text)
             return
-        from ocat.commands import commands
+        from ocat.commands import commands  # noqa: PLC0415 - commands load after the first frame
 
         matches = [] if typed is None else [c for c in commands() if any(
             n.startswith(typed) for n in (c.name, *c.aliases))]
@@ -82,7 +83,7 @@ class CommandSuggestions(OptionList):
         if self._arguments is not None:
             return self._arguments.candidates[self.highlighted].text
         name = self.get_option_at_index(self.highlighted).id
-        from ocat.commands import REGISTRY
+        from ocat.commands import REGISTRY  # noqa: PLC0415 - commands load after the first frame
 
         return None if name is None else (f"/{name} " if REGISTRY[name].arguments else f"/{name}")
 
@@ -94,7 +95,7 @@ class CommandSuggestions(OptionList):
                 and self.completion() not in (None, text))
 
     def _show_arguments(self, text: str) -> None:
-        from ocat.completion import complete
+        from ocat.completion import complete  # noqa: PLC0415 - commands load after the first frame
 
         session = self.app.session  # type: ignore[attr-defined]
         found = complete(text, models=self._model_names(), docs_folder=session.settings.vector_store.docs_folder)
@@ -110,8 +111,6 @@ class CommandSuggestions(OptionList):
     def _model_names(self) -> tuple[str, ...]:
         """The provider's models as listed once this session; the first ask fetches them in the
         background (typing never waits for the network), and the list appears when they come."""
-        from ocat.llm import model_list
-
         listed = model_list.cached_models(self.app.session.settings.llm)  # type: ignore[attr-defined]
         if listed is None:
             if not self._fetching_models:
@@ -122,8 +121,6 @@ class CommandSuggestions(OptionList):
 
     @work(thread=True, group="model-list", exit_on_error=False)
     def _fetch_models(self) -> None:
-        from ocat.llm import model_list
-
         session = self.app.session  # type: ignore[attr-defined]
         try:
             model_list.models_for(session.settings.llm, dummy=session.dummy)

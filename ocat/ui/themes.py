@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
+from textual.theme import Theme
 
 from ocat.config.themes import load_themes
 from ocat.errors import OcatError
 from ocat.text.terminal import count_of
+from ocat.choices import save_choice
 
 if TYPE_CHECKING:
     from textual.app import App
@@ -21,8 +23,6 @@ class Themes:
 
     def load(self, wanted: str) -> None:
         """Register shipped and user themes, then apply `wanted` (display.theme; a bad one is reported)."""
-        from textual.theme import Theme
-
         app = self._app
         specs, problems = load_themes()
         self.problems = problems  # /theme lists them too: a toast goes away
@@ -39,8 +39,6 @@ class Themes:
     def switch(self, name: str) -> str:
         """List the themes (the current one marked, broken theme files after), or switch to one
         and keep it for the next runs (ocat.choices)."""
-        from ocat.choices import save_choice
-
         app = self._app
         if not name:
             names = [f"{theme} (current)" if theme == app.theme else theme for theme in sorted(app.available_themes)]

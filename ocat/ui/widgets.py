@@ -13,7 +13,7 @@ from textual import events
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
-from textual.widgets import Static, TextArea
+from textual.widgets import Collapsible, ProgressBar, Static, TextArea
 
 from ocat.chat.prompt_history import append_history, load_history
 from ocat.records import SearchHit
@@ -21,15 +21,17 @@ from ocat.ui.keys import default_keys
 from ocat.ui.plain import plain
 from ocat.ui.suggestions import CommandSuggestions, partial_command
 from ocat.text.terminal import printable
+from ocat.editor import edit_text
+from ocat.ui.external_editor import in_editor
 
 if TYPE_CHECKING:
-    from textual.widgets import Collapsible, DataTable
+    from textual.widgets import DataTable
 
     from ocat.commands.results import CommandResult
     from ocat.operations.wake import WakeBlock
 
-# Collapsible, DataTable and ProgressBar are imported where used, and the answer widget lives
-# in answer.py: what the first frame does not show loads after it.
+# DataTable and Markdown are imported where used, and the answer widget lives in answer.py:
+# what the first frame does not show loads after it.
 
 
 # What Tab says when there is nothing to complete (it never takes focus from the prompt).
@@ -104,7 +106,7 @@ class PromptInput(TextArea):
         text = self.text
         suggestions = self._suggestions()
         typed = partial_command(text.strip())
-        from ocat.commands import REGISTRY
+        from ocat.commands import REGISTRY  # noqa: PLC0415 - commands load after the first frame
 
         if suggestions is not None and typed is not None and typed not in REGISTRY and self._complete(suggestions):
             return
@@ -154,9 +156,6 @@ class PromptInput(TextArea):
     def edit_in_editor(self) -> str:
         """Open the box's text in $VISUAL / $EDITOR (ocat.editor); what is saved comes back in
         the box, to send with Enter. A failed editor leaves the box as it was: returns why ("": it worked)."""
-        from ocat.editor import edit_text
-        from ocat.ui.external_editor import in_editor
-
         edited, problem = in_editor(self.app, lambda: edit_text(self.text))
         if edited is not None:
             self.text = edited
@@ -270,26 +269,20 @@ class TaskProgress(Horizontal):
         self.hint = hint
 
     def compose(self):  # noqa: ANN201 - ComposeResult
-        from textual.widgets import ProgressBar
-
         yield Static("", classes="task-label")
         yield ProgressBar(show_eta=False)
 
     def show(self, label: str, done: int, total: int) -> None:
         """Move the bar to `done` of `total`."""
-        from textual.widgets import ProgressBar
-
         self.query_one(".task-label", Static).update(plain(f"{label}  ({self.hint})"))
         self.query_one(ProgressBar).update(total=max(total, 1), progress=done)
 
 
 def memory_indicator(memories: list[SearchHit], mode: str) -> Static | Collapsible | None:
     """What the user is shown of the memories given to the model (display.context_mode)."""
-    from textual.widgets import Collapsible
-
     if mode == "off" or not memories:
         return None
-    from ocat.operations.search import used_memories
+    from ocat.operations.search import used_memories  # noqa: PLC0415 - loads after the first frame
 
     title, words = used_memories(memories)
     if mode == "summary":
@@ -306,13 +299,13 @@ def wake_indicator(block: WakeBlock) -> Static:
 
 def command_view(result: CommandResult) -> Vertical:
     """A command's result: its message and, if any, a table and a memory's text as Markdown."""
-    from textual.widgets import DataTable, Markdown
+    from textual.widgets import DataTable, Markdown  # noqa: PLC0415 - after the first frame: a command's table and text
 
     parts: list[Static | DataTable[str] | DataTable[Text] | Markdown] = []
     if result.text:
         parts.append(NoticeMessage(result.text, error=result.error))
     if result.rows and result.fit_column is not None:
-        from ocat.ui.fitted_table import FittedTable
+        from ocat.ui.fitted_table import FittedTable  # noqa: PLC0415 - DataTable loads with the first table
 
         parts.append(FittedTable(result.columns, result.rows, result.fit_column,
                                  show_cursor=False, zebra_stripes=True, classes="result-table"))

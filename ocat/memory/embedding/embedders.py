@@ -12,7 +12,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Protocol, Sequence
 
 from ocat.errors import ConfigError, EmbeddingError
-from ocat.memory.embedding.model_files import LOCAL_MODEL_NAME
+from ocat.memory.embedding.model_files import ensure_model, find_model, LOCAL_MODEL_NAME
+from ocat.litellm_offline import embed
+from ocat.memory.embedding.lean_graph import session_source
 
 if TYPE_CHECKING:
     from ocat.config.loading import EmbeddingSettings
@@ -114,7 +116,6 @@ class OnnxMiniLMEmbedder:
                 import onnxruntime
                 from tokenizers import Tokenizer
 
-                from ocat.memory.embedding.lean_graph import session_source
             except ImportError as exc:  # pragma: no cover - both are hard dependencies
                 raise EmbeddingError(f"cannot load the local embedding model: {exc}") from exc
             model_dir = self._locate()
@@ -232,8 +233,6 @@ class LiteLLMEmbedder:
         """Embed texts through litellm.embedding, normalising the vectors."""
         if not texts:
             return []
-        from ocat.litellm_offline import embed  # litellm is imported on first use
-
         vectors: list[list[float]] = []
         for start in range(0, len(texts), LITELLM_BATCH):
             batch = [leading_words(t, LITELLM_MAX_WORDS) for t in texts[start : start + LITELLM_BATCH]]
@@ -254,8 +253,6 @@ def preload_embedder(settings: EmbeddingSettings, *, few_texts: bool = False) ->
     """Load the configured local model now (its ONNX session and tokenizer), if it is on this
     machine; nothing is fetched, and a failure is left to the first embedding, which says it.
     `few_texts`: for a process that embeds only a handful (OnnxMiniLMEmbedder.load)."""
-    from ocat.memory.embedding.model_files import find_model
-
     if settings.model != LOCAL_MODEL_NAME or find_model(settings) is None:
         return
     embedder = embedder_for(settings)
@@ -301,8 +298,6 @@ def embedder_for(settings: EmbeddingSettings) -> Embedder:
                 f"embedding.dimensions is {settings.dimensions}, but {LOCAL_MODEL_NAME} makes "
                 f"{LOCAL_MODEL_DIMENSIONS}-d vectors"
             )
-        from ocat.memory.embedding.model_files import ensure_model, find_model
-
         # Found, or fetched, when the first text is embedded: a store opens, counts and
         # exports without the model, and front ends fetch it earlier to show progress.
         key = (settings.model, repr(settings))

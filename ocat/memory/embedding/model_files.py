@@ -17,6 +17,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Callable
+import socket
+from urllib.parse import urlsplit
 
 from ocat.errors import EmbeddingError
 from ocat.config.locations import cache_dir, display_path
@@ -230,9 +232,7 @@ def _download(
     """The archive, downloaded beside the target under a temporary name and checked."""
     # Imported here: only a download needs the network stack (ssl included).
     import http.client
-    import socket
     import urllib.error
-    import urllib.parse
     import urllib.request
 
     handle, name = tempfile.mkstemp(prefix=".onnx.tar.gz.", suffix=".part", dir=folder)
@@ -272,7 +272,7 @@ def _download(
     except urllib.error.URLError as exc:
         path.unlink(missing_ok=True)
         if isinstance(exc.reason, socket.gaierror):
-            host = urllib.parse.urlsplit(source.url).hostname
+            host = urlsplit(source.url).hostname
             raise _failed(source, settings, f"cannot resolve {host} (is this machine offline?)") from None
         raise _failed(source, settings, _reason(exc.reason)) from None
     except (OSError, ValueError, http.client.HTTPException) as exc:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
+import sqlite3
 
 from ocat.errors import StoreError
 
@@ -184,8 +185,6 @@ def collections_in_folder(path: Path) -> set[str] | None:
     asking whether a store exists must neither wait for it nor create anything. It reads
     Chroma's own catalogue table, which Chroma has kept under this name since 0.4.
     """
-    import sqlite3
-
     catalogue = path / CHROMA_FILE
     if not catalogue.is_file():
         return set()

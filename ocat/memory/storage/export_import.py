@@ -23,6 +23,7 @@ from ocat.memory.storage.store import WRITE_BATCH, MemoryStore
 from ocat.memory.storage.thread_titles import set_thread_title
 from ocat.records import PINNED_KEY, RECORD_KINDS, THREAD_TITLE_KEY, DocumentChunk, Exchange
 from ocat.text.terminal import clean_title, unprintable_escaped
+from ocat.memory.storage.pins import pinned, set_pinned
 
 # How long an import waits for another one's batch (a batch takes seconds) before giving up.
 LOCK_WAIT_SECONDS = 600
@@ -187,8 +188,6 @@ def _restore_titles(store: MemoryStore, path: Path, threads: set[str]) -> int:
 
 def _restore_pins(store: MemoryStore, pins: dict[str, float]) -> None:
     """Pin the file's pinned memories that are stored and not pinned yet (a pin made since is kept)."""
-    from ocat.memory.storage.pins import pinned, set_pinned
-
     have = {p.id for p in pinned(store)}
     for record_id, when in pins.items():
         if record_id not in have:

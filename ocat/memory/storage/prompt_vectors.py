@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from ocat.memory.storage.derived import DerivedFileError, checkpoint_at_exit
+from ocat.memory.embedding.embedders import passages_of
 
 if TYPE_CHECKING:
     from ocat.memory.embedding.embedders import Embedder
@@ -41,8 +42,6 @@ Sides = tuple[Sequence[float], list[Sequence[float]]]
 
 def other_sides(embedder: Embedder, text: str, metadata: Mapping[str, Any], *, passages: bool = True) -> list[str]:
     """The texts of an exchange's other sides, to embed: its prompt first, then (with `passages`) its passages."""
-    from ocat.memory.embedding.embedders import passages_of
-
     return [str(metadata.get("user_prompt", "")), *(passages_of(embedder, text) if passages else [])]
 
 

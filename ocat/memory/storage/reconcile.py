@@ -16,12 +16,14 @@ from typing import TYPE_CHECKING, Callable
 
 from ocat.errors import EmbeddingError, StoreError
 from ocat.memory.embedding.embedders import embedder_ready, passages_of
-from ocat.memory.storage.derived import DerivedFileError
+from ocat.memory.storage.derived import beside_index, DerivedFileError, move_aside
 from ocat.memory.storage.primary import StoreShrunk, shrink_findings
-from ocat.memory.storage.prompt_vectors import regroup
+from ocat.memory.storage.prompt_vectors import PromptVectors, regroup
 from ocat.memory.storage.scoring import Calibration
 from ocat.memory.storage.thread_titles import sync_titles
 from ocat.records import RECORD_KINDS, Exchange
+from ocat.memory.storage.foreground import lowest_priority
+from ocat.memory.storage.lexical_index import LexicalIndex
 
 if TYPE_CHECKING:
     from ocat.memory.storage.batches import Row
@@ -138,8 +140,6 @@ class PassageBackfill:
         atexit.register(self.stop)
 
     def _run(self, store: MemoryStore) -> None:
-        from ocat.memory.storage.foreground import lowest_priority
-
         lowest_priority()  # the chat's own threads first, even between two searches
         # A thread's exception would be printed over the chat's screen: it is logged instead,
         # and the exchanges left score as before until the next open tries again.
@@ -234,10 +234,6 @@ def rebuild_derived(store: MemoryStore) -> list[str]:
     """Move aside the derived files a search found failing (`store.damaged`) and build them again
     from Chroma; returns what was rebuilt, in words. The store's floor goes with the prompt
     file, and is measured again when next needed."""
-    from ocat.memory.storage.lexical_index import LexicalIndex
-    from ocat.memory.storage.prompt_vectors import PromptVectors
-    from ocat.memory.storage.derived import beside_index, move_aside
-
     index = Path(store.lexical.path)
     files = {str(index): "lexical index", str(beside_index(index, "prompts")): "prompt vector file"}
     chosen = {path: (files[path], why) for path, why in store.damaged.items() if path in files}

@@ -20,8 +20,10 @@ from ocat.memory.storage.lexical_index import LexicalIndex
 from ocat.memory.storage.primary import refuse_missing_primary
 from ocat.memory.storage.prompt_vectors import PromptVectors
 from ocat.memory.storage.scoring import Calibration, calibration_for
-from ocat.memory.storage.writes import EMBED_STEP, PASSAGES_INLINE, WRITE_BATCH, Progress, add_rows
+from ocat.memory.storage.writes import add_rows, EMBED_STEP, mark_documents, PASSAGES_INLINE, Progress, WRITE_BATCH
 from ocat.records import RECORD_KINDS, DocumentChunk, Exchange, RecordKind, searched_text
+from ocat.memory.storage.deletes import delete_ids, delete_where, mark_shortened
+from ocat.memory.storage.reconcile import PassageBackfill, reconcile
 
 _Derived = TypeVar("_Derived", LexicalIndex, PromptVectors)
 
@@ -35,7 +37,6 @@ if TYPE_CHECKING:
     from chromadb.api.types import Include
 
     from ocat.memory.sharing.owner_lock import StoreLease
-    from ocat.memory.storage.reconcile import PassageBackfill
     from ocat.memory.storage.thread_catalogue import ThreadCatalogue
 
 class MemoryStore:
@@ -140,8 +141,6 @@ class MemoryStore:
         upkeep: bool = True,
     ) -> MemoryStore:
         """The store `name` on an open Chroma client, its derived data brought level (unless `upkeep` is False)."""
-        from ocat.memory.storage.reconcile import reconcile
-
         store = cls(client, embedder, name=name, location=location, notify=notify, check_derived=upkeep)
         if upkeep:
             reconcile(store, notify)
@@ -196,8 +195,6 @@ class MemoryStore:
     def start_backfill(self) -> None:
         """Make the passages still missing in a background thread (ocat.memory.storage.reconcile.PassageBackfill),
         unless one is running."""
-        from ocat.memory.storage.reconcile import PassageBackfill
-
         if self.backfill is None or not self.backfill.thread.is_alive():
             self.backfill = PassageBackfill(self).start()
 
@@ -218,27 +215,19 @@ class MemoryStore:
     def delete(self, ids: Sequence[str]) -> int:
         """Delete exchanges or chunks by id; returns how many existed. A document left with some of
         its chunks is marked shortened (ocat.memory.storage.deletes)."""
-        from ocat.memory.storage.deletes import delete_ids
-
         return delete_ids(self, ids)
 
     def delete_documents_where(self, where: dict[str, Any]) -> int:
         """Delete the document chunks matching a metadata filter; returns how many."""
-        from ocat.memory.storage.deletes import delete_where
-
         return delete_where(self, where)
 
     def mark_documents(self, documents: Iterable[str], marks: Mapping[str, Any]) -> int:
         """Set metadata on every chunk of these documents (a note replaced by a newer one); how many."""
-        from ocat.memory.storage.writes import mark_documents
-
         return mark_documents(self, documents, marks)
 
     def mark_shortened(self, documents: Iterable[str], why: str) -> int:
         """Mark every chunk left of these documents shortened (SHORTENED_KEY, `why`): whole as they
         are, never finished or removed by a repair. Returns how many chunks were marked."""
-        from ocat.memory.storage.deletes import mark_shortened
-
         return mark_shortened(self, documents, why)
 
     # -- reading ---------------------------------------------------------------
