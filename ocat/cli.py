@@ -223,8 +223,8 @@ def _run_app(args: argparse.Namespace) -> int:
         settings = with_allowed_tools(load_settings(args.config, overrides=overrides_from(args)), args)
         new_store = chat_note(args.stores[0] if args.stores else None, configured_store(args, settings), settings)
         if args.plain or not (sys.stdin.isatty() and sys.stdout.isatty()):
-            # Imported on this branch only: the full-screen chat paints before it needs any of them.
-            from ocat import llm  # noqa: PLC0415 - a face loads when it runs
+            # The line mode's modules, imported on its branch only.
+            from ocat import llm  # noqa: PLC0415 - a chat's model roads: not for --help
             from ocat.repl import run_repl  # noqa: PLC0415 - a face loads when it runs
             from ocat.chat.session import open_chat  # noqa: PLC0415 - a face loads when it runs
 

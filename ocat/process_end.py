@@ -55,8 +55,7 @@ def run_and_end(main: Callable[[], int]) -> NoReturn:
 
 
 def _end_after_exit_handlers() -> None:
-    if "logging" in sys.modules:
-        logging.shutdown()
+    logging.shutdown()
     _flush_streams()
     os._exit(_exit_code)
 

@@ -228,7 +228,8 @@ def test_j_a_stop_after_the_last_write_does_not_say_there_is_more(tmp_path: Path
 
 def test_j_progress_never_shows_more_done_than_its_total(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     export = write_json(tmp_path / "conversations.json", many(11))
-    monkeypatch.setattr("ocat.history_import.count_conversations", lambda path, fmt=None: 6)
+    # Patched where it is read (ocat.operations.history imports it by name).
+    monkeypatch.setattr("ocat.operations.history.count_conversations", lambda path, fmt=None: 6)
     seen: list[tuple[int, int]] = []
     import_history(open_store(tmp_path / "store"), export,
                    progress=lambda label, done, total: seen.append((done, total)))

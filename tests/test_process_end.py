@@ -65,8 +65,12 @@ def test_at_exit_a_derived_file_holds_its_log_and_a_deleted_one_is_not_made_agai
     from ocat.memory.storage import derived
 
     kept, gone = tmp_path / "kept.sqlite3", tmp_path / "gone.sqlite3"
+    # Held here: a connection dropped is closed whenever the garbage collector runs (its statement
+    # cache makes a cycle), and its close would fold and delete the -wal file this test looks for.
+    left_open = []
     for path in (kept, gone):
         db = sqlite3.connect(path)
+        left_open.append(db)
         db.execute("PRAGMA journal_mode=WAL")
         db.execute("CREATE TABLE t (x)")
         db.execute("INSERT INTO t VALUES (1)")
@@ -77,3 +81,5 @@ def test_at_exit_a_derived_file_holds_its_log_and_a_deleted_one_is_not_made_agai
     derived._checkpoint_all()
     assert Path(f"{kept}-wal").stat().st_size == 0  # folded into the file itself
     assert not gone.exists()
+    for db in left_open:
+        db.close()

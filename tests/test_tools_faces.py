@@ -76,7 +76,7 @@ async def test_remember_says_remembered_with_the_id_to_delete(llm_server: FakeLL
 async def test_escape_during_a_tool_call_cancels_the_turn_and_stores_nothing(
     llm_server: FakeLLMServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import ocat.operations.search as search_module
+    import ocat.tools.memory_tools as search_module  # the search_memory tool's `search`, patched where it is read
 
     real = search_module.search
 
