@@ -11,18 +11,11 @@ import argparse
 import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, NoReturn, Sequence
-import dataclasses
 
 from ocat.cli_parser import ACTIONS, build_mcp_parser, build_parser
 from ocat.errors import OcatError, UsageError
 from ocat.process_end import leave_now, run_and_end
 from ocat.text.terminal import printable
-from ocat import memory
-from ocat.config.locations import config_dir
-from ocat.headless.output import valid_text
-from ocat.logs import log_failure
-from ocat.operations.stores import chat_note
-from ocat.text.redact import redact
 
 if TYPE_CHECKING:
     from ocat.config.loading import Settings
@@ -33,10 +26,14 @@ TEXT_ARGUMENTS = {"query_vector_store": "--query-vector-store", "ask": "--ask", 
 
 def with_allowed_tools(settings: Settings, args: argparse.Namespace) -> Settings:
     """The settings with `--allow-tool`'s tools allowed for this command, and `--project`'s project."""
+    import dataclasses
+
     if args.allow_tool:
         settings = dataclasses.replace(settings, allowed_tools=frozenset(args.allow_tool))
     if args.project:
-        settings = dataclasses.replace(settings, project=memory.project_of(args.project))
+        from ocat.memory import project_of
+
+        settings = dataclasses.replace(settings, project=project_of(args.project))
     return settings
 
 
@@ -46,6 +43,8 @@ def clean_arguments(args: argparse.Namespace, note: Callable[[str], None]) -> No
     A path to add is refused instead (UsageError): its name is stored with every chunk, and
     a name changed by replacement would name no file.
     """
+    from ocat.headless.output import valid_text
+
     path = getattr(args, "add_to_vector_store", None)
     if path is not None and valid_text(path)[1]:
         shown = valid_text(path)[0]
@@ -74,7 +73,7 @@ def chosen_action(args: argparse.Namespace) -> str | None:
 
 def overrides_from(args: argparse.Namespace) -> dict[str, object]:
     """Config overrides the flags make (flags win over env and files)."""
-    from ocat.config.loading import parse_override  # noqa: PLC0415 - config and yaml: not for --help
+    from ocat.config.loading import parse_override
 
     overrides: dict[str, object] = dict(parse_override(item) for item in args.set)
     if args.model:
@@ -92,7 +91,7 @@ def configured_store(args: argparse.Namespace, settings: Settings) -> str:
     It is made silently on first use; a store named only by `--store` must exist to be read."""
     if not args.stores:
         return settings.vector_store.collection
-    from ocat.config.loading import load_settings  # noqa: PLC0415 - config and yaml: not for --help
+    from ocat.config.loading import load_settings
 
     without_store = argparse.Namespace(**{**vars(args), "stores": []})
     return load_settings(args.config, overrides=overrides_from(without_store)).vector_store.collection
@@ -103,7 +102,9 @@ def parse_stores(args: argparse.Namespace) -> None:
     args.stores = []
     if args.store:
         # Only for --store: the full-screen chat paints before memory's modules are imported.
-        args.stores = memory.parse_store_names(args.store)
+        from ocat.memory import parse_store_names
+
+        args.stores = parse_store_names(args.store)
 
 
 def run() -> NoReturn:
@@ -122,14 +123,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     action = chosen_action(args)
     if action is None:
         return _run_app(args)
-    from ocat.headless.actions import Reporter, run_action  # noqa: PLC0415 - a face loads when it runs
+    from ocat.headless.actions import Reporter, run_action
 
     reporter = Reporter(action=action, output=args.output)
     try:
         clean_arguments(args, reporter.note)
         parse_stores(args)
         check_store_use(action, args)
-        from ocat.config.loading import load_settings  # noqa: PLC0415 - config and yaml: not for --help
+        from ocat.config.loading import load_settings
 
         settings = with_allowed_tools(load_settings(args.config, overrides=overrides_from(args)), args)
         args.configured_store = configured_store(args, settings)
@@ -143,6 +144,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 def make_config_folder() -> None:
     """Create `$XDG_CONFIG_HOME/ocat` if it is not there: a new user's first steps write into it
     by hand (`echo ... > ~/.config/ocat/profile.md`). One that cannot be made is no error here."""
+    from ocat.config.locations import config_dir
+
     try:
         config_dir().mkdir(parents=True, exist_ok=True)
     except OSError:
@@ -151,11 +154,15 @@ def make_config_folder() -> None:
 
 def _logged(what: str, exc: BaseException) -> str:
     """Log an unexpected failure's traceback; returns the one line for the user."""
+    from ocat.logs import log_failure
+
     return log_failure(what, exc)
 
 
 def _say(prefix: str, message: str) -> None:
     """One line on stderr: redacted (an error can quote a key) and safe for the terminal."""
+    from ocat.text.redact import redact
+
     print(f"{prefix}: {printable(redact(message))}", file=sys.stderr)
 
 
@@ -188,7 +195,7 @@ def _run_mcp(argv: list[str]) -> int:
     args = build_mcp_parser().parse_args(argv)
     make_config_folder()
     try:
-        from ocat.config.loading import load_settings, parse_override  # noqa: PLC0415 - config and yaml: not for --help
+        from ocat.config.loading import load_settings, parse_override
 
         parse_stores(args)
         names = args.stores
@@ -198,7 +205,7 @@ def _run_mcp(argv: list[str]) -> int:
         settings = load_settings(args.config, overrides=overrides)
         if not settings.vector_store.enabled:
             raise UsageError("memory is disabled (vector_store.enabled is false): there is nothing to serve")
-        from ocat.mcp_server import serve  # noqa: PLC0415 - a face loads when it runs
+        from ocat.mcp_server import serve
 
         return serve(settings, names or [settings.vector_store.collection])
     except OcatError as exc:
@@ -218,15 +225,17 @@ def _run_app(args: argparse.Namespace) -> int:
         clean_arguments(args, lambda message: print(message, file=sys.stderr))
         parse_stores(args)
         check_store_use(None, args)
-        from ocat.config.loading import load_settings  # noqa: PLC0415 - config and yaml: not for --help
+        from ocat.config.loading import load_settings
 
         settings = with_allowed_tools(load_settings(args.config, overrides=overrides_from(args)), args)
+        from ocat.operations.stores import chat_note  # light: memory is imported only for `--store NEW`
+
         new_store = chat_note(args.stores[0] if args.stores else None, configured_store(args, settings), settings)
         if args.plain or not (sys.stdin.isatty() and sys.stdout.isatty()):
-            # The line mode's modules, imported on its branch only.
-            from ocat import llm  # noqa: PLC0415 - a chat's model roads: not for --help
-            from ocat.repl import run_repl  # noqa: PLC0415 - a face loads when it runs
-            from ocat.chat.session import open_chat  # noqa: PLC0415 - a face loads when it runs
+            # Imported on this branch only: the full-screen chat paints before it needs any of them.
+            from ocat import llm
+            from ocat.repl import run_repl
+            from ocat.chat.session import open_chat
 
             if new_store:
                 print(f"ocat: {new_store}", file=sys.stderr)
@@ -236,8 +245,8 @@ def _run_app(args: argparse.Namespace) -> int:
                 print(f"ocat: {problem}", file=sys.stderr)
             # Line mode by request, or when piped: the same chat, scriptable.
             return run_repl(open_chat(settings, dummy=args.dummy_mode, serve=True, stream=sys.stderr))
-        from ocat.chat.session import ChatSession  # noqa: PLC0415 - a face loads when it runs
-        from ocat.ui.app import OcatApp  # noqa: PLC0415 - a face loads when it runs
+        from ocat.chat.session import ChatSession
+        from ocat.ui.app import OcatApp
 
         # The window paints first; litellm, chromadb and the embedding model load in
         # workers after it, and the app reports missing credentials in the chat.

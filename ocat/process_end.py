@@ -20,7 +20,6 @@ import sys
 import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, NoReturn
-import logging
 
 from ocat.text.terminal import printable
 
@@ -55,7 +54,10 @@ def run_and_end(main: Callable[[], int]) -> NoReturn:
 
 
 def _end_after_exit_handlers() -> None:
-    logging.shutdown()
+    if "logging" in sys.modules:  # only a process that logged shuts logging down
+        import logging  # noqa: PLC0415 - `--version` and `--help` end without loading it
+
+        logging.shutdown()
     _flush_streams()
     os._exit(_exit_code)
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Sequence
 
 from ocat.errors import UsageError
 from ocat.text.limits import MAX_TITLE_CHARS
-from ocat.memory import set_thread_title
+from ocat import memory
 from ocat.text.terminal import clean_title, count_of, local_time, shorten
 from ocat.operations.transfer import write_whole
 
@@ -36,7 +36,7 @@ def rename_thread(store: MemoryStore, thread_id: str, title: str) -> str:
     cleaned = clean_title(title)  # controls and bidi overrides out: what is stored always exports and imports
     if len(cleaned) > MAX_TITLE_CHARS:
         raise UsageError(f"a title is at most {MAX_TITLE_CHARS} characters; this one has {len(cleaned)}")
-    set_thread_title(store, thread_id, cleaned or None)
+    memory.set_thread_title(store, thread_id, cleaned or None)
     return cleaned
 
 
