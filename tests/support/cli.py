@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Callable, Mapping
 
+from tests.support.warm_start import WarmServer, warm_start_on
+
 
 @dataclass
 class CliResult:
@@ -48,13 +50,20 @@ class Cli:
         return {k: v for k, v in merged.items() if v is not None}
 
     def __call__(self, *args: str, input: str | None = None, env: dict[str, str | None] | None = None) -> CliResult:
-        """Run ocat with args; env values of None remove that variable."""
+        """Run ocat with args; env values of None remove that variable. The process is forked
+        from this worker's warm server (tests/support/warm_start.py) unless it needs a new interpreter."""
+        environ = self.environ(env)
+        if warm_start_on():
+            server = WarmServer.get()
+            if server.can_run(environ):
+                done = server.run(list(args), input=input or "", env=environ, cwd=self.home, timeout=180)
+                return CliResult(done.returncode, done.stdout, done.stderr)
         completed = subprocess.run(
             [sys.executable, "-m", "ocat", *args],
             input=input if input is not None else "",
             capture_output=True,
             text=True,
-            env=self.environ(env),
+            env=environ,
             cwd=self.home,
             timeout=180,
         )

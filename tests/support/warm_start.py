@@ -1,0 +1,143 @@
+"""`python -m ocat` for the CLI tests, started from a warm interpreter.
+
+Each `ocat` process of a test pays some 2.5 s before it does anything, 2.1 s of it importing
+chromadb; the CLI tests start about three hundred. A warm server (tests/support/warm_server.py),
+one per test worker, imports chromadb and the embedder's libraries once and forks each run from
+there: the run is still a process of its own (its pid, its descriptors, its exit code, its exit
+handlers, its environment and working folder), ocat is imported afresh in it, and only what that
+server imported before the fork is shared. `Cli` uses it; `Running` (a process a test signals
+or kills) and the tests that time or trace a start still start a new interpreter.
+
+A run whose environment changes what an interpreter decides at its start (PYTHON* variables,
+the locale's LANG and LC_*) is started cold, as is every run when OCAT_TESTS_COLD_START=1.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import locale
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Mapping
+
+SERVER = Path(__file__).with_name("warm_server.py")
+# Read by an interpreter as it starts: a run that sets them differently needs a new interpreter.
+STARTUP_PREFIXES = ("PYTHON", "LANG", "LC_")
+
+
+@dataclass
+class Finished:
+    """A warm run's exit code and output, decoded as subprocess.run(text=True) decodes."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+class WarmServer:
+    """The warm server of this process, started on first use and stopped with the process."""
+
+    _lock = threading.Lock()
+    _instance: WarmServer | None = None
+
+    def __init__(self) -> None:
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.environ = dict(os.environ)
+        self.process = subprocess.Popen(
+            [sys.executable, str(SERVER), str(theirs.fileno())],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=None,  # a server that fails to start says why in the test's output
+            pass_fds=(theirs.fileno(),),
+            cwd=Path(__file__).resolve().parents[2],
+        )
+        theirs.close()
+        self.control = ours
+        self.send_lock = threading.Lock()
+
+    @classmethod
+    def get(cls) -> WarmServer:
+        """This process's server (a new one after a fork: the parent's socket is not ours to share)."""
+        with cls._lock:
+            if cls._instance is None or cls._instance.pid_of_owner != os.getpid() or cls._instance.process.poll() is not None:
+                cls._instance = cls()
+                cls._instance.pid_of_owner = os.getpid()
+            return cls._instance
+
+    pid_of_owner: int = 0
+
+    def can_run(self, env: Mapping[str, str]) -> bool:
+        """Whether a run with `env` starts as a new interpreter would (see STARTUP_PREFIXES)."""
+        keys = {k for k in (*env, *self.environ) if k.startswith(STARTUP_PREFIXES)}
+        return all(env.get(k) == self.environ.get(k) for k in keys)
+
+    def run(self, args: list[str], *, input: str, env: Mapping[str, str], cwd: Path, timeout: float) -> Finished:
+        """Run `python -m ocat *args` from the warm server; like subprocess.run(..., text=True)."""
+        stdin_r, stdin_w = os.pipe()
+        stdout_r, stdout_w = os.pipe()
+        stderr_r, stderr_w = os.pipe()
+        mine, run_end = socket.socketpair()
+        request = json.dumps({"args": args, "env": dict(env), "cwd": str(cwd)}).encode()
+        try:
+            with self.send_lock:
+                socket.send_fds(self.control, [request], [stdin_r, stdout_w, stderr_w, run_end.fileno()])
+        finally:
+            for fd in (stdin_r, stdout_w, stderr_w):
+                os.close(fd)
+            run_end.close()
+        replies = mine.makefile("r")
+        pid = json.loads(replies.readline())["pid"]
+        outputs: dict[int, bytes] = {}
+        readers = [threading.Thread(target=_read_all, args=(fd, outputs), daemon=True) for fd in (stdout_r, stderr_r)]
+        for reader in readers:
+            reader.start()
+        _write_all(stdin_w, input)
+        mine.settimeout(timeout)
+        try:
+            code = json.loads(replies.readline())["code"]
+        except (TimeoutError, socket.timeout):
+            os.kill(pid, signal.SIGKILL)
+            raise subprocess.TimeoutExpired(["ocat", *args], timeout) from None
+        finally:
+            for reader in readers:
+                reader.join(timeout=10)
+            replies.close()
+            mine.close()
+        return Finished(code, _text(outputs.get(stdout_r, b"")), _text(outputs.get(stderr_r, b"")))
+
+
+def _read_all(fd: int, into: dict[int, bytes]) -> None:
+    chunks = []
+    with os.fdopen(fd, "rb", closefd=True) as stream:
+        while chunk := stream.read1(1 << 16):
+            chunks.append(chunk)
+    into[fd] = b"".join(chunks)
+
+
+def _write_all(fd: int, text: str) -> None:
+    with os.fdopen(fd, "w", encoding=locale.getpreferredencoding(False)) as stream:
+        try:
+            stream.write(text)
+        except BrokenPipeError:  # the run did not read all of it, as with subprocess.run
+            pass
+
+
+def _text(data: bytes) -> str:
+    """Bytes as subprocess.run(text=True) gives them: the locale's encoding, universal newlines."""
+    return io.TextIOWrapper(io.BytesIO(data), encoding=locale.getpreferredencoding(False)).read()
+
+
+# Read once, as the tests are collected: each test's environment is then stripped of OCAT_ variables.
+_COLD = os.environ.get("OCAT_TESTS_COLD_START") == "1"
+
+
+def warm_start_on() -> bool:
+    """False when the run began with OCAT_TESTS_COLD_START=1: every `Cli` run then starts a new interpreter."""
+    return not _COLD
