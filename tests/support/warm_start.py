@@ -9,7 +9,7 @@ server imported before the fork is shared. `Cli` uses it; `Running` (a process a
 or kills) and the tests that time or trace a start still start a new interpreter.
 
 A run whose environment changes what an interpreter decides at its start (PYTHON* variables,
-the locale's LANG and LC_*) is started cold, as is every run when OCAT_TESTS_COLD_START=1.
+the locale's LANG and LC_*) is started cold, as is every run when PYTEST_OCAT_COLD_START=1.
 """
 
 from __future__ import annotations
@@ -75,8 +75,7 @@ class WarmServer:
 
     def can_run(self, env: Mapping[str, str]) -> bool:
         """Whether a run with `env` starts as a new interpreter would (see STARTUP_PREFIXES)."""
-        keys = {k for k in (*env, *self.environ) if k.startswith(STARTUP_PREFIXES)}
-        return all(env.get(k) == self.environ.get(k) for k in keys)
+        return starts_alike(env, self.environ)
 
     def run(self, args: list[str], *, input: str, env: Mapping[str, str], cwd: Path, timeout: float) -> Finished:
         """Run `python -m ocat *args` from the warm server; like subprocess.run(..., text=True)."""
@@ -113,6 +112,13 @@ class WarmServer:
         return Finished(code, _text(outputs.get(stdout_r, b"")), _text(outputs.get(stderr_r, b"")))
 
 
+def starts_alike(env: Mapping[str, str], started_with: Mapping[str, str]) -> bool:
+    """Whether an interpreter started with `env` decides at its start what one started with
+    `started_with` decided: the same PYTHON*, LANG and LC_* variables."""
+    keys = {k for k in (*env, *started_with) if k.startswith(STARTUP_PREFIXES)}
+    return all(env.get(k) == started_with.get(k) for k in keys)
+
+
 def _read_all(fd: int, into: dict[int, bytes]) -> None:
     chunks = []
     with os.fdopen(fd, "rb", closefd=True) as stream:
@@ -134,10 +140,10 @@ def _text(data: bytes) -> str:
     return io.TextIOWrapper(io.BytesIO(data), encoding=locale.getpreferredencoding(False)).read()
 
 
-# Read once, as the tests are collected: each test's environment is then stripped of OCAT_ variables.
-_COLD = os.environ.get("OCAT_TESTS_COLD_START") == "1"
+# Not an OCAT_ variable: ocat refuses those it does not know, and each test's environment is stripped of them.
+_COLD = os.environ.get("PYTEST_OCAT_COLD_START") == "1"
 
 
 def warm_start_on() -> bool:
-    """False when the run began with OCAT_TESTS_COLD_START=1: every `Cli` run then starts a new interpreter."""
+    """False when the run began with PYTEST_OCAT_COLD_START=1: every `Cli` run then starts a new interpreter."""
     return not _COLD
