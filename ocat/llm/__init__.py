@@ -17,7 +17,7 @@ import asyncio
 
 from ocat.errors import ProviderError
 from ocat.tools.calls import CallAssembler, chunk_field
-from ocat.litellm_offline import litellm
+from ocat.litellm_offline import litellm as load_litellm
 from ocat.llm.model_table import model_facts
 from ocat.llm.openai_compatible import stream_chat
 from ocat.text.redact import redact
@@ -58,10 +58,6 @@ class Usage:
             "total_tokens": self.total_tokens,
             "cost_usd": self.cost_usd,
         }
-
-
-def _litellm() -> Any:
-    return litellm()
 
 
 def dummy_reply(messages: list[Message]) -> str:
@@ -136,7 +132,7 @@ def warm_up(settings: LLMSettings) -> None:
     # A first streamed call through litellm imports some 500 more modules (its dispatch and
     # logging): about a second on a 2-core machine. A mocked call (no request leaves the
     # machine) pays for them now.
-    litellm = _litellm()
+    litellm = load_litellm()
 
     async def mocked() -> None:
         args = _call_args([{"role": "user", "content": "warm up"}], settings)
@@ -156,7 +152,7 @@ def missing_credentials(settings: LLMSettings) -> list[str]:
         return []
     if openai_road(settings):
         return [] if _openai_key(settings) else ["OPENAI_API_KEY"]
-    return missing_credentials_of(_litellm(), settings)
+    return missing_credentials_of(load_litellm(), settings)
 
 
 # When litellm's table does not know a model's context window (local and self-hosted models),
@@ -244,7 +240,7 @@ async def _chunks(
                                        timeout=settings.timeout_seconds):
             yield chunk
         return
-    litellm = _litellm()
+    litellm = load_litellm()
     if settings.api_base and not settings.api_key and missing_credentials_of(litellm, settings):
         args["api_key"] = PLACEHOLDER_KEY  # a local server behind litellm: it takes any key
     response = await litellm.acompletion(stream=True, stream_options={"include_usage": True}, **args)
@@ -357,7 +353,7 @@ def _provider_of(model: str) -> str:
     if "/" in model:
         return model.split("/", 1)[0]
     try:
-        return str(_litellm().get_llm_provider(model)[1])
+        return str(load_litellm().get_llm_provider(model)[1])
     except Exception:
         return ""
 
@@ -365,7 +361,7 @@ def _provider_of(model: str) -> str:
 def known_chat_models(model: str) -> tuple[str, tuple[str, ...]]:
     """litellm's offline list of the chat models of `model`'s provider: (provider, names, each in
     the form `model` has); no names when litellm has no list for it (it may not know them all)."""
-    litellm = _litellm()
+    litellm = load_litellm()
     provider = _provider_of(model)
     listed = getattr(litellm, "models_by_provider", {}).get(provider) if provider else None
     if not listed:

@@ -25,7 +25,7 @@ from ocat.memory.storage.chroma import (
 from ocat.memory.storage.store import MemoryStore
 from ocat.config.settings import COLLECTION_NAME
 from ocat.config import locations
-from ocat.memory import location_for, open_store
+from ocat.memory.opening import location_for, open_store
 
 if TYPE_CHECKING:
     from ocat.config.loading import Settings

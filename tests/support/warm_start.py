@@ -34,8 +34,9 @@ STARTUP_PREFIXES = ("PYTHON", "LANG", "LC_")
 
 @dataclass
 class Finished:
-    """A warm run's exit code and output, decoded as subprocess.run(text=True) decodes."""
+    """A warm run's process id, exit code and output, decoded as subprocess.run(text=True) decodes."""
 
+    pid: int
     returncode: int
     stdout: str
     stderr: str
@@ -61,17 +62,16 @@ class WarmServer:
         theirs.close()
         self.control = ours
         self.send_lock = threading.Lock()
+        self.owner = os.getpid()  # the process whose socket this is
 
     @classmethod
     def get(cls) -> WarmServer:
         """This process's server (a new one after a fork: the parent's socket is not ours to share)."""
         with cls._lock:
-            if cls._instance is None or cls._instance.pid_of_owner != os.getpid() or cls._instance.process.poll() is not None:
-                cls._instance = cls()
-                cls._instance.pid_of_owner = os.getpid()
-            return cls._instance
-
-    pid_of_owner: int = 0
+            server = cls._instance
+            if server is None or server.owner != os.getpid() or server.process.poll() is not None:
+                server = cls._instance = cls()
+            return server
 
     def can_run(self, env: Mapping[str, str]) -> bool:
         """Whether a run with `env` starts as a new interpreter would (see STARTUP_PREFIXES)."""
@@ -91,6 +91,7 @@ class WarmServer:
             for fd in (stdin_r, stdout_w, stderr_w):
                 os.close(fd)
             run_end.close()
+        mine.settimeout(timeout)
         replies = mine.makefile("r")
         pid = json.loads(replies.readline())["pid"]
         outputs: dict[int, bytes] = {}
@@ -98,7 +99,6 @@ class WarmServer:
         for reader in readers:
             reader.start()
         _write_all(stdin_w, input)
-        mine.settimeout(timeout)
         try:
             code = json.loads(replies.readline())["code"]
         except (TimeoutError, socket.timeout):
@@ -109,7 +109,7 @@ class WarmServer:
                 reader.join(timeout=10)
             replies.close()
             mine.close()
-        return Finished(code, _text(outputs.get(stdout_r, b"")), _text(outputs.get(stderr_r, b"")))
+        return Finished(pid, code, _text(outputs.get(stdout_r, b"")), _text(outputs.get(stderr_r, b"")))
 
 
 def starts_alike(env: Mapping[str, str], started_with: Mapping[str, str]) -> bool:
