@@ -27,7 +27,7 @@ DOCUMENTED_DEFAULTS = {
     },
     "embedding": {
         "model": "all-MiniLM-L6-v2", "dimensions": 384, "model_path": None,
-        "download": True, "download_url": None, "download_sha256": None,
+        "download": True, "download_url": None, "download_sha256": None, "threads": 0,
     },
     "llm": {
         "model": "gpt-4o-mini", "temperature": 0.7, "max_tokens": None, "timeout_seconds": 120.0,

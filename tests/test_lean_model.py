@@ -109,3 +109,20 @@ def test_only_row_scales_gathered_along_the_rows_are_changed() -> None:
     assert lean_graph(_graph([1, 4])) is None  # a scale per column is not gathered with the rows
     assert lean_graph(_graph([])) is None  # one scale for the whole table
     assert lean_graph(_graph([5, 1], axis=1)) is None  # gathering columns
+
+
+@pytest.mark.slow
+def test_embedding_threads_reaches_the_session_and_the_vectors_stay_the_same() -> None:
+    import numpy as np
+
+    from ocat.config.loading import load_settings
+    from ocat.memory.embedding.embedders import embedder_for
+
+    settings = load_settings(env={"OCAT_EMBEDDING_MODEL_PATH": str(MODEL_DIR), "OCAT_EMBEDDING_THREADS": "1"})
+    one = embedder_for(settings.embedding)
+    assert isinstance(one, OnnxMiniLMEmbedder)
+    vectors = np.array(one.embed(TEXTS))
+    assert one._session.get_session_options().intra_op_num_threads == 1
+    every_core = OnnxMiniLMEmbedder(MODEL_DIR)
+    assert np.abs(vectors - np.array(every_core.embed(TEXTS))).max() < 1e-5
+    assert every_core._session.get_session_options().intra_op_num_threads == 0  # onnxruntime's choice

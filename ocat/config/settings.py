@@ -84,6 +84,7 @@ class EmbeddingSettings:
                                       pattern=_URL)
     download_sha256: str | None = _field("SHA-256 the archive must have; null: ChromaDB's archive's.",
                                          pattern=_SHA256)
+    threads: int = _field("Threads the local model runs on; 0: one per core.", lo=0)
 
 
 @dataclass(frozen=True)

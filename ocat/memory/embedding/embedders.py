@@ -304,6 +304,7 @@ def embedder_for(settings: EmbeddingSettings) -> Embedder:
         with _cache_lock:
             if key not in _cache:
                 _cache[key] = OnnxMiniLMEmbedder(lambda: ensure_model(settings).path,
+                                                 threads=settings.threads or None,
                                                  present=lambda: find_model(settings) is not None)
             return _cache[key]
     return LiteLLMEmbedder(settings.model, settings.dimensions)
