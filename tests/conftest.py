@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import tempfile
 import time
 from pathlib import Path
@@ -20,6 +21,7 @@ from tests.support.cli import Cli
 from tests.support.fakes import FakeEmbedder, FakeLLMServer, serving
 from tests.support.model_server import Archive, ArchiveServer, build_archive, serving_archive
 from tests.support.slow import SLOW_FIXTURES, SlowWatch
+from tests.support.templates import StoreTemplates
 
 WATCH = SlowWatch()
 # Tests marked slow by hand that passed without starting a process or running the model.
@@ -36,9 +38,23 @@ NEEDLESSLY_SLOW_PROPERTY = "needlessly_slow"
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Start listening for slow work (tests/support/slow.py); keep temporary files in memory."""
+    """Start listening for slow work (tests/support/slow.py); keep temporary files in memory;
+    let the ocat processes the tests start hear Ctrl+C."""
     WATCH.install()
     config.stash[TEMP_IN_MEMORY] = _temporary_files_in_memory()
+    _hear_interrupts()
+
+
+def _hear_interrupts() -> None:
+    """Undo an ignored SIGINT inherited from whatever started the run.
+
+    A shell without job control starts a command put in the background (`pytest ... &` in a
+    script) with SIGINT ignored, and every process started from it inherits that: the ocat
+    processes the Ctrl+C tests interrupt would then carry on to the end (seen: a 50 MB add ran
+    for minutes, and three tests failed). Python's own handler is what an ocat process has
+    when started from a terminal."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 # Room /dev/shm must have for the suite's temporary files: a whole run's stores, homes and big
@@ -160,6 +176,9 @@ def isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
         if name.startswith("OCAT_"):
             monkeypatch.delenv(name)
     monkeypatch.setenv("OCAT_EMBEDDING_MODEL_PATH", str(MODEL_DIR))
+    # One thread per model: two workers and their ocat processes share two cores, and a model
+    # on every core each spent ~25% more of them on the same texts (docs/PERFORMANCE.md).
+    monkeypatch.setenv("OCAT_EMBEDDING_THREADS", "1")
     # Should a test ever look for the model elsewhere, its download goes to a closed port on
     # loopback (refused at once), never to the internet.
     monkeypatch.setenv("OCAT_EMBEDDING_DOWNLOAD_URL", CLOSED_URL)
@@ -217,7 +236,7 @@ def real_embedder() -> Any:
     from ocat.memory.embedding.embedders import OnnxMiniLMEmbedder
 
     _require_model()
-    return OnnxMiniLMEmbedder(MODEL_DIR)
+    return OnnxMiniLMEmbedder(MODEL_DIR, threads=1)  # one thread, as isolated_home gives ocat processes
 
 
 @pytest.fixture
@@ -252,6 +271,12 @@ def session(store: Any) -> Any:
 def cli(isolated_home: Path, tmp_path: Path) -> Cli:
     """The ocat CLI, isolated: its own HOME, XDG folders and store."""
     return Cli(home=isolated_home, store_path=tmp_path / "cli-store")
+
+
+@pytest.fixture(scope="session")
+def store_templates(tmp_path_factory: pytest.TempPathFactory) -> StoreTemplates:
+    """Stores built once per worker through the CLI, copied into the tests that start from them."""
+    return StoreTemplates(tmp_path_factory.mktemp("store-templates"))
 
 
 @pytest.fixture

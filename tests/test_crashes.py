@@ -50,18 +50,19 @@ def write_document(path: Path, paragraphs: int) -> list[str]:
 
 def test_kill_9_during_an_import_then_the_same_import_completes_it(cli: Cli, tmp_path: Path) -> None:
     source = tmp_path / "memory.jsonl"
-    exchanges = write_exchanges(source, 1500)
+    # The kill lands after the first batch of 256; the 700 leave the rerun most of the import.
+    exchanges = write_exchanges(source, 700)
     running = Running(cli, "--import-memory", str(source))
-    running.wait_for("imported 256/1500 records")
+    running.wait_for("imported 256/700 records")
     running.kill()
 
     partial = stats(cli)["exchanges"]
-    assert 256 <= partial < 1500
+    assert 256 <= partial < 700
     again = cli("--import-memory", str(source), "--output", "json")
     assert again.returncode == 0, again.stderr
-    assert again.json()["result"]["added"] == 1500 - partial
-    assert stats(cli)["exchanges"] == 1500
-    assert lexical_count(cli, "exchange") == 1500  # the lexical index caught up with Chroma
+    assert again.json()["result"]["added"] == 700 - partial
+    assert stats(cli)["exchanges"] == 700
+    assert lexical_count(cli, "exchange") == 700  # the lexical index caught up with Chroma
     # A fresh process finds records written before the crash and after it.
     for exchange in (exchanges[3], exchanges[partial + 5], exchanges[-1]):
         hit = top_hit(cli, exchange.text)
@@ -74,7 +75,7 @@ def test_kill_9_during_a_document_add_leaves_it_detectably_partial_and_re_adding
     cli: Cli, tmp_path: Path
 ) -> None:
     document = tmp_path / "big.txt"
-    paragraphs = write_document(document, 1200)
+    paragraphs = write_document(document, 600)  # some 600 chunks: the kill lands after 256
     running = Running(cli, "--add-to-vector-store", str(document), *SMALL_CHUNKS)
     running.wait_until(lambda seen: stored_beyond(seen, 256))  # the first write batch is stored
     running.kill()
@@ -99,7 +100,7 @@ def test_kill_9_during_a_document_add_leaves_it_detectably_partial_and_re_adding
 
 def test_ctrl_c_during_a_document_add_stops_cleanly_and_re_adding_completes_it(cli: Cli, tmp_path: Path) -> None:
     document = tmp_path / "long.md"
-    write_document(document, 900)
+    write_document(document, 500)  # some 500 chunks: the stop lands after 256
     running = Running(cli, "--add-to-vector-store", str(document), *SMALL_CHUNKS)
     running.wait_until(lambda seen: stored_beyond(seen, 256))  # the first write batch is stored
     assert running.kill(signal.SIGINT) == 130

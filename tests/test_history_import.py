@@ -127,10 +127,13 @@ def test_ocats_own_export_imports_through_the_same_flag(cli: Cli, tmp_path: Path
 
 
 def test_ctrl_c_stops_after_whole_conversations_and_a_rerun_completes_exactly(cli: Cli, tmp_path: Path) -> None:
+    # 48 conversations of 4 exchanges: three steps of 64 exchanges (ocat.operations.history), so a
+    # stop at the first progress line lands with whole steps still to write.
+    count = 48
     conversations = [
         gpt_linear(f"c{i}", f"Chat {i}", [(role, f"{role} {i}.{t}: " + "words " * 40)
                                          for t in range(4) for role in ("user", "assistant")])
-        for i in range(120)
+        for i in range(count)
     ]
     export = write_zip(tmp_path / "big.zip", {"conversations.json": conversations})
     running = Running(cli, "--import-history", str(export), "--output", "json")
@@ -140,14 +143,14 @@ def test_ctrl_c_stops_after_whole_conversations_and_a_rerun_completes_exactly(cl
     assert code == 130, running.wait_until(lambda _: True)
     out = running.wait_until(lambda text: text.endswith("}\n"), stream="stdout", timeout=30)
     stopped = json.loads(out)["result"]
-    assert stopped["stopped"] and 0 < stopped["new"] < 120
+    assert stopped["stopped"] and 0 < stopped["new"] < count
     # Whole conversations only: every thread written holds its four exchanges.
     assert stats(cli)["exchanges"] == 4 * stopped["new"]
     rerun = cli("--import-history", str(export), "--output", "json")
     assert rerun.returncode == 0, rerun.stderr
     assert rerun.json()["result"]["already_here"] == stopped["new"]
-    assert rerun.json()["result"]["new"] == 120 - stopped["new"]
-    assert stats(cli)["exchanges"] == 480
+    assert rerun.json()["result"]["new"] == count - stopped["new"]
+    assert stats(cli)["exchanges"] == 4 * count
 
 
 def test_a_folder_of_several_exports_imports_each_with_a_line_each(cli: Cli, tmp_path: Path) -> None:

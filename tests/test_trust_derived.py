@@ -22,6 +22,7 @@ from ocat.records import DocumentChunk, Exchange
 from ocat.operations.threads import rename_thread
 from tests.support.cli import Cli, stats
 from tests.support.fakes import FakeEmbedder
+from tests.support.templates import StoreTemplates
 from tests.test_session import session_on
 
 DAMAGES = ("truncated", "header", "page")
@@ -169,11 +170,12 @@ def test_check_finds_what_is_wrong_and_repair_makes_it_whole(tmp_path: Path) -> 
 # -- as a user meets it: the CLI -------------------------------------------------------------------
 
 
-def cli_store(cli: Cli, tmp_path: Path) -> None:
-    notes = tmp_path / "notes.txt"
+def cli_store(cli: Cli, folder: Path) -> None:
+    """A note and 300 exchanges, stored through the CLI (a template: tests/support/templates.py)."""
+    notes = folder / "notes.txt"
     notes.write_text("The spare key is under the blue pot.\n\nThe boiler reset button is on the left.\n")
     assert cli("--add-to-vector-store", str(notes)).returncode == 0
-    history = tmp_path / "history.jsonl"
+    history = folder / "history.jsonl"
     history.write_text("\n".join(json.dumps({
         "kind": "exchange", "exchange_id": f"e{i}", "thread_id": "t1", "session_id": "s",
         "user_prompt": f"where is thing {i}?", "assistant_response": f"thing {i} is in drawer {i}",
@@ -185,8 +187,10 @@ def cli_store(cli: Cli, tmp_path: Path) -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("which", ["lexical", "prompts"])
 @pytest.mark.parametrize("how", DAMAGES)
-def test_stats_query_and_export_work_on_a_damaged_file(cli: Cli, tmp_path: Path, which: str, how: str) -> None:
-    cli_store(cli, tmp_path)
+def test_stats_query_and_export_work_on_a_damaged_file(
+    cli: Cli, store_templates: StoreTemplates, which: str, how: str
+) -> None:
+    store_templates.copy_into(cli, "note-and-300-exchanges", cli_store)
     path = cli.store_path / FILES[which].replace("test", "default")
     damage(path, how)
     assert_damaged(path)
@@ -201,8 +205,8 @@ def test_stats_query_and_export_work_on_a_damaged_file(cli: Cli, tmp_path: Path,
 
 
 @pytest.mark.slow
-def test_check_store_and_repair_store(cli: Cli, tmp_path: Path) -> None:
-    cli_store(cli, tmp_path)
+def test_check_store_and_repair_store(cli: Cli, store_templates: StoreTemplates) -> None:
+    store_templates.copy_into(cli, "note-and-300-exchanges", cli_store)
     healthy = cli("--check-store", "--output", "json")
     assert healthy.returncode == 0 and healthy.json()["result"]["healthy"] is True
     damage(cli.store_path / "ocat-lexical-default.sqlite3", "page")
