@@ -18,6 +18,7 @@ import pytest
 
 from tests.support import CLOSED_URL, MODEL_DIR
 from tests.support.cli import Cli
+from tests.support.examples import BUDGET, is_quick_loop
 from tests.support.fakes import FakeEmbedder, FakeLLMServer, serving
 from tests.support.model_server import Archive, ArchiveServer, build_archive, serving_archive
 from tests.support.slow import SLOW_FIXTURES, SlowWatch
@@ -39,10 +40,12 @@ NEEDLESSLY_SLOW_PROPERTY = "needlessly_slow"
 
 def pytest_configure(config: pytest.Config) -> None:
     """Start listening for slow work (tests/support/slow.py); keep temporary files in memory;
-    let the ocat processes the tests start hear Ctrl+C."""
+    let the ocat processes the tests start hear Ctrl+C; give the quick loop its examples."""
     WATCH.install()
     config.stash[TEMP_IN_MEMORY] = _temporary_files_in_memory()
     _hear_interrupts()
+    # Before any test module is imported: their @settings read it (tests/support/examples.py).
+    BUDGET.quick = is_quick_loop(config.getoption("markexpr") or "")
 
 
 def _hear_interrupts() -> None:

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from ocat.text.chunking import STRATEGIES, Chunk, ChunkingSettings, chunk_text, content_hash
 from ocat.config.loading import shipped_settings
+from tests.support.examples import examples
 
 # The shipped chunking settings (config/default.yaml owns the defaults).
 DEFAULTS = shipped_settings().chunking
@@ -337,7 +338,7 @@ def _assert_common(chunks: list[Chunk], options: ChunkingSettings) -> None:
         assert len(chunk.text) <= options.max_chunk_size
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(text=_text, options=_options())
 def test_every_strategy_keeps_its_size_and_shape_promises(text: str, options: ChunkingSettings) -> None:
     chunks = chunk_text(text, options, filename="a.md")
@@ -347,7 +348,7 @@ def test_every_strategy_keeps_its_size_and_shape_promises(text: str, options: Ch
         assert all(len(c.text) <= options.chunk_size for c in chunks)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(text=_text, options=_options(("semantic", "hybrid")))
 def test_semantic_and_hybrid_keep_all_text_in_order_exactly_once(text: str, options: ChunkingSettings) -> None:
     chunks = texts(chunk_text(text, options))
@@ -358,7 +359,7 @@ def test_semantic_and_hybrid_keep_all_text_in_order_exactly_once(text: str, opti
         assert " ".join(chunks).split() == text.split()
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(text=_text, options=_options(("fixed_size",)))
 def test_fixed_size_chunks_cover_the_whole_text(text: str, options: ChunkingSettings) -> None:
     chunks = texts(chunk_text(text, options))
@@ -373,7 +374,7 @@ def test_fixed_size_chunks_cover_the_whole_text(text: str, options: ChunkingSett
     assert not text[covered:].strip()
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(text=_text, options=_options(("truncate",)))
 def test_truncate_keeps_a_prefix(text: str, options: ChunkingSettings) -> None:
     chunks = texts(chunk_text(text, options))
@@ -384,7 +385,7 @@ def test_truncate_keeps_a_prefix(text: str, options: ChunkingSettings) -> None:
             assert chunk == text.strip()
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(doc=_markdown(), options=_options(("markdown",), min_size=60), filename=st.sampled_from([None, "a.md", "dir/b.md"]))
 def test_markdown_keeps_all_text_under_the_right_headers(
     doc: tuple[str, list[str], str], options: ChunkingSettings, filename: str | None

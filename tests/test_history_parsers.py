@@ -27,6 +27,7 @@ from ocat.history_import import chatgpt
 from ocat.history_import.json_stream import iter_array
 from ocat.history_import.llm_logs import read_llm
 from tests.support.agent_fixtures import ferry_fix_session, tide_session
+from tests.support.examples import examples
 from tests.support.history_fixtures import (
     BASE_TIME,
     CountingStream,
@@ -475,7 +476,7 @@ json_values = st.recursive(
 )
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(items=st.lists(json_values, max_size=6), chunk_size=st.integers(1, 40), indent=st.sampled_from([None, 1]))
 def test_streamer_matches_json_loads(items: list[Any], chunk_size: int, indent: int | None) -> None:
     text = json.dumps(items, indent=indent, ensure_ascii=False)

@@ -25,6 +25,7 @@ from ocat.text.terminal import local_time
 from tests.support.cli import Cli, stats
 from tests.support.data import exchange_records
 from tests.support.window import start_window
+from tests.support.examples import examples
 
 # More than one write batch (256) of good records comes before the bad line, so an import that
 # checked lines only as it wrote them would have stored the first batch.
@@ -294,7 +295,7 @@ def files(draw: st.DrawFn) -> list[tuple[dict[str, Any], bool]]:
 _runs = itertools.count()
 
 
-@settings(max_examples=35, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(35), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(drawn=files())
 def test_an_import_is_whole_or_nothing_and_exports_back_exactly(
     store: MemoryStore, tmp_path: Path, drawn: list[tuple[dict[str, Any], bool]]

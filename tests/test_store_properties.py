@@ -35,6 +35,7 @@ from ocat.records import Exchange
 from ocat.config.settings import ChunkingSettings
 from tests.support.fakes import FakeEmbedder
 from tests.support.history_fixtures import gpt_linear, write_json
+from tests.support.examples import examples
 
 CHUNKING = ChunkingSettings("semantic", 200, 0, 200, True)
 WORDS = ["bridge", "pier", "scour", "kitchen", "quartz", "budget", "cat", "vet", "boiler", "reset"]
@@ -219,10 +220,11 @@ class StoreKeepsWhatTheUserKept(RuleBasedStateMachine):
         assert self.pins <= pins, sorted(self.pins - pins)
 
 
-# CI runs the same 40 runs each time (derandomized: a failure is never a matter of luck);
+# CI runs the same 40 runs each time (derandomized: a failure is never a matter of luck), the
+# quick loop 10 of them (tests/support/examples.py);
 # bench/store_properties.py runs hundreds of random ones.
 StoreKeepsWhatTheUserKept.TestCase.settings = settings(
-    max_examples=int(os.environ.get("STORE_PROPERTY_EXAMPLES", "40")),
+    max_examples=int(os.environ.get("STORE_PROPERTY_EXAMPLES", examples(40))),
     derandomize=not os.environ.get("STORE_PROPERTY_RANDOM"),
     stateful_step_count=int(os.environ.get("STORE_PROPERTY_STEPS", "12")),
     deadline=None,

@@ -24,6 +24,7 @@ from ocat.records import DocumentChunk, Exchange
 from ocat.operations.threads import rename_thread
 from tests.support.cli import Cli
 from tests.support.fakes import FakeEmbedder
+from tests.support.examples import examples
 
 HOSTILE = "\x1b[31mred\x07 title \u202eevil\x7f\x85 end"
 CLEANED = "[31mred title evil end"
@@ -76,7 +77,7 @@ def test_an_old_export_with_controls_in_a_title_imports_cleaned(tmp_path: Path) 
     assert restored.threads.titles(["t1"]) == {"t1": CLEANED}
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(title=st.text(alphabet=st.characters(exclude_categories=["Cs"]), min_size=1, max_size=80))
 def test_any_title_the_store_accepts_survives_export_then_import(tmp_path: Path, title: str) -> None:
     folder = tmp_path / f"p{abs(hash(title))}"
