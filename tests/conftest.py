@@ -239,7 +239,7 @@ def real_embedder() -> Any:
     from ocat.memory.embedding.embedders import OnnxMiniLMEmbedder
 
     _require_model()
-    return OnnxMiniLMEmbedder(MODEL_DIR, threads=1)  # one thread, as isolated_home gives ocat processes
+    return OnnxMiniLMEmbedder(MODEL_DIR)
 
 
 @pytest.fixture
