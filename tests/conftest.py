@@ -179,8 +179,8 @@ def isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
         if name.startswith("OCAT_"):
             monkeypatch.delenv(name)
     monkeypatch.setenv("OCAT_EMBEDDING_MODEL_PATH", str(MODEL_DIR))
-    # One thread per model: two workers and their ocat processes share two cores, and a model
-    # on every core each spent ~25% more of them on the same texts (docs/PERFORMANCE.md).
+    # One thread per model: two workers and their ocat processes share two cores, where two
+    # models on every core each took ~40% longer on the same texts (docs/PERFORMANCE.md).
     monkeypatch.setenv("OCAT_EMBEDDING_THREADS", "1")
     # Should a test ever look for the model elsewhere, its download goes to a closed port on
     # loopback (refused at once), never to the internet.
