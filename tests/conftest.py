@@ -18,6 +18,7 @@ import pytest
 
 from tests.support import CLOSED_URL, MODEL_DIR
 from tests.support.cli import Cli
+from tests.support.derived_cache import link_derived_cache, make_derived_cache
 from tests.support.examples import BUDGET, is_quick_loop
 from tests.support.fakes import FakeEmbedder, FakeLLMServer, serving
 from tests.support.model_server import Archive, ArchiveServer, build_archive, serving_archive
@@ -167,10 +168,18 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
 # -- home and model ----------------------------------------------------------------------------
 
 
+@pytest.fixture(scope="session")
+def derived_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The cache files ocat derives from the model and litellm, made once per worker (tests/support/derived_cache.py)."""
+    return make_derived_cache(tmp_path_factory.mktemp("derived-cache"), MODEL_DIR)
+
+
 @pytest.fixture(autouse=True)
-def isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Every test gets its own HOME and XDG folders, so no real user file is read or written."""
+def isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch, derived_cache: Path) -> Path:
+    """Every test gets its own HOME and XDG folders, so no real user file is read or written; its
+    cache folder starts with what ocat derives from the shared model and litellm's table."""
     home = tmp_path_factory.mktemp("home")
+    link_derived_cache(derived_cache, home / ".cache")
     monkeypatch.setenv("HOME", str(home))
     for var, sub in (("XDG_CONFIG_HOME", ".config"), ("XDG_DATA_HOME", ".local/share"), ("XDG_STATE_HOME", ".local/state"),
                      ("XDG_CACHE_HOME", ".cache")):

@@ -15,6 +15,9 @@ from ocat.text.limits import MAX_RESULTS, whole_number
 from ocat.memory import MemoryStore
 from ocat.records import Exchange
 from ocat.chat.session import ChatSession
+from tests.support.cli import Cli
+from ocat.llm import model_list
+from ocat.llm.model_list import ModelList
 
 
 def error_of(session: ChatSession, line: str) -> str:
@@ -85,12 +88,23 @@ def test_commands_without_arguments_refuse_extras_and_do_nothing(session: ChatSe
     assert session.thread_id == thread and [e.user_prompt for e in session.history] == ["kept"]
 
 
-def test_model_takes_one_name(session: ChatSession) -> None:
+def test_model_takes_one_name(session: ChatSession, monkeypatch: pytest.MonkeyPatch) -> None:
     before = session.settings.llm.model
+    # A provider's list without litellm's: listing the default provider's models offline imports
+    # litellm (5-9 s); tests/test_completion.py lists them from a server.
+    monkeypatch.setattr(model_list, "list_models", lambda settings, dummy=False: ModelList(("gpt-4o",), "a test"))
     assert error_of(session, "/model a b c") == '/model: too many arguments ("b c" is extra); usage: /model [NAME]'
     assert session.settings.llm.model == before
     assert run_command(session, "/model").text.splitlines()[0] == f"Model: {before}"  # then the models listed
     assert run_command(session, '/model "other/model"').text.startswith("Model: other/model")
+
+
+@pytest.mark.slow  # a process of its own, which imports litellm for its list
+def test_model_lists_litellms_offline_models_for_a_provider_without_a_server(cli: Cli) -> None:
+    run = cli("--plain", "--model", "gpt-4o-mini", "--set", "llm.api_key=k", input="/model\n")
+    assert run.returncode == 0, run.stderr
+    assert "models from litellm's list for openai (offline; the provider may offer more)" in run.stdout
+    assert "gpt-4o-mini (current)" in run.stdout and "gpt-4o\n" in run.stdout
 
 
 def test_choices_words_and_flags(session: ChatSession, store: MemoryStore) -> None:

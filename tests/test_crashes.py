@@ -13,7 +13,6 @@ import random
 import signal
 import sqlite3
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -21,6 +20,7 @@ from typing import Any
 import pytest
 
 from ocat.records import Exchange
+from tests.support.warm_start import python_command
 from tests.support.cli import Cli, Running, stats, stored_beyond
 from tests.support.data import WORDS, write_exchanges
 from tests.support.fakes import FakeLLMServer
@@ -199,7 +199,7 @@ def import_and_die_at_the_second(cli: Cli, tmp_path: Path, write: str) -> list[E
     source = tmp_path / "memory.jsonl"
     exchanges = write_exchanges(source, 600)
     env = {**os.environ, "OCAT_VECTOR_STORE_PATH": str(cli.store_path)}
-    died = subprocess.run([sys.executable, "-c", KILL_AT_SECOND_WRITE, str(source), write], env=env, cwd=cli.home,
+    died = subprocess.run(python_command("-c", KILL_AT_SECOND_WRITE, str(source), write, env=env), env=env, cwd=cli.home,
                           capture_output=True, text=True, timeout=300)
     assert died.returncode == -signal.SIGKILL, died.stderr
     return exchanges

@@ -18,6 +18,7 @@ import pytest
 from ocat.text.chunking import ChunkingSettings
 from ocat.memory import MemoryStore, add_path
 from ocat.memory.ingest.folders import folder_files
+from tests.support.warm_start import python_command
 from tests.support.cli import Cli
 
 OPTIONS = ChunkingSettings(
@@ -211,8 +212,8 @@ def test_cli_warns_on_stderr_for_what_it_cannot_read_and_adds_the_rest(cli: Cli,
     (notes / "loop").symlink_to(".")
     env = {**os.environ, "OCAT_VECTOR_STORE_PATH": str(cli.store_path)}
     run = subprocess.run(
-        [sys.executable, "-c", DENYING_OCAT, str(notes / "locked"), str(notes / "b.md"),
-         "--add-to-vector-store", str(notes), "--output", "json"],
+        python_command("-c", DENYING_OCAT, str(notes / "locked"), str(notes / "b.md"),
+                       "--add-to-vector-store", str(notes), "--output", "json", env=env),
         capture_output=True, text=True, env=env, cwd=cli.home, timeout=180,
     )
     assert run.returncode == 0, run.stderr

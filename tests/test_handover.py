@@ -5,12 +5,12 @@ stop, saying "process N holds it and is starting its memory server ... waits up 
 from __future__ import annotations
 
 import subprocess
-import sys
 import time
 
 import pytest
 
 from ocat.memory.sharing.lock_holders import OWNER_FILE
+from tests.support.warm_start import python_command
 from tests.support.cli import Cli
 
 pytestmark = pytest.mark.slow
@@ -35,8 +35,8 @@ store.close()
 
 
 def start_quitting_window(cli: Cli, stop_seconds: float) -> subprocess.Popen[str]:
-    window = subprocess.Popen([sys.executable, "-c", SLOW_TO_QUIT, str(stop_seconds)], stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, text=True, env=cli.environ(), cwd=cli.home)
+    window = subprocess.Popen(python_command("-c", SLOW_TO_QUIT, str(stop_seconds), env=cli.environ()),
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=cli.environ(), cwd=cli.home)
     assert window.stdin is not None and window.stdout is not None
     assert window.stdout.readline() == "ready\n"
     window.stdin.write("quit\n")

@@ -9,7 +9,6 @@ import json
 import math
 import re
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +21,7 @@ from ocat.memory import MemoryStore, RetrievalLimits, retrieve
 from ocat.memory.storage.export_import import export_memory, import_memory
 from ocat.records import Exchange, SearchHit
 from ocat.text.terminal import local_time
+from tests.support.warm_start import python_command
 from tests.support.cli import Cli, stats
 from tests.support.data import exchange_records
 from tests.support.window import start_window
@@ -387,7 +387,7 @@ def test_an_export_that_fails_leaves_no_partial_file(cli: Cli, tmp_path: Path) -
     source = tmp_path / "in.jsonl"
     source.write_text(json.dumps(exchange_line(1)) + "\n")
     assert cli("--import-memory", str(source)).returncode == 0
-    subprocess.run([sys.executable, "-c", CORRUPT, str(cli.store_path), "ex-1"], check=True, capture_output=True)
+    subprocess.run(python_command("-c", CORRUPT, str(cli.store_path), "ex-1"), check=True, capture_output=True)
     folder = tmp_path / "out"
     folder.mkdir()
     run = cli("--export-memory", str(folder / "memory.jsonl"))
@@ -403,7 +403,7 @@ def test_concurrent_imports_through_an_open_window_report_what_each_added(cli: C
     try:
         imports = [
             subprocess.Popen(
-                [sys.executable, "-m", "ocat", "--import-memory", str(path), "--output", "json"],
+                python_command("-m", "ocat", "--import-memory", str(path), "--output", "json", env=cli.environ()),
                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=cli.environ(), cwd=cli.home,
             )
             for _ in range(3)

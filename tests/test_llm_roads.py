@@ -25,14 +25,15 @@ print("IMPORTED", sorted(m for m in ("litellm", "openai", "textual", "tiktoken")
 
 
 @pytest.mark.slow
-def test_the_model_table_is_read_without_importing_litellm(isolated_home: Path) -> None:
+def test_the_model_table_is_read_without_importing_litellm(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))  # empty: each test's own comes with the table
     code = ("import sys; from ocat.llm.model_table import model_facts; f = model_facts('gpt-4o-mini'); "
             "print(f.max_input_tokens, f.supports_function_calling, f.provider, 'litellm' in sys.modules)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     window, tools, provider, imported = done.stdout.split()
     assert int(window) >= 100_000 and tools == "True" and provider == "openai" and imported == "False"
     # Cached for the next runs, in ocat's own cache.
-    assert list((isolated_home / ".cache" / "ocat").glob("models-*.json"))
+    assert list((tmp_path / "cache" / "ocat").glob("models-*.json"))
 
 
 def test_what_is_known_of_a_model_and_what_is_not() -> None:

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, AsyncIterator
 
 import pytest
 
+from tests.support.warm_start import python_command
 from tests.support.cli import Cli
 from tests.support.window import start_window
 
@@ -27,7 +27,8 @@ async def mcp_session(cli: Cli, *args: str, errlog: Path | None = None) -> Async
     from mcp.client.stdio import stdio_client
 
     env = {**os.environ, "OCAT_VECTOR_STORE_PATH": str(cli.store_path)}
-    params = StdioServerParameters(command=sys.executable, args=["-m", "ocat", "mcp", *args], env=env, cwd=str(cli.home))
+    command = python_command("-m", "ocat", "mcp", *args, env=env)
+    params = StdioServerParameters(command=command[0], args=command[1:], env=env, cwd=str(cli.home))
     log_path = errlog or cli.home / "mcp-stderr.log"
     with log_path.open("a") as log:
         async with stdio_client(params, errlog=log) as (read, write):

@@ -7,7 +7,6 @@ import json
 import os
 import queue
 import subprocess
-import sys
 import threading
 from typing import IO, Any, Iterator
 
@@ -15,6 +14,7 @@ import pytest
 
 from ocat.errors import UsageError
 from ocat.memory.retrieval.filters import FilterSpec, parse_time, parse_where
+from tests.support.warm_start import python_command
 from tests.support.cli import Cli
 
 # Seconds to wait for one reply: far longer than any answer takes, so only a server that
@@ -70,7 +70,7 @@ def raw_server(cli: Cli) -> Iterator[RawClient]:
     env = {**os.environ, "OCAT_VECTOR_STORE_PATH": str(cli.store_path)}
     errlog = (cli.home / "mcp-stderr.log").open("wb")
     process = subprocess.Popen(
-        [sys.executable, "-m", "ocat", "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        python_command("-m", "ocat", "mcp", env=env), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
         stderr=errlog, env=env, cwd=cli.home,
     )
     client = RawClient(process)

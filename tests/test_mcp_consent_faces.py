@@ -11,7 +11,6 @@ import pty
 import select
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -24,6 +23,7 @@ from ocat.mcp_client.consent import DENIED, always_allowed
 from ocat.chat.session import ChatSession
 from ocat.ui.app import OcatApp
 from ocat.ui.consent import ConsentDialog
+from tests.support.warm_start import python_command
 from tests.support.cli import Cli
 from tests.support.fakes import FakeLLMServer
 from tests.support.pilot import wait_for
@@ -200,7 +200,8 @@ def test_the_line_mode_asks_on_a_terminal_and_one_letter_answers(
     config = write_config(cli, {"fx": fixture_entry(tmp_path)})
     llm_server.script = [[{"name": "fx__write_note", "arguments": {"text": "call mum"}}], "Noted it."]
     controller, terminal = pty.openpty()
-    process = subprocess.Popen([sys.executable, "-m", "ocat", "--plain", *ask_args(llm_server, config)],
+    process = subprocess.Popen(python_command("-m", "ocat", "--plain", *ask_args(llm_server, config),
+                                              env=cli.environ({"TERM": "dumb"})),
                                stdin=terminal, stdout=terminal, stderr=terminal, env=cli.environ({"TERM": "dumb"}),
                                cwd=cli.home, close_fds=True)
     os.close(terminal)
@@ -226,8 +227,8 @@ def test_the_line_mode_asks_on_a_terminal_and_one_letter_answers(
 def test_sigterm_mid_call_leaves_no_server_behind(cli: Cli, llm_server: FakeLLMServer, tmp_path: Path) -> None:
     config = write_config(cli, {"fx": fixture_entry(tmp_path, timeout=600)})
     llm_server.script = [[{"name": "fx__hang", "arguments": {}}], "Never."]
-    process = subprocess.Popen([sys.executable, "-m", "ocat", "--plain",
-                                *ask_args(llm_server, config, "--allow-tool", "fx.hang")],
+    process = subprocess.Popen(python_command("-m", "ocat", "--plain",
+                                              *ask_args(llm_server, config, "--allow-tool", "fx.hang"), env=cli.environ()),
                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                env=cli.environ(), cwd=cli.home)
     assert process.stdin is not None

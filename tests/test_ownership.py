@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -13,6 +12,7 @@ import pytest
 
 from tests.support.cli import Cli
 from tests.support.data import exchange_records
+from tests.support.warm_start import python_command
 from tests.support.window import ask_window, start_window
 
 # A third process: it opens the store (through the window, while one serves it) and searches
@@ -42,7 +42,7 @@ def test_an_open_window_and_a_headless_import_lose_nothing(cli: Cli, tmp_path: P
         assert imported.json()["result"]["added"] == 1200
         assert ask_window(window, samples) == {"count": 1200, "found": len(samples)}
         # A third process meanwhile goes through the window too.
-        during = subprocess.run([sys.executable, "-c", CHECK], input=json.dumps(samples), capture_output=True,
+        during = subprocess.run(python_command("-c", CHECK, env=cli.environ()), input=json.dumps(samples), capture_output=True,
                                 text=True, env=cli.environ(), cwd=cli.home, check=True)
         assert json.loads(during.stdout) == {"count": 1200, "found": len(samples), "role": "client"}
     finally:
@@ -50,14 +50,14 @@ def test_an_open_window_and_a_headless_import_lose_nothing(cli: Cli, tmp_path: P
         window.stdin.write("quit\n")
         window.stdin.flush()
         window.wait(timeout=60)
-    after = subprocess.run([sys.executable, "-c", CHECK], input=json.dumps(samples), capture_output=True,
+    after = subprocess.run(python_command("-c", CHECK, env=cli.environ()), input=json.dumps(samples), capture_output=True,
                            text=True, env=cli.environ(), cwd=cli.home, check=True)
     assert json.loads(after.stdout) == {"count": 1200, "found": len(samples), "role": "owner"}
 
 
 def test_several_processes_create_a_new_store_at_once(cli: Cli) -> None:
     procs = [
-        subprocess.Popen([sys.executable, "-m", "ocat", "--vector-store-stats", "--output", "json"],
+        subprocess.Popen(python_command("-m", "ocat", "--vector-store-stats", "--output", "json", env=cli.environ()),
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=cli.environ(), cwd=cli.home)
         for _ in range(3)
     ]

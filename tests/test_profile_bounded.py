@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +15,7 @@ from ocat.config.loading import load_settings
 from ocat.memory import MemoryStore
 from ocat.operations.profile import PROFILE_BYTES, PROFILE_TEMPLATE, fit_lines, read_profile
 from ocat.operations.wake import build_wake, remember
+from tests.support.warm_start import python_command
 from tests.support.cli import Cli
 from tests.test_mcp import BILLING, CAT, call, mcp_session
 
@@ -73,7 +73,7 @@ def test_fitting_counts_each_line_once(tmp_path: Path) -> None:
 def test_ocat_wake_with_a_pipe_for_a_profile_returns_and_says_why(cli: Cli, tmp_path: Path) -> None:
     fifo = tmp_path / "profile.fifo"
     os.mkfifo(fifo)
-    done = subprocess.run([sys.executable, "-m", "ocat", "--wake", "--set", f"memory.profile={fifo}"],
+    done = subprocess.run(python_command("-m", "ocat", "--wake", "--set", f"memory.profile={fifo}", env=cli.environ()),
                           capture_output=True, text=True, env=cli.environ(), cwd=cli.home, timeout=60)
     assert done.returncode == 0 and "not a regular file" in done.stderr
 

@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
+from pathlib import Path
 
 import pytest
 
 from tests.support.cli import Cli
-from tests.support.warm_start import starts_alike, WarmServer
+from tests.support.warm_start import LAUNCHER, python_command, starts_alike, WarmServer
 
 
 def _comparable(output: str) -> str:
@@ -64,3 +67,66 @@ def test_a_run_that_changes_how_an_interpreter_starts_is_started_cold() -> None:
     assert not starts_alike({**started_with, "PYTHONIOENCODING": "latin-1"}, started_with)
     assert not starts_alike({**started_with, "LC_ALL": "C"}, started_with)
     assert not starts_alike({"PATH": "/bin", "LANG": "C.UTF-8"}, started_with)  # PYTHONPATH removed
+
+
+@pytest.mark.slow
+def test_a_run_may_exit_before_reading_its_input_however_much_there_is(cli: Cli) -> None:
+    # More than a pipe holds, to a run that never reads it: written from a thread, as subprocess.run does.
+    done = WarmServer.get().run(["--version"], input="x" * (1 << 20), env=cli.environ(), cwd=cli.home, timeout=60)
+    assert done.returncode == 0 and done.stdout.startswith("ocat ")
+
+
+# -- the launcher (tests/support/warm_exec.py): a warm run started by its command line ----------------
+
+SHOW = "import os, sys; print(sys.argv, repr(sys.path[0]), __name__, os.getcwd(), os.environ.get('SEEN'))"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("args", [
+    ("-c", SHOW, "a", "b"),
+    ("-c", "import sys; sys.exit(3)"),
+    ("-c", "raise ValueError('boom')"),
+    ("-c", "import sys; sys.exit('a message')"),
+])
+def test_a_launched_run_is_what_python_would_run(tmp_path: Path, args: tuple[str, ...]) -> None:
+    env = {**os.environ, "SEEN": "yes"}
+    runs = [subprocess.run(command, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=60)
+            for command in ([sys.executable, *args], python_command(*args, env=env))]
+    cold, warm = ((run.returncode, run.stdout, run.stderr) for run in runs)
+    assert runs[1].args[1] == str(LAUNCHER)  # it did go through the warm server
+    assert warm == cold
+
+
+@pytest.mark.slow
+def test_a_launcher_passes_signals_on_and_its_kill_ends_the_run(tmp_path: Path) -> None:
+    sleeper = "import os, time; print(os.getpid(), flush=True); time.sleep(60)"
+    pid_r, pid_w = os.pipe()
+    interrupted = subprocess.Popen(python_command("-c", sleeper, pid_fd=pid_w), stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, text=True, pass_fds=(pid_w,))
+    os.close(pid_w)
+    assert interrupted.stdout is not None
+    run_pid = int(interrupted.stdout.readline())
+    with os.fdopen(pid_r) as said:
+        assert int(said.readline()) == run_pid != interrupted.pid  # the run is not its launcher
+    interrupted.send_signal(signal.SIGINT)
+    # The run died of it (KeyboardInterrupt, uncaught), and its launcher as it did.
+    assert interrupted.wait(timeout=30) == -signal.SIGINT
+    assert "KeyboardInterrupt" in interrupted.stderr.read()  # type: ignore[union-attr]
+
+    killed = subprocess.Popen(python_command("-c", sleeper), stdout=subprocess.PIPE, text=True)
+    assert killed.stdout is not None
+    run_pid = int(killed.stdout.readline())
+    killed.kill()  # SIGKILL cannot be passed on: the server sees the launcher's socket close
+    killed.wait(timeout=30)
+    deadline = time.monotonic() + 30
+    while _alive(run_pid):
+        assert time.monotonic() < deadline, "the run outlived its killed launcher"
+        time.sleep(0.05)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[-1].split()[0] != "Z"
+    except OSError:
+        return False

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Callable, Mapping
 
-from tests.support.warm_start import WarmServer, warm_start_on
+from tests.support.warm_start import python_command, WarmServer, warm_start_on
 
 
 @dataclass
@@ -83,18 +83,28 @@ def stats(cli: Cli) -> dict[str, Any]:
 
 
 class Running:
-    """A CLI process started in the background, with its output read line by line."""
+    """A CLI process started in the background, with its output read line by line. It runs from the
+    warm server (tests/support/warm_exec.py stands for it) unless it needs a new interpreter; `pid` is
+    the run's own, which `kill` signals."""
 
     def __init__(self, cli: Cli, *args: str, stdin: bool = False, env: dict[str, str] | None = None) -> None:
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "ocat", *args],
-            stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=cli.environ(env),
-            cwd=cli.home,
-        )
+        environ = cli.environ(env)
+        pid_r, pid_w = os.pipe()
+        try:
+            self.process = subprocess.Popen(
+                python_command("-m", "ocat", *args, env=environ, pid_fd=pid_w),
+                stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                env=environ,
+                cwd=cli.home,
+                pass_fds=(pid_w,),
+            )
+        finally:
+            os.close(pid_w)
+        with os.fdopen(pid_r) as said:
+            self.pid = int(said.readline() or 0) or self.process.pid
         self.lines: dict[str, queue.Queue[str]] = {"stdout": queue.Queue(), "stderr": queue.Queue()}
         self.seen: dict[str, list[str]] = {"stdout": [], "stderr": []}
         for name, stream in (("stdout", self.process.stdout), ("stderr", self.process.stderr)):
@@ -141,6 +151,6 @@ class Running:
         self.process.stdin.flush()
 
     def kill(self, sig: int = signal.SIGKILL) -> int:
-        """Send a signal and wait for the process to end; returns its exit code."""
-        self.process.send_signal(sig)
+        """Send a signal to the run and wait for it to end; returns its exit code."""
+        os.kill(self.pid, sig)
         return self.process.wait(timeout=120)

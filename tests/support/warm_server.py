@@ -1,36 +1,45 @@
 """The warm interpreter behind tests/support/warm_start.py, run as a script (never imported).
 
 It imports the libraries that cost an `ocat` process most of its start (chromadb ~2 s, the
-embedder's onnxruntime, tokenizers and numpy) once, then waits on the socket it was given
-(its number is the script's one argument). Each request brings a JSON line (argv, environment, working folder) and four file
-descriptors: the run's stdin, stdout, stderr and a socket of its own. For each, it forks a
-waiter, which forks the run: the run puts the descriptors in place of 0, 1 and 2, takes the
-environment, the folder and argv, and executes `ocat` as `python -m ocat` would; the waiter
-reports the run's pid, then its exit code, on the run's own socket.
+embedder's onnxruntime, tokenizers and numpy) once, then waits for requests on two sockets: the
+one it was given (its number is the script's first argument; the test worker's `Cli` uses it)
+and one it listens on, named by its second argument (an abstract Unix socket, which
+tests/support/warm_exec.py connects to for a test that starts a process by its command line).
+
+Each request brings a JSON line (the Python command line after `python`, the environment and
+the working folder) and four file descriptors: the run's stdin, stdout, stderr and a socket of
+its own. For each, it forks a waiter, which forks the run: the run puts the descriptors in place
+of 0, 1 and 2, takes the environment, the folder and argv, and runs `-m MODULE`, `-c CODE` or a
+script as `python` would; the waiter reports the run's pid, then its exit code, on the run's own
+socket, and kills the run should that socket close first (its owner died or gave up on it).
 
 No module of ocat or of the tests is imported here, so every run imports ocat afresh.
 """
 
 from __future__ import annotations
 
+import atexit
+import importlib
 import json
 import os
 import runpy
+import select
 import signal
 import socket
 import sys
 import tempfile
+import threading
 import time
+import traceback
+import types
 
-# The point of this server: these are imported once, before the forks.
-import chromadb
-import chromadb.api.fastapi  # noqa: F401
-import numpy  # noqa: F401
-import onnxruntime  # noqa: F401
-import tokenizers  # noqa: F401
+# What costs an `ocat` process most of its start. Chroma loads its Rust bindings (~0.2 s) only
+# as a client opens, which every run that opens a store did.
+WARM = ("chromadb", "chromadb.api.fastapi", "chromadb.api.rust", "filelock", "numpy", "onnxruntime", "tokenizers")
+
 
 def _run(request: dict, stdin: int, stdout: int, stderr: int) -> None:
-    """Become the `ocat` process of one request (never returns)."""
+    """Become the process of one request and end as `python` would (never returns)."""
     for target, fd in ((0, stdin), (1, stdout), (2, stderr)):
         os.dup2(fd, target)
         os.close(fd)
@@ -39,11 +48,71 @@ def _run(request: dict, stdin: int, stdout: int, stderr: int) -> None:
     os.environ.update(request["env"])
     time.tzset()  # TZ as the run's environment says
     tempfile.tempdir = None  # TMPDIR likewise, read again on first use
-    sys.path.insert(0, os.getcwd())  # what `python -m` puts first
-    sys.argv = ["ocat", *request["args"]]
-    # SystemExit (and ocat's own exit handler, which ends by os._exit) end this process as they end `python -m ocat`.
-    runpy.run_module("ocat", run_name="__main__", alter_sys=True)
-    sys.exit(0)
+    argv = request.get("argv") or ["-m", "ocat", *request["args"]]
+    try:
+        _main(argv)
+    except SystemExit as leaving:
+        _finish(_exit_code(leaving.code))
+    except KeyboardInterrupt as stopped:
+        _print_uncaught(stopped)
+        _finish(-signal.SIGINT)
+    except BaseException as uncaught:
+        _print_uncaught(uncaught)
+        _finish(1)
+    _finish(0)
+
+
+def _print_uncaught(error: BaseException) -> None:
+    """The traceback `python` prints, without the frames of this server and of runpy."""
+    tb = error.__traceback__
+    while tb is not None and tb.tb_frame.f_code.co_filename in (__file__, runpy.__file__):
+        tb = tb.tb_next
+    traceback.print_exception(type(error), error, tb)
+
+
+def _main(argv: list[str]) -> None:
+    """Run `python *argv`: `-m MODULE`, `-c CODE` or a script, each with the path and argv `python` gives it."""
+    if argv[0] == "-m":  # what `python -m` puts first on the path is the working folder
+        sys.path.insert(0, os.getcwd())
+        sys.argv = [argv[1], *argv[2:]]
+        runpy.run_module(argv[1], run_name="__main__", alter_sys=True)
+    elif argv[0] == "-c":  # `python -c` puts "" first, and runs the code in a fresh __main__
+        sys.path.insert(0, "")
+        sys.argv = ["-c", *argv[2:]]
+        main = types.ModuleType("__main__")
+        sys.modules["__main__"] = main
+        exec(compile(argv[1], "<string>", "exec"), main.__dict__)
+    else:  # a script: its own folder first
+        sys.path.insert(0, os.path.dirname(os.path.abspath(argv[0])))
+        sys.argv = list(argv)
+        runpy.run_path(argv[0], run_name="__main__")
+
+
+def _exit_code(code: object) -> int:
+    """The status `sys.exit(code)` ends an interpreter with."""
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code & 0xFF
+    print(code, file=sys.stderr)
+    return 1
+
+
+def _finish(code: int) -> None:
+    """End the run as an interpreter ends (its non-daemon threads joined, its exit handlers run,
+    its output flushed), then leave by os._exit: the C library's exit would run onnxruntime's
+    static destructors, which wait forever on a lock the server's threads held at the fork."""
+    threading._shutdown()  # type: ignore[attr-defined]
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    if code < 0:  # died of a signal, as an uncaught KeyboardInterrupt ends an interpreter
+        signal.signal(-code, signal.SIG_DFL)
+        os.kill(os.getpid(), -code)
+    os._exit(code)
 
 
 def _wait(request: dict, fds: list[int]) -> None:
@@ -58,27 +127,60 @@ def _wait(request: dict, fds: list[int]) -> None:
         os.close(fd)
     with socket.socket(fileno=reply) as channel:
         channel.sendall(f"{json.dumps({'pid': pid})}\n".encode())
+        ended = os.pidfd_open(pid)
+        # Nobody writes to the channel: it turns readable only when its other end closes, and a
+        # run whose owner is gone (a launcher killed by SIGKILL, a test that gave up) goes too.
+        ready, _, _ = select.select([ended, channel], [], [])
+        if ended not in ready:
+            os.kill(pid, signal.SIGKILL)
         _, status = os.waitpid(pid, 0)
-        channel.sendall(f"{json.dumps({'code': os.waitstatus_to_exitcode(status)})}\n".encode())
+        try:
+            channel.sendall(f"{json.dumps({'code': os.waitstatus_to_exitcode(status)})}\n".encode())
+        except OSError:
+            pass  # nobody left to tell
     os._exit(0)
 
 
-def serve(control_fd: int) -> None:
-    """Answer requests until the tests' end of the socket closes."""
+def warm_up() -> None:
+    """Import what the runs share, once, before the forks: the point of this server."""
+    for name in WARM:
+        importlib.import_module(name)
+
+
+def serve(control_fd: int, address: str) -> None:
+    """Answer requests until the tests' end of the control socket closes."""
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # waiters are reaped by the kernel
     control = socket.socket(fileno=control_fd)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    # Listening before warming up: a launcher that comes early waits for its turn rather than
+    # finding nobody there and starting a cold interpreter.
+    listener.bind("\0" + address)
+    listener.listen(64)
+    control.send(b"listening")
+    warm_up()
     while True:
-        message, fds, _, _ = socket.recv_fds(control, 1 << 20, 4)
-        if not message:
-            return
-        request = json.loads(message)
+        ready, _, _ = select.select([control, listener], [], [])
+        if control in ready:
+            message, fds, _, _ = socket.recv_fds(control, 1 << 20, 4)
+            if not message:
+                return
+        else:  # a launcher: its connection is the run's own socket
+            connection, _ = listener.accept()
+            message, fds, _, _ = socket.recv_fds(connection, 1 << 20, 3)
+            if not message or len(fds) != 3:  # the launcher died before it asked
+                connection.close()
+                for fd in fds:
+                    os.close(fd)
+                continue
+            fds = [*fds, connection.detach()]
         if os.fork() == 0:
             control.close()
-            _wait(request, fds)
+            listener.close()
+            _wait(json.loads(message), fds)
         for fd in fds:
             os.close(fd)
 
 
 if __name__ == "__main__":
     sys.path.pop(0)  # this script's folder: a run's path starts from its own working folder
-    serve(int(sys.argv[1]))
+    serve(int(sys.argv[1]), sys.argv[2])

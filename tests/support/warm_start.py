@@ -18,6 +18,7 @@ import io
 import json
 import locale
 import os
+import secrets
 import signal
 import socket
 import subprocess
@@ -28,6 +29,7 @@ from pathlib import Path
 from typing import Mapping
 
 SERVER = Path(__file__).with_name("warm_server.py")
+LAUNCHER = Path(__file__).with_name("warm_exec.py")
 # Read by an interpreter as it starts: a run that sets them differently needs a new interpreter.
 STARTUP_PREFIXES = ("PYTHON", "LANG", "LC_")
 
@@ -51,8 +53,10 @@ class WarmServer:
     def __init__(self) -> None:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.environ = dict(os.environ)
+        # An abstract socket's name: no file to clean up, no limit from the temporary folder's length.
+        self.address = f"ocat-warm-{os.getpid()}-{secrets.token_hex(4)}"
         self.process = subprocess.Popen(
-            [sys.executable, str(SERVER), str(theirs.fileno())],
+            [sys.executable, str(SERVER), str(theirs.fileno()), self.address],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=None,  # a server that fails to start says why in the test's output
@@ -60,6 +64,9 @@ class WarmServer:
             cwd=Path(__file__).resolve().parents[2],
         )
         theirs.close()
+        # Its listening socket is there once it says so (a launcher finds it from then on, and
+        # waits for the warm-up behind it); a server that died first says nothing.
+        ours.recv(16)
         self.control = ours
         self.send_lock = threading.Lock()
         self.owner = os.getpid()  # the process whose socket this is
@@ -98,18 +105,37 @@ class WarmServer:
         readers = [threading.Thread(target=_read_all, args=(fd, outputs), daemon=True) for fd in (stdout_r, stderr_r)]
         for reader in readers:
             reader.start()
-        _write_all(stdin_w, input)
+        # Written from a thread, as subprocess.communicate does: a run may end before reading its
+        # input (`--version`), or read it only after writing more than a pipe holds.
+        writer = threading.Thread(target=_write_all, args=(stdin_w, input), daemon=True)
+        writer.start()
         try:
             code = json.loads(replies.readline())["code"]
         except (TimeoutError, socket.timeout):
             os.kill(pid, signal.SIGKILL)
             raise subprocess.TimeoutExpired(["ocat", *args], timeout) from None
         finally:
-            for reader in readers:
-                reader.join(timeout=10)
+            for thread in (*readers, writer):
+                thread.join(timeout=10)
             replies.close()
             mine.close()
         return Finished(pid, code, _text(outputs.get(stdout_r, b"")), _text(outputs.get(stderr_r, b"")))
+
+
+def python_command(*args: str, env: Mapping[str, str] | None = None, pid_fd: int | None = None) -> list[str]:
+    """The command line that runs `python *args` (with the environment `env`, os.environ when None) from this
+    worker's warm server through tests/support/warm_exec.py; a new interpreter's command line when `env` would
+    start one differently or PYTEST_OCAT_COLD_START=1. `pid_fd`, given to the process (pass_fds), is where the
+    run's own pid is written: signals sent to the launcher reach the run, except SIGKILL, which only ends it
+    once the launcher is gone."""
+    if warm_start_on():
+        server = WarmServer.get()
+        if server.can_run(os.environ if env is None else env):
+            fd = "-" if pid_fd is None else str(pid_fd)
+            return [sys.executable, str(LAUNCHER), server.address, fd, *args]
+    if pid_fd is not None:
+        os.write(pid_fd, b"0\n")  # no launcher: the process's own pid is the run's
+    return [sys.executable, *args]
 
 
 def starts_alike(env: Mapping[str, str], started_with: Mapping[str, str]) -> bool:
@@ -128,10 +154,18 @@ def _read_all(fd: int, into: dict[int, bytes]) -> None:
 
 
 def _write_all(fd: int, text: str) -> None:
-    with os.fdopen(fd, "w", encoding=locale.getpreferredencoding(False)) as stream:
+    stream = os.fdopen(fd, "w", encoding=locale.getpreferredencoding(False))
+    # A run that ends without reading all of it breaks the pipe, on the write or on the flush
+    # that closing does; subprocess.run ignores that too.
+    try:
+        stream.write(text)
+        stream.flush()
+    except BrokenPipeError:
+        pass
+    finally:
         try:
-            stream.write(text)
-        except BrokenPipeError:  # the run did not read all of it, as with subprocess.run
+            stream.close()
+        except BrokenPipeError:
             pass
 
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from typing import Any
 
 from tests.support.cli import Cli
+from tests.support.warm_start import python_command
 
 # The window's script: it prints that it is ready, then on each line of samples (JSON) searches
 # for them and prints the store's count and how many it found; "quit" ends it.
@@ -32,9 +32,10 @@ store.close()
 
 def start_window(cli: Cli) -> subprocess.Popen[str]:
     """Start the window on the CLI's store and wait until it serves it."""
+    environ = cli.environ()
     window = subprocess.Popen(
-        [sys.executable, "-c", WINDOW], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-        env=cli.environ(), cwd=cli.home,
+        python_command("-c", WINDOW, env=environ), stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        env=environ, cwd=cli.home,
     )
     assert window.stdout is not None
     assert json.loads(window.stdout.readline()) == {"ready": True, "role": "serving owner"}
