@@ -14,17 +14,19 @@ from pathlib import Path
 import pytest
 
 from tests.support.cli import Cli
+from tests.support.derived_cache import WARM_MODEL
 from tests.support.warm_start import LAUNCHER, python_command, starts_alike, WarmServer
 
 
 def _comparable(output: str) -> str:
-    """A JSON document without its duration (the one figure two runs never share)."""
+    """A JSON document without its duration (the one figure two runs never share), its keys in
+    order (Chroma gives a record's metadata in an order of its own each time)."""
     try:
         document = json.loads(output)
     except ValueError:
         return output
     document.get("meta", {}).pop("duration_ms", None)
-    return json.dumps(document)
+    return json.dumps(document, sort_keys=True)
 
 
 def _cold(cli: Cli, *args: str, input: str = "") -> tuple[int, str, str]:
@@ -48,6 +50,18 @@ def _warm(cli: Cli, *args: str, input: str = "") -> tuple[int, str, str]:
 def test_a_warm_run_prints_and_exits_as_a_cold_one(cli: Cli, args: tuple[str, ...]) -> None:
     cold, warm = _cold(cli, *args, input="ferry times\n"), _warm(cli, *args, input="ferry times\n")
     assert warm == cold
+
+
+@pytest.mark.slow
+def test_a_warm_run_embeds_as_a_cold_one_with_the_servers_model_session(cli: Cli, tmp_path: Path) -> None:
+    # The server loaded the lean graph each test's cache links to (tests/support/derived_cache.py).
+    assert os.path.isfile(os.environ[WARM_MODEL])
+    note = tmp_path / "note.md"
+    note.write_text("The ferry to the island leaves at nine.\n\nThe kettle is descaled on Mondays.\n")
+    assert cli("--add-to-vector-store", str(note)).returncode == 0
+    args = ("--query-vector-store", "when does the ferry to the island leave", "--output", "json")
+    cold, warm = _cold(cli, *args), _warm(cli, *args)
+    assert warm == cold and json.loads(warm[1])["result"]["results"][0]["score"] > 0.5
 
 
 @pytest.mark.slow

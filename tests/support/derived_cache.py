@@ -20,15 +20,22 @@ import pytest
 from ocat.llm import model_table
 from ocat.memory.embedding.lean_graph import session_source
 
+# Read by the warm server (tests/support/warm_server.py, MODEL_VARIABLE): not an OCAT_ variable,
+# which ocat would refuse.
+WARM_MODEL = "PYTEST_OCAT_WARM_MODEL"
+
 
 def make_derived_cache(folder: Path, model_dir: Path) -> Path:
-    """Fill `folder` (an XDG cache folder) with what ocat derives from `model_dir` and litellm."""
+    """Fill `folder` (an XDG cache folder) with what ocat derives from `model_dir` and litellm,
+    and name its lean graph to the warm server (tests/support/warm_server.py) started later."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("XDG_CACHE_HOME", str(folder))
-        session_source(model_dir / "model.onnx")
+        lean = session_source(model_dir / "model.onnx")
         model_table._table.cache_clear()  # read again from (and written to) `folder`
         model_table._table()
         model_table._table.cache_clear()  # this process's next look reads the test's own cache
+    if isinstance(lean, str):  # a file (not bytes: a cache that cannot be written)
+        os.environ[WARM_MODEL] = lean
     return folder
 
 

@@ -35,6 +35,8 @@ import types
 
 # What costs an `ocat` process most of its start. Chroma loads its Rust bindings (~0.2 s) only
 # as a client opens, which every run that opens a store did.
+# The lean graph of the model the tests use (tests/support/derived_cache.py), whose sessions are loaded here.
+MODEL_VARIABLE = "PYTEST_OCAT_WARM_MODEL"
 WARM = ("chromadb", "chromadb.api.fastapi", "chromadb.api.rust", "filelock", "numpy", "onnxruntime", "tokenizers")
 
 
@@ -145,6 +147,52 @@ def warm_up() -> None:
     """Import what the runs share, once, before the forks: the point of this server."""
     for name in WARM:
         importlib.import_module(name)
+    lean = os.environ.get(MODEL_VARIABLE)
+    if lean and os.path.isfile(lean):
+        _load_sessions(lean)
+
+
+def _load_sessions(lean: str) -> None:
+    """Load the model's sessions as the runs' ocat would (ocat.memory.embedding.embedders), and
+    hand a run the one it asks for instead of loading it again (~0.2 s of every run that embeds).
+
+    Only a session on one thread: it has no thread pool, whose threads a fork would leave behind.
+    A run asks for the same session when it opens the same file (its cache's hard link to `lean`,
+    tests/support/derived_cache.py) with the same options; anything else is loaded as asked."""
+    import onnxruntime
+
+    load = onnxruntime.InferenceSession
+    loaded: dict[tuple, object] = {}
+
+    def key(source: object, options: object, providers: object, disabled: object) -> tuple | None:
+        if not isinstance(source, str) or getattr(options, "intra_op_num_threads", 0) != 1:
+            return None
+        try:
+            stat = os.stat(source)
+        except OSError:
+            return None
+        return (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns, options.log_severity_level,
+                options.enable_mem_pattern, tuple(providers or ()), tuple(disabled or ()))
+
+    for disabled in (None, ["ConstantFolding"]):  # ocat's two: for many texts, and for a few
+        options = onnxruntime.SessionOptions()
+        options.log_severity_level = 3
+        options.enable_mem_pattern = False
+        options.intra_op_num_threads = 1
+        providers = ["CPUExecutionProvider"]
+        loaded[key(lean, options, providers, disabled)] = load(
+            lean, sess_options=options, providers=providers, disabled_optimizers=disabled)
+
+    def session(path_or_bytes: object, sess_options: object = None, providers: object = None,
+                provider_options: object = None, **kwargs: object) -> object:
+        found = None
+        if provider_options is None and set(kwargs) <= {"disabled_optimizers"}:
+            found = loaded.get(key(path_or_bytes, sess_options, providers, kwargs.get("disabled_optimizers")))
+        if found is not None:
+            return found
+        return load(path_or_bytes, sess_options, providers, provider_options, **kwargs)
+
+    onnxruntime.InferenceSession = session
 
 
 def serve(control_fd: int, address: str) -> None:
