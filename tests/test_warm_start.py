@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from ocat.mcp_client.server_processes import running
 from tests.support.cli import Cli
 from tests.support.derived_cache import WARM_MODEL
 from tests.support.warm_start import LAUNCHER, python_command, starts_alike, WarmServer
@@ -133,14 +134,7 @@ def test_a_launcher_passes_signals_on_and_its_kill_ends_the_run(tmp_path: Path) 
     killed.kill()  # SIGKILL cannot be passed on: the server sees the launcher's socket close
     killed.wait(timeout=30)
     deadline = time.monotonic() + 30
-    while _alive(run_pid):
+    while running(run_pid):
         assert time.monotonic() < deadline, "the run outlived its killed launcher"
         time.sleep(0.05)
 
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().rsplit(")", 1)[-1].split()[0] != "Z"
-    except OSError:
-        return False
