@@ -15,9 +15,9 @@ from ocat.text.limits import MAX_RESULTS, whole_number
 from ocat.memory import MemoryStore
 from ocat.records import Exchange
 from ocat.chat.session import ChatSession
-from tests.support.cli import Cli
 from ocat.llm import model_list
 from ocat.llm.model_list import ModelList
+from tests.support.cli import Cli
 
 
 def error_of(session: ChatSession, line: str) -> str:

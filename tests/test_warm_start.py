@@ -55,7 +55,8 @@ def test_a_warm_run_prints_and_exits_as_a_cold_one(cli: Cli, args: tuple[str, ..
 
 @pytest.mark.slow
 def test_a_warm_run_embeds_as_a_cold_one_with_the_servers_model_session(cli: Cli, tmp_path: Path) -> None:
-    # The server loaded the lean graph each test's cache links to (tests/support/derived_cache.py).
+    # The lean graph the server loads its sessions from, which each test's cache links to
+    # (tests/support/derived_cache.py): a run's query is embedded with the server's session.
     assert os.path.isfile(os.environ[WARM_MODEL])
     note = tmp_path / "note.md"
     note.write_text("The ferry to the island leaves at nine.\n\nThe kettle is descaled on Mondays.\n")

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Callable, Mapping
 
-from tests.support.warm_start import python_command, WarmServer, warm_start_on
+from tests.support.warm_start import launched, python_command, WarmServer, warm_start_on
 
 
 @dataclass
@@ -90,21 +90,24 @@ class Running:
     def __init__(self, cli: Cli, *args: str, stdin: bool = False, env: dict[str, str] | None = None) -> None:
         environ = cli.environ(env)
         pid_r, pid_w = os.pipe()
+        command = python_command("-m", "ocat", *args, env=environ, pid_fd=pid_w)
         try:
             self.process = subprocess.Popen(
-                python_command("-m", "ocat", *args, env=environ, pid_fd=pid_w),
+                command,
                 stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 text=True,
                 env=environ,
                 cwd=cli.home,
-                pass_fds=(pid_w,),
+                pass_fds=(pid_w,) if launched(command) else (),
             )
         finally:
             os.close(pid_w)
         with os.fdopen(pid_r) as said:
-            self.pid = int(said.readline() or 0) or self.process.pid
+            # Started cold, the process is the run; else its launcher says the run's pid (or its own
+            # when it became the interpreter, having found no server).
+            self.pid = int(said.readline()) if launched(command) else self.process.pid
         self.lines: dict[str, queue.Queue[str]] = {"stdout": queue.Queue(), "stderr": queue.Queue()}
         self.seen: dict[str, list[str]] = {"stdout": [], "stderr": []}
         for name, stream in (("stdout", self.process.stdout), ("stderr", self.process.stderr)):

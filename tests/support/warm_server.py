@@ -158,7 +158,8 @@ def _load_sessions(lean: str) -> None:
 
     Only a session on one thread: it has no thread pool, whose threads a fork would leave behind.
     A run asks for the same session when it opens the same file (its cache's hard link to `lean`,
-    tests/support/derived_cache.py) with the same options; anything else is loaded as asked."""
+    tests/support/derived_cache.py) with the same options; anything else is loaded as asked, so
+    should ocat's options change, its runs load their own sessions again: slower, never different."""
     import onnxruntime
 
     load = onnxruntime.InferenceSession

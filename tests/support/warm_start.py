@@ -126,16 +126,19 @@ def python_command(*args: str, env: Mapping[str, str] | None = None, pid_fd: int
     """The command line that runs `python *args` (with the environment `env`, os.environ when None) from this
     worker's warm server through tests/support/warm_exec.py; a new interpreter's command line when `env` would
     start one differently or PYTEST_OCAT_COLD_START=1. `pid_fd`, given to the process (pass_fds), is where the
-    run's own pid is written: signals sent to the launcher reach the run, except SIGKILL, which only ends it
-    once the launcher is gone."""
+    launcher writes the run's own pid (see `launched`): signals sent to the launcher reach the run, except
+    SIGKILL, which only ends it once the launcher is gone."""
     if warm_start_on():
         server = WarmServer.get()
         if server.can_run(os.environ if env is None else env):
             fd = "-" if pid_fd is None else str(pid_fd)
             return [sys.executable, str(LAUNCHER), server.address, fd, *args]
-    if pid_fd is not None:
-        os.write(pid_fd, b"0\n")  # no launcher: the process's own pid is the run's
     return [sys.executable, *args]
+
+
+def launched(command: list[str]) -> bool:
+    """Whether `command` (from python_command) goes through the launcher, which then writes the run's pid."""
+    return command[1:2] == [str(LAUNCHER)]
 
 
 def starts_alike(env: Mapping[str, str], started_with: Mapping[str, str]) -> bool:
