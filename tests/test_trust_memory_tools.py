@@ -56,6 +56,13 @@ def superseded(store: MemoryStore, record_id: str) -> Any:
     return store.get(record_id).metadata.get(SUPERSEDED_KEY)  # type: ignore[union-attr]
 
 
+def replaced_note(session: ChatSession) -> tuple[str, str]:
+    """The model stores PEANUTS, then SESAME replacing it: the two notes' ids."""
+    [old] = call(session, "remember", text=PEANUTS).ids
+    [new] = call(session, "remember", text=SESAME, replaces=old).ids
+    return old, new
+
+
 # -- B5: replacing never makes a circle, and a pin moves on, said -------------------------------
 
 
@@ -106,8 +113,7 @@ def test_storing_the_words_of_a_replaced_note_says_so_instead_of_already_remembe
     store: MemoryStore, llm_server: FakeLLMServer
 ) -> None:
     session = session_on(store, llm_server)
-    [old] = call(session, "remember", text=PEANUTS).ids
-    [new] = call(session, "remember", text=SESAME, replaces=old).ids
+    old, new = replaced_note(session)
     again = call(session, "remember", text=PEANUTS)
     assert again.error is None and "Already remembered" not in again.result
     assert "replaced by the newer note" in again.result and "Nothing was stored" in again.result and again.changed is None
@@ -118,8 +124,7 @@ def test_the_users_remember_of_a_replaced_notes_words_brings_it_back_and_says_so
     store: MemoryStore, llm_server: FakeLLMServer
 ) -> None:
     session = session_on(store, llm_server)
-    [old] = call(session, "remember", text=PEANUTS).ids
-    [new] = call(session, "remember", text=SESAME, replaces=old).ids
+    old, new = replaced_note(session)
     said = run_command(session, f"/remember {PEANUTS}").text
     assert "Remembered and pinned" in said and "given to the model again" in said
     assert superseded(store, old) is None and superseded(store, new) is None
@@ -133,6 +138,18 @@ def test_an_mcp_client_cannot_pin_or_mark_replaced_through_a_saves_metadata(key:
 
     with pytest.raises(UsageError, match="set by ocat itself"):
         checked_metadata({key: "doc-0123456789abcdef-0"})
+
+
+def test_deleting_the_newer_note_gives_the_older_one_again_with_its_pin(
+    store: MemoryStore, llm_server: FakeLLMServer
+) -> None:
+    session = session_on(store, llm_server)
+    [user_note] = user_remember(store, PEANUTS, session.settings).ids
+    [newer] = call(session, "remember", text=SESAME, replaces=user_note).ids
+    run_command(session, f"/vdelete {newer} --yes")  # "/vdelete ID undoes it" (docs/configuration.md)
+    assert store.get(newer) is None and superseded(store, user_note) is None
+    block = build_wake(session.settings, store)
+    assert block.pinned_ids == [user_note] and PEANUTS in block.text()
 
 
 # -- B13: many calls in one step, many notes in one turn -----------------------------------------

@@ -52,12 +52,12 @@ def chain(store: MemoryStore, note: DocumentChunk) -> list[DocumentChunk]:
     return found
 
 
-def check_replaceable(note: DocumentChunk, shown: Callable[[str], str]) -> None:
-    """UsageError if `note` was already replaced: the newest note is the one to replace (two
-    notes replacing one would both be given, and the older chain forgotten)."""
-    newer = newer_note(note)
-    if newer is not None:
-        raise UsageError(f"{shown(note.id)} was already replaced by the newer note {shown(newer)}; "
+def check_replaceable(store: MemoryStore, note: DocumentChunk, shown: Callable[[str], str]) -> None:
+    """UsageError if `note` was already replaced: the newest note of its chain is the one to
+    replace (two notes replacing one would both be given, and the older chain forgotten)."""
+    newest = chain(store, note)[-1]
+    if newest is not note:
+        raise UsageError(f"{shown(note.id)} was already replaced by the newer note {shown(newest.id)}; "
                          "replace that one instead (nothing was stored)")
 
 

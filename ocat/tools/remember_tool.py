@@ -7,7 +7,7 @@ What it did is said twice, in the same facts: to the model (the tool's result) a
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 from ocat.errors import UsageError
 from ocat.records import DocumentChunk
@@ -15,11 +15,12 @@ from ocat.text.terminal import shorten
 from ocat.tools.box import ToolFailed, ToolOutcome
 from ocat.operations.add import add_note
 from ocat.operations.lookup import get_record
-from ocat.operations.notes import check_replaceable, newer_note, replace_note
+from ocat.operations.notes import chain, check_replaceable, replace_note
 
 if TYPE_CHECKING:
     from ocat.tools.memory_tools import MemoryToolContext
 
+T = TypeVar("T")
 # The most characters a note the model stores may have (a longer one is a document: /vdoc).
 REMEMBER_CHARS = 8000
 # The most characters an id the model gives back may have: ids are shown at most this long, and
@@ -57,7 +58,7 @@ def remember(context: MemoryToolContext, args: dict[str, Any]) -> ToolOutcome:
         raise ToolFailed(f"at most {most} notes per turn (memory.max_notes_per_turn); this note was not stored")
     old = _note(context, str(args["replaces"]).strip()) if args.get("replaces") else None
     if old is not None:
-        _refused_as_tool(lambda: check_replaceable(old, context.shown_id))
+        _refused_as_tool(lambda: check_replaceable(context.store, old, context.shown_id))
     added = add_note(context.store, text, context.settings.chunking, source="model")
     if not added.ids:
         raise ToolFailed("the note could not be stored")
@@ -65,12 +66,13 @@ def remember(context: MemoryToolContext, args: dict[str, Any]) -> ToolOutcome:
     already = added.added_chunks == 0
     if old is None:
         stored = context.store.get(added.ids[0])
-        newer = newer_note(stored) if already and isinstance(stored, DocumentChunk) else None
-        if newer is not None:  # its words are kept, but replaced: "already remembered" would be untrue
+        newest = chain(context.store, stored)[-1] if already and isinstance(stored, DocumentChunk) else None
+        if newest is not None and newest is not stored:  # replaced: "already remembered" would be untrue
+            newer = context.shown_id(newest.id)
             return ToolOutcome(
-                text=(f"These words are note {shown}, which was replaced by the newer note "
-                      f"{context.shown_id(newer)}: that one is what is remembered. Nothing was stored."),
-                summary=f"not stored: note {shown} was replaced by {context.shown_id(newer)}", ids=tuple(added.ids))
+                text=(f"These words are note {shown}, which was replaced by the newer note {newer}: "
+                      "that one is what is remembered. Nothing was stored."),
+                summary=f"not stored: note {shown} was replaced by {newer}", ids=tuple(added.ids))
         if already:
             return ToolOutcome(text=f"Already remembered, as note {shown}.", summary=f"already remembered ({shown})",
                                ids=tuple(added.ids), count=len(added.ids))
@@ -88,7 +90,7 @@ def remember(context: MemoryToolContext, args: dict[str, Any]) -> ToolOutcome:
     return ToolOutcome(text=told, summary=said, ids=tuple(added.ids), count=len(added.ids), changed=said)
 
 
-def _refused_as_tool(step: Any) -> Any:
+def _refused_as_tool(step: Callable[[], T]) -> T:
     """Run a step of the notes operation; its refusal (UsageError) is the tool's error, in its words."""
     try:
         return step()
