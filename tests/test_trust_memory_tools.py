@@ -89,6 +89,8 @@ def test_a_replace_that_would_close_a_circle_is_refused_and_the_pin_stays(
     block = build_wake(session.settings, store)
     assert block.pinned_ids == [newer] and SESAME in block.text()
     assert [i for i, _ in pins(store)] == [newer]
+    sent = session_on(store, llm_server).turn("what do you know about Ana?").build_request().messages
+    assert any(SESAME in str(m["content"]) for m in sent)  # the next thread's model is given the pinned note
 
 
 def test_a_longer_circle_and_a_note_replacing_itself_are_refused(
