@@ -142,6 +142,14 @@ def test_an_mcp_client_cannot_pin_or_mark_replaced_through_a_saves_metadata(key:
         checked_metadata({key: "doc-0123456789abcdef-0"})
 
 
+def test_pinning_a_replaced_note_gives_it_to_the_model(store: MemoryStore, llm_server: FakeLLMServer) -> None:
+    session = session_on(store, llm_server)
+    old, _new = replaced_note(session)
+    said = run_command(session, f"/pin {old}").text
+    assert "the model is given it in every thread" in said and superseded(store, old) is None
+    assert old in build_wake(session.settings, store).pinned_ids
+
+
 def test_deleting_the_newer_note_gives_the_older_one_again_with_its_pin(
     store: MemoryStore, llm_server: FakeLLMServer
 ) -> None:

@@ -231,8 +231,10 @@ def _shown_path(path: Path) -> str:
 
 
 def pin(store: MemoryStore, id_or_prefix: str) -> str:
-    """Pin the memory with this id (or unique start of one); returns its whole id."""
+    """Pin the memory with this id (or unique start of one); returns its whole id. A note a
+    newer one replaced is given to the model again: a pin on it would never reach the model."""
     record_id = resolve_id(store, id_or_prefix)
+    bring_back(store, [record_id])
     memory.set_pinned(store, record_id, 0)
     return record_id
 
