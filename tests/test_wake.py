@@ -37,7 +37,7 @@ def two_threads(store: MemoryStore) -> None:
 def test_the_block_holds_pins_then_profile_then_threads(store: MemoryStore, tmp_path: Path) -> None:
     settings = settings_with_profile(tmp_path)
     two_threads(store)
-    [note] = remember(store, "My daughter Ana is allergic to peanuts.", settings)
+    [note] = remember(store, "My daughter Ana is allergic to peanuts.", settings).ids
     pin(store, "kitchen-1")
     block = build_wake(settings, store)
     text = block.text()
@@ -96,7 +96,7 @@ def test_pins_travel_in_an_export_and_survive_a_rebuild_of_every_derived_file(
 ) -> None:
     settings = settings_with_profile(tmp_path)
     two_threads(store)
-    [note] = remember(store, "I prefer metric units.", settings)
+    [note] = remember(store, "I prefer metric units.", settings).ids
     pin(store, "trip-1")
     unpin(store, "trip-1")
     pin(store, "kitchen-1")

@@ -153,6 +153,7 @@ class Turn:
                     break
                 messages.append({"role": "assistant", "content": "".join(said) or None,
                                  "tool_calls": [call.request_message() for call in calls]})
+                calls, refused = self._within_cap(calls)
                 for call in calls:
                     self.calls.append(call)
                     call.start()
@@ -160,6 +161,7 @@ class Turn:
                     await asyncio.to_thread(box.run, call)
                     messages.append(call.result_message())
                     yield call
+                messages.extend(call.result_message() for call in refused)
                 if self.steps >= limit:
                     self.tool_notes.append(
                         f"the model asked for tools {limit} times (tools.max_steps): it answers now without them")
@@ -170,6 +172,18 @@ class Turn:
             raise
         self.answered_at = clock()
         self.state = TurnState.ANSWERED
+
+    def _within_cap(self, calls: list[ToolCall]) -> tuple[list[ToolCall], list[ToolCall]]:
+        """The calls of one step to run (the first `tools.max_calls_per_step`), and those past them,
+        refused: each is a tool error, not run (a provider wants every call answered), and is not
+        kept with the exchange; the faces say, once, how many."""
+        most = self.session.settings.tools.max_calls_per_step
+        for call in calls[most:]:
+            call.fail(f"at most {most} calls per step; this call was not run")
+        if len(calls) > most:
+            self.tool_notes.append(f"the model asked for {len(calls)} tool calls in one step: the {len(calls) - most} "
+                                   f"past the first {most} were not run (tools.max_calls_per_step)")
+        return calls[:most], calls[most:]
 
     def _toolbox(self) -> ToolBox | None:
         """The tools of this turn; the model already has the injected memories and the wake block's pins."""

@@ -62,9 +62,13 @@ def _pins(session: ChatSession) -> CommandResult:
          arguments=(Arg("text", "what to remember", kind="rest"),), example="/remember I prefer metric units")
 def _remember(session: ChatSession, text: str) -> CommandResult:
     store = require_model(session)
-    ids = remember(store, text, session.settings)
+    done = remember(store, text, session.settings)
     session.wake = None
-    return CommandResult(text=f"Remembered and pinned ({', '.join(_shown(store, i) for i in ids)}).")
+    said = f"Remembered and pinned ({', '.join(_shown(store, i) for i in done.ids)})."
+    if done.had_replaced_it is not None:
+        said += (f" These words were a note replaced by {_shown(store, done.had_replaced_it)}; "
+                 "they are given to the model again.")
+    return CommandResult(text=said)
 
 
 def _shown(store: MemoryStore, record_id: str) -> str:

@@ -120,6 +120,7 @@ class MemorySettings:
     profile: str | None = _field("Markdown file about you, in the wake block; null: profile.md beside the config.",
                                  path=True)
     model_may_remember: bool = _field("Let the chat model store notes with its remember tool (tools.enabled on).")
+    max_notes_per_turn: int = _field("Most notes the chat model may store with remember in one turn.", lo=1, hi=100)
 
 
 # Whether the chat model is offered tools: auto (when the model can call them), on, off.
@@ -134,6 +135,8 @@ class ToolsSettings:
                           choices=TOOL_MODES)
     max_steps: int = _field("Most model calls with tools in one turn; one last call without tools follows.",
                             lo=1, hi=50)
+    max_calls_per_step: int = _field("Most tool calls run in one model step; the rest are tool errors, not run.",
+                                     lo=1, hi=100)
     result_tokens: int = _field("Most tokens one tool result may give the model; a longer one is cut, with a note.",
                                 lo=100, hi=100_000)
     mcp_servers_file: str | None = _field(

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, TypeVar
 from ocat.errors import StoreError, UsageError
 from ocat.text.limits import INT64_MAX, INT64_MIN
 from ocat.memory import DOCUMENT_KEYS, FilterSpec
-from ocat.records import EXCHANGE_FIELDS
+from ocat.records import EXCHANGE_FIELDS, PINNED_KEY, SHORTENED_KEY, SUPERSEDED_KEY
 from ocat.operations.search import hit_record, search, SearchResult
 
 from ocat.operations.lookup import as_hit, delete_records, get_record, Record
@@ -41,8 +41,9 @@ CONFIRM = "CONFIRM"
 DEFAULT_SOURCE = "mcp"
 _LABEL = re.compile(r"[\w .:/@+-]{1,100}")
 _KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,63}")
-# Fields ocat sets itself; a caller's metadata may not reuse them (nor "date", a filter alias).
-RESERVED_KEYS = DOCUMENT_KEYS | set(EXCHANGE_FIELDS) | {"date"}
+# Fields ocat sets itself; a caller's metadata may not reuse them (nor "date", a filter alias),
+# nor the marks that are the user's decisions: a pin, a note replaced by a newer one, a shortened document.
+RESERVED_KEYS = DOCUMENT_KEYS | set(EXCHANGE_FIELDS) | {"date", PINNED_KEY, SUPERSEDED_KEY, SHORTENED_KEY}
 
 
 class MemoryTools:

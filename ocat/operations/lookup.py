@@ -196,9 +196,12 @@ def recent_threads(store: MemoryStore, count: int, only: Sequence[str] | None = 
 
 def resolve_thread(store: MemoryStore, prefix: str) -> str:
     """The one thread id starting with `prefix` (UsageError if none or several)."""
-    found = store.threads.starting(prefix)
+    if len(prefix) > LONGEST_PREFIX:  # SQLite refuses a LIKE pattern that long: only the whole id may match
+        found = [thread_id for thread_id, *_ in store.threads.recent(1, [prefix])]
+    else:
+        found = store.threads.starting(prefix)
     if not found:
-        raise UsageError(f"no thread with an id starting {prefix!r}; /threads lists them")
+        raise UsageError(f"no thread with an id starting {shorten(prefix, 40)!r}; /threads lists them")
     if len(found) > 1:
         raise UsageError(f"{prefix!r} matches more than one thread; give more of the id")
     return found[0]

@@ -22,6 +22,7 @@ from ocat import memory
 from ocat.config.locations import display_path
 from ocat.operations.add import add_note
 from ocat.operations.lookup import recent_threads, resolve_id, short_id
+from ocat.operations.notes import bring_back
 from ocat.text.tokens import estimate_tokens
 
 if TYPE_CHECKING:
@@ -230,8 +231,10 @@ def _shown_path(path: Path) -> str:
 
 
 def pin(store: MemoryStore, id_or_prefix: str) -> str:
-    """Pin the memory with this id (or unique start of one); returns its whole id."""
+    """Pin the memory with this id (or unique start of one); returns its whole id. A note a
+    newer one replaced is given to the model again: a pin on it would never reach the model."""
     record_id = resolve_id(store, id_or_prefix)
+    bring_back(store, [record_id])
     memory.set_pinned(store, record_id, 0)
     return record_id
 
@@ -243,12 +246,24 @@ def unpin(store: MemoryStore, id_or_prefix: str) -> str:
     return record_id
 
 
-def remember(store: MemoryStore, text: str, settings: Settings) -> list[str]:
-    """Store `text` as a note and pin it (every chunk of it, should it be long); returns the ids."""
+@dataclass(frozen=True)
+class Remembered:
+    """What `/remember` did: the note's ids, and the note that had replaced it, when its words
+    were a replaced note's (brought back: the user's own note wins over the model's `replaces`)."""
+
+    ids: tuple[str, ...]
+    had_replaced_it: str | None = None
+
+
+def remember(store: MemoryStore, text: str, settings: Settings) -> Remembered:
+    """Store `text` as a note and pin it (every chunk of it, should it be long). A note with
+    these words that a newer note replaced is given to the model again: a pin on a replaced
+    note would never reach it."""
     added = add_note(store, text, settings.chunking, source="remember_command")
+    newer = bring_back(store, added.ids)
     for record_id in added.ids:
         memory.set_pinned(store, record_id, 0)
-    return list(added.ids)
+    return Remembered(tuple(added.ids), newer)
 
 
 def pins(store: MemoryStore) -> list[tuple[str, str]]:

@@ -121,10 +121,7 @@ class ToolBox:
 
 
 def _failed(call: ToolCall, why: str) -> ToolCall:
-    call.error = why
-    call.result = f"error: {why}"
-    call.summary = f"failed: {why}"
-    call.end(failed=True)
+    call.fail(why)
     return call
 
 

@@ -65,6 +65,13 @@ class ToolCall:
         if self.started is not None:
             self.seconds = clock() - self.started
 
+    def fail(self, why: str) -> None:
+        """The call failed, or was refused without running: the model reads why, as a tool error."""
+        self.error = why
+        self.result = f"error: {why}"
+        self.summary = f"failed: {why}"
+        self.end(failed=True)
+
     @property
     def ms(self) -> int | None:
         """How long it ran, in milliseconds."""

@@ -13,22 +13,20 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Callable
 
 from ocat.errors import UsageError
-from ocat.records import SUPERSEDED_KEY, DocumentChunk, Exchange, SearchHit
+from ocat.records import SUPERSEDED_KEY, Exchange, SearchHit
 from ocat.text.terminal import count_of, local_time, shorten
 from ocat.tools.box import ToolFailed, ToolOutcome, ToolSpec
 from ocat import memory
-from ocat.operations.add import add_note
 from ocat.operations.lookup import get_record, recent_threads, resolve_thread
 from ocat.operations.search import search
 from ocat.text.tokens import estimate_tokens
+from ocat.tools.remember_tool import ID_CHARS, REMEMBER_DESCRIPTION, REMEMBER_PARAMETERS, remember
 
 if TYPE_CHECKING:
     from ocat.memory import ProjectScope
     from ocat.memory import MemoryStore
     from ocat.config.settings import Settings
 
-# The most characters a note the model stores may have (a longer one is a document: /vdoc).
-REMEMBER_CHARS = 8000
 # Results a search gives by default, and at most.
 SEARCH_LIMIT, MOST_RESULTS = 5, 20
 # Exchanges before and after the one `read_thread` is asked to read around.
@@ -39,6 +37,9 @@ CHARS_PER_TOKEN = 4
 GLIMPSE = 240
 # Tokens of the result budget kept for a search's first line and the box's note.
 RESULT_MARGIN = 60
+# The years a search's dates may name: no memory is older than the clock's epoch, and a year
+# past these would not convert to a time at all (year 1 "failed unexpectedly").
+FIRST_YEAR, LAST_YEAR = 1970, 2999
 # What a search's `kind` means: which records, and for documents, notes or files.
 KINDS = ("any", "exchanges", "notes", "documents")
 
@@ -55,6 +56,8 @@ class MemoryToolContext:
     short: Callable[[str], str] | None = None
     # The chat's project scope: its searches prefer (or keep only) that project's exchanges, as recall does.
     project: ProjectScope | None = None
+    # Notes `remember` stored this turn (at most `memory.max_notes_per_turn`).
+    notes_stored: int = 0
 
     def shown_id(self, record_id: str) -> str:
         """The id to show for a record: its shortest unique start, else its first characters."""
@@ -92,7 +95,8 @@ SEARCH_PARAMETERS: dict[str, Any] = {
         "query": {"type": "string", "description": "What to look for, in words."},
         "after": {"type": "string", "description": "Only memories from this date on (ISO 8601, e.g. 2026-03-01)."},
         "before": {"type": "string", "description": "Only memories before this date (ISO 8601)."},
-        "thread": {"type": "string", "description": "Only this thread (its id, or the start of it)."},
+        "thread": {"type": "string", "description": "Only this thread (its id, or the start of it).",
+                   "maxLength": ID_CHARS},
         "kind": {"type": "string", "enum": list(KINDS), "description": "Which memories (default any)."},
         "limit": {"type": "integer", "minimum": 1, "maximum": MOST_RESULTS,
                   "description": f"How many results (default {SEARCH_LIMIT})."},
@@ -158,11 +162,15 @@ def _filters(context: MemoryToolContext, args: dict[str, Any]) -> tuple[memory.F
     """The search's filters from its arguments, and how to say them ("after 2026-03-01")."""
     conditions: list[memory.Condition] = []
     said: list[str] = []
+    moments: dict[str, datetime] = {}
     for name, op in (("after", "$gte"), ("before", "$lt")):
         if args.get(name):
-            moment = _date(name, str(args[name]))
+            moment = moments[name] = _date(name, str(args[name]))
             conditions.append(memory.Condition("date", op, moment.timestamp()))
             said.append(f"{name} {moment.date().isoformat()}")
+    if len(moments) == 2 and moments["after"] >= moments["before"]:
+        raise ToolFailed(f"after ({moments['after'].date().isoformat()}) must come before before "
+                         f"({moments['before'].date().isoformat()}): no memory is in that range")
     if args.get("thread"):
         try:
             thread = resolve_thread(context.store, str(args["thread"]))
@@ -180,11 +188,14 @@ def _filters(context: MemoryToolContext, args: dict[str, Any]) -> tuple[memory.F
 
 
 def _date(name: str, text: str) -> datetime:
-    """An ISO 8601 date (or date and time) as a local moment; ToolFailed saying the form otherwise."""
+    """An ISO 8601 date (or date and time) as a local moment, within FIRST_YEAR-LAST_YEAR;
+    ToolFailed naming the argument and saying the form otherwise."""
     try:
         moment = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
     except ValueError:
         raise ToolFailed(f"{name} must be an ISO 8601 date such as 2026-03-01, not {text[:40]!r}") from None
+    if not FIRST_YEAR <= moment.year <= LAST_YEAR:
+        raise ToolFailed(f"{name} must be a date from {FIRST_YEAR} to {LAST_YEAR}, not {text[:40]!r}")
     return moment if moment.tzinfo is not None else moment.astimezone()
 
 
@@ -219,9 +230,10 @@ READ_DESCRIPTION = (
 READ_PARAMETERS: dict[str, Any] = {
     "type": "object",
     "properties": {
-        "id": {"type": "string",
+        "id": {"type": "string", "maxLength": ID_CHARS,
                "description": "A thread's id, or an exchange's id (then its thread), or the start of one."},
-        "around": {"type": "string", "description": f"An exchange's id: read the {AROUND} before and after it."},
+        "around": {"type": "string", "maxLength": ID_CHARS,
+                   "description": f"An exchange's id: read the {AROUND} before and after it."},
     },
     "required": ["id"],
     "additionalProperties": False,
@@ -294,63 +306,3 @@ def _exchange_of(context: MemoryToolContext, given: str) -> Exchange:
 
 def _when(exchange: Exchange) -> str:
     return local_time(exchange.timestamp, "%Y-%m-%d %H:%M", "undated")
-
-
-# -- remember --------------------------------------------------------------------------------
-
-REMEMBER_DESCRIPTION = (
-    "Store a short note in the user's memory, for later conversations: a fact about the user, a "
-    "decision, a preference they stated. Write it so it makes sense on its own. When it corrects "
-    "or updates an older note, give that note's id as `replaces`: the old one is kept, and the new "
-    "one is what is remembered. The user sees every note you store and can delete it."
-)
-REMEMBER_PARAMETERS: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "text": {"type": "string", "description": "The note, self-contained.", "maxLength": REMEMBER_CHARS},
-        "replaces": {"type": "string", "description": "The id of an older note this one updates."},
-    },
-    "required": ["text"],
-    "additionalProperties": False,
-}
-
-
-def remember(context: MemoryToolContext, args: dict[str, Any]) -> ToolOutcome:
-    """Store a note (source `model`); with `replaces`, the older note is marked replaced by it
-    (kept, never deleted), and a pin it had moves to the new one."""
-    text = str(args["text"]).strip()
-    if not text:
-        raise ToolFailed("text is empty: give the note to store")
-    old = _note(context, str(args["replaces"]).strip()) if args.get("replaces") else None
-    store = context.store
-    added = add_note(store, text, context.settings.chunking, source="model")
-    if not added.ids:
-        raise ToolFailed("the note could not be stored")
-    new_id = added.ids[0]
-    new = store.get(new_id)
-    old_document = str(old.metadata.get("document_id") or "") if old is not None else ""
-    if old is not None and isinstance(new, DocumentChunk) and old_document != new.metadata.get("document_id"):
-        store.mark_documents([old_document], {SUPERSEDED_KEY: new_id})
-        if any(isinstance(p.record, DocumentChunk) and p.record.metadata.get("document_id") == old_document
-               for p in memory.pinned(store)):
-            for record_id in added.ids:  # the pin moves on with the note: the wake block shows the newer
-                memory.set_pinned(store, record_id, 0)
-    shown = context.shown_id(new_id)
-    replaced = f", replacing {context.shown_id(old.id)}" if old is not None else ""
-    said = f"Remembered: {shorten(' '.join(text.split()), 80)!r} ({shown}{replaced})"
-    already = added.added_chunks == 0
-    return ToolOutcome(
-        text=(f"Already remembered, as note {shown}." if already else f"Remembered as note {shown}{replaced}."),
-        summary=said, ids=tuple(added.ids), count=len(added.ids), changed=None if already else said,
-    )
-
-
-def _note(context: MemoryToolContext, given: str) -> DocumentChunk:
-    """The note `replaces` names (a note the user or the model stored), or ToolFailed."""
-    try:
-        record = get_record(context.store, given)
-    except UsageError as exc:
-        raise ToolFailed(f"replaces: {exc}") from None
-    if not isinstance(record, DocumentChunk) or not record.metadata.get("manual_entry"):
-        raise ToolFailed(f"replaces: {given} is not a note (only a note can be replaced; nothing is ever deleted)")
-    return record

@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING, Any, Iterable, Sequence, cast
 from ocat.errors import StoreError
 from ocat.memory.storage.batches import column
 from ocat.memory.storage.writes import mark_documents
-from ocat.records import RECORD_KINDS, SHORTENED_BY_DELETE, SHORTENED_KEY, RecordKind
+from ocat.records import RECORD_KINDS, SHORTENED_BY_DELETE, SHORTENED_KEY, SUPERSEDED_KEY, RecordKind
 
 if TYPE_CHECKING:
-    from chromadb.api.types import Where
+    from chromadb.api.types import Metadata, Where
 
     from ocat.memory.storage.store import MemoryStore
 
@@ -44,6 +44,7 @@ def delete_ids(store: MemoryStore, ids: Sequence[str]) -> int:
         if kind == "document":
             metadatas = column(got["metadatas"], len(found))
             mark_shortened(store, (str((m or {}).get("document_id") or "") for m in metadatas), SHORTENED_BY_DELETE)
+            _given_again(store, found)
         removed += len(found)
     return removed
 
@@ -67,6 +68,19 @@ def delete_where(store: MemoryStore, where: dict[str, Any]) -> int:
 def mark_shortened(store: MemoryStore, documents: Iterable[str], why: str) -> int:
     """Mark every chunk left of these documents shortened (SHORTENED_KEY, `why`); how many."""
     return mark_documents(store, documents, {SHORTENED_KEY: why})
+
+
+def _given_again(store: MemoryStore, gone: list[str]) -> None:
+    """Clear the replaced mark of the notes these deleted chunks had replaced (the model's
+    `remember` with `replaces`): deleting the newer note undoes the replace, and a pin the older
+    one kept is shown again, never left on a note nobody is given."""
+    try:
+        older = store.documents.get(where=cast("Where", {SUPERSEDED_KEY: {"$in": gone}}), include=[])["ids"]
+        if older:
+            cleared = cast("list[Metadata]", [{SUPERSEDED_KEY: None} for _ in older])  # None removes the key
+            store.documents.update(ids=list(older), metadatas=cleared)
+    except Exception as exc:
+        raise StoreError(f"cannot mark a note in the memory store: {exc}") from exc
 
 
 def _forget_derived(store: MemoryStore, kind: RecordKind, ids: list[str]) -> None:
