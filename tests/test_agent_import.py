@@ -7,6 +7,7 @@ The parsers are tested in tests/test_agent_sessions.py."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -104,3 +105,16 @@ def test_the_claude_code_hook_imports_the_session_it_names_quietly(cli: Cli, iso
     assert (gone.returncode, gone.stdout) == (1, "")
     assert gone.stderr == "ocat: the Claude Code session /nowhere/x.jsonl was not imported: no such file or folder: " \
                           "/nowhere/x.jsonl\n"
+
+
+def test_a_hook_naming_a_pipe_or_a_device_is_refused_as_a_path_is(cli: Cli, tmp_path: Path) -> None:
+    """Issue 44 (B8): `transcript_path` /dev/zero read until memory ran out and exited 0; a FIFO hung."""
+    fifo = tmp_path / "session.jsonl"
+    os.mkfifo(fifo)
+    for special, what in ((Path("/dev/zero"), "a device"), (fifo, "a pipe")):
+        hook = {"session_id": SESSION, "transcript_path": str(special), "hook_event_name": "Stop"}
+        run = cli("--import-history", "-", input=json.dumps(hook))
+        assert (run.returncode, run.stdout) == (1, ""), run.stderr
+        assert run.stderr.startswith(f"ocat: the Claude Code session {special} was not imported: {special} is {what}, "
+                                     "not a regular file"), run.stderr
+        assert len(run.stderr.splitlines()) == 1

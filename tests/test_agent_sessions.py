@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import tracemalloc
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from ocat.history_import import (
     detect_format,
     read_history,
 )
+from ocat.history_import import agent_sessions
 from ocat.history_import.agent_sessions import default_folder, hook_transcript
 from ocat.history_import.claude_code import read_session as read_claude_code
 from ocat.history_import.codex import read_session as read_codex
@@ -105,6 +107,45 @@ def test_a_broken_line_is_named_and_skipped_and_a_line_being_written_is_left_for
     whole = tmp_path / "whole.jsonl"
     whole.write_text("\n".join(ferry_fix_session().says("One more thing.").lines()), encoding="utf-8")
     assert read_claude_code(whole).exchanges[-1].answer.startswith("Added test_sunday.py; it passes.\n\nOne more thing.")
+
+
+def test_a_line_past_the_bound_is_named_and_skipped_and_the_rest_is_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 44: a 1 GB line took 3.3 GB to read; lines are read with a bound (lowered here)."""
+    monkeypatch.setattr(agent_sessions, "MAX_LINE_BYTES", 4096, raising=False)
+    lines = ferry_fix_session().lines()
+    huge = json.dumps({"type": "user", "message": {"role": "user", "content": [
+        {"tool_use_id": "toolu_x", "type": "tool_result", "content": "log line\n" * 1_000_000}]}})
+    lines.insert(9, huge)
+    path = tmp_path / "s.jsonl"
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    tracemalloc.start()
+    try:
+        session = read_claude_code(path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert session.warnings == (
+        f"{path}:10: a line of {len(huge) + 1:,} bytes is longer than the 4,096 read, skipped",)
+    assert pairs(session) == pairs(read_claude_code(ferry_fix_session().write(tmp_path / "plain.jsonl")))
+    assert peak < len(huge) // 2  # the 8 MB line was never held whole
+    # The last line, past the bound and without its newline, is named too (the rest is read).
+    path.write_text("".join(line + "\n" for line in ferry_fix_session().lines()) + huge, encoding="utf-8")
+    assert read_claude_code(path).warnings == (
+        f"{path}:{len(ferry_fix_session().lines()) + 1}: a line of {len(huge):,} bytes is longer than the 4,096 "
+        "read, skipped",)
+
+
+def test_a_session_that_is_a_pipe_or_a_device_is_refused(tmp_path: Path) -> None:
+    """Issue 44 (B8): a session path (a hook's transcript_path) is read as PATH is: regular files only."""
+    fifo = tmp_path / "fifo.jsonl"
+    os.mkfifo(fifo)
+    for special in (fifo, Path("/dev/zero")):
+        with pytest.raises(InputFileError, match="not a regular file"):
+            read_history(special, "claude-code")
+        with pytest.raises(InputFileError, match="not a regular file"):
+            read_claude_code(special)
 
 
 def test_a_codex_session_leaves_out_its_context_reasoning_and_tool_output(tmp_path: Path) -> None:
