@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any, BinaryIO
 
@@ -288,8 +288,12 @@ class ExchangeBuilder:
             current.tools.append(name)
 
     def build(self) -> tuple[ImportedExchange, ...]:
-        """Every exchange, in order."""
+        """Every exchange, in order; the last is marked maybe unfinished when its answer holds no
+        text (the file was read mid-turn: the prompt written, the answer not yet, or only tools)."""
+        last, before = self.current, len(self.exchanges)
         self._close()
+        if last is not None and not last.answers and len(self.exchanges) > before:
+            self.exchanges[-1] = replace(self.exchanges[-1], maybe_unfinished=True)
         return tuple(self.exchanges)
 
     def _started(self, timestamp: float | None, source_id: str) -> _Open:

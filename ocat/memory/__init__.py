@@ -79,6 +79,7 @@ if TYPE_CHECKING:
     from ocat.memory.storage.reconcile import catch_up, rebuild_derived
     from ocat.memory.storage.store import MemoryStore
     from ocat.memory.storage.thread_titles import set_thread_title, titled_threads
+    from ocat.memory.storage.writes import replace_exchanges
     from ocat.memory.store_check import check_store, StoreHealth, unopened_health
     from ocat.memory.store_counts import store_stats
     from ocat.memory.store_repair import repair_store, RepairResult, set_aside_derived
@@ -128,6 +129,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "storage.reconcile": ("catch_up", "rebuild_derived"),
     "storage.store": ("MemoryStore",),
     "storage.thread_titles": ("set_thread_title", "titled_threads"),
+    "storage.writes": ("replace_exchanges",),
     "store_check": ("check_store", "StoreHealth", "unopened_health"),
     "store_counts": ("store_stats",),
     "store_repair": ("repair_store", "RepairResult", "set_aside_derived"),
