@@ -59,6 +59,7 @@ if TYPE_CHECKING:
     from ocat.memory.retrieval.across_stores import search_stores, StoreHit
     from ocat.memory.retrieval.filters import Condition, DOCUMENT_KEYS, Filters, FilterSpec, parse_where
     from ocat.memory.retrieval.project_scope import (
+        belongs,
         describe as describe_scope,
         PROJECT_BOOST,
         project_of,
@@ -114,7 +115,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "opening": ("location_for", "open_store"),
     "retrieval.across_stores": ("search_stores", "StoreHit"),
     "retrieval.filters": ("Condition", "DOCUMENT_KEYS", "Filters", "FilterSpec", "parse_where"),
-    "retrieval.project_scope": ("PROJECT_BOOST", "project_of", "ProjectPolicy", "ProjectScope"),
+    "retrieval.project_scope": ("belongs", "PROJECT_BOOST", "project_of", "ProjectPolicy", "ProjectScope"),
     "retrieval.given": ("admitted", "within_budget"),
     "retrieval.retrieve": ("RetrievalLimits", "retrieve", "retrieve_any"),
     "retrieval.store_floor": ("floor_of", "MIN_EXCHANGES"),
