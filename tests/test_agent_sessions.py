@@ -128,14 +128,14 @@ def test_a_line_past_the_bound_is_named_and_skipped_and_the_rest_is_read(
     finally:
         tracemalloc.stop()
     assert session.warnings == (
-        f"{path}:10: a line of {len(huge) + 1:,} bytes is longer than the 4,096 read, skipped",)
+        f"{path}:10: a line of {len(huge) + 1:,} bytes is over the limit of 4,096 bytes, skipped",)
     assert pairs(session) == pairs(read_claude_code(ferry_fix_session().write(tmp_path / "plain.jsonl")))
     assert peak < len(huge) // 2  # the 8 MB line was never held whole
     # The last line, past the bound and without its newline, is named too (the rest is read).
     path.write_text("".join(line + "\n" for line in ferry_fix_session().lines()) + huge, encoding="utf-8")
     assert read_claude_code(path).warnings == (
-        f"{path}:{len(ferry_fix_session().lines()) + 1}: a line of {len(huge):,} bytes is longer than the 4,096 "
-        "read, skipped",)
+        f"{path}:{len(ferry_fix_session().lines()) + 1}: a line of {len(huge):,} bytes is over the limit of "
+        "4,096 bytes, skipped",)
 
 
 def test_a_session_that_is_a_pipe_or_a_device_is_refused(tmp_path: Path) -> None:

@@ -216,7 +216,7 @@ def _lines(handle: BinaryIO, file: Path, warn: Callable[[str], None]) -> Iterato
             if not line:
                 break
             size += len(line)
-        warn(f"{file}:{number}: a line of {size:,} bytes is longer than the {bound:,} read, skipped")
+        warn(f"{file}:{number}: a line of {size:,} bytes is over the limit of {bound:,} bytes, skipped")
 
 
 def _why(exc: Exception) -> str:
