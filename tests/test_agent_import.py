@@ -7,6 +7,7 @@ The parsers are tested in tests/test_agent_sessions.py."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ import pytest
 from tests.support.agent_fixtures import (
     PROJECT,
     SESSION,
+    CodexSession,
     agent_file,
     claude_path,
     ferry_fix_session,
@@ -104,3 +106,42 @@ def test_the_claude_code_hook_imports_the_session_it_names_quietly(cli: Cli, iso
     assert (gone.returncode, gone.stdout) == (1, "")
     assert gone.stderr == "ocat: the Claude Code session /nowhere/x.jsonl was not imported: no such file or folder: " \
                           "/nowhere/x.jsonl\n"
+
+
+def test_a_hook_naming_a_pipe_or_a_device_is_refused_as_a_path_is(cli: Cli, tmp_path: Path) -> None:
+    """Issue 44 (B8): `transcript_path` /dev/zero read until memory ran out and exited 0; a FIFO hung."""
+    fifo = tmp_path / "session.jsonl"
+    os.mkfifo(fifo)
+    for special, what in ((Path("/dev/zero"), "a device"), (fifo, "a pipe")):
+        hook = {"session_id": SESSION, "transcript_path": str(special), "hook_event_name": "Stop"}
+        run = cli("--import-history", "-", input=json.dumps(hook))
+        assert (run.returncode, run.stdout) == (1, ""), run.stderr
+        assert run.stderr.startswith(f"ocat: the Claude Code session {special} was not imported: {special} is {what}, "
+                                     "not a regular file"), run.stderr
+        assert len(run.stderr.splitlines()) == 1
+
+
+def test_the_cron_recipe_updates_a_turn_it_imported_mid_answer(cli: Cli, tmp_path: Path) -> None:
+    """Issue 44 (B6): `ocat --import-history` every 30 minutes over Codex's sessions met a turn
+    whose answer was not written yet, kept `(used shell)` for it for good, and said "already here"."""
+    sessions = tmp_path / "sessions"
+    session = CodexSession().prompt("Why is the tide chart an hour off in winter?")
+    session.tool("shell", {"command": ["rg", "utcoffset"]}, "tides.py:40")
+    rollout = session.write(rollout_path(sessions))
+    first = cli("--import-history", str(sessions))
+    assert (first.returncode, first.stdout) == (0, "1 conversation: 0 already here, 1 new, 1 exchange; 1 turn may "
+                                                   "still be going on: a later import updates it\n"), first.stderr
+    same = cli("--import-history", str(sessions))
+    assert (same.returncode, same.stdout) == (0, "1 conversation: 1 already here, 0 new, 0 exchanges\n"), same.stderr
+    session.says("utcoffset was read once at import; it is read per date now.").write(rollout)
+    later = cli("--import-history", str(sessions), "--output", "json")
+    assert later.returncode == 0, later.stderr
+    result = later.json()["result"]
+    assert (result["completed"], result["updated"], result["exchanges"], result["already_here"]) == (1, 1, 0, 0)
+    found = cli("--query-vector-store", "utcoffset read per date", "--output", "json")
+    hits = found.json()["result"]["results"]
+    assert [h["metadata"]["assistant_response"] for h in hits if h["kind"] == "exchange"] == [
+        "utcoffset was read once at import; it is read per date now.\n\n(used shell)"]
+    assert stats(cli)["exchanges"] == 1
+    again = cli("--import-history", str(sessions))
+    assert (again.returncode, again.stdout) == (0, "1 conversation: 1 already here, 0 new, 0 exchanges\n")

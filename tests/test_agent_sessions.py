@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import tracemalloc
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from ocat.history_import import (
     detect_format,
     read_history,
 )
+from ocat.history_import import agent_sessions
 from ocat.history_import.agent_sessions import default_folder, hook_transcript
 from ocat.history_import.claude_code import read_session as read_claude_code
 from ocat.history_import.codex import read_session as read_codex
@@ -28,6 +30,7 @@ from tests.support.agent_fixtures import (
     PROJECT,
     SESSION,
     ClaudeCodeSession,
+    CodexSession,
     agent_file,
     claude_path,
     ferry_fix_session,
@@ -105,6 +108,45 @@ def test_a_broken_line_is_named_and_skipped_and_a_line_being_written_is_left_for
     whole = tmp_path / "whole.jsonl"
     whole.write_text("\n".join(ferry_fix_session().says("One more thing.").lines()), encoding="utf-8")
     assert read_claude_code(whole).exchanges[-1].answer.startswith("Added test_sunday.py; it passes.\n\nOne more thing.")
+
+
+def test_a_line_past_the_bound_is_named_and_skipped_and_the_rest_is_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 44: a 1 GB line took 3.3 GB to read; lines are read with a bound (lowered here)."""
+    monkeypatch.setattr(agent_sessions, "MAX_LINE_BYTES", 4096, raising=False)
+    lines = ferry_fix_session().lines()
+    huge = json.dumps({"type": "user", "message": {"role": "user", "content": [
+        {"tool_use_id": "toolu_x", "type": "tool_result", "content": "log line\n" * 1_000_000}]}})
+    lines.insert(9, huge)
+    path = tmp_path / "s.jsonl"
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    tracemalloc.start()
+    try:
+        session = read_claude_code(path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert session.warnings == (
+        f"{path}:10: a line of {len(huge) + 1:,} bytes is over the limit of 4,096 bytes, skipped",)
+    assert pairs(session) == pairs(read_claude_code(ferry_fix_session().write(tmp_path / "plain.jsonl")))
+    assert peak < len(huge) // 2  # the 8 MB line was never held whole
+    # The last line, past the bound and without its newline, is named too (the rest is read).
+    path.write_text("".join(line + "\n" for line in ferry_fix_session().lines()) + huge, encoding="utf-8")
+    assert read_claude_code(path).warnings == (
+        f"{path}:{len(ferry_fix_session().lines()) + 1}: a line of {len(huge):,} bytes is over the limit of "
+        "4,096 bytes, skipped",)
+
+
+def test_a_session_that_is_a_pipe_or_a_device_is_refused(tmp_path: Path) -> None:
+    """Issue 44 (B8): a session path (a hook's transcript_path) is read as PATH is: regular files only."""
+    fifo = tmp_path / "fifo.jsonl"
+    os.mkfifo(fifo)
+    for special in (fifo, Path("/dev/zero")):
+        with pytest.raises(InputFileError, match="not a regular file"):
+            read_history(special, "claude-code")
+        with pytest.raises(InputFileError, match="not a regular file"):
+            read_claude_code(special)
 
 
 def test_a_codex_session_leaves_out_its_context_reasoning_and_tool_output(tmp_path: Path) -> None:
@@ -194,3 +236,63 @@ def test_project_and_git_branch_travel_in_an_export_and_old_exchanges_stay_valid
     assert "project" not in old.to_metadata() and Exchange.from_metadata(old.to_metadata()) == old
     with pytest.raises(InputFileError, match="x.jsonl:3: project must be a string"):
         parse_line(json.dumps({"kind": "exchange", **made.to_record(), "project": 7}), 3, "x.jsonl")
+
+
+def _lexical(store: Any, text: str) -> list[str]:
+    """The exchange ids the lexical index finds for `text`."""
+    from ocat.memory.storage.terms import query_terms
+
+    return [record_id for record_id, _ in store.lexical.search("exchange", query_terms(text), 5)]
+
+
+def test_a_turn_imported_mid_answer_is_updated_in_place_once_the_answer_is_written(
+    store: Any, tmp_path: Path
+) -> None:
+    """Issue 44 (B6): a session imported with the prompt written and the answer not yet kept an
+    empty answer for good; the rerun said "already here"."""
+    from ocat.operations.history_sessions import ledger_path
+
+    asked = ClaudeCodeSession().prompt("Why does the harbour map flicker on zoom?")
+    path = asked.write(claude_path(tmp_path / "projects"))
+    first = import_history(store, path)
+    assert (first.new, first.exchanges, first.unfinished) == (1, 1, 1)
+    assert "1 turn may still be going on: a later import updates it" in first.sentence()
+    (stored,) = store.exchanges.get(include=["metadatas"])["metadatas"]
+    assert stored["assistant_response"] == ""
+    exchange_id = stored["exchange_id"]
+    same = import_history(store, path)
+    assert (same.already_here, same.exchanges, same.updated) == (1, 0, 0)
+    asked.tool("Read", {"file_path": "map.js"}, "...").says("The tile layer redraws on every zoom step; debounced it.")
+    asked.write(path)
+    done = import_history(store, path)
+    assert (done.completed, done.updated, done.exchanges, done.new, done.already_here) == (1, 1, 0, 0, 0)
+    assert done.unfinished == 0
+    assert done.sentence() == "1 conversation: 0 already here, 0 new, 1 with an exchange updated, 0 exchanges, 1 updated"
+    # The same exchange, updated in place: in Chroma, the lexical index and the prompt vectors.
+    got = store.exchanges.get(include=["metadatas", "documents"])
+    assert got["ids"] == [exchange_id] and store.count("exchange") == 1
+    answer = "The tile layer redraws on every zoom step; debounced it.\n\n(used Read)"
+    assert got["metadatas"][0]["assistant_response"] == answer and "debounced" in got["documents"][0]
+    assert got["metadatas"][0]["thread_title"] == "Why does the harbour map flicker on zoom?"
+    assert _lexical(store, "tile layer debounced") == [exchange_id]
+    assert store.lexical.count("exchange") == 1 and exchange_id in store.prompts.ids()
+    # Reruns stay idempotent, with the ledger or without it (every file read and compared again).
+    assert import_history(store, path).already_here == 1
+    ledger_path().unlink()
+    again = import_history(store, path)
+    assert (again.already_here, again.updated, again.exchanges) == (1, 0, 0)
+
+
+def test_a_codex_turn_that_had_only_used_a_tool_gets_its_answer_later(store: Any, tmp_path: Path) -> None:
+    session = CodexSession().prompt("Make the tide chart print in UTC").tool("shell", {"command": ["rg", "tz"]}, "x")
+    path = session.write(rollout_path(tmp_path / "sessions"))
+    first = import_history(store, path)
+    assert (first.new, first.unfinished) == (1, 1)
+    assert [m["assistant_response"] for m in store.exchanges.get(include=["metadatas"])["metadatas"]] == [
+        "(used shell)"]
+    session.says("Printed in UTC now.").prompt("And the ferry chart?").says("Same.")
+    session.write(path)
+    grown = import_history(store, path)
+    assert (grown.grown, grown.exchanges, grown.updated, grown.unfinished) == (1, 1, 1, 0)
+    answers = sorted(m["assistant_response"] for m in store.exchanges.get(include=["metadatas"])["metadatas"])
+    assert answers == ["Printed in UTC now.\n\n(used shell)", "Same."]

@@ -6,18 +6,22 @@ memory_search takes a project.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from ocat.commands import run_command
 from ocat.config.loading import load_settings
-from ocat.memory import MemoryStore, ProjectScope, RetrievalLimits, project_of, retrieve
+from ocat.memory import MemoryStore, ProjectScope, RetrievalLimits, belongs, project_of, retrieve
 from ocat.operations.wake import build_wake
 from ocat.records import Exchange
 from ocat.chat.session import ChatSession
+from ocat.operations.browse import Entry, Filters
+from tests.support.agent_fixtures import ClaudeCodeSession, claude_path
 from tests.support.cli import Cli
 
 
@@ -139,3 +143,88 @@ def test_query_and_ask_keep_to_the_project_given(cli: Cli, tmp_path: Path) -> No
     assert [r["id"] for r in where.json()["result"]["results"]] == ["e-ferry"]
     bad = cli("--add-to-vector-store", os.fspath(export), "--project", "/src/train")
     assert bad.returncode == 2 and "--project applies to" in bad.stderr
+
+
+def git_repo(tmp_path: Path, *, real: bool = False) -> tuple[Path, Path, Path]:
+    """A git work tree with a subfolder, and a link to it from elsewhere; `real`: made by `git
+    init` (a process), else marked by its `.git` folder alone (what ocat looks for)."""
+    root = tmp_path / "ferry"
+    (root / "src" / "api").mkdir(parents=True)
+    if real:
+        subprocess.run(["git", "init", "-q", str(root)], check=True, capture_output=True)
+    else:
+        (root / ".git").mkdir()
+    link = tmp_path / "ferry-link"
+    link.symlink_to(root, target_is_directory=True)
+    return root, root / "src" / "api", link
+
+
+def test_one_rule_matches_a_stored_folder_to_a_project_wherever_it_is_asked(store: MemoryStore, tmp_path: Path) -> None:
+    """Issue 44 (B14): a session run in a subfolder or through a link recorded that folder, and
+    the project scope compared it with the git root exactly: no `--project`, `/project`, chat
+    preference, wake block or browser filter found it."""
+    root, sub, link = git_repo(tmp_path)
+    project = project_of(root)
+    gone = root / "src" / "old"  # removed since the session ran in it: matched by its path
+    elsewhere = tmp_path / "train"
+    elsewhere.mkdir()
+    assert [belongs(str(f), project) for f in (root, sub, link, link / "src", gone, elsewhere)] == [
+        True, True, True, True, True, False]
+    assert not belongs(str(tmp_path / "ferry-other" / "x"), project)  # a prefix of names, not of characters
+    assert belongs(str(tmp_path / "old" / "sub"), str(tmp_path / "old"))  # a project gone, its folder too
+    in_sub = Exchange("how do we deploy the ferry api?", "make ship", "t1", "s", project=str(sub))
+    by_link = Exchange("how do we deploy the ferry site?", "with rsync", "t2", "s", project=str(link))
+    other = Exchange("how do we deploy the trains?", "with helm upgrade", "t3", "s", project=str(elsewhere),
+                     timestamp=in_sub.timestamp + 10)
+    store.add_exchanges([in_sub, by_link, other])
+    limits = RetrievalLimits.from_settings(load_settings(env={}).vector_store)
+
+    def ids(scope: ProjectScope) -> list[str]:
+        hits = retrieve(store, "how do we deploy?", dataclasses.replace(limits, project=scope))
+        return [h.id for h in hits if h.kind == "exchange"]
+
+    assert sorted(ids(ProjectScope(project, "only"))) == sorted([in_sub.exchange_id, by_link.exchange_id])
+    assert ids(ProjectScope(project, "prefer", boost=0.5))[-1] == other.exchange_id
+    assert "trains" in build_wake(load_settings(env={}), store).threads[0]
+    assert "ferry" in build_wake(load_settings(env={}), store, project=project).threads[0]
+    here = Filters(project="this project", here=project)
+    assert here.keeps(Entry("thread", "t1", "x", None, "chat", project=str(sub)))
+    assert not here.keeps(Entry("thread", "t3", "x", None, "chat", project=str(elsewhere)))
+
+
+def test_project_refuses_a_missing_folder_or_a_file(store: MemoryStore, tmp_path: Path) -> None:
+    """Issue 44 (B14): `/project PATH` took a typo or a file silently, and every search then kept
+    to a project that holds nothing."""
+    session = ChatSession(load_settings(env={}), store=store)
+    before = session.scope()
+    a_file = tmp_path / "notes.txt"
+    a_file.write_text("x")
+    for path, said in ((tmp_path / "nope", "does not exist"), (a_file, "is a file, not a folder")):
+        result = run_command(session, f"/project {path}")
+        assert result.error and said in result.text and "the project is unchanged" in result.text
+        assert session.scope() == before
+
+
+@pytest.mark.slow
+def test_project_finds_sessions_run_in_a_subfolder_or_through_a_link(cli: Cli, tmp_path: Path) -> None:
+    """Issue 44 (B14), as a user runs it: Claude Code sessions in a subfolder of a git repository
+    and through a link to it, found by `--project` given the root, the subfolder, `.` or the link."""
+    root, sub, link = git_repo(tmp_path, real=True)
+    elsewhere = tmp_path / "train"
+    elsewhere.mkdir()
+    projects = tmp_path / "projects"
+    for number, (cwd, answer) in enumerate([(sub, "ferry api ships with make ship"),
+                                             (link, "ferry site ships with rsync"),
+                                             (elsewhere, "train deploys with helm upgrade")]):
+        session_id = f"s{number}"
+        ClaudeCodeSession(session_id, cwd=str(cwd)).prompt("how do we deploy the service?").says(answer).write(
+            claude_path(projects, session_id, str(cwd)))
+    imported = cli("--import-history", str(projects))
+    assert imported.returncode == 0, imported.stderr
+    in_sub = dataclasses.replace(cli, home=sub)  # run from inside the subfolder, for `.`
+    for given, runner in ((str(root), cli), (str(sub), cli), (".", in_sub), (str(link), cli)):
+        found = runner("--query-vector-store", "how do we deploy the service?", "--project", given,
+                       "--results", "10", "--output", "json")
+        assert (found.returncode, found.stderr) == (0, ""), given
+        folders = sorted(hit["metadata"]["project"] for hit in found.json()["result"]["results"])
+        assert folders == sorted([str(sub), str(link)]), given

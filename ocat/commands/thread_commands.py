@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ocat.commands.arguments import Arg
@@ -133,7 +134,12 @@ def _project(session: ChatSession, where: str = "") -> CommandResult:
     elif where == "auto":
         session.project_policy, session.project_path = "prefer", None
     elif where:
-        session.project_policy, session.project_path = "only", memory.project_of(where)
+        folder = Path(where).expanduser()
+        if not folder.is_dir():  # a typo would keep every search to an empty project
+            what = "is a file, not a folder" if folder.exists() else "does not exist"
+            return CommandResult(text=f"{display_path(str(folder))} {what}: /project takes a project's folder "
+                                      "(or '.', 'all', 'auto'); the project is unchanged.", error=True)
+        session.project_policy, session.project_path = "only", memory.project_of(folder)
     if where:
         session.wake = None  # the next thread's wake block lists the threads in the new order
     scope = memory.describe_scope(session.scope())

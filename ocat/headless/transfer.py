@@ -94,6 +94,7 @@ def _import_hook(transcript: Path, settings: Settings, reporter: Reporter) -> in
         reporter.note(f"ocat: {line}")
 
     try:
+        refuse_special(transcript)  # as a PATH is: a FIFO would hang, /dev/zero never end
         ready_model(settings, reporter)
         with stop_on_interrupt(reporter) as stopping:
 

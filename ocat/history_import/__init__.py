@@ -38,6 +38,7 @@ from ocat.history_import.model import (
     UnchangedSession,
 )
 from ocat.history_import.sources import Located, count_key, iter_items, locate
+from ocat.input_files import refuse_special
 
 FORMATS = ("chatgpt", "claude", "llm", *AGENT_FORMATS)
 """The formats read_history reads."""
@@ -107,6 +108,7 @@ def _agent_opened(path: Path, fmt: str | None) -> str | None:
     holds an export (or `fmt` names one); InputFileError when it holds no session file."""
     if fmt is not None and fmt not in AGENT_FORMATS:
         return None
+    refuse_special(path)  # before the first look: a pipe would block, a device never end
     chosen = fmt or agent_format(path)
     if chosen is None:
         return None

@@ -11,12 +11,13 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath, PureWindowsPath
-from typing import Any
+from typing import Any, BinaryIO
 
 from ocat.errors import InputFileError
 from ocat.history_import.model import ImportedExchange, SessionFile
+from ocat.input_files import refuse_special
 
 CLAUDE_CODE = "claude-code"
 CODEX = "codex"
@@ -36,6 +37,13 @@ _FILES_TO_TELL = 20
 _DEPTH = 5
 # A hook's JSON is a few hundred bytes; a file bigger than this is no hook's.
 _HOOK_BYTES = 64 * 1024
+MAX_LINE_BYTES = 64 * 1024 * 1024
+"""The longest session line read, in bytes. A line holds one record: a prompt, an answer's
+piece, a tool's output (a file read whole, a screenshot); one longer than this (a 1 GB log
+pasted into a tool's output took 3.3 GB to decode) is skipped and named, and the rest of the
+file is read. As large as the longest message an import takes (operations.history)."""
+# How much of a skipped line is read at a time while passing over it.
+_SKIP_BYTES = 1 << 20
 
 
 def default_folder(fmt: str, environ: dict[str, str] | None = None) -> Path:
@@ -162,8 +170,10 @@ def noting(warnings: list[str], warn: Callable[[str], None] | None) -> Callable[
 
 def records(file: Path, warn: Callable[[str], None]) -> Iterator[dict[str, Any]]:
     """Each line of a JSON Lines file as an object, one at a time. A line that is not a JSON
-    object is passed over and named (`warn("FILE:LINE: ...")`); a last line without its newline
-    that does not parse is one the agent is still writing, and is left for the next import."""
+    object, or is longer than MAX_LINE_BYTES, is passed over and named (`warn("FILE:LINE: ...")`);
+    a last line without its newline that does not parse is one the agent is still writing, and
+    is left for the next import."""
+    refuse_special(file)  # a pipe would block on open, a device (/dev/zero) never end
     try:
         handle = file.open("rb")
     except FileNotFoundError:
@@ -171,7 +181,7 @@ def records(file: Path, warn: Callable[[str], None]) -> Iterator[dict[str, Any]]
     except OSError as exc:
         raise InputFileError(f"cannot read {file}: {exc.strerror or exc}") from None
     with handle:
-        for number, line in enumerate(handle, 1):
+        for number, line in _lines(handle, file, warn):
             if not line.strip():
                 continue
             try:
@@ -185,6 +195,28 @@ def records(file: Path, warn: Callable[[str], None]) -> Iterator[dict[str, Any]]
                 warn(f"{file}:{number}: not a JSON object, skipped")
                 continue
             yield record
+
+
+def _lines(handle: BinaryIO, file: Path, warn: Callable[[str], None]) -> Iterator[tuple[int, bytes]]:
+    """The file's lines with their numbers, each read with a bound: a line longer than
+    MAX_LINE_BYTES is read past a chunk at a time (never held whole) and named."""
+    bound = MAX_LINE_BYTES  # read at each call, so a test can lower it
+    number = 0
+    while True:
+        line = handle.readline(bound + 1)
+        if not line:
+            return
+        number += 1
+        if len(line) <= bound:
+            yield number, line
+            continue
+        size = len(line)
+        while not line.endswith(b"\n"):
+            line = handle.readline(_SKIP_BYTES)
+            if not line:
+                break
+            size += len(line)
+        warn(f"{file}:{number}: a line of {size:,} bytes is over the limit of {bound:,} bytes, skipped")
 
 
 def _why(exc: Exception) -> str:
@@ -256,8 +288,12 @@ class ExchangeBuilder:
             current.tools.append(name)
 
     def build(self) -> tuple[ImportedExchange, ...]:
-        """Every exchange, in order."""
+        """Every exchange, in order; the last is marked maybe unfinished when its answer holds no
+        text (the file was read mid-turn: the prompt written, the answer not yet, or only tools)."""
+        last, before = self.current, len(self.exchanges)
         self._close()
+        if last is not None and not last.answers and len(self.exchanges) > before:
+            self.exchanges[-1] = replace(self.exchanges[-1], maybe_unfinished=True)
         return tuple(self.exchanges)
 
     def _started(self, timestamp: float | None, source_id: str) -> _Open:

@@ -20,6 +20,10 @@ class ImportedExchange:
     """A stable id from the source (message id, response id)."""
     git_branch: str = ""
     """The git branch a coding agent was on when the prompt was given; "" when unknown."""
+    maybe_unfinished: bool = False
+    """Whether the agent may still be answering it: the last turn of a session file whose answer
+    holds no text yet (nothing, or only the tools it used). A later import that finds it grown
+    updates it in place (operations.history_turns)."""
 
 
 @dataclass(frozen=True)

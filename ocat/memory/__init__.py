@@ -59,6 +59,7 @@ if TYPE_CHECKING:
     from ocat.memory.retrieval.across_stores import search_stores, StoreHit
     from ocat.memory.retrieval.filters import Condition, DOCUMENT_KEYS, Filters, FilterSpec, parse_where
     from ocat.memory.retrieval.project_scope import (
+        belongs,
         describe as describe_scope,
         PROJECT_BOOST,
         project_of,
@@ -79,6 +80,7 @@ if TYPE_CHECKING:
     from ocat.memory.storage.reconcile import catch_up, rebuild_derived
     from ocat.memory.storage.store import MemoryStore
     from ocat.memory.storage.thread_titles import set_thread_title, titled_threads
+    from ocat.memory.storage.writes import replace_exchanges
     from ocat.memory.store_check import check_store, StoreHealth, unopened_health
     from ocat.memory.store_counts import store_stats
     from ocat.memory.store_repair import repair_store, RepairResult, set_aside_derived
@@ -113,7 +115,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "opening": ("location_for", "open_store"),
     "retrieval.across_stores": ("search_stores", "StoreHit"),
     "retrieval.filters": ("Condition", "DOCUMENT_KEYS", "Filters", "FilterSpec", "parse_where"),
-    "retrieval.project_scope": ("PROJECT_BOOST", "project_of", "ProjectPolicy", "ProjectScope"),
+    "retrieval.project_scope": ("belongs", "PROJECT_BOOST", "project_of", "ProjectPolicy", "ProjectScope"),
     "retrieval.given": ("admitted", "within_budget"),
     "retrieval.retrieve": ("RetrievalLimits", "retrieve", "retrieve_any"),
     "retrieval.store_floor": ("floor_of", "MIN_EXCHANGES"),
@@ -128,6 +130,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "storage.reconcile": ("catch_up", "rebuild_derived"),
     "storage.store": ("MemoryStore",),
     "storage.thread_titles": ("set_thread_title", "titled_threads"),
+    "storage.writes": ("replace_exchanges",),
     "store_check": ("check_store", "StoreHealth", "unopened_health"),
     "store_counts": ("store_stats",),
     "store_repair": ("repair_store", "RepairResult", "set_aside_derived"),

@@ -74,7 +74,7 @@ class Filters:
         """Whether `entry` passes the source and project filters."""
         if self.source != "any source" and entry.source != self.source:
             return False
-        return self.project == "any project" or (bool(entry.project) and entry.project == self.here)
+        return self.project == "any project" or memory.belongs(entry.project, self.here)
 
     def since(self, now: float | None = None) -> float | None:
         """The oldest time the period keeps (local midnight `days - 1` days ago), or None for any time."""

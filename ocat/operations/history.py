@@ -16,7 +16,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator
 
 from ocat.errors import Cancelled
 from ocat.records import Exchange
@@ -31,6 +31,7 @@ from ocat.history_import import (
     UnchangedSession,
 )
 from ocat.operations.history_sessions import SessionLedger
+from ocat.operations.history_turns import grown_turns
 
 if TYPE_CHECKING:
     from ocat.history_import import ImportedConversation
@@ -80,7 +81,13 @@ class HistoryImport:
     new: int = 0
     # Conversations of which some exchanges were here already (a newer export of a longer chat).
     grown: int = 0
+    # Conversations whose only change is a turn written over (an agent's answer imported mid-turn).
+    completed: int = 0
     exchanges: int = 0
+    # Exchanges written over in place, with their ids (operations.history_turns).
+    updated: int = 0
+    # Turns read that the agent may still be answering (ImportedExchange.maybe_unfinished).
+    unfinished: int = 0
     empty: int = 0
     problems: list[ConversationProblem] = field(default_factory=list)
     # Lines passed over inside conversations that were read ("FILE:LINE: not a JSON line").
@@ -92,10 +99,17 @@ class HistoryImport:
         parts = [f"{self.already_here:,} already here", f"{self.new:,} new"]
         if self.grown:
             parts.append(f"{self.grown:,} with new exchanges")
+        if self.completed:
+            parts.append(f"{self.completed:,} with an exchange updated")
         if self.empty:
             parts.append(f"{self.empty:,} with nothing to import")
         said = f"{count_of(self.conversations, 'conversation')}: {', '.join(parts)}, "
         said += count_of(self.exchanges, "exchange")
+        if self.updated:
+            said += f", {self.updated:,} updated"
+        if self.unfinished:
+            them = "it" if self.unfinished == 1 else "them"
+            said += f"; {count_of(self.unfinished, 'turn')} may still be going on: a later import updates {them}"
         if self.problems:
             said += f"; {count_of(len(self.problems), 'conversation')} could not be read"
         if self.warnings:
@@ -112,8 +126,11 @@ class HistoryImport:
             "already_here": self.already_here,
             "new": self.new,
             "grown": self.grown,
+            "completed": self.completed,
             "empty": self.empty,
             "exchanges": self.exchanges,
+            "updated": self.updated,
+            "unfinished": self.unfinished,
             "stopped": self.stopped,
             "problems": [{"id": p.source_id, "title": p.title, "problem": p.problem} for p in self.problems],
             "warnings": list(self.warnings),
@@ -225,6 +242,7 @@ def import_history(
             if broken is not None:
                 _skip(result, ConversationProblem(item.source, item.source_id, item.title, broken), problem)
                 continue
+            result.unfinished += sum(1 for turn in item.exchanges if turn.maybe_unfinished)
             batch.add(item, exchanges)
             if batch.size >= STEP_EXCHANGES:
                 batch.write()
@@ -298,6 +316,8 @@ class _Batch:
             if exchanges and title:
                 titles.setdefault(exchanges[0].thread_id, title)
         fresh = [e for i, e in unique.items() if i not in stored]
+        # Turns of agents' sessions imported mid-answer that have grown since: written over.
+        grown = grown_turns(self.store, pending, stored)
         # Each embedded step (EMBED_STEP exchanges) reports, so a stop is heard within a second or
         # two even inside one long conversation; what was embedded is written before it stops.
         try:
@@ -311,7 +331,8 @@ class _Batch:
             self.cut_short = len(written) < len(fresh)
             self._count(pending, stored, written)
             raise
-        self._count(pending, stored, {e.exchange_id for e in fresh})
+        self.result.updated += memory.replace_exchanges(self.store, grown)
+        self._count(pending, stored, {e.exchange_id for e in fresh}, {e.exchange_id for e in grown})
         if self.ledger is not None:
             for conversation, exchanges in pending:
                 if conversation.file is not None:
@@ -319,24 +340,29 @@ class _Batch:
         before = {e.thread_id for i, e in unique.items() if i in stored}
         _name_untitled(self.store, {thread: title for thread, title in titles.items() if thread in before})
 
-    def _count(self, pending: Pending, stored: set[str], written: set[str]) -> None:
-        """Count each conversation of a write: already here, new or grown (by what was written now)."""
-        claimed = set(stored)
+    def _count(self, pending: Pending, stored: set[str], written: set[str], updated: Iterable[str] = ()) -> None:
+        """Count each conversation of a write: already here, new, grown or with an exchange updated
+        (by what was written now)."""
+        claimed, unclaimed_updates = set(stored), set(updated)
         for _, exchanges in pending:
             if not exchanges:
                 self.result.empty += 1
                 continue
             here = sum(1 for e in exchanges if e.exchange_id in claimed)
             added = sum(1 for e in exchanges if e.exchange_id in written and e.exchange_id not in claimed)
+            changed = {e.exchange_id for e in exchanges} & unclaimed_updates
             claimed.update(e.exchange_id for e in exchanges)
-            if here == len(exchanges):
-                self.result.already_here += 1
-            elif added:
+            unclaimed_updates -= changed
+            if added:
                 self.result.exchanges += added
                 if here:
                     self.result.grown += 1
                 else:
                     self.result.new += 1
+            elif changed:
+                self.result.completed += 1
+            elif here == len(exchanges):
+                self.result.already_here += 1
 
 
 def _name_untitled(store: MemoryStore, titles: dict[str, str]) -> None:

@@ -165,7 +165,7 @@ def build_wake(
     wanted = (settings.memory.wake_threads + 1) * THREADS_READ_PER_LINE
     threads = sorted((t for s in stores for t in _threads(s, wanted)), key=lambda t: t.last_active, reverse=True)
     if project:  # this project's threads first, each part newest first (sorted is stable)
-        threads.sort(key=lambda t: t.project != project)
+        threads.sort(key=lambda t: not memory.belongs(t.project, project))
     lines = thread_lines([t for t in threads if t.thread_id != exclude_thread], settings.memory.wake_threads)
     used = skipped = 0
     for owner, pinned in pins:

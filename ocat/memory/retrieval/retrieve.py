@@ -17,7 +17,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Collection, Literal, Sequence
 
 from ocat.memory.retrieval.neighbours import Candidate
-from ocat.memory.retrieval.project_scope import PROJECT_KEY, ProjectScope
+from ocat.memory.retrieval.project_scope import PROJECT_KEY, ProjectScope, stored_projects
 from ocat.memory.retrieval.rank import MIN_POOL, POOL_FACTOR, Mode, rank_candidates
 from ocat.memory.retrieval.store_floor import floor_of
 from ocat.memory.retrieval.time_range import TimeRange, time_range
@@ -211,7 +211,7 @@ def _search(
             continue
         search = _KindSearch(store, kind, query_terms, vectors, count, threshold, limits, exclude_ids, mode)
         # `only` a project keeps its exchanges; documents and notes are not a project's.
-        kind_where = _both(where, limits.project.where()) if kind == "exchange" else where
+        kind_where = _both(where, _project_where(store, limits.project)) if kind == "exchange" else where
         if dated is None:
             hits_found.extend(search.hits(kind_where))
         else:
@@ -219,6 +219,11 @@ def _search(
     # What the chat reads comes first, best first; what is listed beyond it follows.
     hits_found.sort(key=lambda hit: hit.order, reverse=True)
     return hits_found
+
+
+def _project_where(store: MemoryStore, scope: ProjectScope) -> dict[str, Any] | None:
+    """The filter of a search kept to one project: every folder stored that belongs to it."""
+    return scope.where(stored_projects(store)) if scope.where() is not None else None
 
 
 @dataclass(frozen=True)

@@ -81,6 +81,15 @@ class ThreadCatalogue:
                 found.append((thread_id, int(count), float(first), float(last), head[0] if head else ""))
         return found
 
+    def heads(self) -> list[str]:
+        """Each thread's first exchange id (its earliest; SQLite takes the bare column from the
+        row of the minimum)."""
+        with self._index.guarded():
+            rows = self._index.connection.execute(
+                "SELECT record_id, min(ts) FROM thread_order GROUP BY thread_id"
+            ).fetchall()
+        return [str(row[0]) for row in rows]
+
     def recent_exchanges(self, limit: int, since: float | None = None) -> list[str]:
         """The ids of the `limit` newest exchanges (not older than `since`, when given), newest first."""
         with self._index.guarded():

@@ -17,7 +17,7 @@ from ocat.memory.storage.batches import Row, batches, unique_by_id
 from ocat.memory.storage.derived import DerivedFileError
 from ocat.memory.storage.prompt_vectors import Sides, other_sides, split_sides
 from ocat.memory.storage.thread_titles import carry_titles
-from ocat.records import RecordKind
+from ocat.records import Exchange, RecordKind, searched_text
 
 if TYPE_CHECKING:
     from chromadb.api.types import Metadata, Where
@@ -70,18 +70,9 @@ def add_rows(
         try:
             for start in range(0, len(fresh), step):
                 part = by_length[start : start + step]
-                texts = [fresh[i][1] for i in part]
-                if kind == "exchange":
-                    # An exchange's other sides (its prompt, its passages past the model's
-                    # window: ocat.memory.storage.prompt_vectors) are embedded in the same call;
-                    # a bulk write leaves the passages to the background (see PASSAGES_INLINE).
-                    other = [other_sides(store.embedder, fresh[i][1], fresh[i][2], passages=inline)
-                             for i in part]
-                    embedded = store.embedder.embed(texts + [t for side in other for t in side])
-                    vectors.update(zip(part, embedded[: len(texts)]))
-                    sides.update(zip(part, split_sides(embedded[len(texts) :], other)))
-                else:
-                    vectors.update(zip(part, store.embedder.embed(texts)))
+                embedded, other = _embedded(store, kind, [fresh[i] for i in part], inline)
+                vectors.update(zip(part, embedded))
+                sides.update(zip(part, other))
                 if progress:
                     progress(handled + len(vectors))
         finally:
@@ -98,6 +89,38 @@ def add_rows(
     return added
 
 
+def replace_exchanges(store: MemoryStore, exchanges: Iterable[Exchange]) -> int:
+    """Write newer versions of stored exchanges over them, under the same ids (an agent's turn
+    imported while its answer was still being written, found grown later): Chroma's record (text,
+    vector, metadata: a key the new version lacks, such as its thread's title, is kept) and its
+    rows in every derived file. An id not stored is left alone. Returns how many were replaced."""
+    rows = unique_by_id([(e.exchange_id, searched_text(e.text), e.to_metadata()) for e in exchanges])
+    present = set(store.existing_ids("exchange", [row[0] for row in rows]))
+    rows = [row for row in rows if row[0] in present]
+    inline = len(rows) <= PASSAGES_INLINE or not has_passages(store.embedder)
+    for start in range(0, len(rows), WRITE_BATCH):
+        part = rows[start : start + WRITE_BATCH]
+        vectors, sides = _embedded(store, "exchange", part, inline)
+        _write(store, "exchange", part, vectors, sides, passages=inline, replace=True)
+    if rows and not inline:
+        store.start_backfill()
+    return len(rows)
+
+
+def _embedded(
+    store: MemoryStore, kind: RecordKind, rows: list[Row], inline: bool
+) -> tuple[list[Sequence[float]], list[Sides]]:
+    """The rows' vectors, and for exchanges their other sides (their prompts, their passages past
+    the model's window: ocat.memory.storage.prompt_vectors), embedded in the same call; a bulk
+    write leaves the passages to the background (see PASSAGES_INLINE)."""
+    texts = [row[1] for row in rows]
+    if kind != "exchange":
+        return list(store.embedder.embed(texts)), []
+    other = [other_sides(store.embedder, row[1], row[2], passages=inline) for row in rows]
+    embedded = store.embedder.embed(texts + [t for side in other for t in side])
+    return list(embedded[: len(texts)]), split_sides(embedded[len(texts) :], other)
+
+
 def _write(
     store: MemoryStore,
     kind: RecordKind,
@@ -107,6 +130,7 @@ def _write(
     *,
     passages: bool = True,
     titles: Mapping[str, str] | None = None,
+    replace: bool = False,
 ) -> None:
     if kind == "exchange":
         carry_titles(store, rows, titles)
@@ -115,8 +139,17 @@ def _write(
     # Chroma refuses an empty metadata dict but takes None (its types do not say so): an
     # imported chunk may have none.
     metadatas = cast("list[Metadata]", [row[2] or None for row in rows])
+    if replace:
+        # The derived rows go first, as for a delete: a crash before they are written again
+        # leaves Chroma holding more than its derived files, which the next open mends.
+        try:
+            store.prompts.delete(ids)
+            store.lexical.delete(kind, ids)
+        except DerivedFileError as exc:
+            store.derived_failed(exc)
     try:
-        store.collection(kind).add(ids=ids, embeddings=vectors, documents=texts, metadatas=metadatas)
+        write = store.collection(kind).update if replace else store.collection(kind).add
+        write(ids=ids, embeddings=vectors, documents=texts, metadatas=metadatas)
     except Exception as exc:
         raise StoreError(f"cannot write to the memory store: {exc}") from exc
     # Chroma first: if we die between the writes, the next open sees the counts differ and
