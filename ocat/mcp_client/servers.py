@@ -5,9 +5,12 @@ plain blocking call from the worker thread the turn runs tools in.
 A server that cannot start, hangs at start, crashes or hangs in a call costs its own tools and
 one line, never the turn: `start_timeout` bounds the start, `timeout` a call (the SDK sends
 MCP's cancellation when a call is given up, as it does when Esc cancels it). A crashed server
-starts again on its next use, at most once a turn. No child outlives ocat: closing stops each
-server through the SDK (which ends its process tree), and the process groups started here are
-killed at exit and on SIGTERM as a last resort.
+starts again on its next use, at most once a turn. No descendant of a server outlives ocat
+(ocat.mcp_client.server_processes): stopping a server takes its family first (its process group,
+its session, their descendants), stops it through the SDK (stdin closed, then the SDK's kill of
+its group while it lives), then ends whatever of that family is left, whether or not the server
+itself has exited; at exit, on SIGTERM and when the full-screen chat leaves at once, every
+recorded group's family is ended as a last resort.
 """
 
 from __future__ import annotations
@@ -25,7 +28,8 @@ from typing import Any, Sequence
 
 from ocat.errors import OcatError
 from ocat.mcp_client.config import McpServerConfig
-from ocat.mcp_client.server_processes import children, kill_groups, kill_on_sigterm, own_group, running
+from ocat.mcp_client.server_processes import (children, end, family, kill_on_sigterm, own_group, record_group,
+                                              remember, running)
 from ocat.text.redact import redact
 
 log = logging.getLogger(__name__)
@@ -123,7 +127,10 @@ class _Server:
             await asyncio.wait_for(self.started.wait(), self.config.start_timeout)
         except asyncio.TimeoutError:
             self.fail(f"did not start within {self.config.start_timeout:g} s (start_timeout)")
-        self.pids |= {pid for pid in children() - before if own_group(pid)}
+        started = {pid for pid in children() - before if own_group(pid)}
+        for group in started:
+            record_group(group)  # ended at exit even if its leader has gone by then
+        self.pids |= started
 
     async def _live(self) -> None:
         from mcp import Client
@@ -178,7 +185,10 @@ class _Server:
             self.task.cancel()
 
     async def stop(self) -> None:
-        """Stop the server (its process tree ends with the SDK's transport)."""
+        """Stop the server, then end what is left of its family (a child the server left behind
+        when it exited on stdin EOF, one that ignored SIGTERM)."""
+        kin = family(self.pids)  # before the stop: a descendant is found through its parent only while it lives
+        remember(kin)
         if self.stopping is not None:
             self.stopping.set()
         if self.task is not None:
@@ -186,6 +196,7 @@ class _Server:
                 await asyncio.wait_for(asyncio.shield(self.task), 5)
             if not self.task.done():
                 self.task.cancel()
+        await asyncio.to_thread(end, self.pids, kin)
         if self.state != "failed":
             self.state = "stopped"
 
@@ -227,8 +238,8 @@ class McpServers:
         self._inflight: set[concurrent.futures.Future[Any]] = set()
         self._lock = threading.Lock()
         self._closed = False
-        # Set here as well as in start(): a chat builds this in the main thread, where handlers are set.
-        kill_on_sigterm(self.pids)
+        # Set here: a chat builds this in the main thread, where handlers are set.
+        kill_on_sigterm()
 
     def start(self) -> None:
         """Start every server in the background (returns at once; `wait` waits for them)."""
@@ -303,7 +314,7 @@ class McpServers:
             future.cancel()
 
     def close(self) -> None:
-        """Stop every server and the loop; any process group started here that is still alive is killed."""
+        """Stop every server and the loop; whatever of the servers' families is left is ended."""
         with self._lock:
             if self._closed:
                 return
@@ -313,9 +324,9 @@ class McpServers:
         if loop is not None and loop.is_running():
             stopping = asyncio.run_coroutine_threadsafe(self._stop_all(), loop)
             with contextlib.suppress(Exception):
-                stopping.result(timeout=8)
+                stopping.result(timeout=12)  # the SDK's stop (up to 5 s), then a family's SIGTERM and SIGKILL
             loop.call_soon_threadsafe(loop.stop)
-        kill_groups(self.pids())
+        end(self.pids())  # a stop that timed out, or a loop that was not running
         with contextlib.suppress(Exception):
             atexit.unregister(self.close)
 
