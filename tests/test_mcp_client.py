@@ -297,3 +297,20 @@ def test_ocat_mcp_serving_another_store_is_a_server_too(cli: Cli, llm_server: Fa
     run = cli("--ask", "when does the staging password rotate?", *ask_args(llm_server, config))
     assert run.returncode == 0, run.stderr
     assert "every Tuesday" in tool_messages(llm_server)[0]["content"]
+
+
+@pytest.mark.slow
+def test_a_schema_error_naming_a_server_tool_drops_only_that_tool(
+    cli: Cli, llm_server: FakeLLMServer, tmp_path: Path
+) -> None:
+    """Issue 44, B10: OpenAI's 400 for one MCP tool's schema costs that tool, named, not every tool."""
+    config = write_config(cli, {"fx": fixture_entry(tmp_path)})
+    llm_server.refuse_tool = "fx__lookup"
+    llm_server.reply = "Answered without it."
+    run = cli("--ask", "look it up", *ask_args(llm_server, config))
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == "Answered without it."
+    assert "refused the tool fx__lookup (" in run.stderr and "does not take tools" not in run.stderr
+    offered = [{t["function"]["name"] for t in r.get("tools", [])} for r in llm_server.requests]
+    assert "fx__lookup" in offered[0] and "fx__lookup" not in offered[1] and "fx__write_note" in offered[1]
+    assert not (cli.home / ".local/state/ocat/tools.json").exists()

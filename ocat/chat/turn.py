@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, AsyncIterator
 from ocat.chat.outcomes import Recall, Recorded
 from ocat.tools.calls import CallState, ToolCall, clock
 from ocat.chat.messages import TurnRequest
-from ocat.llm import ToolsRefused, Usage
+from ocat.llm import ToolRejected, ToolsRefused, Usage
 
 if TYPE_CHECKING:
     from ocat.operations.wake import WakeBlock
@@ -143,6 +143,14 @@ class Turn:
                         raise
                     self.tool_notes.append(self.session.tools_refused())
                     box = None
+                    self.steps -= 1
+                    continue
+                except ToolRejected as rejected:  # one tool's definition: asked again without it
+                    if said or box is None:
+                        raise
+                    self.tool_notes.append(self.session.tool_rejected(rejected.tool, str(rejected)))
+                    box.drop(rejected.tool)
+                    box = box or None
                     self.steps -= 1
                     continue
                 self.usage = _added(self.usage, stream.usage)
