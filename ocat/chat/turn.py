@@ -168,6 +168,7 @@ class Turn:
                     await asyncio.to_thread(box.run, call)
                     messages.append(call.result_message())
                     yield call
+                self.tool_notes.extend(self.session.server_tools.stray_news())  # said during a call
                 if self.steps >= limit:
                     self.tool_notes.append(
                         f"the model asked for tools {limit} times (tools.max_steps): it answers now without them")

@@ -28,6 +28,7 @@ from typing import Any, Sequence
 
 from ocat.errors import OcatError
 from ocat.mcp_client.config import McpServerConfig
+from ocat.mcp_client.server_output import StrayOutput, keep_sdk_log
 from ocat.mcp_client.server_processes import (children, end, family, kill_on_sigterm, own_group, record_group,
                                               remember, running)
 from ocat.text.redact import redact
@@ -68,6 +69,9 @@ class ServerStatus:
     tools: tuple[ServerTool, ...]
     error: str | None
     command: str
+    # How many lines the server wrote to stdout that were not JSON-RPC (ignored, kept in `log`).
+    stray: int = 0
+    log: Path | None = None
 
 
 def qualified_name(server: str, tool: str, taken: set[str]) -> str:
@@ -116,6 +120,7 @@ class _Server:
         self.stopping: asyncio.Event | None = None
         self.started: asyncio.Event | None = None
         self.pids: set[int] = set()
+        self.stray = StrayOutput(log_dir / f"{config.name}.log")
 
     async def start(self) -> None:
         """Start the server and list its tools, within `start_timeout`; a failure is its state."""
@@ -140,7 +145,7 @@ class _Server:
             async with contextlib.AsyncExitStack() as stack:
                 self.client = await stack.enter_async_context(
                     Client(self._transport(stack), mode="legacy", logging_callback=_ignore_log,
-                           message_handler=_ignore_message))
+                           message_handler=self.stray.on_message))
                 listed = await self.client.list_tools()
                 self.tools = _tools_of(self.config.name, listed.tools)
                 self.state = "ready"
@@ -232,6 +237,7 @@ class McpServers:
 
     def __init__(self, configs: Sequence[McpServerConfig], log_dir: Path) -> None:
         self.servers = {config.name: _Server(config, log_dir) for config in configs}
+        self.log_dir = log_dir
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._starting: concurrent.futures.Future[None] | None = None
@@ -252,6 +258,9 @@ class McpServers:
             self._thread.start()
             self._loop = loop
             atexit.register(self.close)
+            with contextlib.suppress(OSError):
+                self.log_dir.mkdir(parents=True, exist_ok=True)
+                keep_sdk_log(self.log_dir)  # its records of a server's stray output: not over the chat
             self._starting = asyncio.run_coroutine_threadsafe(self._start_all(), loop)
 
     async def _start_all(self) -> None:
@@ -267,7 +276,7 @@ class McpServers:
 
     def statuses(self) -> list[ServerStatus]:
         """Each server's state, tools and last error, in config order."""
-        return [ServerStatus(s.config.name, s.state, s.tools, s.error, s.config.describe())
+        return [ServerStatus(s.config.name, s.state, s.tools, s.error, s.config.describe(), s.stray.count, s.stray.log)
                 for s in self.servers.values()]
 
     def tools(self) -> list[ServerTool]:
@@ -353,10 +362,6 @@ def _tools_of(server: str, listed: Sequence[Any]) -> tuple[ServerTool, ...]:
 
 async def _ignore_log(params: Any) -> None:
     """A server's log notifications (a flood of them, even) are not the chat's business."""
-
-
-async def _ignore_message(message: Any) -> None:
-    """Nor are its other notifications."""
 
 
 def _said(exc: BaseException) -> str:
