@@ -100,6 +100,31 @@ def test_closing_ends_every_descendant_whatever_the_server_did(
 
 
 @pytest.mark.slow
+def test_a_restart_ends_only_its_own_servers_family(tmp_path: Path) -> None:
+    """Servers start side by side: the one that crashed is stopped and started again, and only
+    its processes are ended, not those of the server started beside it."""
+    fixture = Path(__file__).parent / "support" / "mcp_fixture_server.py"
+    configs = parse_servers({"fam": family_entry(tmp_path, "ignore"),
+                             "fx": {"command": sys.executable, "args": [str(fixture)], "start_timeout": 60}},
+                            "test", tmp_path)
+    servers = McpServers(configs, tmp_path / "logs")
+    pids: list[int] = []
+    try:
+        servers.wait()
+        pids = started_pids(tmp_path)
+        turn: set[str] = set()
+        with pytest.raises(Exception, match="stopped during the call"):
+            servers.call("fx", "crash", {}, restarted=turn)
+        servers.call("fx", "lookup", {"word": "cat"}, restarted=turn)  # fx is started again
+        assert turn == {"fx"} and all(running(pid) for pid in pids)
+        assert servers.call("fam", "hello", {}, restarted=set()).content[0].text == "hello from the family"
+    finally:
+        servers.close()
+        cleanup(pids)
+    assert gone(pids)
+
+
+@pytest.mark.slow
 def test_ask_leaves_no_descendant(cli: Cli, llm_server: FakeLLMServer, tmp_path: Path) -> None:
     config = config_file(cli, family_entry(tmp_path, "exit"))
     run = cli("--ask", "hi", *chat_args(llm_server, config))

@@ -23,6 +23,7 @@ import signal
 import threading
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Iterable
 
 # Seconds a server's family is given, after SIGTERM, to end before SIGKILL.
@@ -60,6 +61,15 @@ def own_group(pid: int) -> bool:
     """Whether `pid` leads a process group of its own (the SDK starts each server so)."""
     try:
         return os.getpgid(pid) == pid
+    except OSError:
+        return False
+
+
+def writes_errors_to(pid: int, path: Path) -> bool:
+    """Whether `pid`'s stderr is the file `path` (each server's is its own log: this tells which
+    of the children started meanwhile is which server's)."""
+    try:
+        return os.readlink(f"/proc/{pid}/fd/2") == os.path.realpath(path)
     except OSError:
         return False
 

@@ -30,7 +30,7 @@ from ocat.errors import OcatError
 from ocat.mcp_client.config import McpServerConfig
 from ocat.mcp_client.server_output import StrayOutput, keep_sdk_log
 from ocat.mcp_client.server_processes import (children, end, family, kill_on_sigterm, own_group, record_group,
-                                              remember, running)
+                                              remember, running, writes_errors_to)
 from ocat.text.redact import redact
 
 log = logging.getLogger(__name__)
@@ -135,7 +135,8 @@ class _Server:
         started = {pid for pid in children() - before if own_group(pid)}
         for group in started:
             record_group(group)  # ended at exit even if its leader has gone by then
-        self.pids |= started
+        # Servers start side by side: this one's is the child whose stderr is its log.
+        self.pids |= {pid for pid in started if writes_errors_to(pid, self.log_dir / f"{self.config.name}.log")}
 
     async def _live(self) -> None:
         from mcp import Client
