@@ -125,24 +125,15 @@ def test_a_restart_ends_only_its_own_servers_family(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_ask_leaves_no_descendant(cli: Cli, llm_server: FakeLLMServer, tmp_path: Path) -> None:
-    config = config_file(cli, family_entry(tmp_path, "exit"))
-    run = cli("--ask", "hi", *chat_args(llm_server, config))
-    pids = started_pids(tmp_path)
-    try:
-        assert run.returncode == 0, run.stderr
-        assert gone(pids)
-    finally:
-        cleanup(pids)
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("on_eof", ["exit", "ignore"])
-def test_the_line_modes_quit_leaves_no_descendant(
-    cli: Cli, llm_server: FakeLLMServer, tmp_path: Path, on_eof: str
+@pytest.mark.parametrize(("face", "on_eof"), [("--ask", "exit"), ("--plain", "exit"), ("--plain", "ignore")])
+def test_ask_and_the_line_modes_quit_leave_no_descendant(
+    cli: Cli, llm_server: FakeLLMServer, tmp_path: Path, face: str, on_eof: str
 ) -> None:
     config = config_file(cli, family_entry(tmp_path, on_eof))
-    run = cli("--plain", *chat_args(llm_server, config), input="hi\n/quit\n")
+    if face == "--ask":
+        run = cli("--ask", "hi", *chat_args(llm_server, config))
+    else:
+        run = cli("--plain", *chat_args(llm_server, config), input="hi\n/quit\n")
     pids = started_pids(tmp_path)
     try:
         assert run.returncode == 0, run.stderr
