@@ -59,6 +59,7 @@ def _end_after_exit_handlers() -> None:
 
         logging.shutdown()
     _flush_streams()
+    _end_servers()
     os._exit(_exit_code)
 
 
@@ -69,7 +70,8 @@ def leave_now(code: int, closing: threading.Thread | None, session: ChatSession 
     still opening) and for the store's server to stop. The store is given up if that takes
     less than CLOSE_WAIT_SECONDS; past that the process ends as a crashed owner does, which
     the store is made for: the OS releases the owner lock and the server's watchdog stops it
-    (ocat.memory.sharing.owner_lock). Every exchange was written when its turn ended.
+    (ocat.memory.sharing.owner_lock). Every exchange was written when its turn ended. The MCP
+    servers' processes, which the closing thread may not have stopped yet, are ended here.
     """
     unsaved = session is not None and bool(session.memory.unsaved)
     if closing is not None:
@@ -78,7 +80,18 @@ def leave_now(code: int, closing: threading.Thread | None, session: ChatSession 
         # Said once the window is gone, on the terminal it leaves: what became of what memory could not take.
         print(f"ocat: {printable(session.memory.unsaved_note)}", file=sys.stderr)
     _flush_streams()
+    _end_servers()
     os._exit(code)
+
+
+def _end_servers() -> None:
+    """End what is left of the MCP servers' processes (none started: nothing to do). A process
+    that ends by os._exit runs no exit handler, and a server that ignores its stdin closing, or
+    the child a server left behind, would outlive it (SIGTERM, a short grace, SIGKILL)."""
+    if "ocat.mcp_client.server_processes" in sys.modules:  # loaded only where a server was started
+        from ocat.mcp_client.server_processes import end_all  # noqa: PLC0415 - see above
+
+        end_all()
 
 
 def _flush_streams() -> None:

@@ -297,3 +297,46 @@ def test_ocat_mcp_serving_another_store_is_a_server_too(cli: Cli, llm_server: Fa
     run = cli("--ask", "when does the staging password rotate?", *ask_args(llm_server, config))
     assert run.returncode == 0, run.stderr
     assert "every Tuesday" in tool_messages(llm_server)[0]["content"]
+
+
+@pytest.mark.slow
+def test_a_schema_error_naming_a_server_tool_drops_only_that_tool(
+    cli: Cli, llm_server: FakeLLMServer, tmp_path: Path
+) -> None:
+    """Issue 44, B10: OpenAI's 400 for one MCP tool's schema costs that tool, named, not every tool."""
+    config = write_config(cli, {"fx": fixture_entry(tmp_path)})
+    llm_server.refuse_tool = "fx__lookup"
+    llm_server.reply = "Answered without it."
+    run = cli("--ask", "look it up", *ask_args(llm_server, config))
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == "Answered without it."
+    assert "refused the tool fx__lookup (" in run.stderr and "does not take tools" not in run.stderr
+    offered = [{t["function"]["name"] for t in r.get("tools", [])} for r in llm_server.requests]
+    assert "fx__lookup" in offered[0] and "fx__lookup" not in offered[1] and "fx__write_note" in offered[1]
+    assert not (cli.home / ".local/state/ocat/tools.json").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("face", ["--ask", "--plain"])
+def test_a_server_writing_garbage_to_stdout_costs_one_line(
+    cli: Cli, llm_server: FakeLLMServer, tmp_path: Path, face: str
+) -> None:
+    """Issue 44: lines that are not JSON-RPC (a banner, babble mid-call) are one line per server
+    on stderr, not pydantic's tracebacks; the details are in the log, and the calls still work."""
+    config = write_config(cli, {"fx": fixture_entry(tmp_path, allow=["babble", "lookup"],
+                                                    env={"FIXTURE_GARBAGE": "1",
+                                                         "FIXTURE_CALLS_FILE": str(tmp_path / "calls.jsonl")})})
+    llm_server.script = [[{"name": "fx__babble", "arguments": {}}], [{"name": "fx__lookup", "arguments": {"word": "x"}}],
+                         "Done."]
+    args = ask_args(llm_server, config)
+    run = cli("--ask", "go", *args) if face == "--ask" else cli("--plain", *args, input="go\n/quit\n")
+    assert run.returncode == 0, run.stderr
+    assert "Done." in run.stdout
+    assert "Traceback" not in run.stderr and "pydantic" not in run.stderr.lower(), run.stderr
+    said = [line for line in run.stderr.splitlines() if "not JSON-RPC" in line]
+    assert said == ["ocat: note: mcp server fx wrote something that is not JSON-RPC; ignored "
+                    "(details in ~/.local/state/ocat/mcp/fx.log)"], run.stderr
+    log = (cli.home / ".local/state/ocat/mcp/fx.log").read_text()
+    assert "Starting the fixture server..." in log and "babble: not JSON-RPC" in log
+    babbled, looked_up = tool_messages(llm_server)
+    assert babbled["content"] == "babbled" and "definition 42" in looked_up["content"]

@@ -208,10 +208,112 @@ def test_a_server_that_refuses_tools_is_asked_again_without_and_remembered(
     assert turn.text == "Plain answer." and "does not take tools" in turn.tool_notes[0]
     assert "tools" in llm_server.requests[-2] and "tools" not in llm_server.requests[-1]
     state = json.loads((isolated_home / ".local/state/ocat/tools.json").read_text())
-    assert state == {"refused": ["openai/fake-model"]}
+    assert state == {"refused": [{"model": "openai/fake-model", "api_base": llm_server.api_base}]}
     later = session_on(store, llm_server).turn("again")  # a new run knows: no tools offered, nothing said
     run(later)
     assert later.tool_notes == [] and "tools" not in llm_server.requests[-1]
+
+
+# Real providers' words, and what each means for a request that offered tools (B10): the model
+# takes none, one tool's definition is refused (index or name), or neither (the turn fails).
+OFFERED = [{"type": "function", "function": {"name": name, "parameters": {}}}
+           for name in ("search_memory", "read_thread", "fx__lookup")]
+
+
+@pytest.mark.parametrize(("text", "param", "refusal", "tool"), [
+    # Ollama, both APIs
+    ("Error code: 400 - registry.ollama.ai/library/gemma2:2b does not support tools", None, True, None),
+    ('{"error":"stablelm2:latest does not support tools"}', None, True, None),
+    # OpenAI, a model without tools (o1-mini)
+    ("Error code: 400 - Unsupported parameter: 'tools' is not supported with this model.", "tools", True, None),
+    # DeepSeek's reasoner
+    ("Error code: 400 - deepseek-reasoner does not support Function Calling", None, True, None),
+    # vLLM started without its tool parser
+    ('Error code: 400 - "auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set',
+     None, True, None),
+    # llama.cpp's server without --jinja (a 500), and an older one
+    ("Error code: 500 - tools param requires --jinja flag", None, True, None),
+    ("Error code: 500 - Unsupported param: tools", None, True, None),
+    # litellm refusing the parameter for a provider
+    ("litellm.UnsupportedParamsError: ollama does not support parameters: ['tools'], for model=phi", None, True, None),
+    # OpenAI's schema error naming an MCP tool: that tool only, never a refusal
+    ("Error code: 400 - Invalid schema for function 'fx__lookup': In context=(), object schema missing properties.",
+     "tools[2].function.parameters", False, "fx__lookup"),
+    # ... through litellm, the param in the text
+    ("litellm.BadRequestError: OpenAIException - Invalid schema for function 'read_thread': In context=('properties', "
+     "'x'), 'oneOf' is not supported. {'param': 'tools[1].function.parameters'}", None, False, "read_thread"),
+    # Anthropic's and Gemini's, by index
+    ("litellm.BadRequestError: AnthropicException - tools.2.custom.input_schema: JSON schema is invalid. It must "
+     "match JSON Schema draft 2020-12", None, False, "fx__lookup"),
+    ("litellm.BadRequestError: VertexAIException - Invalid JSON payload received. Unknown name \"additionalProperties\" "
+     "at 'tools[0].function_declarations[1].parameters': Cannot find field.", None, False, "read_thread"),
+    # OpenAI's context-length error counts tokens "in the functions": neither
+    ("Error code: 400 - This model's maximum context length is 128000 tokens. However, your messages resulted in "
+     "130412 tokens (including 912 in the functions). Please reduce the length of the messages or functions.",
+     "messages", False, None),
+    # A rate limit, a wrong key: neither
+    ("Error code: 429 - Rate limit reached for gpt-4o in organization org-x on tokens per min", None, False, None),
+    ("Error code: 401 - Incorrect API key provided: sk-abc. You can find your API key at ...", None, False, None),
+])
+def test_what_a_providers_error_says_about_tools(text: str, param: str | None, refusal: bool, tool: str | None) -> None:
+    from ocat.llm.tool_errors import refused_tool, refuses_tools
+
+    assert refused_tool(text, param, OFFERED) == tool
+    assert tool is not None or refuses_tools(text) == refusal
+
+
+def test_a_schema_error_drops_that_tool_for_the_session_and_names_it(
+    store: MemoryStore, llm_server: FakeLLMServer, isolated_home: Path
+) -> None:
+    llm_server.refuse_tool = "read_thread"
+    llm_server.reply = "Answered."
+    session = session_on(store, llm_server)
+    turn = session.turn("hello")
+    run(turn)
+    assert turn.text == "Answered."
+    assert len(turn.tool_notes) == 1 and "refused the tool read_thread (" in turn.tool_notes[0]
+    offered = [[t["function"]["name"] for t in r.get("tools", [])] for r in llm_server.requests]
+    assert "read_thread" in offered[0] and "read_thread" not in offered[1] and "search_memory" in offered[1]
+    assert not (isolated_home / ".local/state/ocat/tools.json").exists()  # the model takes tools
+    later = session.turn("again")
+    run(later)
+    assert later.tool_notes == [] and "search_memory" in [t["function"]["name"] for t in llm_server.requests[-1]["tools"]]
+    assert "read_thread" not in [t["function"]["name"] for t in llm_server.requests[-1]["tools"]]
+    assert "Offered again: read_thread" in session.reset_tools()
+    box = session.toolbox(set())
+    assert box is not None and "read_thread" in box.specs
+
+
+def test_a_context_length_error_naming_functions_is_the_turns_failure_not_a_refusal(
+    store: MemoryStore, llm_server: FakeLLMServer, isolated_home: Path
+) -> None:
+    llm_server.error_with_tools = ("This model's maximum context length is 8192 tokens. However, your messages resulted "
+                                   "in 9000 tokens (including 400 in the functions). Please reduce the length of the "
+                                   "messages or functions.")
+    session = session_on(store, llm_server)
+    turn = session.turn("hello")
+    with pytest.raises(Exception, match="maximum context length"):
+        run(turn)
+    assert len(llm_server.requests) == 1 and turn.tool_notes == []
+    assert not (isolated_home / ".local/state/ocat/tools.json").exists()
+    assert session_on(store, llm_server).toolbox(set()) is not None  # tools are still offered
+
+
+def test_a_refusal_is_kept_per_model_and_server_and_tools_reset_forgets_it(
+    store: MemoryStore, llm_server: FakeLLMServer, isolated_home: Path
+) -> None:
+    llm_server.refuse_tools = True
+    session = session_on(store, llm_server)
+    run(session.turn("hello"))
+    assert session_on(store, llm_server).toolbox(set()) is None
+    elsewhere = session_on(store, llm_server, **{"llm.api_base": llm_server.api_base.replace("127.0.0.1", "localhost")})
+    assert elsewhere.toolbox(set()) is not None  # another server with the same model name is asked
+    from ocat.commands.registry import run_command
+
+    said = run_command(session, "/tools reset").text
+    assert "Forgot that openai/fake-model at" in said and session.toolbox(set()) is not None
+    assert session_on(store, llm_server).toolbox(set()) is not None  # and in later runs
+    assert "Nothing to reset" in run_command(session, "/tools reset").text
 
 
 def test_a_search_marks_what_the_model_already_has(store: MemoryStore, llm_server: FakeLLMServer) -> None:

@@ -26,7 +26,7 @@ from ocat.choices import with_saved_choices
 from ocat.text.tokens import estimate_tokens
 from ocat.chat.memory_loading import load_memory, warm_up
 from ocat.chat.turn import Turn
-from ocat.tools.support import offer_tools, remember_refusal
+from ocat.tools.support import forget_refusal, offer_tools, remember_refusal
 
 if TYPE_CHECKING:
     from ocat.config.loading import Settings
@@ -82,6 +82,8 @@ class ChatSession:
         self.progress = CommandProgress()
         # Offer the model tools (ocat.tools); off for the rest of the session once the provider refuses them.
         self._tools_on = True
+        # Tools whose definition the provider refused (a schema it cannot read): left out for the session.
+        self.dropped_tools: set[str] = set()
         # Projects (ocat.memory.retrieval.project_scope): where ocat was started, and the scope
         # searches use (`--project PATH` and `/project` change it).
         self._started_in = _current_folder()
@@ -219,6 +221,7 @@ class ChatSession:
             return None
         specs = self._memory_tools(in_context)
         specs += self.server_tools.specs({spec.name for spec in specs})
+        specs = [spec for spec in specs if spec.name not in self.dropped_tools]
         return ToolBox(specs, result_tokens=self.settings.tools.result_tokens, count=estimate_tokens) if specs else None
 
     def _memory_tools(self, in_context: set[str]) -> list[ToolSpec]:
@@ -244,9 +247,32 @@ class ChatSession:
     def tools_refused(self) -> str:
         """The provider refused tools: no more for this model (here, and in later runs); the words to say once."""
         self._tools_on = False
-        remember_refusal(self.settings.llm.model)
+        remember_refusal(self.settings.llm)
         return (f"{self.settings.llm.model} does not take tools: asked again without them, and it will be "
-                "from now on (tools.enabled: on insists; ~/.local/state/ocat/tools.json remembers it)")
+                "from now on (/tools reset forgets it; tools.enabled: on insists)")
+
+    def tool_rejected(self, name: str, why: str) -> str:
+        """The provider refused one tool's definition: that tool is left out for the rest of the
+        session (the others stay); the words to say."""
+        self.dropped_tools.add(name)
+        return (f"the provider refused the tool {name} ({why}): asked again without it, and this chat goes "
+                "on without it (/tools reset offers it again)")
+
+    def reset_tools(self) -> str:
+        """Offer tools again: forget the model's refusal (here and in later runs) and the tools
+        left out this session; the words to say."""
+        forgot = forget_refusal(self.settings.llm)
+        dropped = sorted(self.dropped_tools)
+        self._tools_on, self.dropped_tools = True, set()
+        said = []
+        if forgot:
+            where = f" at {self.settings.llm.api_base}" if self.settings.llm.api_base else ""
+            said.append(f"Forgot that {self.settings.llm.model}{where} refused tools")
+        if dropped:
+            said.append(f"Offered again: {', '.join(dropped)}")
+        if not said:
+            return "Nothing to reset: no refusal of tools is kept for this model, and no tool was left out."
+        return ". ".join(said) + ". The next turn offers them."
 
     def record(
         self, prompt: str, answer: str, memories: list[SearchHit], calls: tuple[CalledTool, ...] = ()

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, AsyncIterator
 from ocat.chat.outcomes import Recall, Recorded
 from ocat.tools.calls import CallState, ToolCall, clock
 from ocat.chat.messages import TurnRequest
-from ocat.llm import ToolsRefused, Usage
+from ocat.llm import ToolRejected, ToolsRefused, Usage
 
 if TYPE_CHECKING:
     from ocat.operations.wake import WakeBlock
@@ -145,6 +145,14 @@ class Turn:
                     box = None
                     self.steps -= 1
                     continue
+                except ToolRejected as rejected:  # one tool's definition: asked again without it
+                    if said or box is None:
+                        raise
+                    self.tool_notes.append(self.session.tool_rejected(rejected.tool, str(rejected)))
+                    box.drop(rejected.tool)
+                    box = box or None
+                    self.steps -= 1
+                    continue
                 self.usage = _added(self.usage, stream.usage)
                 calls = list(stream.tool_calls) if offered else []
                 if not calls:
@@ -162,6 +170,7 @@ class Turn:
                     messages.append(call.result_message())
                     yield call
                 messages.extend(call.result_message() for call in refused)
+                self.tool_notes.extend(self.session.server_tools.stray_news())  # said during a call
                 if self.steps >= limit:
                     self.tool_notes.append(
                         f"the model asked for tools {limit} times (tools.max_steps): it answers now without them")

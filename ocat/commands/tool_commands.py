@@ -1,4 +1,5 @@
-"""/tools: the MCP servers of this chat and their tools, and taking an "always" back."""
+"""/tools: the MCP servers of this chat and their tools, taking an "always" back, and offering
+tools again after a provider refused them (`/tools reset`)."""
 
 from __future__ import annotations
 
@@ -15,17 +16,20 @@ if TYPE_CHECKING:
     from ocat.chat.session import ChatSession
 
 
-@command("tools", "list the MCP servers and their tools, allowed or not ('deny SERVER.TOOL' takes an 'always' back)",
+@command("tools", "list the MCP servers and their tools, allowed or not ('deny SERVER.TOOL' takes an 'always' back; "
+         "'reset' offers tools again to a model that refused them, and the tools a provider refused)",
          group="settings", example="/tools",
-         arguments=(Arg("deny", "deny and a SERVER.TOOL", kind="rest", optional=True, default="",
-                        metavar="deny SERVER.TOOL"),))
+         arguments=(Arg("deny", "deny and a SERVER.TOOL, or reset", kind="rest", optional=True, default="",
+                        metavar="deny SERVER.TOOL | reset"),))
 def _tools(session: ChatSession, deny: str = "") -> CommandResult:
     words = deny.split()
     if not words:
         asks = session.server_tools.consent.ask is not None
         return CommandResult(text=render_listing(tool_listing(session.server_tools), asks=asks))
+    if words == ["reset"]:
+        return CommandResult(text=session.reset_tools())
     if words[0] != "deny" or len(words) != 2 or "." not in words[1]:
-        raise OcatError("usage: /tools, or /tools deny SERVER.TOOL")
+        raise OcatError("usage: /tools, /tools deny SERVER.TOOL, or /tools reset")
     key = words[1]
     if take_back(key):
         return CommandResult(text=f"{key} is no longer allowed always: the next call asks first.")

@@ -20,6 +20,7 @@ from ocat.tools.calls import CallAssembler, chunk_field
 from ocat.litellm_offline import litellm as load_litellm
 from ocat.llm.model_table import model_facts
 from ocat.llm.openai_compatible import stream_chat
+from ocat.llm.tool_errors import refused_tool, refuses_tools
 from ocat.text.redact import redact
 from ocat.text.tokens import count_tokens
 
@@ -35,6 +36,15 @@ Message = dict[str, Any]
 class ToolsRefused(ProviderError):
     """The provider refused the request because it offered tools (a model or server that cannot
     call them): the turn asks again without them."""
+
+
+class ToolRejected(ProviderError):
+    """The provider refused one tool's definition (a schema or a name it cannot take): the turn
+    asks again without that tool, named in `tool`."""
+
+    def __init__(self, message: str, tool: str) -> None:
+        super().__init__(message)
+        self.tool = tool
 
 
 @dataclass(frozen=True)
@@ -220,8 +230,13 @@ class AnswerStream:
                 if chunk_field(chunk, "usage"):
                     self.usage = _priced(chunk_field(chunk, "usage"), self.settings.model)
         except Exception as exc:
-            if self.tools and _refuses_tools(exc):
-                raise ToolsRefused(f"{self.settings.model} does not take tools: {_first_line(exc)}") from exc
+            if self.tools:
+                said = redact(_first_line(exc), secrets=[self.settings.api_key])
+                tool = refused_tool(str(exc), getattr(exc, "param", None), self.tools)
+                if tool is not None:  # before a refusal: a schema error may say what is "not supported"
+                    raise ToolRejected(said, tool) from exc
+                if refuses_tools(str(exc)):
+                    raise ToolsRefused(f"{self.settings.model} does not take tools: {said}") from exc
             raise provider_error(exc, self.settings) from exc
         self.tool_calls = calls.calls()
 
@@ -264,16 +279,6 @@ def _first_line(exc: Exception) -> str:
 def _kind(exc: Exception) -> str:
     """A failure's name as litellm and the OpenAI SDK give it (`RateLimitError`, ...)."""
     return str(getattr(exc, "kind", None) or type(exc).__name__)
-
-
-def _refuses_tools(exc: Exception) -> bool:
-    """Whether a failure says the model or server cannot take tools (an HTTP 400 naming tools or
-    functions, or litellm's own refusal of the parameter) rather than something else."""
-    name = _kind(exc)
-    text = str(exc).lower()
-    about_tools = any(word in text for word in ("tool", "function"))
-    return about_tools and (name in ("BadRequestError", "UnsupportedParamsError", "UnprocessableEntityError")
-                            or "400" in text or "422" in text or "not supported" in text)
 
 
 def stream(

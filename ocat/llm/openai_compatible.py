@@ -20,10 +20,12 @@ class OpenAICompatibleError(Exception):
     `RateLimitError`, `BadRequestError`, `NotFoundError`, `InternalServerError`,
     `APIConnectionError`, `APITimeoutError`), which ocat.llm words."""
 
-    def __init__(self, kind: str, message: str, status: int | None = None) -> None:
+    def __init__(self, kind: str, message: str, status: int | None = None, param: str | None = None) -> None:
         super().__init__(message)
         self.kind = kind
         self.status = status
+        # The request's part the error is about (OpenAI's `param`: `tools[2].function.parameters`).
+        self.param = param
 
 
 # HTTP statuses as the names their errors have in litellm and the SDK.
@@ -81,12 +83,16 @@ def _event(line: str) -> Any:
 
 
 def _http_error(status: int, text: str) -> OpenAICompatibleError:
+    param = None
     try:
-        message = _message(json.loads(text))
+        body = json.loads(text)
+        message = _message(body)
+        error = body.get("error") if isinstance(body, dict) else None
+        param = str(error["param"]) if isinstance(error, dict) and error.get("param") else None
     except ValueError:
         message = text.strip()[:300] or f"HTTP {status}"
     kind = _STATUS_NAMES.get(status, "InternalServerError" if status >= 500 else "APIError")
-    return OpenAICompatibleError(kind, f"Error code: {status} - {message}", status)
+    return OpenAICompatibleError(kind, f"Error code: {status} - {message}", status, param)
 
 
 def _message(body: Any) -> str:

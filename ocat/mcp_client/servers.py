@@ -5,9 +5,12 @@ plain blocking call from the worker thread the turn runs tools in.
 A server that cannot start, hangs at start, crashes or hangs in a call costs its own tools and
 one line, never the turn: `start_timeout` bounds the start, `timeout` a call (the SDK sends
 MCP's cancellation when a call is given up, as it does when Esc cancels it). A crashed server
-starts again on its next use, at most once a turn. No child outlives ocat: closing stops each
-server through the SDK (which ends its process tree), and the process groups started here are
-killed at exit and on SIGTERM as a last resort.
+starts again on its next use, at most once a turn. No descendant of a server outlives ocat
+(ocat.mcp_client.server_processes): stopping a server takes its family first (its process group,
+its session, their descendants), stops it through the SDK (stdin closed, then the SDK's kill of
+its group while it lives), then ends whatever of that family is left, whether or not the server
+itself has exited; at exit, on SIGTERM and when the full-screen chat leaves at once, every
+recorded group's family is ended as a last resort.
 """
 
 from __future__ import annotations
@@ -25,7 +28,9 @@ from typing import Any, Sequence
 
 from ocat.errors import OcatError
 from ocat.mcp_client.config import McpServerConfig
-from ocat.mcp_client.server_processes import children, kill_groups, kill_on_sigterm, own_group, running
+from ocat.mcp_client.server_output import StrayOutput, keep_sdk_log
+from ocat.mcp_client.server_processes import (children, end, family, kill_on_sigterm, own_group, record_group,
+                                              remember, running, writes_errors_to)
 from ocat.text.redact import redact
 
 log = logging.getLogger(__name__)
@@ -64,6 +69,9 @@ class ServerStatus:
     tools: tuple[ServerTool, ...]
     error: str | None
     command: str
+    # How many lines the server wrote to stdout that were not JSON-RPC (ignored, kept in `log`).
+    stray: int = 0
+    log: Path | None = None
 
 
 def qualified_name(server: str, tool: str, taken: set[str]) -> str:
@@ -112,6 +120,7 @@ class _Server:
         self.stopping: asyncio.Event | None = None
         self.started: asyncio.Event | None = None
         self.pids: set[int] = set()
+        self.stray = StrayOutput(log_dir / f"{config.name}.log")
 
     async def start(self) -> None:
         """Start the server and list its tools, within `start_timeout`; a failure is its state."""
@@ -123,7 +132,11 @@ class _Server:
             await asyncio.wait_for(self.started.wait(), self.config.start_timeout)
         except asyncio.TimeoutError:
             self.fail(f"did not start within {self.config.start_timeout:g} s (start_timeout)")
-        self.pids |= {pid for pid in children() - before if own_group(pid)}
+        started = {pid for pid in children() - before if own_group(pid)}
+        for group in started:
+            record_group(group)  # ended at exit even if its leader has gone by then
+        # Servers start side by side: this one's is the child whose stderr is its log.
+        self.pids |= {pid for pid in started if writes_errors_to(pid, self.log_dir / f"{self.config.name}.log")}
 
     async def _live(self) -> None:
         from mcp import Client
@@ -133,7 +146,7 @@ class _Server:
             async with contextlib.AsyncExitStack() as stack:
                 self.client = await stack.enter_async_context(
                     Client(self._transport(stack), mode="legacy", logging_callback=_ignore_log,
-                           message_handler=_ignore_message))
+                           message_handler=self.stray.on_message))
                 listed = await self.client.list_tools()
                 self.tools = _tools_of(self.config.name, listed.tools)
                 self.state = "ready"
@@ -178,7 +191,10 @@ class _Server:
             self.task.cancel()
 
     async def stop(self) -> None:
-        """Stop the server (its process tree ends with the SDK's transport)."""
+        """Stop the server, then end what is left of its family (a child the server left behind
+        when it exited on stdin EOF, one that ignored SIGTERM)."""
+        kin = family(self.pids)  # before the stop: a descendant is found through its parent only while it lives
+        remember(kin)
         if self.stopping is not None:
             self.stopping.set()
         if self.task is not None:
@@ -186,6 +202,7 @@ class _Server:
                 await asyncio.wait_for(asyncio.shield(self.task), 5)
             if not self.task.done():
                 self.task.cancel()
+        await asyncio.to_thread(end, self.pids, kin)
         if self.state != "failed":
             self.state = "stopped"
 
@@ -221,14 +238,15 @@ class McpServers:
 
     def __init__(self, configs: Sequence[McpServerConfig], log_dir: Path) -> None:
         self.servers = {config.name: _Server(config, log_dir) for config in configs}
+        self.log_dir = log_dir
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._starting: concurrent.futures.Future[None] | None = None
         self._inflight: set[concurrent.futures.Future[Any]] = set()
         self._lock = threading.Lock()
         self._closed = False
-        # Set here as well as in start(): a chat builds this in the main thread, where handlers are set.
-        kill_on_sigterm(self.pids)
+        # Set here: a chat builds this in the main thread, where handlers are set.
+        kill_on_sigterm()
 
     def start(self) -> None:
         """Start every server in the background (returns at once; `wait` waits for them)."""
@@ -241,6 +259,9 @@ class McpServers:
             self._thread.start()
             self._loop = loop
             atexit.register(self.close)
+            with contextlib.suppress(OSError):
+                self.log_dir.mkdir(parents=True, exist_ok=True)
+                keep_sdk_log(self.log_dir)  # its records of a server's stray output: not over the chat
             self._starting = asyncio.run_coroutine_threadsafe(self._start_all(), loop)
 
     async def _start_all(self) -> None:
@@ -256,7 +277,7 @@ class McpServers:
 
     def statuses(self) -> list[ServerStatus]:
         """Each server's state, tools and last error, in config order."""
-        return [ServerStatus(s.config.name, s.state, s.tools, s.error, s.config.describe())
+        return [ServerStatus(s.config.name, s.state, s.tools, s.error, s.config.describe(), s.stray.count, s.stray.log)
                 for s in self.servers.values()]
 
     def tools(self) -> list[ServerTool]:
@@ -303,7 +324,7 @@ class McpServers:
             future.cancel()
 
     def close(self) -> None:
-        """Stop every server and the loop; any process group started here that is still alive is killed."""
+        """Stop every server and the loop; whatever of the servers' families is left is ended."""
         with self._lock:
             if self._closed:
                 return
@@ -313,9 +334,9 @@ class McpServers:
         if loop is not None and loop.is_running():
             stopping = asyncio.run_coroutine_threadsafe(self._stop_all(), loop)
             with contextlib.suppress(Exception):
-                stopping.result(timeout=8)
+                stopping.result(timeout=12)  # the SDK's stop (up to 5 s), then a family's SIGTERM and SIGKILL
             loop.call_soon_threadsafe(loop.stop)
-        kill_groups(self.pids())
+        end(self.pids())  # a stop that timed out, or a loop that was not running
         with contextlib.suppress(Exception):
             atexit.unregister(self.close)
 
@@ -342,10 +363,6 @@ def _tools_of(server: str, listed: Sequence[Any]) -> tuple[ServerTool, ...]:
 
 async def _ignore_log(params: Any) -> None:
     """A server's log notifications (a flood of them, even) are not the chat's business."""
-
-
-async def _ignore_message(message: Any) -> None:
-    """Nor are its other notifications."""
 
 
 def _said(exc: BaseException) -> str:

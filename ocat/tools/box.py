@@ -74,6 +74,10 @@ class ToolBox:
     def __bool__(self) -> bool:
         return bool(self.specs)
 
+    def drop(self, name: str) -> None:
+        """Leave the tool `name` out (a provider refused its definition)."""
+        self.specs.pop(name, None)
+
     def schemas(self) -> list[dict[str, Any]]:
         """Every tool, as the provider is offered them."""
         return [spec.schema() for spec in self.specs.values()]

@@ -1,13 +1,14 @@
 """The MCP servers of one chat, as the session owns them: started when the face says (after the
 first frame, or on `--ask`'s first turn), offered to every turn beside memory's tools, asked
-about through `consent`, and closed with the chat. Servers that failed are said once each.
+about through `consent`, and closed with the chat. Servers that failed, and servers that wrote
+something that is not JSON-RPC to stdout, are said once each.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ocat.config.locations import state_dir
+from ocat.config.locations import display_path, state_dir
 from ocat.mcp_client.consent import Consent
 from ocat.mcp_client.servers import McpServers
 from ocat.tools.mcp_tools import server_tools
@@ -26,6 +27,7 @@ class ServerTools:
         self.consent = Consent({c.name: c.allow for c in self.configs}, settings.allowed_tools)
         self._servers: McpServers | None = None
         self._said: set[tuple[str, str]] = set()
+        self._stray_said: set[str] = set()
         if self.configs:
             # Made here, in the thread that builds the chat (the main one): it sets ocat's SIGTERM handler.
             self._servers = McpServers(self.configs, state_dir() / "mcp")
@@ -60,7 +62,8 @@ class ServerTools:
         return servers.statuses()
 
     def news(self) -> list[str]:
-        """One line for each server that failed since last asked (a failure is said once)."""
+        """One line for each server that failed since last asked (a failure is said once), and
+        the `stray_news`."""
         if self._servers is None:
             return []
         lines = []
@@ -71,6 +74,19 @@ class ServerTools:
                     self._said.add(said)
                     lines.append(f"MCP server {status.name} is off ({status.error}): "
                                  "the chat goes on without its tools")
+        return lines + self.stray_news()
+
+    def stray_news(self) -> list[str]:
+        """One line for each server that wrote to stdout something that is not JSON-RPC, the
+        first time it did (once a session: the details of each line are in its log)."""
+        if self._servers is None:
+            return []
+        lines = []
+        for status in self._servers.statuses():
+            if status.stray and status.name not in self._stray_said:
+                self._stray_said.add(status.name)
+                where = f"details in {display_path(status.log)}" if status.log else "details in its log"
+                lines.append(f"mcp server {status.name} wrote something that is not JSON-RPC; ignored ({where})")
         return lines
 
     def close(self) -> None:

@@ -2,44 +2,74 @@
 models a provider has refused tools for, remembered so the next run asks them without.
 
 A model litellm says cannot call functions is not offered tools; one it does not know (a local
-server's, a new model) is, and if the provider refuses them (an HTTP 400 naming tools), the turn
-asks again without, and the model is written to `~/.local/state/ocat/tools.json`.
+server's, a new model) is, and if the provider says it takes no tools (ocat.llm.tool_errors), the
+turn asks again without, and the model with its `llm.api_base` (one server may take tools where
+another serving the same name does not) is written to `~/.local/state/ocat/tools.json`.
+`/tools reset` forgets it. Entries of the older form (a model's name alone) are not read: an
+older ocat wrote one for any HTTP 400 that mentioned a function, so they may be wrong.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ocat.config.locations import state_dir
 from ocat.llm import model_calls_tools
 
 if TYPE_CHECKING:
+    from ocat.config.loading import LLMSettings
     from ocat.config.settings import Settings
 
 
-def refusing_models() -> set[str]:
-    """The models a provider refused tools for (an unreadable file counts as none)."""
+def _entry(llm: LLMSettings) -> dict[str, str]:
+    return {"model": llm.model, "api_base": llm.api_base or ""}
+
+
+def _refusals() -> list[dict[str, str]]:
+    """The refusals kept (an unreadable file counts as none)."""
     try:
         data = json.loads(state_dir().joinpath("tools.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return set()
-    listed = data.get("refused") if isinstance(data, dict) else None
-    return {m for m in listed if isinstance(m, str)} if isinstance(listed, list) else set()
+        return []
+    listed: Any = data.get("refused") if isinstance(data, dict) else None
+    if not isinstance(listed, list):
+        return []
+    return [{"model": e["model"], "api_base": e.get("api_base") or ""} for e in listed
+            if isinstance(e, dict) and isinstance(e.get("model"), str) and isinstance(e.get("api_base", ""), str)]
 
 
-def remember_refusal(model: str) -> None:
-    """Keep that `model` refuses tools, for the next runs (a failure to write loses only that)."""
+def refused(llm: LLMSettings) -> bool:
+    """Whether a provider refused tools for this model at this `api_base`."""
+    return _entry(llm) in _refusals()
+
+
+def _write(refusals: list[dict[str, str]]) -> None:
     path = state_dir() / "tools.json"
-    refused = sorted(refusing_models() | {model})
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         partial = path.with_suffix(".tmp")
-        partial.write_text(json.dumps({"refused": refused}, indent=2) + "\n", encoding="utf-8")
+        partial.write_text(json.dumps({"refused": refusals}, indent=2) + "\n", encoding="utf-8")
         os.replace(partial, path)
     except OSError:
-        pass
+        pass  # a failure to write loses only the memory of the refusal
+
+
+def remember_refusal(llm: LLMSettings) -> None:
+    """Keep that this model, at this `api_base`, takes no tools, for the next runs."""
+    kept = _refusals()
+    if _entry(llm) not in kept:
+        _write([*kept, _entry(llm)])
+
+
+def forget_refusal(llm: LLMSettings) -> bool:
+    """Forget a refusal kept for this model at this `api_base`; whether there was one."""
+    kept = _refusals()
+    if _entry(llm) not in kept:
+        return False
+    _write([entry for entry in kept if entry != _entry(llm)])
+    return True
 
 
 def offer_tools(settings: Settings) -> bool:
@@ -50,6 +80,6 @@ def offer_tools(settings: Settings) -> bool:
         return False
     if mode == "on":
         return True
-    if settings.llm.model in refusing_models():
+    if refused(settings.llm):
         return False
     return model_calls_tools(settings.llm) is not False

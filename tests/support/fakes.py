@@ -59,6 +59,10 @@ class FakeLLMServer:
     script: list[str | list[dict[str, Any]]] = field(default_factory=list)
     # Answer a request that offers tools with HTTP 400, as a server that cannot call them does.
     refuse_tools: bool = False
+    # Answer a request that offers this tool with OpenAI's HTTP 400 for a schema it cannot read.
+    refuse_tool: str = ""
+    # Answer a request that offers tools with HTTP 400 and this error message (the provider's words).
+    error_with_tools: str = ""
 
     def next_step(self, body: dict[str, Any]) -> str | list[dict[str, Any]]:
         """What to answer `body` with: the next scripted step (tool calls only when tools are offered)."""
@@ -104,6 +108,20 @@ def llm_handler(server_state: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
             if server_state.status != 200:
                 failure = json.dumps({"error": {"message": "fake failure", "type": "error", "code": server_state.status}})
                 self._send(server_state.status, "application/json", failure.encode())
+                return
+            offered = [tool["function"]["name"] for tool in body.get("tools") or []]
+            if server_state.refuse_tool in offered:
+                index = offered.index(server_state.refuse_tool)
+                refusal = {"error": {"message": f"Invalid schema for function '{server_state.refuse_tool}': In "
+                                                "context=(), object schema missing properties.",
+                                     "type": "invalid_request_error", "param": f"tools[{index}].function.parameters",
+                                     "code": "invalid_function_parameters"}}
+                self._send(400, "application/json", json.dumps(refusal).encode())
+                return
+            if server_state.error_with_tools and offered:
+                failure = {"error": {"message": server_state.error_with_tools, "type": "invalid_request_error",
+                                     "param": "messages", "code": None}}
+                self._send(400, "application/json", json.dumps(failure).encode())
                 return
             if server_state.refuse_tools and body.get("tools"):
                 refusal = {"error": {"message": "tools is not supported for this model", "type": "invalid_request_error",

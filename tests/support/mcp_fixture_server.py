@@ -1,7 +1,8 @@
 """A tiny MCP server (stdio, the official SDK) for the client tests: a read-only tool, one with a
 side effect (it writes a file, so a test can prove it never ran without consent), one that
 hangs, one that crashes its process, one that fails, one that floods notifications, one that
-answers at length, and one whose answer carries terminal control sequences.
+answers at length, one whose answer carries terminal control sequences, and one that writes lines
+that are not JSON-RPC to stdout (with $FIXTURE_GARBAGE=1, which also prints a banner there first).
 
 Run: python tests/support/mcp_fixture_server.py (the side effect writes $FIXTURE_NOTE_FILE;
 each call is appended to $FIXTURE_CALLS_FILE, one JSON line, so tests see what reached it).
@@ -83,6 +84,17 @@ def big() -> str:
     return "\n".join(f"line {index}: " + "lorem ipsum dolor sit amet " * 4 for index in range(3000))
 
 
+def babble() -> str:
+    called("babble")
+    os.write(1, b"babble: not JSON-RPC\n{\"jsonrpc\": \"2.0\", \"nonsense\": 1}\n")
+    return "babbled"
+
+
+if os.environ.get("FIXTURE_GARBAGE"):  # only then: the other tests count the tools
+    server.tool(description="Writes lines that are not JSON-RPC to stdout, then answers.",
+                annotations=ToolAnnotations(read_only_hint=True))(babble)
+
+
 @server.tool(description="Answers with terminal control sequences.", annotations=ToolAnnotations(read_only_hint=True))
 def paint() -> str:
     called("paint")
@@ -90,6 +102,8 @@ def paint() -> str:
 
 
 if __name__ == "__main__":
+    if os.environ.get("FIXTURE_GARBAGE"):  # a server that prints a banner on stdout, as some do
+        os.write(1, b"Starting the fixture server...\n")
     if os.environ.get("FIXTURE_START_DELAY"):
         time.sleep(float(os.environ["FIXTURE_START_DELAY"]))
     server.run("stdio")
