@@ -49,11 +49,13 @@ async def start_turn(app: OcatApp, pilot: Any, text: str) -> None:
 
 
 async def dialog_shown(app: OcatApp, pilot: Any) -> ConsentDialog:
-    """The consent dialog, once it is on screen with No focused (ready for a key)."""
+    """The consent dialog, once it is on screen, armed (ocat.ui.consent.ARMING_DELAY after it was
+    painted: keys before that go to the prompt box) and No focused: ready for a key."""
     await wait_for(pilot, lambda: isinstance(app.screen, ConsentDialog), "the consent dialog", seconds=60)
     dialog = app.screen
     assert isinstance(dialog, ConsentDialog)
-    await wait_for(pilot, lambda: app.focused is not None and app.focused.id == "n", "No focused", seconds=10)
+    await wait_for(pilot, lambda: dialog.armed and app.focused is not None and app.focused.id == "n",
+                   "the dialog armed, No focused", seconds=10)
     await pilot.pause()
     return dialog
 
@@ -75,7 +77,7 @@ async def test_the_dialog_asks_and_only_yes_or_always_run_the_tool(
     async with app.run_test(size=(100, 30)) as pilot:
         await start_turn(app, pilot, "note it")
         dialog = await dialog_shown(app, pilot)
-        shown = str(dialog.query_one("#consent-arguments").render())
+        shown = "\n".join(str(value.render()) for value in dialog.query(".consent-value Static"))
         assert "buy milk" in shown and "\x1b" not in shown and "\\u001b" in shown
         assert calls_made(tmp_path) == []  # nothing ran while the question is open
         await pilot.press(key)
@@ -167,9 +169,16 @@ def test_snapshot_the_consent_dialog(snap_compare: Any) -> None:
     class Host(App[None]):
         def on_mount(self) -> None:
             self.push_screen(ConsentDialog(ConsentRequest("files", "read_file",
-                                                          {"path": "~/notes/plan.md", "lines": [1, 40]})))
+                                                          {"path": "~/notes/plan.md", "lines": [1, 40]}),
+                                           arming_delay=3600))
 
-    assert snap_compare(Host(), terminal_size=(80, 24))
+    async def armed(pilot: Any) -> None:  # as the user sees it once answers count (not waiting on the clock)
+        await pilot.pause()
+        assert isinstance(pilot.app.screen, ConsentDialog)
+        pilot.app.screen.arm()
+        await pilot.pause()
+
+    assert snap_compare(Host(), terminal_size=(80, 24), run_before=armed)
 
 
 # -- the line mode and the process tree ---------------------------------------------------------------

@@ -64,6 +64,13 @@ class ConsentRequest:
         """The arguments as JSON (pretty by default), safe to print: no control sequence gets through."""
         return printable(json.dumps(self.arguments, indent=indent, ensure_ascii=False, sort_keys=True))
 
+    def argument_rows(self) -> list[tuple[str, str]]:
+        """Each argument as (name, value as pretty JSON), by name, both safe to print: what the
+        full-screen dialog shows row by row."""
+        return [(printable(name), printable(json.dumps(self.arguments[name], indent=2, ensure_ascii=False,
+                                                       sort_keys=True)))
+                for name in sorted(self.arguments)]
+
     def question(self) -> str:
         """The line mode's question, on one line."""
         return f"Allow {printable(self.key)} {self.arguments_text(indent=None)}? [y]es once, [a]lways, [n]o: "
