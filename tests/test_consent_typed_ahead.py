@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import pty
-import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -31,9 +29,9 @@ from tests.support.cli import Cli
 from tests.support.examples import examples
 from tests.support.fakes import FakeLLMServer
 from tests.support.pilot import wait_for
-from tests.support.warm_start import python_command
-from tests.test_mcp_client import ask_args, calls_made, fixture_entry, write_config
-from tests.test_mcp_consent_faces import _read_until, app_with_fixture, start_turn, turn_done
+from tests.test_mcp_client import calls_made, fixture_entry, write_config
+from tests.test_mcp_consent_faces import (_read_until, app_with_fixture, line_mode_on_a_terminal, start_turn,
+                                          turn_done)
 
 # Longer than any test runs: only `arm()` arms the dialog, as the timer would.
 NEVER = 3600.0
@@ -283,15 +281,7 @@ def test_the_line_mode_sets_aside_what_was_typed_before_its_question(
     config = write_config(cli, {"fx": fixture_entry(tmp_path)})
     llm_server.script = [[{"name": "fx__write_note", "arguments": {"text": "call mum"}}], "Not noted."]
     llm_server.stall = 1.0  # the model thinks before each answer: the user types on meanwhile
-    controller, terminal = pty.openpty()
-    process = subprocess.Popen(python_command("-m", "ocat", "--plain", *ask_args(llm_server, config),
-                                              env=cli.environ({"TERM": "dumb"})),
-                               stdin=terminal, stdout=terminal, stderr=terminal, env=cli.environ({"TERM": "dumb"}),
-                               cwd=cli.home, close_fds=True)
-    os.close(terminal)
-    seen: list[str] = []
-    try:
-        _read_until(controller, "/quit to leave", seen)
+    with line_mode_on_a_terminal(cli, llm_server, config) as (process, controller, seen):
         os.write(controller, b"write it down\r")
         deadline = time.monotonic() + 60
         while not llm_server.requests:  # the prompt was read and sent: what is typed now is typed ahead
@@ -308,10 +298,6 @@ def test_the_line_mode_sets_aside_what_was_typed_before_its_question(
         _read_until(controller, llm_server.reply, seen)
         os.write(controller, b"/quit\r")
         assert process.wait(timeout=60) == 0
-    finally:
-        if process.poll() is None:
-            process.kill()
-        os.close(controller)
     assert not (tmp_path / "note.txt").exists()
     sent = [m for m in llm_server.requests[-1]["messages"] if m["role"] == "user"][-1]["content"]
     assert "a\nand half a line" in sent  # nothing typed was lost

@@ -5,6 +5,7 @@ quit, Ctrl+Q mid-call, SIGTERM mid-call).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import pty
@@ -13,7 +14,7 @@ import signal
 import subprocess
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import pytest
 
@@ -202,12 +203,12 @@ def _read_until(fd: int, marker: str, seen: list[str], timeout: float = 90) -> s
     return "".join(seen)
 
 
-@pytest.mark.slow
-def test_the_line_mode_asks_on_a_terminal_and_one_letter_answers(
-    cli: Cli, llm_server: FakeLLMServer, tmp_path: Path
-) -> None:
-    config = write_config(cli, {"fx": fixture_entry(tmp_path)})
-    llm_server.script = [[{"name": "fx__write_note", "arguments": {"text": "call mum"}}], "Noted it."]
+@contextlib.contextmanager
+def line_mode_on_a_terminal(cli: Cli, llm_server: FakeLLMServer,
+                            config: Path) -> Iterator[tuple[subprocess.Popen[bytes], int, list[str]]]:
+    """`ocat --plain` with the config's servers on a pseudo-terminal (TERM=dumb), once its greeting
+    is shown: the process, the terminal's other side, and what it showed so far. Killed at the end
+    if it still runs."""
     controller, terminal = pty.openpty()
     process = subprocess.Popen(python_command("-m", "ocat", "--plain", *ask_args(llm_server, config),
                                               env=cli.environ({"TERM": "dumb"})),
@@ -217,6 +218,20 @@ def test_the_line_mode_asks_on_a_terminal_and_one_letter_answers(
     seen: list[str] = []
     try:
         _read_until(controller, "/quit to leave", seen)
+        yield process, controller, seen
+    finally:
+        if process.poll() is None:
+            process.kill()
+        os.close(controller)
+
+
+@pytest.mark.slow
+def test_the_line_mode_asks_on_a_terminal_and_one_letter_answers(
+    cli: Cli, llm_server: FakeLLMServer, tmp_path: Path
+) -> None:
+    config = write_config(cli, {"fx": fixture_entry(tmp_path)})
+    llm_server.script = [[{"name": "fx__write_note", "arguments": {"text": "call mum"}}], "Noted it."]
+    with line_mode_on_a_terminal(cli, llm_server, config) as (process, controller, seen):
         os.write(controller, b"write it down\r")
         _read_until(controller, 'Allow fx.write_note {"text": "call mum"}? [y]es once, [a]lways, [n]o:', seen)
         assert not (tmp_path / "note.txt").exists()
@@ -224,10 +239,6 @@ def test_the_line_mode_asks_on_a_terminal_and_one_letter_answers(
         _read_until(controller, "Noted it.", seen)
         os.write(controller, b"/quit\r")
         assert process.wait(timeout=60) == 0
-    finally:
-        if process.poll() is None:
-            process.kill()
-        os.close(controller)
     assert (tmp_path / "note.txt").read_text() == "call mum\n"
     assert not pid_alive(calls_made(tmp_path)[0]["pid"])  # a normal quit leaves no server behind
 
