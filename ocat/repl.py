@@ -7,7 +7,6 @@ stdin is a pipe, so the same chat can be scripted.
 from __future__ import annotations
 
 import asyncio
-import select
 import shutil
 import sys
 from typing import IO, Callable, Sequence
@@ -15,7 +14,7 @@ from typing import IO, Callable, Sequence
 from ocat.commands import Choose, CommandResult, Confirm, Send, ShowThemes, is_command, run_command, run_step
 from ocat.commands.results import BrowseMemory, EditFile, EditPrompt, Request
 from ocat.errors import OcatError
-from ocat.mcp_client.consent import Answer, Ask, ConsentRequest
+from ocat.mcp_client.line_consent import line_asker
 from ocat.chat.outcomes import remembered_words
 from ocat.chat.prompt_history import history_file
 from ocat.records import SearchHit
@@ -194,11 +193,16 @@ def _chat(session: ChatSession, out: IO[str], err: IO[str]) -> int:
     session.progress.start(progress_printer(say))
     # The MCP servers start in the background: the first prompt is not kept waiting for them.
     session.server_tools.start()
+    # What a consent question set aside (typed before it, or no answer): the next prompt starts with it.
+    set_aside: list[str] = []
     if interactive:
-        session.server_tools.consent.ask = _consent_asker(err)
+        session.server_tools.consent.ask = line_asker(err, set_aside)
     # What the next prompt starts with (/edit), and the exchange it replaces when sent (/edit last).
     prefill, editing_last = "", ""
     while True:
+        if set_aside:
+            prefill = "".join([prefill, *set_aside]).rstrip("\n")
+            set_aside.clear()
         try:
             prompt = read_line(default=prefill) if prefill and interactive else read_line()
         except (EOFError, KeyboardInterrupt):
@@ -334,28 +338,3 @@ def _read_answer(ask: Callable[[str], str], question: str) -> str:
         return ask(question).strip()
     except (EOFError, KeyboardInterrupt):
         return ""
-
-
-def _consent_asker(err: IO[str]) -> Ask:
-    """Asks on the terminal whether an MCP tool may run (from the turn's tool thread, while no
-    line editor reads stdin): one letter and Enter; end of input means no."""
-
-    def ask(request: ConsentRequest) -> Answer | None:
-        while True:
-            err.write(request.question())
-            err.flush()
-            # Polled, not a blocking read: a turn cancelled meanwhile (Ctrl+C) takes its question
-            # back, and the next line typed goes to the prompt, not to a forgotten question.
-            while not select.select([sys.stdin], [], [], 0.2)[0]:
-                if request.abandoned.is_set():
-                    err.write("\n")
-                    return Answer.NO
-            line = sys.stdin.readline()
-            if not line:
-                return Answer.NO
-            answer = Answer.from_letter(line)
-            if answer is not None:
-                return answer
-            err.write("  y (yes, once), a (always) or n (no)\n")
-
-    return ask

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from textual._xterm_parser import XTermParser
+from textual.app import App
 from textual.worker import WorkerCancelled, WorkerFailed
 
 from ocat.ui.answer import AssistantMessage
@@ -23,7 +24,7 @@ from tests.support.pilot import conversation, make_app, memory_ready, send, wait
 pytestmark = [pytest.mark.slow, pytest.mark.anyio]
 
 
-def type_in_one_read(app: OcatApp, data: str) -> None:
+def type_in_one_read(app: App[Any], data: str) -> None:
     """Deliver `data` as the terminal would in one read: parsed by Textual's own input parser and
     posted all at once, with no pause between the keys for the app to catch up.
 

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from ocat.errors import ConfigError
-from ocat.mcp_client.config import McpServerConfig, parse_servers, read_servers_file
+from ocat.mcp_client.config import Allow, McpServerConfig, parse_servers, read_servers_file
 from ocat.mcp_client.consent import DENIED, Answer, Consent, ConsentRequest, always_allowed, take_back
 from ocat.mcp_client.servers import McpServers, qualified_name, result_text
 from tests.support.cli import Cli
@@ -78,7 +78,7 @@ def test_entries_in_claude_desktops_shape_are_read_and_checked(tmp_path: Path) -
     files, remote = servers
     assert files.args[-1] == str(Path.home() / "notes") and files.env == {"TOKEN": "12345678"}
     assert files.allows_read_only and files.cwd == str(tmp_path / "work") and files.timeout == 60
-    assert remote.url == "https://example.org/mcp" and remote.allow == ("search",) and remote.timeout == 5
+    assert remote.url == "https://example.org/mcp" and remote.allow == Allow(names=frozenset({"search"})) and remote.timeout == 5
     assert "12345678" not in repr(files)  # env may hold secrets
 
 
@@ -124,7 +124,7 @@ def test_tool_names_carry_the_server_within_providers_limits() -> None:
 
 
 def test_consent_beforehand_for_one_command_always_and_asked(isolated_home: Path) -> None:
-    consent = Consent({"fx": ("write_note",), "ro": ("read-only",)}, allowed_tools={"fx.paint"})
+    consent = Consent({"fx": Allow(names=frozenset({"write_note"})), "ro": Allow(read_only=True)}, allowed_tools={"fx.paint"})
     assert consent.decide("fx", "write_note", {}, read_only=False)  # the config's allow list
     assert consent.decide("ro", "anything", {}, read_only=True)  # allow: read-only
     assert not consent.decide("ro", "delete", {}, read_only=False)  # not read-only, nobody to ask
@@ -138,6 +138,44 @@ def test_consent_beforehand_for_one_command_always_and_asked(isolated_home: Path
     assert len(asked) == 3 and "fx.hang" in always_allowed()
     assert consent.decide("fx", "hang", {}, read_only=False) and len(asked) == 3  # not asked again
     assert take_back("fx.hang") and not take_back("fx.hang") and "fx.hang" not in always_allowed()
+
+
+@pytest.mark.parametrize(("allow", "tool", "read_only", "runs"), [
+    ("read-only", "read-only", False, False),  # B16: a tool *named* read-only is not the keyword
+    ("read-only", "lookup", True, True),
+    ("read-only", "write_note", False, False),
+    (["read-only"], "read-only", False, True),  # in a list, read-only is a tool's name...
+    (["read-only"], "lookup", True, False),  # ...and never the keyword
+    (["write_note"], "write_note", False, True),
+])
+def test_allow_read_only_is_a_keyword_and_a_list_holds_names(
+    tmp_path: Path, isolated_home: Path, allow: Any, tool: str, read_only: bool, runs: bool
+) -> None:
+    (server,) = parse_servers({"fx": {"command": "x", "allow": allow}}, "config.yaml", tmp_path)
+    consent = Consent({"fx": server.allow})
+    assert (consent.reason("fx", tool, read_only) == "config") is runs
+    assert consent.decide("fx", tool, {}, read_only=read_only) is runs  # nobody to ask: only config runs it
+
+
+def test_a_damaged_consent_file_is_moved_aside_and_said_not_overwritten(isolated_home: Path) -> None:
+    from ocat.config.locations import state_dir
+
+    kept = state_dir() / "tool_consent.json"
+    kept.parent.mkdir(parents=True, exist_ok=True)
+    damaged = '{"always": ["fx.write_note", "web.fetch"'  # cut short: a full disk, a crash mid-edit
+    kept.write_text(damaged, encoding="utf-8")
+    consent = Consent({}, ask=lambda request: Answer.ALWAYS)
+    assert consent.decide("fx", "hang", {}, read_only=False)
+    (aside,) = kept.parent.glob("tool_consent.json.damaged-*")
+    assert aside.read_text(encoding="utf-8") == damaged  # the user's earlier answers are all there
+    assert always_allowed() == {"fx.hang"}  # the new answer is kept in a fresh file
+    (said,) = consent.news()
+    assert str(aside) in said and "moved aside" in said
+    assert consent.news() == []  # said once
+    kept.write_text('{"always": "fx.hang"}', encoding="utf-8")  # valid JSON, wrong shape: damaged too
+    assert consent.reason("fx", "hang", read_only=False) is None
+    assert len(list(kept.parent.glob("tool_consent.json.damaged-*"))) == 2 and not kept.exists()
+    assert len(consent.news()) == 1
 
 
 def test_the_question_shows_arguments_escaped() -> None:

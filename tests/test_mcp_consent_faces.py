@@ -5,6 +5,7 @@ quit, Ctrl+Q mid-call, SIGTERM mid-call).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import pty
@@ -13,7 +14,7 @@ import signal
 import subprocess
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import pytest
 
@@ -49,11 +50,13 @@ async def start_turn(app: OcatApp, pilot: Any, text: str) -> None:
 
 
 async def dialog_shown(app: OcatApp, pilot: Any) -> ConsentDialog:
-    """The consent dialog, once it is on screen with No focused (ready for a key)."""
+    """The consent dialog, once it is on screen, armed (ocat.ui.consent.ARMING_DELAY after it was
+    painted: keys before that go to the prompt box) and No focused: ready for a key."""
     await wait_for(pilot, lambda: isinstance(app.screen, ConsentDialog), "the consent dialog", seconds=60)
     dialog = app.screen
     assert isinstance(dialog, ConsentDialog)
-    await wait_for(pilot, lambda: app.focused is not None and app.focused.id == "n", "No focused", seconds=10)
+    await wait_for(pilot, lambda: dialog.armed and app.focused is not None and app.focused.id == "n",
+                   "the dialog armed, No focused", seconds=10)
     await pilot.pause()
     return dialog
 
@@ -75,7 +78,7 @@ async def test_the_dialog_asks_and_only_yes_or_always_run_the_tool(
     async with app.run_test(size=(100, 30)) as pilot:
         await start_turn(app, pilot, "note it")
         dialog = await dialog_shown(app, pilot)
-        shown = str(dialog.query_one("#consent-arguments").render())
+        shown = "\n".join(str(value.render()) for value in dialog.query(".consent-value Static"))
         assert "buy milk" in shown and "\x1b" not in shown and "\\u001b" in shown
         assert calls_made(tmp_path) == []  # nothing ran while the question is open
         await pilot.press(key)
@@ -167,9 +170,16 @@ def test_snapshot_the_consent_dialog(snap_compare: Any) -> None:
     class Host(App[None]):
         def on_mount(self) -> None:
             self.push_screen(ConsentDialog(ConsentRequest("files", "read_file",
-                                                          {"path": "~/notes/plan.md", "lines": [1, 40]})))
+                                                          {"path": "~/notes/plan.md", "lines": [1, 40]}),
+                                           arming_delay=3600))
 
-    assert snap_compare(Host(), terminal_size=(80, 24))
+    async def armed(pilot: Any) -> None:  # as the user sees it once answers count (not waiting on the clock)
+        await pilot.pause()
+        assert isinstance(pilot.app.screen, ConsentDialog)
+        pilot.app.screen.arm()
+        await pilot.pause()
+
+    assert snap_compare(Host(), terminal_size=(80, 24), run_before=armed)
 
 
 # -- the line mode and the process tree ---------------------------------------------------------------
@@ -193,12 +203,12 @@ def _read_until(fd: int, marker: str, seen: list[str], timeout: float = 90) -> s
     return "".join(seen)
 
 
-@pytest.mark.slow
-def test_the_line_mode_asks_on_a_terminal_and_one_letter_answers(
-    cli: Cli, llm_server: FakeLLMServer, tmp_path: Path
-) -> None:
-    config = write_config(cli, {"fx": fixture_entry(tmp_path)})
-    llm_server.script = [[{"name": "fx__write_note", "arguments": {"text": "call mum"}}], "Noted it."]
+@contextlib.contextmanager
+def line_mode_on_a_terminal(cli: Cli, llm_server: FakeLLMServer,
+                            config: Path) -> Iterator[tuple[subprocess.Popen[bytes], int, list[str]]]:
+    """`ocat --plain` with the config's servers on a pseudo-terminal (TERM=dumb), once its greeting
+    is shown: the process, the terminal's other side, and what it showed so far. Killed at the end
+    if it still runs."""
     controller, terminal = pty.openpty()
     process = subprocess.Popen(python_command("-m", "ocat", "--plain", *ask_args(llm_server, config),
                                               env=cli.environ({"TERM": "dumb"})),
@@ -208,6 +218,20 @@ def test_the_line_mode_asks_on_a_terminal_and_one_letter_answers(
     seen: list[str] = []
     try:
         _read_until(controller, "/quit to leave", seen)
+        yield process, controller, seen
+    finally:
+        if process.poll() is None:
+            process.kill()
+        os.close(controller)
+
+
+@pytest.mark.slow
+def test_the_line_mode_asks_on_a_terminal_and_one_letter_answers(
+    cli: Cli, llm_server: FakeLLMServer, tmp_path: Path
+) -> None:
+    config = write_config(cli, {"fx": fixture_entry(tmp_path)})
+    llm_server.script = [[{"name": "fx__write_note", "arguments": {"text": "call mum"}}], "Noted it."]
+    with line_mode_on_a_terminal(cli, llm_server, config) as (process, controller, seen):
         os.write(controller, b"write it down\r")
         _read_until(controller, 'Allow fx.write_note {"text": "call mum"}? [y]es once, [a]lways, [n]o:', seen)
         assert not (tmp_path / "note.txt").exists()
@@ -215,10 +239,6 @@ def test_the_line_mode_asks_on_a_terminal_and_one_letter_answers(
         _read_until(controller, "Noted it.", seen)
         os.write(controller, b"/quit\r")
         assert process.wait(timeout=60) == 0
-    finally:
-        if process.poll() is None:
-            process.kill()
-        os.close(controller)
     assert (tmp_path / "note.txt").read_text() == "call mum\n"
     assert not pid_alive(calls_made(tmp_path)[0]["pid"])  # a normal quit leaves no server behind
 

@@ -9,7 +9,6 @@ from ocat.commands.arguments import Arg
 from ocat.commands.registry import command
 from ocat.commands.results import CommandResult
 from ocat.errors import OcatError
-from ocat.mcp_client.consent import take_back
 from ocat.tools.listing import render_listing, tool_listing
 
 if TYPE_CHECKING:
@@ -23,14 +22,15 @@ if TYPE_CHECKING:
                         metavar="deny SERVER.TOOL | reset"),))
 def _tools(session: ChatSession, deny: str = "") -> CommandResult:
     words = deny.split()
+    consent = session.server_tools.consent
     if not words:
-        asks = session.server_tools.consent.ask is not None
-        return CommandResult(text=render_listing(tool_listing(session.server_tools), asks=asks))
+        listing = render_listing(tool_listing(session.server_tools), asks=consent.ask is not None)
+        return CommandResult(text="\n".join([listing, *consent.news()]))  # a damaged answers file: said here too
     if words == ["reset"]:
         return CommandResult(text=session.reset_tools())
     if words[0] != "deny" or len(words) != 2 or "." not in words[1]:
         raise OcatError("usage: /tools, /tools deny SERVER.TOOL, or /tools reset")
     key = words[1]
-    if take_back(key):
-        return CommandResult(text=f"{key} is no longer allowed always: the next call asks first.")
-    return CommandResult(text=f"{key} was not allowed always; nothing changed.")
+    said = (f"{key} is no longer allowed always: the next call asks first." if consent.take_back(key)
+            else f"{key} was not allowed always; nothing changed.")
+    return CommandResult(text="\n".join([said, *consent.news()]))

@@ -24,6 +24,20 @@ _KEYS = ("command", "args", "env", "cwd", "url", "headers", "allow", "timeout", 
 
 
 @dataclass(frozen=True)
+class Allow:
+    """The tools of one server that run without asking: `read_only` (the config said the keyword
+    `allow: read-only`: every tool the server marks readOnlyHint) and `names` (`allow: [names]`).
+    Kept apart so that a tool *named* "read-only" is a name, never the keyword."""
+
+    read_only: bool = False
+    names: frozenset[str] = frozenset()
+
+    def allows(self, tool: str, read_only: bool) -> bool:
+        """Whether `tool` (marked read-only or not by its server) runs without asking."""
+        return tool in self.names or (self.read_only and read_only)
+
+
+@dataclass(frozen=True)
 class McpServerConfig:
     """One server: a command ocat starts (stdio) or a URL it connects to (streamable HTTP)."""
 
@@ -34,8 +48,8 @@ class McpServerConfig:
     cwd: str | None = None
     url: str | None = None
     headers: Mapping[str, str] = field(default_factory=dict, repr=False)
-    # Tools allowed beforehand: names, or READ_ONLY for those the server marks readOnlyHint.
-    allow: tuple[str, ...] = ()
+    # Tools allowed beforehand: the keyword READ_ONLY (those the server marks readOnlyHint), or names.
+    allow: Allow = Allow()
     timeout: float = 60.0
     start_timeout: float = 10.0
     where: str = ""  # the file the entry came from, for messages
@@ -43,7 +57,7 @@ class McpServerConfig:
     @property
     def allows_read_only(self) -> bool:
         """Whether the tools the server marks read-only are allowed beforehand."""
-        return READ_ONLY in self.allow
+        return self.allow.read_only
 
     def describe(self) -> str:
         """The server as one line: its command and arguments, or its URL (no env, no headers)."""
@@ -142,14 +156,17 @@ def _strings(value: Any, key: str, fail: Any) -> dict[str, str]:
     return {str(k): str(v) for k, v in value.items()}
 
 
-def _allow(value: Any, fail: Any) -> tuple[str, ...]:
+def _allow(value: Any, fail: Any) -> Allow:
+    # The string is the keyword; a list holds names only. (Before issue 44, "read-only" inside a
+    # list also acted as the keyword, so a tool named "read-only" ran unasked. Such a list now
+    # names that tool, and the server's read-only tools ask first: the safe way to read it.)
     if value is None:
-        return ()
+        return Allow()
     if value == READ_ONLY:
-        return (READ_ONLY,)
+        return Allow(read_only=True)
     if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
         raise fail(f"allow must be a list of tool names, or {READ_ONLY}")
-    return tuple(value)
+    return Allow(names=frozenset(value))
 
 
 def _seconds(value: Any, key: str, fail: Any) -> float:

@@ -63,10 +63,10 @@ class ServerTools:
 
     def news(self) -> list[str]:
         """One line for each server that failed since last asked (a failure is said once), and
-        the `stray_news`."""
+        the `stray_news`, and consent's own (a damaged answers file moved aside)."""
         if self._servers is None:
             return []
-        lines = []
+        lines = self.consent.news()
         for status in self._servers.statuses():
             if status.state in ("failed", "crashed") and status.error is not None:
                 said = (status.name, status.error)
