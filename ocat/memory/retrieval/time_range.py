@@ -217,9 +217,9 @@ def _span(
         start = day - timedelta(days=day.weekday())
         end = start + timedelta(weeks=1)
     elif period == "month":
-        if "last" in lead and (day.year, day.month) == (now.year, now.month):
-            day = day.replace(year=day.year - 1)  # "last March", said in March: a year ago
-        start = day.replace(day=1)
+        start = day.replace(day=1)  # first: 29 February has no day in the year before
+        if "last" in lead and (start.year, start.month) == (now.year, now.month):
+            start = start.replace(year=start.year - 1)  # "last March", said in March: a year ago
         end = (start + timedelta(days=32)).replace(day=1)
     else:
         start = day.replace(month=1, day=1)
