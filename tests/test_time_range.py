@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sys
 from datetime import date, datetime, time, timedelta, timezone
+from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -264,3 +265,76 @@ def test_last_february_asked_on_29_february_is_the_february_before() -> None:
         date(2027, 2, 1), date(2027, 2, 28))
     assert days("what did we say last february", datetime(2029, 2, 28, 12, tzinfo=timezone.utc)) == (
         date(2028, 2, 1), date(2028, 2, 29))
+
+
+# A pasted log: one ISO date a line (a 637 KB one took 62 s to read for a time).
+LOG = "\n".join(f"2025-{n % 12 + 1:02d}-{n % 28 + 1:02d} 12:00:01 INFO job {n} finished in {n % 97} ms"
+                for n in range(3000))
+
+
+class _Counted:
+    """What reading a prompt's time looked at: the characters searched, dateparser's readings."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        from ocat.memory.retrieval import time_range as module
+
+        self.chars = self.reads = 0
+        rewritten, parser = module._rewritten, module._parser
+
+        def searched(text: str) -> Any:
+            self.chars += len(text)
+            return rewritten(text)
+
+        def counting_parser(now: datetime) -> Any:
+            made = parser(now)
+            reading = made.get_date_data
+
+            def get_date_data(words: str) -> Any:
+                self.reads += 1
+                return reading(words)
+
+            made.get_date_data = get_date_data  # type: ignore[method-assign]
+            return made
+
+        monkeypatch.setattr(module, "_rewritten", searched)
+        monkeypatch.setattr(module, "_parser", counting_parser)
+
+
+def test_a_long_prompt_is_searched_at_its_ends_and_a_few_expressions_are_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    from ocat.memory.retrieval.time_range import MAX_EXPRESSIONS, READS_PER_EXPRESSION, SCANNED_CHARS
+
+    counted = _Counted(monkeypatch)
+    found = time_range(f"{LOG}\nwhat did we decide about these jobs last week?", NOW)
+    assert found is not None and found.words.endswith("last week")
+    assert counted.chars <= 2 * SCANNED_CHARS < len(LOG) // 30
+    assert 0 < counted.reads <= MAX_EXPRESSIONS * READS_PER_EXPRESSION
+    counted.chars = counted.reads = 0
+    found = time_range(f"last week you saw this log:\n{LOG}", NOW)
+    assert found is not None and found.words.startswith("last week")
+    assert counted.chars <= 2 * SCANNED_CHARS and counted.reads <= MAX_EXPRESSIONS * READS_PER_EXPRESSION
+
+
+def test_a_time_named_only_in_the_middle_of_a_long_paste_is_not_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    filler = "the pump log says nothing of note here " * 400
+    counted = _Counted(monkeypatch)
+    assert time_range(f"{filler} in march {filler}", NOW) is None
+    assert counted.reads == 0
+    assert might_name_a_time(f"{filler} in march") and not might_name_a_time(f"{filler} in march {filler}")
+
+
+def test_the_ends_of_a_long_prompt_are_cut_between_words() -> None:
+    from ocat.memory.retrieval.time_range import SCANNED_CHARS, scanned_parts
+
+    prompt = "x" * (SCANNED_CHARS - 3) + " 2025-03-14 " + "y " * SCANNED_CHARS + "2025-04-01 " + "z" * (SCANNED_CHARS - 5)
+    (head_at, head), (tail_at, tail) = scanned_parts(prompt)
+    assert head_at == 0 and head == "x" * (SCANNED_CHARS - 3)  # no half of 2025-03-14
+    assert prompt[tail_at:] == tail and tail == "z" * (SCANNED_CHARS - 5)  # no half of 2025-04-01
+    assert scanned_parts("short") == [(0, "short")]
+
+
+def test_a_run_of_expressions_costs_a_bounded_number_of_readings(monkeypatch: pytest.MonkeyPatch) -> None:
+    from ocat.memory.retrieval.time_range import MAX_EXPRESSIONS, READS_PER_EXPRESSION
+
+    counted = _Counted(monkeypatch)
+    time_range(" ".join(["since the end of last last last last last march"] * 40), NOW)
+    assert counted.reads <= MAX_EXPRESSIONS * READS_PER_EXPRESSION
