@@ -25,7 +25,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -88,6 +88,16 @@ def stop_inside_a_conversation(folder: Path, model: Path, runs: int) -> None:
           f"max {max(waits):.2f}; goal: within 2 s) {'OK' if max(waits) <= 2.0 else 'OVER'}")
 
 
+def timed_ms(run: Callable[[], Any], runs: int = 7) -> tuple[list[float], Any]:
+    """Milliseconds each of `runs` calls of `run` took, and what the last returned."""
+    times = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        result = run()
+        times.append((time.perf_counter() - started) * 1000)
+    return times, result
+
+
 def wake_with_a_big_profile(folder: Path) -> None:
     from ocat.config.loading import load_settings
     from ocat.operations.wake import build_wake
@@ -97,11 +107,7 @@ def wake_with_a_big_profile(folder: Path) -> None:
                                  for n in range(10_000)))  # about 660 KB
     settings = load_settings(env={}, overrides={"memory.profile": str(profile), "memory.wake_tokens": 100_000})
     build_wake(settings, None)  # the tokenizer loads once
-    times = []
-    for _ in range(7):
-        started = time.perf_counter()
-        block = build_wake(settings, None)
-        times.append((time.perf_counter() - started) * 1000)
+    times, block = timed_ms(lambda: build_wake(settings, None))
     median = statistics.median(times)
     print(f"wake block, {profile.stat().st_size // 1024} KB profile, 100,000 tokens: {median:.1f} ms median "
           f"(goal: under 100) {'OK' if median < 100 else 'OVER'}; {block.tokens:,} tokens; notes: {block.notes}")
@@ -123,11 +129,7 @@ def time_in_long_prompts() -> None:
     now = datetime(2026, 11, 27, 12)
     time_range("what did we say last week", now)  # dateparser loads once (~0.6 s), as in any process
     for name, prompt in prompts.items():
-        times = []
-        for _ in range(7):
-            started = time.perf_counter()
-            found = time_range(prompt, now)
-            times.append((time.perf_counter() - started) * 1000)
+        times, found = timed_ms(lambda: time_range(prompt, now))
         median = statistics.median(times)
         said = found.said() if found is not None else "no time"
         print(f"time in the prompt, {name}: {median:.1f} ms median, {max(times):.1f} max (goal: under 50) "

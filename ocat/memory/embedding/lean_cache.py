@@ -93,7 +93,7 @@ def check_cache(model_file: Path, *, notify: Callable[[str], None] | None = None
 
 def remake(model_file: Path, why: str, *, notify: Callable[[str], None] | None = None) -> str | bytes:
     """Make the cached graph again, whatever its record says (onnxruntime could not load it: `why`)."""
-    found = check_cache(model_file)
+    found = check_cache(model_file, notify=notify)
     if found.path is None or found.made:
         return found.source
     with _lock:
