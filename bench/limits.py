@@ -4,10 +4,12 @@
 - Ctrl+C inside one long conversation (3,000 exchanges): seconds from SIGINT to the exit
   (goal: within 2 s);
 - the wake block with a 660 KB profile and `memory.wake_tokens: 100000`: milliseconds to build
-  it (goal: under 100 ms; it was 17.5 s at 20,000 tokens and unfinished at 100,000).
+  it (goal: under 100 ms; it was 17.5 s at 20,000 tokens and unfinished at 100,000);
+- the time a prompt names, read from a pasted 637 KB log with an ISO date on every line, and from
+  other prompts built to cost (issue 44; goal: under 50 ms each; the log took 62 s).
 
-    python bench/limits.py                 # all three
-    python bench/limits.py --only wake     # one of: big, stop, wake
+    python bench/limits.py                 # all four
+    python bench/limits.py --only wake     # one of: big, stop, wake, time
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -86,6 +88,16 @@ def stop_inside_a_conversation(folder: Path, model: Path, runs: int) -> None:
           f"max {max(waits):.2f}; goal: within 2 s) {'OK' if max(waits) <= 2.0 else 'OVER'}")
 
 
+def timed_ms(run: Callable[[], Any], runs: int = 7) -> tuple[list[float], Any]:
+    """Milliseconds each of `runs` calls of `run` took, and what the last returned."""
+    times = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        result = run()
+        times.append((time.perf_counter() - started) * 1000)
+    return times, result
+
+
 def wake_with_a_big_profile(folder: Path) -> None:
     from ocat.config.loading import load_settings
     from ocat.operations.wake import build_wake
@@ -95,25 +107,46 @@ def wake_with_a_big_profile(folder: Path) -> None:
                                  for n in range(10_000)))  # about 660 KB
     settings = load_settings(env={}, overrides={"memory.profile": str(profile), "memory.wake_tokens": 100_000})
     build_wake(settings, None)  # the tokenizer loads once
-    times = []
-    for _ in range(7):
-        started = time.perf_counter()
-        block = build_wake(settings, None)
-        times.append((time.perf_counter() - started) * 1000)
+    times, block = timed_ms(lambda: build_wake(settings, None))
     median = statistics.median(times)
     print(f"wake block, {profile.stat().st_size // 1024} KB profile, 100,000 tokens: {median:.1f} ms median "
           f"(goal: under 100) {'OK' if median < 100 else 'OVER'}; {block.tokens:,} tokens; notes: {block.notes}")
 
 
+def time_in_long_prompts() -> None:
+    from datetime import datetime
+
+    from ocat.memory.retrieval.time_range import time_range
+
+    log = "\n".join(f"2025-{n % 12 + 1:02d}-{n % 28 + 1:02d}T12:00:{n % 60:02d} INFO job {n} done in {n % 97} ms "
+                    f"on worker-{n % 7}" for n in range(11_000))
+    prompts = {
+        f"a {len(log) // 1024} KB log, the question last": f"{log}\nwhat did we decide about these jobs last week?",
+        "the same, the question first": f"last week you saw a log like this:\n{log}",
+        "40,000 months named": " ".join(["since the end of last march"] * 40_000),
+        "one line of 300,000 words": " ".join(f"qx{n:06d}" for n in range(300_000)),
+    }
+    now = datetime(2026, 11, 27, 12)
+    time_range("what did we say last week", now)  # dateparser loads once (~0.6 s), as in any process
+    for name, prompt in prompts.items():
+        times, found = timed_ms(lambda: time_range(prompt, now))
+        median = statistics.median(times)
+        said = found.said() if found is not None else "no time"
+        print(f"time in the prompt, {name}: {median:.1f} ms median, {max(times):.1f} max (goal: under 50) "
+              f"{'OK' if median < 50 else 'OVER'}; {said[:90]}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--only", choices=("big", "stop", "wake"))
+    parser.add_argument("--only", choices=("big", "stop", "wake", "time"))
     parser.add_argument("--runs", type=int, default=3, help="Ctrl+C runs (default 3)")
     parser.add_argument("--model", type=Path, default=DEFAULT_MODEL)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="ocat-limits-") as tmp:
         folder = Path(tmp)
         (folder / "home").mkdir()
+        if args.only in (None, "time"):
+            time_in_long_prompts()
         if args.only in (None, "wake"):
             wake_with_a_big_profile(folder)
         if args.only in (None, "stop"):

@@ -30,6 +30,7 @@ from ocat.memory.embedding.model_files import (
     find_model,
 )
 from tests.support import CLOSED_URL, MODEL_DIR
+from tests.support.cli import Cli
 from tests.support.model_server import (
     FETCH_COMMAND,
     MODEL_FILE_NAMES,
@@ -416,3 +417,23 @@ def test_progress_printer_writes_a_line_every_tenth_when_not_a_terminal() -> Non
     lines = stream.getvalue().splitlines()
     assert lines[0] == "ocat: fetching the embedding model all-MiniLM-L6-v2 (needed once, 10.0 MB)"
     assert lines[1:] == [f"ocat: downloading the embedding model: {p}% of 10.0 MB" for p in range(10, 101, 10)]
+
+
+@pytest.mark.parametrize("how", ["truncated", "altered"])
+def test_fetch_model_reports_a_damaged_cached_graph_and_makes_it_again(cli: Cli, how: str) -> None:
+    """`--fetch-model` said the model was ready while its cached graph was cut short (every query
+    then exited 1) or altered (every vector wrong)."""
+    from tests.test_trust_derived import _graph_cache, damage_graph
+
+    graph = _graph_cache(cli)
+    good = damage_graph(graph, how)
+    done = cli("--fetch-model", "--output", "json")
+    assert done.returncode == 0, done.stderr
+    cache = done.json()["result"]["graph_cache"]
+    assert cache["path"] == str(graph) and cache["made"] is True and cache["problem"]
+    lines = [line for line in done.stderr.splitlines() if "cached graph" in line]
+    assert len(lines) == 1 and "was damaged" in lines[0], done.stderr
+    assert graph.read_bytes() == good
+    again = cli("--fetch-model", "--output", "json")
+    assert again.json()["result"]["graph_cache"] == {"path": str(graph), "problem": None, "made": False}
+    assert "cached graph" not in again.stderr

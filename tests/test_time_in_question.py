@@ -171,3 +171,23 @@ def test_the_setting_turns_it_off(store: MemoryStore) -> None:
     hits = retrieve(store, "which grout did we choose for the tiles in april?",
                     RetrievalLimits.from_settings(off), now=NOW)
     assert _ids(hits)[0] == "grout" and not any(h.dated for h in hits)
+
+
+def test_last_february_asked_on_29_february_searches_the_february_before(store: MemoryStore) -> None:
+    """Asked on 29 February 2028, "last February" is February 2027: the search (the CLI's and the
+    chat's) once failed with "day is out of range for month"."""
+    store.add_exchanges([
+        Exchange(user_prompt=prompt, assistant_response=answer, thread_id=key, session_id=key, exchange_id=key,
+                 timestamp=_at(day))
+        for day, key, prompt, answer in (
+            ("2027-02-10", "then", "which grout should we choose for the tiles?", "Warm white grout."),
+            ("2028-02-10", "now", "which grout should we choose for the tiles?", "Light grey grout."),
+        )
+    ])
+    leap_day = datetime(2028, 2, 29, 12, tzinfo=timezone.utc)
+    found = search([store], "which grout did we choose for the tiles last february?", SETTINGS, now=leap_day)
+    assert found.dated == "memories dated 2027-02-01..2027-02-28, from 'last february' ranked higher"
+    assert _ids(found.hits)[0] == "then"
+    hits = retrieve_any(store, ["what did we say last february", "the tiles\nwhat did we say last february"], CHAT,
+                        now=leap_day)
+    assert all(h.dated in ("", found.dated) for h in hits)

@@ -4,12 +4,16 @@ many prompts that name no time, the edges of months and years; "now" is always g
 from __future__ import annotations
 
 import sys
-from datetime import date, datetime, timedelta, timezone
+from datetime import date, datetime, time, timedelta, timezone
+from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from ocat.memory.retrieval.time_range import TimeRange, might_name_a_time, time_range
+from tests.support.examples import examples
 
 # A Tuesday.
 NOW = datetime(2025, 7, 1, 12, 0, tzinfo=timezone.utc)
@@ -197,3 +201,140 @@ def test_holds() -> None:
     assert march.holds(datetime(2025, 3, 31, 23, 59, tzinfo=timezone.utc).timestamp())
     assert not march.holds(datetime(2025, 4, 1, tzinfo=timezone.utc).timestamp())
     assert not march.holds(datetime(2025, 2, 28, 23, 59, tzinfo=timezone.utc).timestamp())
+
+
+_MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
+           "november", "december")
+_WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+# One phrasing of every kind the patterns find and the rewrites turn into one dateparser reads,
+# with every month and weekday where the words take one, and dates that exist only in a leap year.
+EXPRESSIONS = (
+    "yesterday", "today", "tonight", "last night", "this morning", "this afternoon", "this evening",
+    "the day before yesterday", "a couple of days ago", "a few weeks ago", "3 days ago", "a week ago",
+    "two months ago", "a month ago", "a year ago", "12 years ago", "last week", "this week", "last month",
+    "this month", "last year", "this year", "the past week", "the previous month", "this past year",
+    *(f"on {day}" for day in _WEEKDAYS), *(f"last {day}" for day in _WEEKDAYS),
+    *(f"{lead} {month}" for month in _MONTHS for lead in ("in", "last")),
+    *(f"{lead} february" for lead in ("since", "before", "after", "until", "early", "mid", "late", "the end of",
+                                      "the start of")),
+    "between january and march", "between the end of november and february",
+    "february 29", "feb 29, 2028", "29 february", "29th of february 2028", "february 2028", "march 31",
+    "on the 31st of january", "31 december 2027", "2028-02-29", "2028-02", "2/29/2028", "2/29/28",
+    "in 2027", "since 2028", "before 2029",
+)
+
+
+def _well_formed(prompt: str, now: datetime) -> None:
+    """The span a prompt names, seen from `now`: read without an error, a span that starts at the
+    start of a day and has begun by `now` (or none at all)."""
+    found = time_range(f"what did we say {prompt}", now)
+    if found is None:
+        return
+    assert found.start is None or found.start < found.end, (prompt, now)
+    assert found.start is None or found.start <= now, (prompt, now)
+    assert found.start is None or found.start.time() == time(0), (prompt, now)  # a day's start
+
+
+# Where a calendar's arithmetic breaks: a month's first and last day, across a year's end, and
+# 29 February (2028 is a leap year; 2027 and 2029 are not).
+EDGE_DAYS = sorted({
+    *(date(year, month, 1) for year in (2027, 2028, 2029) for month in range(1, 13) if year == 2028 or month in (1, 3)),
+    *(date(year, month, 1) - timedelta(days=1) for year in (2028, 2029) for month in range(1, 13) if year == 2028
+      or month in (1, 3)),
+    date(2028, 2, 28), date(2028, 2, 29), date(2029, 12, 31),
+})
+
+
+@pytest.mark.parametrize("day", EDGE_DAYS, ids=str)
+def test_every_expression_on_the_days_a_calendar_breaks(day: date) -> None:
+    # "last February", asked on 29 February 2028, once raised "day is out of range for month".
+    now = datetime(day.year, day.month, day.day, 12, tzinfo=timezone.utc)
+    for prompt in EXPRESSIONS:
+        _well_formed(prompt, now)
+
+
+@settings(max_examples=examples(400), deadline=None)
+@given(st.dates(date(2027, 1, 1), date(2029, 12, 31)), st.integers(0, 23), st.sampled_from(EXPRESSIONS))
+@example(date(2028, 2, 29), 12, "last february")
+def test_any_day_of_three_years_and_any_expression(day: date, hour: int, prompt: str) -> None:
+    _well_formed(prompt, datetime(day.year, day.month, day.day, hour, tzinfo=timezone.utc))
+
+
+def test_last_february_asked_on_29_february_is_the_february_before() -> None:
+    assert days("what did we say last february", datetime(2028, 2, 29, 12, tzinfo=timezone.utc)) == (
+        date(2027, 2, 1), date(2027, 2, 28))
+    assert days("what did we say last february", datetime(2029, 2, 28, 12, tzinfo=timezone.utc)) == (
+        date(2028, 2, 1), date(2028, 2, 29))
+
+
+# A pasted log: one ISO date a line (a 637 KB one took 62 s to read for a time).
+LOG = "\n".join(f"2025-{n % 12 + 1:02d}-{n % 28 + 1:02d} 12:00:01 INFO job {n} finished in {n % 97} ms"
+                for n in range(3000))
+
+
+class _Counted:
+    """What reading a prompt's time looked at: the characters searched, dateparser's readings."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        from ocat.memory.retrieval import time_range as module
+
+        self.chars = self.reads = 0
+        rewritten, parser = module._rewritten, module._parser
+
+        def searched(text: str) -> Any:
+            self.chars += len(text)
+            return rewritten(text)
+
+        def counting_parser(now: datetime) -> Any:
+            made = parser(now)
+            reading = made.get_date_data
+
+            def get_date_data(words: str) -> Any:
+                self.reads += 1
+                return reading(words)
+
+            made.get_date_data = get_date_data  # type: ignore[method-assign]
+            return made
+
+        monkeypatch.setattr(module, "_rewritten", searched)
+        monkeypatch.setattr(module, "_parser", counting_parser)
+
+
+def test_a_long_prompt_is_searched_at_its_ends_and_a_few_expressions_are_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    from ocat.memory.retrieval.time_range import MAX_EXPRESSIONS, READS_PER_EXPRESSION, SCANNED_CHARS
+
+    counted = _Counted(monkeypatch)
+    found = time_range(f"{LOG}\nwhat did we decide about these jobs last week?", NOW)
+    assert found is not None and found.words.endswith("last week")
+    assert counted.chars <= 2 * SCANNED_CHARS < len(LOG) // 30
+    assert 0 < counted.reads <= MAX_EXPRESSIONS * READS_PER_EXPRESSION
+    counted.chars = counted.reads = 0
+    found = time_range(f"last week you saw this log:\n{LOG}", NOW)
+    assert found is not None and found.words.startswith("last week")
+    assert counted.chars <= 2 * SCANNED_CHARS and counted.reads <= MAX_EXPRESSIONS * READS_PER_EXPRESSION
+
+
+def test_a_time_named_only_in_the_middle_of_a_long_paste_is_not_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    filler = "the pump log says nothing of note here " * 400
+    counted = _Counted(monkeypatch)
+    assert time_range(f"{filler} in march {filler}", NOW) is None
+    assert counted.reads == 0
+    assert might_name_a_time(f"{filler} in march") and not might_name_a_time(f"{filler} in march {filler}")
+
+
+def test_the_ends_of_a_long_prompt_are_cut_between_words() -> None:
+    from ocat.memory.retrieval.time_range import SCANNED_CHARS, scanned_parts
+
+    prompt = "x" * (SCANNED_CHARS - 3) + " 2025-03-14 " + "y " * SCANNED_CHARS + "2025-04-01 " + "z" * (SCANNED_CHARS - 5)
+    (head_at, head), (tail_at, tail) = scanned_parts(prompt)
+    assert head_at == 0 and head == "x" * (SCANNED_CHARS - 3)  # no half of 2025-03-14
+    assert prompt[tail_at:] == tail and tail == "z" * (SCANNED_CHARS - 5)  # no half of 2025-04-01
+    assert scanned_parts("short") == [(0, "short")]
+
+
+def test_a_run_of_expressions_costs_a_bounded_number_of_readings(monkeypatch: pytest.MonkeyPatch) -> None:
+    from ocat.memory.retrieval.time_range import MAX_EXPRESSIONS, READS_PER_EXPRESSION
+
+    counted = _Counted(monkeypatch)
+    time_range(" ".join(["since the end of last last last last last march"] * 40), NOW)
+    assert counted.reads <= MAX_EXPRESSIONS * READS_PER_EXPRESSION

@@ -50,6 +50,30 @@ def test_a_query_is_searched_by_a_bounded_number_of_terms() -> None:
     assert "printer" in many  # the most repeated term is kept
 
 
+def test_the_chats_two_queries_read_a_huge_prompt_once(store: MemoryStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The chat searches with the prompt and with the last prompts then the prompt: the prompt's
+    terms are read once for both (a 300,000-word prompt cost its reading twice)."""
+    from ocat.memory.storage import terms as terms_module
+    from ocat.memory.retrieval.retrieve import retrieve_any
+    from ocat.memory import RetrievalLimits
+    from ocat.config.loading import load_settings
+
+    session = session_on(store)
+    session.record("qx000123 is where the printer lives", "noted", [])
+    prompt, earlier = huge_prompt(20_000) + " printer printer", "where is the printer?"
+    queries = [prompt, f"{earlier}\n{prompt}"]
+    expected = [terms_module.query_terms(q) for q in queries]
+    assert terms_module.queries_terms(queries) == expected
+    assert terms_module.queries_terms([prompt, f"{earlier}{prompt}"]) == [expected[0], terms_module.query_terms(
+        f"{earlier}{prompt}")]  # not after a line break: read on its own
+    read: list[int] = []
+    reading = terms_module.terms
+    monkeypatch.setattr(terms_module, "terms", lambda text: read.append(len(text)) or reading(text))
+    hits = retrieve_any(store, queries, RetrievalLimits.from_settings(load_settings(env={}).vector_store))
+    assert hits and hits[0].id
+    assert sum(read) < len(prompt) + 1000  # the prompt once, the earlier prompt once, and the hits' texts
+
+
 def test_a_search_with_more_terms_than_sqlite_takes_succeeds(store: MemoryStore) -> None:
     from ocat.memory.storage.terms import terms
 

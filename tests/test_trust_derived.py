@@ -10,6 +10,7 @@ turn; `--check-store` and `--repair-store` report and repair.
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -222,3 +223,92 @@ def test_check_store_and_repair_store(cli: Cli, store_templates: StoreTemplates)
     assert repaired.json()["result"]["healthy"] is True
     assert cli("--check-store").returncode == 0
     assert stats(cli)["exchanges"] == 300
+
+
+# -- the embedding model's cached graph (ocat.memory.embedding.lean_cache) ----------------------------
+
+
+def _graph_cache(cli: Cli) -> Path:
+    """The model's cached graph in this test's cache folder (a hard link to the worker's)."""
+    (graph,) = (cli.home / ".cache" / "ocat" / "models").glob("*.onnx")
+    return graph
+
+
+def damage_graph(graph: Path, how: str) -> bytes:
+    """Damage the cached graph as a full disk, a crash or an edit would, in a new file (the old one
+    is a hard link other tests share), its time kept; returns its sound bytes."""
+    good = graph.read_bytes()
+    before = graph.stat()
+    middle = len(good) // 2
+    bad = {"truncated": good[: len(good) // 3], "empty": b"",
+           "altered": good[:middle] + bytes(b ^ 0x5A for b in good[middle : middle + 4096]) + good[middle + 4096 :]}[how]
+    graph.unlink()
+    graph.write_bytes(bad)
+    os.utime(graph, ns=(before.st_atime_ns, before.st_mtime_ns))
+    return good
+
+
+def _top(result: Any) -> tuple[str, float]:
+    assert result.returncode == 0, result.stderr
+    hit = result.json()["result"]["results"][0]
+    return hit["id"], hit["score"]
+
+
+@pytest.mark.parametrize("how", ["truncated", "empty", "altered"])
+def test_a_damaged_model_graph_is_made_again_and_the_query_answers_as_before(cli: Cli, tmp_path: Path,
+                                                                            how: str) -> None:
+    """A cut-short or empty cached graph made every query exit 1 until deleted by hand; an altered
+    one gave vectors at cosine ~0.12 to the true ones, silently."""
+    note = tmp_path / "shed.md"
+    note.write_text("The ladder hangs on the north wall of the garden shed, behind the mower.\n")
+    assert cli("--add-to-vector-store", str(note)).returncode == 0
+    question = ("--query-vector-store", "where does the ladder hang in the shed?", "--output", "json")
+    before = _top(cli(*question))
+    graph = _graph_cache(cli)
+    good = damage_graph(graph, how)
+    after = cli(*question)
+    assert _top(after) == before  # the same vectors: the same hit, the same score
+    lines = [line for line in after.stderr.splitlines() if "cached graph" in line]
+    assert len(lines) == 1 and "was damaged" in lines[0] and "made it again" in lines[0], after.stderr
+    assert graph.read_bytes() == good
+    again = cli(*question)
+    assert _top(again) == before and "cached graph" not in again.stderr
+
+
+@pytest.mark.parametrize("action", ["--check-store", "--repair-store"])
+def test_check_and_repair_store_report_a_damaged_model_graph_and_make_it_again(cli: Cli, action: str) -> None:
+    assert cli("--vector-store-stats").returncode == 0
+    graph = _graph_cache(cli)
+    shown = f"~/{graph.relative_to(cli.home)}"
+    sound = cli("--check-store")
+    assert sound.returncode == 0 and f"model graph cache: {shown}: sound" in sound.stdout
+    good = damage_graph(graph, "altered")
+    found = cli(action)
+    assert found.returncode == 0, found.stderr
+    assert f"model graph cache: {shown}: DAMAGED (its SHA-256 is not the one it was made with)" in found.stdout
+    assert "made again from the model" in found.stdout and graph.read_bytes() == good
+    checked = cli("--check-store", "--output", "json")
+    assert checked.json()["result"]["model_graph"] == f"model graph cache: {shown}: sound"
+
+
+@pytest.mark.slow
+def test_the_chat_says_a_damaged_model_graph_was_made_again_and_remembers_its_exchanges(
+    cli: Cli, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The chat kept every exchange unsaved until the cut-short graph was deleted by hand."""
+    from ocat.chat.session import ChatSession
+    from ocat.config.loading import load_settings
+
+    graph = _graph_cache(cli)
+    good = damage_graph(graph, "truncated")
+    settings = load_settings(env={**os.environ, "OCAT_VECTOR_STORE_PATH": str(cli.store_path)})
+    session = ChatSession.open(settings, serve=False)
+    try:
+        said = [line for line in capsys.readouterr().err.splitlines() if "cached graph" in line]
+        assert len(said) == 1 and "was damaged" in said[0] and "made it again" in said[0]
+        assert session.memory.on
+        recorded = session.record("where does the ladder hang?", "On the north wall of the shed.", [])
+        assert recorded.stored and not session.memory.unsaved
+        assert graph.read_bytes() == good
+    finally:
+        session.close()

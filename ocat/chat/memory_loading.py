@@ -67,14 +67,15 @@ def load_memory(
     """Open a session's store and ready its embedding model; never raises for memory's sake.
 
     `serve`: share the store with other ocat processes while the session lives (the chats);
-    `notify` hears what opening waits for (another process holding the store); `progress`
+    `notify` hears what opening waits for (another process holding the store), and that the
+    model's cached graph was damaged and made again; `progress`
     follows a first-use download (it may raise Cancelled to stop it).
     """
     # A chat embeds every exchange it keeps; a one-shot command (not serving) a handful.
-    _load_model_meanwhile(memory, few_texts=not serve)
+    _load_model_meanwhile(memory, few_texts=not serve, notify=notify)
     if not memory.open(serve=serve, notify=notify):
         return MemoryLoaded(memory.error)
-    fetched = memory.ready_model(progress=progress)
+    fetched = memory.ready_model(progress=progress, notify=notify)
     if not memory.model_ready:
         return MemoryLoaded(memory.error)
     if memory.store is not None:
@@ -85,7 +86,7 @@ def load_memory(
     return MemoryLoaded(memory.error, downloaded=downloaded, saved=saved, recovered=recovered)
 
 
-def _load_model_meanwhile(memory: SessionMemory, *, few_texts: bool) -> None:
+def _load_model_meanwhile(memory: SessionMemory, *, few_texts: bool, notify: Callable[[str], None] | None) -> None:
     """Load the local embedding model in a thread while the store opens, when the model is here:
     ONNX Runtime builds its session without Python's lock, so on two cores it costs the start
     nothing (the store's import holds that lock meanwhile). A model still to be fetched is left
@@ -101,7 +102,7 @@ def _load_model_meanwhile(memory: SessionMemory, *, few_texts: bool) -> None:
     # for the session being built; interpreter shutdown under a daemon thread inside ONNX
     # Runtime aborts the process ("terminate called without an active exception").
     threading.Thread(target=ocat.memory.preload_embedder, args=(memory.settings.embedding,),
-                     kwargs={"few_texts": few_texts},
+                     kwargs={"few_texts": few_texts, "notify": notify},
                      name="ocat-model-load", daemon=False).start()
 
 

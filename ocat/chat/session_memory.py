@@ -120,17 +120,19 @@ class SessionMemory:
         self.save_unsaved()
         return self.on
 
-    def ready_model(self, *, progress: DownloadProgress | None = None) -> FetchResult | None:
+    def ready_model(
+        self, *, progress: DownloadProgress | None = None, notify: Callable[[str], None] | None = None
+    ) -> FetchResult | None:
         """Make the embedding model ready, downloading it on first use (then `save_unsaved`
-        writes the exchanges kept meanwhile). On failure `error` says what to do and
-        memory stays off."""
+        writes the exchanges kept meanwhile); `notify` hears that its cached graph was damaged
+        and made again. On failure `error` says what to do and memory stays off."""
         def downloading(done: int, total: int | None) -> None:
             self.model_download = memory.progress_words(done, total)
             if progress is not None:
                 progress(done, total)
 
         try:
-            fetched = memory.prepare_model(self.settings.embedding, progress=downloading)
+            fetched = memory.prepare_model(self.settings.embedding, progress=downloading, notify=notify)
         except OcatError as exc:
             self.error = str(exc)
             return None

@@ -75,12 +75,15 @@ def _silence_stdout() -> None:
 
 
 def _fetch_model(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> int:
-    fetched = _ready_model(settings, reporter)
+    # Thorough: the model's cached graph is checked against the model's own digest too.
+    fetched = _ready_model(settings, reporter, thorough=True)
     if fetched is None:
         text = f"embedding.model is {settings.embedding.model}, a litellm model: there is nothing to download"
-        return reporter.succeed({"model": settings.embedding.model, "path": None, "downloaded_bytes": 0}, text)
+        return reporter.succeed({"model": settings.embedding.model, "path": None, "downloaded_bytes": 0,
+                                 "graph_cache": None}, text)
     result = {
-        "model": settings.embedding.model, "path": str(fetched.path), "downloaded_bytes": fetched.downloaded_bytes
+        "model": settings.embedding.model, "path": str(fetched.path), "downloaded_bytes": fetched.downloaded_bytes,
+        "graph_cache": fetched.graph.to_dict() if fetched.graph is not None else None,
     }
     # A download already said where it went, on stderr; stdout gets the folder (for scripts).
     return reporter.succeed(result, str(fetched.path) if fetched.downloaded else fetched.describe())

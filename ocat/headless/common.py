@@ -25,13 +25,19 @@ def open_store(settings: Settings) -> MemoryStore:
     return memory.open_store(settings, notify=say_to_stderr)
 
 
-def ready_model(settings: Settings, reporter: Reporter) -> FetchResult | None:
+def ready_model(settings: Settings, reporter: Reporter, *, thorough: bool = False) -> FetchResult | None:
     """Make sure the embedding model is there (downloading it on first use, with progress on
-    stderr: stdout stays the result's); a download ends with one line saying where it went."""
+    stderr: stdout stays the result's); a download ends with one line saying where it went, and
+    a damaged cached graph of it is made again with one line (`thorough`: ocat.memory.prepare_model)."""
     printer = memory.ProgressPrinter(reporter.stderr)
     fetched = None
+
+    def say(line: str) -> None:
+        reporter.stderr.write(f"ocat: {line}\n")
+        reporter.stderr.flush()
+
     try:
-        fetched = memory.prepare_model(settings.embedding, progress=printer)
+        fetched = memory.prepare_model(settings.embedding, progress=printer, notify=say, thorough=thorough)
     finally:
         printer.finish(fetched)
     return fetched

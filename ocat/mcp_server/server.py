@@ -253,7 +253,8 @@ def _open_quietly(tools: "MemoryTools") -> None:
             if not done:  # said once, when the download starts
                 log.warning("downloading the embedding model (first use, %s)", memory.progress_words(total or 0, None))
 
-        fetched = memory.prepare_model(tools.settings.embedding, progress=started)
+        fetched = memory.prepare_model(tools.settings.embedding, progress=started,
+                                       notify=lambda line: log.warning("%s", line))
         if fetched is not None and fetched.downloaded:
             log.warning("%s", fetched.describe())
     except Exception as exc:  # reported again to the first call that needs the store or the model

@@ -34,7 +34,9 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ocat.memory.embedding.embedders import Embedder, preload_embedder
+    from ocat.memory.embedding.lean_cache import CacheCheck
     from ocat.memory.embedding.model_files import (
+        check_model_graph,
         DownloadProgress,
         FetchResult,
         find_model,
@@ -91,7 +93,9 @@ if TYPE_CHECKING:
 # so that importing the door loads no room.
 _EXPORTS: dict[str, tuple[str, ...]] = {
     "embedding.embedders": ("Embedder", "preload_embedder"),
+    "embedding.lean_cache": ("CacheCheck",),
     "embedding.model_files": (
+        "check_model_graph",
         "DownloadProgress",
         "FetchResult",
         "find_model",

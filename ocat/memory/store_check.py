@@ -64,6 +64,9 @@ class StoreHealth:
     primary_damaged: str | None = None
     # Where a derived file holds more records than Chroma: Chroma lost them (ocat.memory.storage.primary).
     shrunk: list[str] = field(default_factory=list)
+    # The embedding model's cached graph, in words (ocat.memory.embedding.lean_cache.CacheCheck.line):
+    # checked and, when damaged, made again from the model; None when not looked at.
+    model_graph: str | None = None
 
     @property
     def healthy(self) -> bool:
@@ -80,6 +83,8 @@ class StoreHealth:
                          "(export what can still be read first: `ocat --export-memory FILE`)")
         for finding in self.shrunk:
             lines.append(f"primary store: DAMAGED: {finding}")
+        if self.model_graph is not None:
+            lines.append(self.model_graph)
         for d in self.derived:
             if not d.exists:
                 state = "absent (built on the next open)"

@@ -8,7 +8,7 @@ user accepts the smaller store.
 
 from __future__ import annotations
 
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from typing import TYPE_CHECKING, Any, Callable
 from ocat import memory
 
@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from ocat.memory import StoreHealth
     from ocat.memory import RepairResult
     from ocat.memory import MemoryStore
+    from ocat.memory import CacheCheck
 
 # The exit code of `--check-store` when it found something to repair, and of `--repair-store`
 # when the store is still not healthy or the repair stopped (docs/cli.md).
@@ -26,15 +27,25 @@ PROBLEMS_FOUND = 4
 
 
 def check(settings: Settings, *, notify: Callable[[str], None] | None = None) -> StoreHealth:
-    """What is wrong with the configured store, changing nothing."""
+    """What is wrong with the configured store, changing nothing in it; the embedding model's
+    cached graph (no memory: a cache) is checked too, and made again when damaged."""
+    graph = _model_graph(settings)
     try:
         store = memory.open_store(settings, notify=notify, upkeep=False)
     except memory.StoreShrunk as refused:  # its chroma.sqlite3 is missing or empty: not opened, so not made anew
-        return memory.unopened_health(memory.location_for(settings), settings.vector_store.collection, refused)
+        found = memory.unopened_health(memory.location_for(settings), settings.vector_store.collection, refused)
+        return replace(found, model_graph=graph.line() if graph is not None else None)
     try:
-        return memory.check_store(store)
+        return replace(memory.check_store(store), model_graph=graph.line() if graph is not None else None)
     finally:
         store.close()
+
+
+def _model_graph(settings: Settings) -> CacheCheck | None:
+    """The model's cached graph checked thoroughly (made again when damaged); None when ocat
+    keeps none for the configured model, or the model is not on this machine."""
+    found = memory.check_model_graph(settings.embedding)
+    return found if found is not None and found.path is not None else None
 
 
 def repair(
@@ -46,6 +57,7 @@ def repair(
         return memory.finish_document(store, partial, settings.chunking)
 
     moved: list[str] = []
+    graph = _model_graph(settings)
     try:
         store = memory.open_store(settings, notify=notify, upkeep=False)
     except memory.StoreShrunk:
@@ -55,9 +67,12 @@ def repair(
         moved = memory.set_aside_derived(folder)
         store = memory.open_store(settings, notify=notify, upkeep=False)
     try:
-        return memory.repair_store(store, finish, notify=notify, accept_smaller=accept_smaller, moved_before=moved)
+        done = memory.repair_store(store, finish, notify=notify, accept_smaller=accept_smaller, moved_before=moved)
     finally:
         store.close()
+    if graph is not None and graph.problem is not None:
+        return replace(done, done=[graph.line(), *done.done])
+    return done
 
 
 def health_record(found: StoreHealth) -> dict[str, Any]:

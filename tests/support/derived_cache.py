@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from ocat.llm import model_table
-from ocat.memory.embedding.lean_graph import session_source
+from ocat.memory.embedding.lean_cache import session_source
 
 # Read by the warm server (tests/support/warm_server.py, MODEL_VARIABLE): not an OCAT_ variable,
 # which ocat would refuse.

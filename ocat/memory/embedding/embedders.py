@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Callable, Protocol, Sequence
 from ocat.errors import ConfigError, EmbeddingError
 from ocat.memory.embedding.model_files import ensure_model, find_model, LOCAL_MODEL_NAME
 from ocat.litellm_offline import embed
-from ocat.memory.embedding.lean_graph import session_source
+from ocat.memory.embedding.lean_cache import is_cached_graph, remake, session_source
 
 if TYPE_CHECKING:
     from ocat.config.loading import EmbeddingSettings
@@ -98,17 +98,18 @@ class OnnxMiniLMEmbedder:
         self._session: Any = None
         self._tokenizer: Any = None
 
-    def load(self, *, few_texts: bool = False) -> None:
+    def load(self, *, few_texts: bool = False, notify: Callable[[str], None] | None = None) -> None:
         """Load the model's session and tokenizer now (else on the first embedding).
 
         `few_texts`: a session for a process that embeds a handful of texts (a one-shot
         `--ask`): its weights are scaled at each run instead of once when it loads, which makes
         it ~70 MiB smaller and ~150 ms quicker to load, and each run ~8 ms slower (too slow for
         an import's thousands of batches). Its vectors differ from the other session's by at
-        most ~2e-7 in any component (docs/PERFORMANCE.md)."""
-        self._load(few_texts=few_texts)
+        most ~2e-7 in any component (docs/PERFORMANCE.md). `notify` hears one line when the
+        model's cached graph was damaged and made again (ocat.memory.embedding.lean_cache)."""
+        self._load(few_texts=few_texts, notify=notify)
 
-    def _load(self, *, few_texts: bool = False) -> None:
+    def _load(self, *, few_texts: bool = False, notify: Callable[[str], None] | None = None) -> None:
         with self._lock:
             if self._session is not None:
                 return
@@ -137,13 +138,27 @@ class OnnxMiniLMEmbedder:
                     options.intra_op_num_threads = self._threads
                 # The graph whose word-embedding table stays int8 (ocat.memory.embedding.lean_graph):
                 # the same vectors, bit for bit, from a session ~85 MiB smaller that loads twice as fast.
-                session = onnxruntime.InferenceSession(
-                    session_source(model_dir / "model.onnx"),
-                    sess_options=options,
-                    providers=["CPUExecutionProvider"],
-                    # Folding the weights' scaling into float32 copies is what the session's size is.
-                    disabled_optimizers=["ConstantFolding"] if few_texts else None,
-                )
+                model_file = model_dir / "model.onnx"
+                source = session_source(model_file, notify=notify)
+
+                def session_of(source: str | bytes) -> Any:
+                    return onnxruntime.InferenceSession(
+                        source,
+                        sess_options=options,
+                        providers=["CPUExecutionProvider"],
+                        # Folding the weights' scaling into float32 copies is what the session's size is.
+                        disabled_optimizers=["ConstantFolding"] if few_texts else None,
+                    )
+
+                try:
+                    session = session_of(source)
+                except Exception as exc:
+                    if not is_cached_graph(source):
+                        raise
+                    # A cached graph that matched its record and still does not load (the record
+                    # was altered with it): made again from the model, once.
+                    why = f"onnxruntime cannot load it: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
+                    session = session_of(remake(model_file, why, notify=notify))
             except Exception as exc:
                 raise EmbeddingError(f"cannot load the embedding model in {model_dir}: {exc}") from exc
             self._input_names = {i.name for i in session.get_inputs()}
@@ -249,16 +264,19 @@ class LiteLLMEmbedder:
         return vectors
 
 
-def preload_embedder(settings: EmbeddingSettings, *, few_texts: bool = False) -> None:
+def preload_embedder(
+    settings: EmbeddingSettings, *, few_texts: bool = False, notify: Callable[[str], None] | None = None
+) -> None:
     """Load the configured local model now (its ONNX session and tokenizer), if it is on this
     machine; nothing is fetched, and a failure is left to the first embedding, which says it.
-    `few_texts`: for a process that embeds only a handful (OnnxMiniLMEmbedder.load)."""
+    `few_texts`: for a process that embeds only a handful (OnnxMiniLMEmbedder.load); `notify`
+    hears that the model's cached graph was damaged and made again."""
     if settings.model != LOCAL_MODEL_NAME or find_model(settings) is None:
         return
     embedder = embedder_for(settings)
     if isinstance(embedder, OnnxMiniLMEmbedder):
         try:
-            embedder.load(few_texts=few_texts)
+            embedder.load(few_texts=few_texts, notify=notify)
         except Exception:
             pass
 

@@ -9,9 +9,10 @@ Cast and Mul) gives the same numbers bit for bit, since each row has its own sca
 stays 11 MiB of int8. The session then peaks ~85 MiB lower and loads twice as fast, with the
 same speed per text (docs/PERFORMANCE.md, "--ask against simonw/llm").
 
-The changed graph is written once into the cache folder, named by the source file's size and
-time, and onnxruntime reads it from there (from a file it holds ~20 MiB less than from bytes).
-A model without this pattern, or one that cannot be read here, is loaded as it is.
+The changed graph is written once into the cache folder and checked each time it is read
+(ocat.memory.embedding.lean_cache), and onnxruntime reads it from there (from a file it holds
+~20 MiB less than from bytes). A model without this pattern, or one that cannot be read here,
+is loaded as it is.
 
 The graph is read with a description of only the ONNX fields it reads or touches (a node's
 inputs, outputs, name, operator and attributes, the weights' names and shapes); protobuf carries
@@ -20,48 +21,11 @@ every other field through unchanged.
 
 from __future__ import annotations
 
-import os
-import tempfile
-from pathlib import Path
 from typing import Any
 
-from ocat.config.locations import cache_dir
-
-# Bumped when the change made to the graph changes: cached graphs of another version are remade.
-VERSION = 1
-
-
-
-def lean_cache_dir() -> Path:
-    """Where changed graphs are kept."""
-    return cache_dir() / "ocat" / "models"
-
-
-def session_source(model_file: Path) -> str | bytes:
-    """What to give onnxruntime for `model_file`: the changed graph's cached file, else its bytes
-    (the cache cannot be written), else the model file itself (no such pattern, or unreadable)."""
-    try:
-        stat = model_file.stat()
-    except OSError:
-        return str(model_file)  # onnxruntime says what is wrong with it
-    stem = f"{model_file.parent.name}-{model_file.stem}-lean{VERSION}"
-    cached = lean_cache_dir() / f"{stem}-{stat.st_size}-{stat.st_mtime_ns}.onnx"
-    if cached.is_file():
-        return str(cached)
-    try:
-        lean = lean_graph(model_file.read_bytes())
-    except Exception:  # not a graph protobuf can read here: onnxruntime reads it as it is
-        return str(model_file)
-    if lean is None:
-        return str(model_file)
-    try:
-        _write_atomically(cached, lean)
-    except OSError:
-        return lean
-    for old in cached.parent.glob(f"{model_file.parent.name}-{model_file.stem}-lean*.onnx"):
-        if old != cached:
-            old.unlink(missing_ok=True)  # made from an earlier copy of the model, or by an older ocat
-    return str(cached)
+# Bumped when the change made to the graph, or the cache's record of it, changes: cached graphs
+# of another version are made again (2: the record of digests, ocat.memory.embedding.lean_cache).
+VERSION = 2
 
 
 def lean_graph(model: bytes) -> bytes | None:
@@ -134,18 +98,6 @@ def _rows_first(gather: Any, mul: Any, cast: Any) -> list[Any]:
 def _used_elsewhere(nodes: list[Any], names: tuple[str, str], users: tuple[Any, Any]) -> bool:
     """Whether the float table, or its cast, feeds any node but the Mul and the Gather."""
     return any(name in node.input for node in nodes for name in names if node is not users[0] and node is not users[1])
-
-
-def _write_atomically(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".part")
-    try:
-        with os.fdopen(handle, "wb") as out:
-            out.write(data)
-        os.replace(temporary, path)  # two processes making it at once: either copy is the same
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
 
 
 def _model_class() -> Any:

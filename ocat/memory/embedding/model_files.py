@@ -14,7 +14,7 @@ import os
 import shutil
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Callable
 import socket
@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 
 from ocat.errors import EmbeddingError
 from ocat.config.locations import cache_dir, display_path
+from ocat.memory.embedding.lean_cache import CacheCheck, check_cache
 
 if TYPE_CHECKING:
     from ocat.config.loading import EmbeddingSettings
@@ -123,6 +124,8 @@ class FetchResult:
     path: Path
     downloaded_bytes: int = 0
     seconds: float = 0.0
+    # The model's cached graph, as `prepare_model` found it (made again when damaged).
+    graph: CacheCheck | None = None
 
     @property
     def downloaded(self) -> bool:
@@ -143,10 +146,29 @@ def uses_local_model(settings: EmbeddingSettings) -> bool:
     return settings.model == LOCAL_MODEL_NAME
 
 
-def prepare_model(settings: EmbeddingSettings, *, progress: DownloadProgress | None = None) -> FetchResult | None:
-    """Make sure the configured embedder can run: the local model fetched if needed (None for
-    a litellm embedding model, which needs nothing on disk)."""
-    return ensure_model(settings, progress=progress) if uses_local_model(settings) else None
+def prepare_model(
+    settings: EmbeddingSettings,
+    *,
+    progress: DownloadProgress | None = None,
+    notify: Callable[[str], None] | None = None,
+    thorough: bool = False,
+) -> FetchResult | None:
+    """Make sure the configured embedder can run: the local model fetched if needed, and its
+    cached graph checked, made again when damaged, which `notify` hears (`thorough`: the model's
+    own SHA-256 checked too, ocat.memory.embedding.lean_cache). None for a litellm embedding
+    model, which needs nothing on disk."""
+    if not uses_local_model(settings):
+        return None
+    fetched = ensure_model(settings, progress=progress)
+    return replace(fetched, graph=check_cache(fetched.path / "model.onnx", notify=notify, thorough=thorough))
+
+
+def check_model_graph(settings: EmbeddingSettings, *, notify: Callable[[str], None] | None = None) -> CacheCheck | None:
+    """The local model's cached graph checked thoroughly and made again when damaged
+    (`ocat --check-store`, `--repair-store`); None for a litellm model or a model not on this
+    machine (nothing is fetched)."""
+    folder = find_model(settings) if uses_local_model(settings) else None
+    return None if folder is None else check_cache(folder / "model.onnx", notify=notify, thorough=True)
 
 
 def progress_words(done: int, total: int | None) -> str:

@@ -24,7 +24,7 @@ from ocat.memory.retrieval.time_range import TimeRange, time_range
 from ocat.memory.storage.derived import DerivedFileError
 from ocat.memory.storage.scoring import Calibration
 from ocat.memory.storage.store import MemoryStore
-from ocat.memory.storage.terms import query_terms as terms_of_query
+from ocat.memory.storage.terms import queries_terms
 from ocat.records import SUPERSEDED_KEY, RecordKind, SearchHit
 
 if TYPE_CHECKING:
@@ -199,7 +199,7 @@ def _search(
     mode: Mode,
     dated: TimeRange | None = None,
 ) -> list[SearchHit]:
-    query_terms = [terms_of_query(q) for q in queries]
+    query_terms = queries_terms(queries)
     vectors = store.embedder.embed(queries) if mode != "lexical" else None
     hits_found: list[SearchHit] = []
     per_kind: tuple[tuple[RecordKind, int, float], ...] = (

@@ -10,7 +10,7 @@ import math
 import re
 from collections import Counter
 from functools import lru_cache
-from typing import Mapping
+from typing import Mapping, Sequence
 
 # A query is searched by at most this many distinct terms (`query_terms`): a pasted book of
 # 290k distinct words once passed SQLite's limit on a statement's parameters and failed the
@@ -48,7 +48,27 @@ def query_terms(text: str) -> list[str]:
     """The terms a query is searched and scored by: `terms(text)` when it has at most
     MAX_QUERY_TERMS distinct ones, else only its most repeated (the longer first among equals),
     in order. However large the query, a search reads a bounded number of terms."""
-    found = terms(text)
+    return _bounded(terms(text))
+
+
+def queries_terms(queries: Sequence[str]) -> list[list[str]]:
+    """`query_terms` of each query, each text read once: a query that ends with an earlier one
+    after a line break (the chat's second query: the last prompts, then the prompt) takes that
+    one's terms instead of reading it again (a pasted book is read once, not twice)."""
+    read: dict[str, list[str]] = {}
+    for query in queries:
+        if query in read:
+            continue
+        earlier = next((q for q in read if query.endswith("\n" + q)), None)
+        if earlier is None:
+            read[query] = terms(query)
+        else:  # a line break ends every term, so the two texts' terms follow each other
+            read[query] = terms(query[: len(query) - len(earlier) - 1]) + read[earlier]
+    return [_bounded(read[query]) for query in queries]
+
+
+def _bounded(found: list[str]) -> list[str]:
+    """At most MAX_QUERY_TERMS distinct terms (see `query_terms`)."""
     counts = Counter(found)
     if len(counts) <= MAX_QUERY_TERMS:
         return found
