@@ -16,6 +16,7 @@ import os
 
 from ocat.errors import InputFileError, OcatError, ProviderError, UsageError
 from ocat.headless.common import open_store as _open_store, ready_model as _ready_model, say_to_stderr as _say_to_stderr
+from ocat.headless.common import write_kept as _write_kept
 from ocat.headless.output import Reporter, read_stdin
 from ocat import llm, memory
 from ocat.chat.outcomes import remembered_words
@@ -114,8 +115,10 @@ def _add(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> in
     if not path.exists():  # before the model's download or a wait for the store
         raise InputFileError(f"no such file or folder: {path}")
     _ready_model(settings, reporter)
+    store = _open_store(settings)
+    _write_kept(settings, store, reporter)
     outcome = add_file_or_folder(
-        _open_store(settings),
+        store,
         path,
         settings.chunking,
         source="cli",
@@ -154,6 +157,7 @@ def _query(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> 
         raise UsageError("the query is empty")
     _ready_model(settings, reporter)
     stores = _open_stores(settings, args)
+    _write_kept(settings, stores[0], reporter)  # the first is the configured store (ocat.cli.overrides_from)
     for index, query in enumerate(queries):
         reporter.restart_clock()
         found = search(stores, query, settings.vector_store, count=args.results, filters=filters,
