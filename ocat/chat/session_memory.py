@@ -100,6 +100,9 @@ class SessionMemory:
         except OcatError as exc:
             self.error = str(exc)
             return False
+        if self._closed:  # the chat ended while the store opened (another process held it): hand it back
+            store.close()
+            return False
         self.store = store
         return True
 
