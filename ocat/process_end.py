@@ -118,7 +118,7 @@ def keep_on_signals(memory: SessionMemory, leave: Callable[[int], Any]) -> Calla
     thread only (elsewhere nothing is set); returns what puts the earlier handlers back."""
     if threading.current_thread() is not threading.main_thread():
         return lambda: None
-    before = {sig: signal.getsignal(sig) for sig in LEAVING_SIGNALS}
+    before: dict[int, Any] = {sig: signal.getsignal(sig) for sig in LEAVING_SIGNALS}
 
     def on_signal(signum: int, frame: Any) -> None:
         previous = before.get(signum)
@@ -137,6 +137,12 @@ def keep_on_signals(memory: SessionMemory, leave: Callable[[int], Any]) -> Calla
                 signal.signal(sig, previous if previous is not None else signal.SIG_DFL)
 
     return restore
+
+
+def end_by_signal(signum: int) -> NoReturn:
+    """What a line-mode chat or `--ask` does on SIGTERM or SIGHUP once the exchanges are kept
+    (`keep_on_signals`): end as `/quit` would, closing memory on the way, with the signal's exit code."""
+    raise SystemExit(128 + signum)
 
 
 def _say(line: str) -> None:

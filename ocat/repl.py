@@ -33,7 +33,7 @@ from ocat.llm import model_list
 from ocat.logs import log_failure
 from ocat.operations.profile import PROFILE_TEMPLATE
 from ocat.operations.search import used_memories
-from ocat.process_end import KEEP_WAIT_SECONDS, keep_on_signals
+from ocat.process_end import KEEP_WAIT_SECONDS, end_by_signal, keep_on_signals
 
 
 # A fitted column (/vquery's excerpt) never gets narrower than this, however narrow the terminal.
@@ -172,12 +172,9 @@ def run_repl(session: ChatSession, *, out: IO[str] | None = None, err: IO[str] |
     it could not take (ocat.chat.unsaved); returns the exit code."""
     out = out or sys.stdout
     err = err or sys.stderr
-
-    def leave(signum: int) -> None:
-        raise SystemExit(128 + signum)  # the chat ends as with /quit: closing below says what was kept
-
-    # SIGTERM, or the terminal closing (SIGHUP): what memory has not taken is kept in a file at once.
-    restore = keep_on_signals(session.memory, leave)
+    # SIGTERM, or the terminal closing (SIGHUP): what memory has not taken is kept in a file at once,
+    # and the chat ends as with /quit (closing below says what became of it).
+    restore = keep_on_signals(session.memory, end_by_signal)
     try:
         return _chat(session, out, err)
     finally:

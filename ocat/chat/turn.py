@@ -176,8 +176,8 @@ class Turn:
         self.answered_at = clock()
         # Held before anything else can happen to the turn: from here on, every way out of the
         # chat keeps the exchange (in memory or in a file), whatever becomes of the face.
-        calls = tuple(call.kept() for call in self.calls)
-        self.answered = self.session.answered(self.prompt, self.text, self.memories, calls)
+        kept = tuple(call.kept() for call in self.calls)
+        self.answered = self.session.answered(self.prompt, self.text, self.memories, kept)
         self.state = TurnState.ANSWERED
 
     def _toolbox(self) -> ToolBox | None:

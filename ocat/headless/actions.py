@@ -17,6 +17,7 @@ import os
 from ocat.errors import InputFileError, OcatError, ProviderError, UsageError
 from ocat.headless.common import open_store as _open_store, ready_model as _ready_model, say_to_stderr as _say_to_stderr
 from ocat.headless.common import write_kept as _write_kept
+from ocat.process_end import end_by_signal, keep_on_signals
 from ocat.headless.output import Reporter, read_stdin
 from ocat import llm, memory
 from ocat.chat.outcomes import remembered_words
@@ -190,6 +191,8 @@ def _ask(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> in
         raise ProviderError(problem)
     session = open_chat(settings, dummy=args.dummy_mode, serve=False, stream=reporter.stderr)
     session.origin = ONE_SHOT  # the wake block groups one-shot questions (operations.wake)
+    # SIGTERM or SIGHUP: what memory has not taken is kept in a file, then the closing below runs.
+    restore = keep_on_signals(session.memory, end_by_signal)
     try:
         if session.memory.loaded is not None and session.memory.loaded.recovered:
             reporter.note(f"ocat: {session.memory.loaded.recovered}")
@@ -207,6 +210,7 @@ def _ask(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> in
         closing = session.close()  # what memory could not take is kept for the next start, and said
         if closing:
             reporter.note(f"ocat: {closing}")
+        restore()
     exchange = turn.exchange
     result = {
         "text": turn.text,
