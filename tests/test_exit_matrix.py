@@ -176,6 +176,25 @@ def test_a_query_writes_what_an_earlier_chat_kept(cli: Cli, llm_server: FakeLLMS
     assert "blue pot" in found.stdout and kept_files(cli.home) == []
 
 
+@pytest.mark.slow
+def test_ask_keeps_its_exchange_on_sigterm_during_the_write(cli: Cli, llm_server: FakeLLMServer, tmp_path: Path) -> None:
+    llm_server.reply = SHORT
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    ask = Running(cli, str(marks), "write", "--ask", PROMPT, *chat_args(llm_server)[1:], script=HOOKED)
+    try:
+        wait_until(lambda: (marks / "writing").exists(), "the write started")
+        assert ask.kill(signal.SIGTERM) == 143
+    finally:
+        (marks / "release").write_text("go")
+    stderr = all_of(ask, "stderr")
+    assert kept_prompts(cli.home) == [PROMPT], stderr
+    assert "kept in ~/.local/state/ocat/unsaved/" in stderr
+    found = cli("--query-vector-store", PROMPT, "--output", "json")
+    assert "1 exchange kept by an earlier chat was written to memory" in found.stderr
+    assert stats(cli)["exchanges"] == 1 and kept_files(cli.home) == []
+
+
 # -- the window in a process of its own, ended as `ocat` ends it (os._exit) -------------------------
 
 # The window, driven by Pilot, with the store's write held for good (a slow disk, a big store, a
