@@ -9,28 +9,36 @@ once the useful steps of a normal exit are done: threads that are not daemons ha
 (Python does that first, before the exit handlers), the exit handlers have run (the store's
 lease given up, the passage backfill stopped), logs and streams are flushed.
 
-The full-screen chat leaves sooner still, when its window closes (`leave_now`).
+The full-screen chat leaves sooner still, when its window closes (`leave_now`). Every way out
+of a chat (quitting, Ctrl+C, end of input, SIGTERM, SIGHUP: `keep_on_signals`) first keeps
+what memory has not taken yet, including an exchange being written, in a file that the next
+start writes (ocat.chat.session_memory.SessionMemory.spool).
 """
 
 from __future__ import annotations
 
 import atexit
 import os
+import signal
 import sys
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
-from ocat.text.terminal import printable
+from ocat.config.locations import display_path
+from ocat.text.terminal import count_of, printable
 
 if TYPE_CHECKING:
     from ocat.chat.session import ChatSession
+    from ocat.chat.session_memory import SessionMemory
 
 # How long the process waits, once the window has closed, for the store to be given up.
 CLOSE_WAIT_SECONDS = 0.2
-# How long it waits when exchanges were not in memory yet: they are kept in a file first
-# (a moment), then tried once more (ocat.chat.session.ChatSession.close).
+# How long it waits when exchanges were not in memory yet (kept for later, or being written):
+# they are kept in a file first (a moment), then written (ocat.chat.session.ChatSession.close).
 KEEP_WAIT_SECONDS = 10.0
+# The signals that end a chat as quitting does: `kill`'s default, and the terminal closing.
+LEAVING_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 
 # The code the process ends with; 1 until `main` returns one (an uncaught exception's code).
 _exit_code = 1
@@ -70,15 +78,15 @@ def leave_now(code: int, closing: threading.Thread | None, session: ChatSession 
     still opening) and for the store's server to stop. The store is given up if that takes
     less than CLOSE_WAIT_SECONDS; past that the process ends as a crashed owner does, which
     the store is made for: the OS releases the owner lock and the server's watchdog stops it
-    (ocat.memory.sharing.owner_lock). Every exchange was written when its turn ended. The MCP
-    servers' processes, which the closing thread may not have stopped yet, are ended here.
+    (ocat.memory.sharing.owner_lock). What memory has not taken yet (an exchange being written,
+    or kept for later) is first kept in a file, then waited for, at most KEEP_WAIT_SECONDS,
+    saying so. The MCP servers' processes, which the closing thread may not have stopped yet,
+    are ended here.
     """
-    unsaved = session is not None and bool(session.memory.unsaved)
-    if closing is not None:
-        closing.join(timeout=KEEP_WAIT_SECONDS if unsaved else CLOSE_WAIT_SECONDS)
-    if session is not None and session.memory.unsaved_note:
+    note = settle(closing, session.memory if session is not None else None)
+    if note:
         # Said once the window is gone, on the terminal it leaves: what became of what memory could not take.
-        print(f"ocat: {printable(session.memory.unsaved_note)}", file=sys.stderr)
+        print(f"ocat: {printable(note)}", file=sys.stderr)
     _flush_streams()
     _end_servers()
     os._exit(code)
@@ -92,6 +100,66 @@ def _end_servers() -> None:
         from ocat.mcp_client.server_processes import end_all  # noqa: PLC0415 - see above
 
         end_all()
+
+
+def settle(closing: threading.Thread | None, memory: SessionMemory | None) -> str | None:
+    """`leave_now` before the process ends: keep what memory has not taken in a file, give the
+    closing (`closing` runs the session's close) its while, and return what became of those
+    exchanges, in words (None: nothing to say)."""
+    if memory is not None:
+        memory.spool()  # first: whatever happens next, no answer shown in full is lost
+    if closing is not None:
+        closing.join(timeout=CLOSE_WAIT_SECONDS)
+        waiting = memory.waiting() if memory is not None else []
+        if closing.is_alive() and memory is not None and waiting:
+            where = f"; kept in {display_path(memory.spooled.path)} meanwhile" if memory.spooled.path else ""
+            _say(f"writing {count_of(len(waiting), 'exchange')} to memory before leaving "
+                 f"(up to {KEEP_WAIT_SECONDS:g} s{where})")
+            closing.join(timeout=KEEP_WAIT_SECONDS)
+    if memory is None:
+        return None
+    if closing is not None and not closing.is_alive():
+        return memory.unsaved_note  # closing ended: it said what became of them
+    memory.spool()  # what is still not in memory now
+    return memory.leaving_words()
+
+
+def keep_on_signals(memory: SessionMemory, leave: Callable[[int], Any]) -> Callable[[], None]:
+    """On SIGTERM or SIGHUP, keep what memory has not taken in a file at once, then `leave(signum)`
+    (the chat ends as if the user quit, which ends the MCP servers' processes too). A handler set
+    before (the MCP servers' own, which ends them and dies of the signal) is not run then: it
+    would end the process before the chat leaves (the terminal given back, memory closed). A
+    second signal finds it, or the default, and ends the process at once. Set from the main
+    thread only (elsewhere nothing is set); returns what puts the earlier handlers back."""
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+    before: dict[int, Any] = {sig: signal.getsignal(sig) for sig in LEAVING_SIGNALS}
+
+    def on_signal(signum: int, frame: Any) -> None:
+        previous = before.get(signum)
+        signal.signal(signum, previous if previous is not None else signal.SIG_DFL)
+        memory.spool()
+        leave(signum)
+
+    for sig in LEAVING_SIGNALS:
+        signal.signal(sig, on_signal)
+
+    def restore() -> None:
+        if threading.current_thread() is threading.main_thread():
+            for sig, previous in before.items():
+                signal.signal(sig, previous if previous is not None else signal.SIG_DFL)
+
+    return restore
+
+
+def end_by_signal(signum: int) -> NoReturn:
+    """What a line-mode chat or `--ask` does on SIGTERM or SIGHUP once the exchanges are kept
+    (`keep_on_signals`): end as `/quit` would, closing memory on the way, with the signal's exit code."""
+    raise SystemExit(128 + signum)
+
+
+def _say(line: str) -> None:
+    print(f"ocat: {printable(line)}", file=sys.stderr, flush=True)
 
 
 def _flush_streams() -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import shutil
 import sys
+import threading
 from typing import IO, Callable, Sequence
 
 from ocat.commands import Choose, CommandResult, Confirm, Send, ShowThemes, is_command, run_command, run_step
@@ -23,6 +24,7 @@ from ocat.chat.session import ChatSession
 from ocat.tools.calls import CallState
 from ocat.chat.turn import Turn
 from ocat.text.terminal import printable, shorten
+from ocat.config.locations import display_path
 from ocat.commands.editing import replace_last
 from ocat.completion import command_names, complete
 from ocat.editor import edit_file, edit_text
@@ -30,6 +32,7 @@ from ocat.llm import model_list
 from ocat.logs import log_failure
 from ocat.operations.profile import PROFILE_TEMPLATE
 from ocat.operations.search import used_memories
+from ocat.process_end import KEEP_WAIT_SECONDS, end_by_signal, keep_on_signals
 
 
 # A fitted column (/vquery's excerpt) never gets narrower than this, however narrow the terminal.
@@ -168,12 +171,16 @@ def run_repl(session: ChatSession, *, out: IO[str] | None = None, err: IO[str] |
     it could not take (ocat.chat.unsaved); returns the exit code."""
     out = out or sys.stdout
     err = err or sys.stderr
+    # SIGTERM, or the terminal closing (SIGHUP): what memory has not taken is kept in a file at once,
+    # and the chat ends as with /quit (closing below says what became of it).
+    restore = keep_on_signals(session.memory, end_by_signal)
     try:
         return _chat(session, out, err)
     finally:
-        note = session.close()
+        note = session.close(wait_seconds=KEEP_WAIT_SECONDS)
         if note:
             err.write(f"ocat: {printable(note)}\n")
+        restore()
 
 
 def _chat(session: ChatSession, out: IO[str], err: IO[str]) -> int:
@@ -232,10 +239,12 @@ def _chat(session: ChatSession, out: IO[str], err: IO[str]) -> int:
         try:
             asyncio.run(_stream_answer(turn, out, err))
         except KeyboardInterrupt:
-            # A cancelled turn keeps what was shown but is not remembered.
-            turn.cancel()
-            out.write("\n[cancelled]\n")
-            continue
+            if not turn.complete:
+                # A cancelled turn keeps what was shown but is not remembered.
+                turn.cancel()
+                out.write("\n[cancelled]\n")
+                continue
+            # Ctrl+C came once the whole answer had: it is remembered as any other.
         except OcatError as exc:
             err.write(f"ocat: {printable(str(exc))}\n")
             continue
@@ -243,11 +252,34 @@ def _chat(session: ChatSession, out: IO[str], err: IO[str]) -> int:
             err.write(f"ocat: {printable(log_failure('the answer', exc))}\n")
             continue
         out.write("\n")
-        turn.finish()
+        if not _finish(turn, err):
+            return 130
         if turn.memory_lost:
             err.write(f"ocat: memory is off: {printable(turn.memory_lost)}\n")
         elif turn.recorded is not None and (said := remembered_words(turn.recorded)) is not None:
             err.write(f"ocat: note: {printable(said[0])}\n")
+
+
+def _finish(turn: Turn, err: IO[str]) -> bool:
+    """Record the turn's exchange in a thread of its own, which Ctrl+C cannot cut short. False
+    when Ctrl+C came meanwhile: the chat then ends (as with SIGTERM or SIGHUP, whose SystemExit
+    goes on), once the write is done or KEEP_WAIT_SECONDS have passed, the exchange being kept
+    in a file meanwhile, saying so."""
+    # A daemon: a write that never ends must not keep the process alive; the file keeps its exchange.
+    writer = threading.Thread(target=turn.finish, name="ocat-record", daemon=True)
+    writer.start()
+    try:
+        writer.join()
+        return True
+    except (KeyboardInterrupt, SystemExit) as leaving:
+        kept = turn.session.memory.spool().path
+        where = f"; it is kept in {display_path(kept)} meanwhile" if kept else ""
+        err.write(f"ocat: leaving once this exchange is written to memory (up to {KEEP_WAIT_SECONDS:g} s{where})\n")
+        err.flush()
+        writer.join(KEEP_WAIT_SECONDS)
+        if isinstance(leaving, SystemExit):
+            raise
+        return False
 
 
 def _run_command_line(

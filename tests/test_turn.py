@@ -112,10 +112,10 @@ def _calls_to(tree: ast.AST, names: set[str]) -> list[str]:
 
 def test_only_the_turn_chains_recall_build_request_stream_and_record() -> None:
     """The turn is written once: no face (nor command) calls the session's steps itself."""
-    steps = {"recall", "build_request", "stream", "record"}
+    steps = {"recall", "build_request", "stream", "record", "answered", "remember"}
     callers = {}
     for path in OCAT.rglob("*.py"):
         calls = _calls_to(ast.parse(path.read_text(encoding="utf-8")), steps)
         if calls:
             callers[str(path.relative_to(OCAT))] = sorted(set(calls))
-    assert callers == {"chat/turn.py": ["build_request", "recall", "record", "stream"]}
+    assert callers == {"chat/turn.py": ["answered", "build_request", "recall", "remember", "stream"]}

@@ -238,11 +238,13 @@ class ChatSession:
         return memory_tools(MemoryToolContext(store, self.settings, in_context=set(in_context), short=short,
                                               project=self.scope()))
 
-    def close(self) -> str | None:
-        """Stop the MCP servers, then give the store up (SessionMemory.close: what became of
-        exchanges not yet written, in words)."""
+    def close(self, *, wait_seconds: float | None = None) -> str | None:
+        """Keep what is not in memory yet in a file, stop the MCP servers, then give the store up
+        (SessionMemory.close, waiting at most `wait_seconds` for a write under way: what became
+        of exchanges not yet written, in words)."""
+        self.memory.spool()  # before anything that may take a while
         self.server_tools.close()
-        return self.memory.close()
+        return self.memory.close(wait_seconds=wait_seconds)
 
     def tools_refused(self) -> str:
         """The provider refused tools: no more for this model (here, and in later runs); the words to say once."""
@@ -279,6 +281,13 @@ class ChatSession:
     ) -> Recorded:
         """Add a finished exchange to the history and, unless in dummy mode, to memory; says
         whether it was stored, kept for a later write, or not stored, and why."""
+        return self.remember(self.answered(prompt, answer, memories, calls))
+
+    def answered(
+        self, prompt: str, answer: str, memories: list[SearchHit], calls: tuple[CalledTool, ...] = ()
+    ) -> Exchange:
+        """The exchange of an answer shown in full, held by memory from now on (SessionMemory.hold):
+        every way out of the chat keeps it until `remember` has written it."""
         exchange = Exchange(
             user_prompt=prompt,
             assistant_response=answer,
@@ -290,6 +299,12 @@ class ChatSession:
             origin=self.origin,
             project=self.project,
         )
+        self.memory.hold(exchange)
+        return exchange
+
+    def remember(self, exchange: Exchange) -> Recorded:
+        """Add an answered exchange to the history and, unless in dummy mode, to memory; says
+        whether it was stored, kept for a later write, or not stored, and why."""
         self.history.append(exchange)
         return self.memory.keep(exchange)
 

@@ -9,14 +9,12 @@ from __future__ import annotations
 
 import threading
 import time
-from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from ocat.chat.outcomes import Recall, Recorded, Remembered
 from ocat.errors import OcatError
 from ocat import memory
-from ocat.chat.unsaved import save_unsaved_files, write_unsaved_file
-from ocat.config.locations import display_path
+from ocat.chat.unsaved import Spooled, save_unsaved_files, spool_exchanges, spooled_words
 from ocat.text.terminal import count_of
 
 if TYPE_CHECKING:
@@ -62,9 +60,16 @@ class SessionMemory:
         # downloaded, or a write failed); tried again on every turn, and kept in a file under
         # the state folder if the chat ends first (ocat.chat.unsaved).
         self.unsaved: list[Exchange] = []
+        # Exchanges whose answer was shown in full and whose write has not committed yet, by id
+        # (`hold`): with `unsaved`, what every way out keeps in a file first (`spool`).
+        self._pending: dict[str, Exchange] = {}
         # What closing did with the exchanges still unsaved, in words; None if none were.
         self.unsaved_note: str | None = None
+        # What the session's kept file holds, as last written by `spool`.
+        self.spooled = Spooled()
         self._unsaved_lock = threading.Lock()
+        # Re-entrant: a signal handler may keep the exchanges while this thread was doing so.
+        self._spool_lock = threading.RLock()
         # Held while an exchange is written, so closing the store waits for that write.
         self._writing = threading.RLock()
         self._closed = False
@@ -94,6 +99,9 @@ class SessionMemory:
                 raise
         except OcatError as exc:
             self.error = str(exc)
+            return False
+        if self._closed:  # the chat ended while the store opened (another process held it): hand it back
+            store.close()
             return False
         self.store = store
         return True
@@ -203,23 +211,53 @@ class SessionMemory:
                     return Recall(rebuilt=rebuilt, memory_lost=self.error if had_memory else None)
         return Recall(rebuilt=rebuilt)
 
+    def hold(self, exchange: Exchange) -> None:
+        """An answer was shown in full: its exchange is kept by every way out (`spool`) from now
+        until its write has committed (`keep`). Nothing is held in dummy mode or with memory disabled."""
+        if not self.dummy and self.settings.vector_store.enabled:
+            self._pending[exchange.exchange_id] = exchange
+
+    def waiting(self) -> list[Exchange]:
+        """The exchanges not in memory yet: those being written, then those kept for later, each once."""
+        # Without a lock (a signal handler reads this): each copy is one step under the GIL, and an
+        # exchange moving from pending to unsaved is added there before it leaves pending.
+        found = {e.exchange_id: e for e in list(self._pending.values())}
+        for exchange in list(self.unsaved):
+            found.setdefault(exchange.exchange_id, exchange)
+        return list(found.values())
+
+    def spool(self) -> Spooled:
+        """Make this session's kept file (ocat.chat.unsaved) hold what is not in memory yet, synced
+        to disk, or remove it when nothing is; quick, never raises. Every way out of a chat runs
+        it first; the next start on this store writes the file (ids are kept: a write that also
+        lands is not made twice)."""
+        if self.dummy or not self.settings.vector_store.enabled:
+            return self.spooled
+        with self._spool_lock:
+            self.spooled = spool_exchanges(self.settings, self.waiting(), self.session_id)
+        return self.spooled
+
     def keep(self, exchange: Exchange) -> Recorded:
         """Write a finished exchange to memory (never in dummy mode, or with memory disabled); says
         whether it was stored, kept for a later write, or not stored, and why."""
         if self.dummy or not self.settings.vector_store.enabled:
             return Recorded(exchange, Remembered.NOT_STORED)
+        self.hold(exchange)  # a face that did not hold it when the answer ended
         with self._unsaved_lock:
             if not self.on:
                 self.unsaved.append(exchange)  # written once the store and the model are ready
+                self._pending.pop(exchange.exchange_id, None)
                 return Recorded(exchange, Remembered.KEPT, self.error, memory_off=self.error is not None)
         try:
             with self._writing:
                 if self.store is None:
                     raise OcatError("memory was closed")  # the chat is closing: keep it, as for any failure
                 self.store.add_exchange(exchange)
+                self._pending.pop(exchange.exchange_id, None)
         except OcatError as exc:
             with self._unsaved_lock:
                 self.unsaved.append(exchange)
+            self._pending.pop(exchange.exchange_id, None)
             if self._write_failed(exc):
                 return Recorded(exchange, Remembered.KEPT, self.problem)
             self._reopen()  # once, at once: writes the kept exchange if the store comes back
@@ -232,19 +270,26 @@ class SessionMemory:
         """Drop an exchange that waits to be written (it was deleted meanwhile)."""
         with self._unsaved_lock:
             self.unsaved = [e for e in self.unsaved if e.exchange_id != exchange_id]
+        self._pending.pop(exchange_id, None)
 
     def save_unsaved(self) -> int:
         """Write the exchanges kept while memory could not take them; returns how many were written."""
-        with self._writing, self._unsaved_lock:
-            if self.store is None or self.dummy:
+        with self._writing:
+            with self._unsaved_lock:
+                if self.store is None or self.dummy:
+                    return 0
+                # They stay in `unsaved` until written: a way out meanwhile keeps them (`spool`).
+                waiting = list(self.unsaved)
+            if not waiting:
                 return 0
-            waiting, self.unsaved = self.unsaved, []
             try:
                 written = self.store.add_exchanges(waiting)
             except OcatError as exc:
-                self.unsaved = waiting + self.unsaved
                 self._write_failed(exc)
                 return 0
+            done = {e.exchange_id for e in waiting}
+            with self._unsaved_lock:
+                self.unsaved = [e for e in self.unsaved if e.exchange_id not in done]
         return written
 
     def save_unsaved_files(self) -> str | None:
@@ -256,51 +301,47 @@ class SessionMemory:
             store = self.store
             return save_unsaved_files(self.settings, store).sentence() if store is not None else None
 
-    def close(self) -> str | None:
+    def close(self, *, wait_seconds: float | None = None) -> str | None:
         """Give the store up (its lock, and its server if this process serves it), once any
-        write under way has finished.
+        write under way has finished (or `wait_seconds` have passed: the store is then left as a
+        crashed process leaves it, and the kept file holds that write's exchange).
 
-        Exchanges still unsaved are first kept in a file that the next start writes
-        (ocat.chat.unsaved), then tried once more; the file goes if they are written. Returns what
-        became of them, in words (also kept as `unsaved_note`), or None when there were none.
+        What is not in memory yet (kept for later, or being written) is first kept in a file
+        that the next start writes (`spool`), then what was kept is tried once more; the file
+        goes once all of it is written. Returns what became of the exchanges memory had not
+        taken, in words (also kept as `unsaved_note`), or None when there were none.
         """
+        self.spool()  # first, and quickly: a window closing may not wait for a slow store
         with self._unsaved_lock:
-            keeping = not self.dummy and self.settings.vector_store.enabled
-            left = list(self.unsaved) if keeping else []
-        kept: Path | None = None
-        failure = ""
-        if left:
+            left = list(self.unsaved) if not self.dummy and self.settings.vector_store.enabled else []
+        if left and self.on:
+            self.save_unsaved()
+        if self._writing.acquire(timeout=-1 if wait_seconds is None else wait_seconds):
             try:
-                # First, and quickly: a window closing may not wait for a slow store.
-                kept = write_unsaved_file(self.settings, left, self.session_id)
-            except OSError as exc:
-                failure = exc.strerror or str(exc)
-            if self.on:
-                self.save_unsaved()
-            if not self.unsaved and kept is not None:
-                kept.unlink(missing_ok=True)
-                kept = None
-        with self._writing:
+                self._closed = True
+                store, self.store = self.store, None
+                if store is not None:
+                    store.close()
+            finally:
+                self._writing.release()
+        else:
             self._closed = True
-            store, self.store = self.store, None
-            if store is not None:
-                store.close()
-        self.unsaved_note = self._closing_words(left, kept, failure)
+        kept = self.spool()  # now what is still not in memory: none, and the file goes
+        self.unsaved_note = self._closing_words(len(left), kept)
         return self.unsaved_note
 
-    def _closing_words(self, left: list[Exchange], kept: Path | None, failure: str) -> str | None:
-        """What closing did with the exchanges that were not in memory yet."""
+    def _closing_words(self, left: int, kept: Spooled) -> str | None:
+        """What closing did with the exchanges that were not in memory yet (`left` of them were
+        kept for later as it began; `kept`: what the kept file holds now)."""
+        if kept.count:
+            return spooled_words(kept, self.error or self.problem)
         if not left:
             return None
-        count = count_of(len(left), "exchange")
-        if not self.unsaved:
-            return f"the {count} this chat kept {'is' if len(left) == 1 else 'are'} now in memory."
-        reason = self.error or self.problem
-        what = f"{count} of this chat could not be written to memory" + (f" ({reason})" if reason else "")
-        them = "it" if len(self.unsaved) == 1 else "them"
-        if kept is None:
-            return f"{what}, nor kept in a file ({failure}): {'it is' if them == 'it' else 'they are'} lost."
-        return f"{what}: kept in {display_path(kept)}; the next start on this store writes {them} to memory."
+        return f"the {count_of(left, 'exchange')} this chat kept {'is' if left == 1 else 'are'} now in memory."
+
+    def leaving_words(self) -> str | None:
+        """What a way out that could not wait for closing to end says of the exchanges it kept."""
+        return spooled_words(self.spooled, self.error or self.problem) if self.spooled.count else None
 
     def _rebuild_damaged(self) -> list[str]:
         """Rebuild the derived files an earlier search found failing (ocat.memory.storage.derived); what
@@ -346,3 +387,4 @@ class SessionMemory:
                 store.close()
             except Exception:  # giving up a broken store must not fail in turn
                 pass
+

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import threading
 from enum import Enum
 from typing import TYPE_CHECKING, AsyncIterator
 
@@ -39,6 +40,7 @@ class TurnState(Enum):
     RECALLED = "recalled"
     ANSWERING = "answering"
     ANSWERED = "answered"
+    RECORDING = "recording"
     FINISHED = "finished"
     CANCELLED = "cancelled"
     FAILED = "failed"
@@ -79,6 +81,9 @@ class Turn:
         # What the faces should say about tools this turn (a model that refused them, the step limit).
         self.tool_notes: list[str] = []
         self.usage: Usage | None = None
+        # The exchange, once the whole answer has come: held by memory until `finish` writes it.
+        self.answered: Exchange | None = None
+        self._finishing = threading.Lock()
         self.recorded: Recorded | None = None
         self.error: BaseException | None = None
         self.started = clock()
@@ -180,6 +185,10 @@ class Turn:
             self.state = TurnState.FAILED
             raise
         self.answered_at = clock()
+        # Held before anything else can happen to the turn: from here on, every way out of the
+        # chat keeps the exchange (in memory or in a file), whatever becomes of the face.
+        kept = tuple(call.kept() for call in self.calls)
+        self.answered = self.session.answered(self.prompt, self.text, self.memories, kept)
         self.state = TurnState.ANSWERED
 
     def _within_cap(self, calls: list[ToolCall]) -> tuple[list[ToolCall], list[ToolCall]]:
@@ -212,17 +221,26 @@ class Turn:
     def finish(self) -> Exchange:
         """Record the answered exchange in the conversation and in memory (or keep it to be
         written later: `recorded` says which, and why)."""
-        self._expect(TurnState.ANSWERED)
-        recorded = self.session.record(self.prompt, self.text, self.memories, tuple(c.kept() for c in self.calls))
+        with self._finishing:  # a second `finish` (a face's, in another thread) is refused
+            self._expect(TurnState.ANSWERED)
+            self.state = TurnState.RECORDING
+        assert self.answered is not None  # set with the state
+        recorded = self.session.remember(self.answered)
         if recorded.stored and self._memory_had_failed:
             recorded = dataclasses.replace(recorded, memory_back=True)
         self.recorded = recorded
         self.state = TurnState.FINISHED
         return recorded.exchange
 
+    @property
+    def complete(self) -> bool:
+        """Whether the whole answer has come (and so is kept, whatever happens to the face)."""
+        return self.answered is not None
+
     def cancel(self) -> None:
-        """Drop the turn: what was shown stays on screen, nothing of it is remembered."""
-        if self.state is not TurnState.FINISHED:
+        """Drop the turn: what was shown stays on screen, nothing of it is remembered. A turn whose
+        answer had come in full is not dropped: its exchange stays held until written."""
+        if self.state not in (TurnState.FINISHED, TurnState.RECORDING, TurnState.ANSWERED):
             self.state = TurnState.CANCELLED
         if self.box is not None and any(call.state is CallState.RUNNING for call in self.calls):
             self.box.cancel()  # an MCP server is told (MCP's cancellation); memory's tools just finish

@@ -1,15 +1,16 @@
 """Exchanges memory could not take, kept in a file until a later start writes them.
 
 A chat keeps what memory could not store (the store failed, or refused one write) and tries
-again on every turn. What is still waiting when the chat ends goes to a file under the
-state folder, one per session, in the `--import-memory` format; the next start on the same
-store writes it to memory and removes the file. Nothing said in a chat is lost because
-memory was down when it ended.
+again on every turn. What is still waiting when the chat ends (those, and any exchange whose
+write is under way) goes to a file under the state folder, one per session, in the
+`--import-memory` format; the next start on the same store writes it to memory and removes the
+file. Nothing said in a chat is lost because memory was down, or slow, when it ended.
 """
 
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import os
 from dataclasses import dataclass
@@ -34,21 +35,62 @@ def unsaved_folder(settings: Settings) -> Path:
     return state_dir() / "unsaved" / hashlib.sha256(identity.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
+# Each write of a kept file has a temporary name of its own: a signal handler that keeps the
+# exchanges may run in the middle of another such write in the same thread (ocat.process_end).
+_writes = itertools.count()
+
+
 def write_unsaved_file(settings: Settings, exchanges: Sequence[Exchange], session_id: str) -> Path:
     """Write exchanges to this session's file in the store's kept folder (replacing an earlier
-    version of it whole: a crash mid-write leaves the previous file); returns the file."""
+    version of it whole, synced to disk: a crash mid-write leaves the previous file); returns the file."""
     folder = unsaved_folder(settings)
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{session_id}.jsonl"
-    partial = path.with_suffix(".jsonl.partial")
-    with partial.open("w", encoding="utf-8") as out:
-        for exchange in exchanges:
-            # ASCII: the file may be `cat` to a terminal, and escapes are read back exactly.
-            out.write(json.dumps({"kind": "exchange", **exchange.to_record()}, ensure_ascii=True) + "\n")
-        out.flush()
-        os.fsync(out.fileno())
-    os.replace(partial, path)
+    partial = path.with_name(f"{session_id}.{os.getpid()}.{next(_writes)}.partial")
+    try:
+        with partial.open("w", encoding="utf-8") as out:
+            for exchange in exchanges:
+                # ASCII: the file may be `cat` to a terminal, and escapes are read back exactly.
+                out.write(json.dumps({"kind": "exchange", **exchange.to_record()}, ensure_ascii=True) + "\n")
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(partial, path)
+    finally:
+        partial.unlink(missing_ok=True)  # gone already, unless the write failed or was cut short
     return path
+
+
+@dataclass(frozen=True)
+class Spooled:
+    """What a session's kept file holds after `spool_exchanges`: how many exchanges, where (None:
+    there were none, and no file is left), or why it could not be written."""
+
+    count: int = 0
+    path: Path | None = None
+    failure: str = ""
+
+
+def spool_exchanges(settings: Settings, exchanges: Sequence[Exchange], session_id: str) -> Spooled:
+    """Make this session's kept file hold exactly `exchanges`: written (and synced) when there are
+    any, removed when there are none. Run again and again as a chat ends; never raises."""
+    folder = unsaved_folder(settings)
+    try:
+        if not exchanges:
+            (folder / f"{session_id}.jsonl").unlink(missing_ok=True)
+            return Spooled()
+        return Spooled(len(exchanges), write_unsaved_file(settings, exchanges, session_id))
+    except OSError as exc:
+        return Spooled(len(exchanges), failure=exc.strerror or str(exc))
+
+
+def spooled_words(kept: Spooled, reason: str | None) -> str:
+    """What became of exchanges memory had not taken when a chat ended, kept in a file or not."""
+    what = f"{count_of(kept.count, 'exchange')} of this chat could not be written to memory"
+    what += f" ({reason})" if reason else ""
+    if kept.path is None:
+        return f"{what}, nor kept in a file ({kept.failure}): {'it is' if kept.count == 1 else 'they are'} lost."
+    them = "it" if kept.count == 1 else "them"
+    return f"{what}: kept in {display_path(kept.path)}; the next start on this store writes {them} to memory."
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,8 @@ import os
 
 from ocat.errors import InputFileError, OcatError, ProviderError, UsageError
 from ocat.headless.common import open_store as _open_store, ready_model as _ready_model, say_to_stderr as _say_to_stderr
+from ocat.headless.common import write_kept as _write_kept
+from ocat.process_end import end_by_signal, keep_on_signals
 from ocat.headless.output import Reporter, read_stdin
 from ocat import llm, memory
 from ocat.chat.outcomes import remembered_words
@@ -117,8 +119,10 @@ def _add(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> in
     if not path.exists():  # before the model's download or a wait for the store
         raise InputFileError(f"no such file or folder: {path}")
     _ready_model(settings, reporter)
+    store = _open_store(settings)
+    _write_kept(settings, store, reporter)
     outcome = add_file_or_folder(
-        _open_store(settings),
+        store,
         path,
         settings.chunking,
         source="cli",
@@ -157,6 +161,7 @@ def _query(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> 
         raise UsageError("the query is empty")
     _ready_model(settings, reporter)
     stores = _open_stores(settings, args)
+    _write_kept(settings, stores[0], reporter)  # the first is the configured store (ocat.cli.overrides_from)
     for index, query in enumerate(queries):
         reporter.restart_clock()
         found = search(stores, query, settings.vector_store, count=args.results, filters=filters,
@@ -189,6 +194,8 @@ def _ask(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> in
         raise ProviderError(problem)
     session = open_chat(settings, dummy=args.dummy_mode, serve=False, stream=reporter.stderr)
     session.origin = ONE_SHOT  # the wake block groups one-shot questions (operations.wake)
+    # SIGTERM or SIGHUP: what memory has not taken is kept in a file, then the closing below runs.
+    restore = keep_on_signals(session.memory, end_by_signal)
     try:
         if session.memory.loaded is not None and session.memory.loaded.recovered:
             reporter.note(f"ocat: {session.memory.loaded.recovered}")
@@ -206,6 +213,7 @@ def _ask(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> in
         closing = session.close()  # what memory could not take is kept for the next start, and said
         if closing:
             reporter.note(f"ocat: {closing}")
+        restore()
     exchange = turn.exchange
     result = {
         "text": turn.text,

@@ -25,6 +25,16 @@ def open_store(settings: Settings) -> MemoryStore:
     return memory.open_store(settings, notify=say_to_stderr)
 
 
+def write_kept(settings: Settings, store: MemoryStore, reporter: Reporter) -> None:
+    """Write what earlier chats on this store kept in a file (ocat.chat.unsaved), as every start
+    on a store with the model ready does, saying so on stderr."""
+    from ocat.chat.unsaved import save_unsaved_files  # noqa: PLC0415 - the actions that write load it
+
+    said = save_unsaved_files(settings, store).sentence()
+    if said:
+        reporter.note(f"ocat: {said}")
+
+
 def ready_model(settings: Settings, reporter: Reporter, *, thorough: bool = False) -> FetchResult | None:
     """Make sure the embedding model is there (downloading it on first use, with progress on
     stderr: stdout stays the result's); a download ends with one line saying where it went, and

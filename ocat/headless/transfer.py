@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ocat.errors import Cancelled, OcatError, UsageError
-from ocat.headless.common import open_store, ready_model
+from ocat.headless.common import open_store, ready_model, write_kept
 from ocat.headless.output import EtaPrinter, Reporter, stop_on_interrupt
 from ocat.text.terminal import count_of
 from ocat import memory
@@ -61,7 +61,9 @@ def _import_path(path: Path, settings: Settings, reporter: Reporter) -> int:
     checked = check_import(path)
     ready_model(settings, reporter)
     progress = memory.throttled_progress(lambda done, total: reporter.note(f"imported {done}/{total} records"))
-    outcome = import_file(open_store(settings), path, checked, progress)
+    store = open_store(settings)
+    write_kept(settings, store, reporter)
+    outcome = import_file(store, path, checked, progress)
     skipped = outcome.records - outcome.added
     text = f"Imported {count_of(outcome.added, 'record')} from {path}"
     if skipped:

@@ -12,6 +12,7 @@ command ends in one place that shows what failed and logs the traceback.
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from typing import TYPE_CHECKING, Sequence
 from textual.worker import Worker, WorkerCancelled, WorkerFailed, WorkerState
@@ -263,6 +264,11 @@ class OcatApp(App[int]):
             for note in turn.tool_notes:
                 self.conversation.notice(f"Note: {note}.")
         except asyncio.CancelledError:
+            if turn.complete:
+                # The whole answer had come (the window is closing, or Esc came a moment late): it
+                # is remembered as any other, in a thread of its own that closing does not stop.
+                threading.Thread(target=turn.finish, name="ocat-record", daemon=True).start()
+                raise
             turn.cancel()
             for view in shown.values():
                 view.refresh_call()  # a call under way says it was cancelled

@@ -28,6 +28,7 @@ from ocat import memory
 from ocat.chat.outcomes import remembered_words
 from ocat.logs import log_failure
 from ocat.chat.memory_loading import load_memory, MemoryLoaded, warm_up
+from ocat.process_end import keep_on_signals
 
 if TYPE_CHECKING:
     from ocat.chat.turn import Turn
@@ -122,6 +123,15 @@ class MemoryView(Widget):
         self._memory_note: NoticeMessage | None = None
         # Giving the store up, once the window has closed (see give_up_store).
         self.closing: threading.Thread | None = None
+        # Puts back the signal handlers the window replaced (see on_mount).
+        self._restore_signals: Callable[[], None] = lambda: None
+
+    def on_mount(self) -> None:
+        # SIGTERM, or the terminal closing (SIGHUP): what memory has not taken is kept in a file at
+        # once, then the window closes as if the user quit (ocat.process_end).
+        loop = asyncio.get_running_loop()
+        self._restore_signals = keep_on_signals(
+            self.session.memory, lambda signum: loop.call_soon_threadsafe(self.app.exit, 128 + signum))
 
     @property
     def state(self) -> MemoryState:
@@ -270,6 +280,7 @@ class MemoryView(Widget):
         # Stopping a served store's server takes a moment: it starts as soon as the user
         # quits, alongside the window's own closing, and `ocat.cli` gives it a short while
         # more before the process leaves. An exchange being written is finished first.
+        self._restore_signals()  # from now on a signal ends the process: closing keeps what waits first
         if self.closing is None:
             self.closing = threading.Thread(target=self.session.close, name="ocat-close-store")
             self.closing.start()

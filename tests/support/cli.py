@@ -87,10 +87,14 @@ class Running:
     warm server (tests/support/warm_exec.py stands for it) unless it needs a new interpreter; `pid` is
     the run's own, which `kill` signals."""
 
-    def __init__(self, cli: Cli, *args: str, stdin: bool = False, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, cli: Cli, *args: str, stdin: bool = False, env: dict[str, str] | None = None, script: str | None = None
+    ) -> None:
+        """`script`: Python run instead of `-m ocat` (with `args` as its arguments), to set a test's hooks first."""
         environ = cli.environ(env)
         pid_r, pid_w = os.pipe()
-        command = python_command("-m", "ocat", *args, env=environ, pid_fd=pid_w)
+        start = ("-c", script) if script is not None else ("-m", "ocat")
+        command = python_command(*start, *args, env=environ, pid_fd=pid_w)
         try:
             self.process = subprocess.Popen(
                 command,
