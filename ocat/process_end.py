@@ -126,8 +126,8 @@ def settle(closing: threading.Thread | None, memory: SessionMemory | None) -> st
 
 def keep_on_signals(memory: SessionMemory, leave: Callable[[int], Any]) -> Callable[[], None]:
     """On SIGTERM or SIGHUP, keep what memory has not taken in a file at once, then `leave(signum)`
-    (the chat ends as if the user quit, which ends the MCP servers' processes too). A handler set
-    before (the MCP servers' own, which ends them and dies of the signal) is not run then: it
+    (the chat ends as if the user quit), ending the MCP servers' processes on the way. A handler
+    set before (the MCP servers' own, which ends them and dies of the signal) is not run then: it
     would end the process before the chat leaves (the terminal given back, memory closed). A
     second signal finds it, or the default, and ends the process at once. Set from the main
     thread only (elsewhere nothing is set); returns what puts the earlier handlers back."""
@@ -139,6 +139,9 @@ def keep_on_signals(memory: SessionMemory, leave: Callable[[int], Any]) -> Calla
         previous = before.get(signum)
         signal.signal(signum, previous if previous is not None else signal.SIG_DFL)
         memory.spool()
+        # The MCP servers' processes go first: a call waiting on one (in a worker thread the
+        # chat's loop would wait for on its way out) then fails at once instead of holding the exit.
+        _end_servers()
         leave(signum)
 
     for sig in LEAVING_SIGNALS:
