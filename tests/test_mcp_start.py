@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 
 from ocat.mcp_client.config import parse_servers
-from ocat.mcp_client.servers import McpServers, ServerState
+from ocat.mcp_client.servers import McpServers
 from tests.support.cli import Cli
 from tests.support.fakes import FakeLLMServer
 from tests.test_mcp_client import ask_args, calls_made, fixture_entry, write_config
@@ -61,7 +61,7 @@ def test_a_slow_starter_is_not_stopped_and_a_fast_one_beside_it_is_ready_at_once
     try:
         servers.wait()  # what a turn does: each server waited for up to its start_timeout
         states = {s.name: s.state for s in servers.statuses()}
-        assert states == {"slow": ServerState.STARTING, "fast": ServerState.READY}
+        assert states == {"slow": "starting", "fast": "ready"}
         assert {tool.server for tool in servers.tools()} == {"fast"}  # the first turn's tools
         pids = started_pids(slow_dir)
         status = servers.wait_for("slow", 60)  # it goes on starting: nothing stopped it
@@ -70,7 +70,7 @@ def test_a_slow_starter_is_not_stopped_and_a_fast_one_beside_it_is_ready_at_once
         servers.call("slow", "lookup", {"word": "cat"}, restarted=set())
         assert [call["pid"] for call in calls_made(slow_dir)] == [pids[1]]  # the same child, never restarted
         servers.start(["slow"])  # started already: nothing happens
-        assert servers.wait_for("slow", 0).state is ServerState.READY
+        assert servers.wait_for("slow", 0).state == "ready"
         assert started_pids(slow_dir) == pids
     finally:
         servers.close()
@@ -86,7 +86,7 @@ def test_closing_ends_a_server_still_starting_and_its_launchers_child(tmp_path: 
     try:
         servers.start()
         pids = started_pids(tmp_path)
-        assert servers.wait_for("slow", 0.5).state is ServerState.STARTING
+        assert servers.wait_for("slow", 0.5).state == "starting"
         servers.close()
         assert gone(pids)
     finally:
