@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import pty
 import signal
 import subprocess
 import sys
@@ -28,7 +27,7 @@ from ocat.mcp_client.servers import McpServers
 from tests.support.cli import Cli
 from tests.support.fakes import FakeLLMServer
 from tests.test_mcp_client import ask_args, calls_made, fixture_entry, write_config
-from tests.test_mcp_descendants import _read_for, cleanup, gone, started_pids
+from tests.test_mcp_descendants import _read_for, cleanup, full_screen_chat, gone, started_pids
 
 LAUNCHER = Path(__file__).parent / "support" / "mcp_launcher.py"
 # How long the slow server takes to answer its initialize: well past its start_timeout (1 s).
@@ -166,11 +165,7 @@ def test_leaving_the_full_screen_chat_mid_call_leaves_no_launchers_child(
     cli: Cli, llm_server: FakeLLMServer, tmp_path: Path, way: str
 ) -> None:
     config = _hanging(llm_server, cli, tmp_path)
-    env = {**cli.environ(), "TERM": "xterm-256color", "COLUMNS": "80", "LINES": "24"}
-    controller, terminal = pty.openpty()
-    chat = subprocess.Popen([sys.executable, "-m", "ocat", *ask_args(llm_server, config)], stdin=terminal,
-                            stdout=terminal, stderr=terminal, env=env, cwd=cli.home, start_new_session=True)
-    os.close(terminal)
+    chat, controller = full_screen_chat(cli, ask_args(llm_server, config))
     pids: list[int] = []
     try:
         pids = started_pids(tmp_path)
