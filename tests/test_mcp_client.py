@@ -223,7 +223,7 @@ def test_servers_start_answer_time_out_crash_and_restart_once_a_turn(tmp_path: P
 
 
 @pytest.mark.slow
-def test_a_server_that_cannot_start_or_hangs_at_start_is_off_with_its_reason(tmp_path: Path) -> None:
+def test_a_server_that_cannot_start_is_off_with_its_reason_and_a_slow_one_is_still_starting(tmp_path: Path) -> None:
     missing = McpServerConfig("gone", command=str(tmp_path / "no-such-program"), start_timeout=5)
     slow = parse_servers({"slow": fixture_entry(tmp_path, start_timeout=1,
                                                 env={"FIXTURE_START_DELAY": "30"})}, "test", tmp_path)[0]
@@ -234,7 +234,7 @@ def test_a_server_that_cannot_start_or_hangs_at_start_is_off_with_its_reason(tmp
     finally:
         servers.close()
     assert states["gone"][0] == "failed" and states["gone"][1]
-    assert states["slow"] == ("failed", "did not start within 1 s (start_timeout)")
+    assert states["slow"] == ("starting", "")  # not stopped: issue 46 (tests/test_mcp_start.py)
     assert servers.tools() == []
 
 

@@ -149,11 +149,7 @@ def test_the_full_screen_chats_ctrl_q_leaves_no_descendant(
 ) -> None:
     """The real chat in a terminal (a pty), as a user runs it: it leaves at once (os._exit)."""
     config = config_file(cli, family_entry(tmp_path, on_eof))
-    env = {**cli.environ(), "TERM": "xterm-256color", "COLUMNS": "80", "LINES": "24"}
-    controller, terminal = pty.openpty()
-    chat = subprocess.Popen([sys.executable, "-m", "ocat", *chat_args(llm_server, config)], stdin=terminal,
-                            stdout=terminal, stderr=terminal, env=env, cwd=cli.home, start_new_session=True)
-    os.close(terminal)
+    chat, controller = full_screen_chat(cli, chat_args(llm_server, config))
     pids: list[int] = []
     try:
         pids = started_pids(tmp_path)  # the chat starts its servers after its first frame
@@ -170,6 +166,16 @@ def test_the_full_screen_chats_ctrl_q_leaves_no_descendant(
             chat.wait(10)
         os.close(controller)
         cleanup(pids)
+
+
+def full_screen_chat(cli: Cli, args: list[str]) -> tuple[subprocess.Popen[bytes], int]:
+    """The full-screen chat started with `args` in a pty, and the pty's controlling end."""
+    env = {**cli.environ(), "TERM": "xterm-256color", "COLUMNS": "80", "LINES": "24"}
+    controller, terminal = pty.openpty()
+    chat = subprocess.Popen([sys.executable, "-m", "ocat", *args], stdin=terminal, stdout=terminal, stderr=terminal,
+                            env=env, cwd=cli.home, start_new_session=True)
+    os.close(terminal)
+    return chat, controller
 
 
 def _read_for(fd: int, seconds: float) -> None:

@@ -276,11 +276,23 @@ def _repair(args: argparse.Namespace, settings: Settings, reporter: Reporter) ->
     return 0 if done.after.healthy else PROBLEMS_FOUND
 
 
+# How long `--list-tools` waits for servers still starting (a first `npx -y` may take minutes).
+LIST_WAIT_SECONDS = 600.0
+
+
+def _say_starting(names: list[str], seconds: float) -> None:
+    """`--list-tools`'s progress line (on stderr): which servers it is still waiting for."""
+    _say_to_stderr(f"waiting for MCP server{'s' if len(names) > 1 else ''} {', '.join(names)} to start "
+                   f"({seconds:.0f} s; a first run may be downloading it)")
+
+
 def _list_tools(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> int:
     from ocat.tools.listing import render_listing, tool_listing  # noqa: PLC0415 - each action loads its operation
 
     servers = ServerTools(settings)
     try:
+        if servers.servers is not None:  # every server, however long it takes: this prepares them too
+            servers.servers.wait_all(LIST_WAIT_SECONDS, _say_starting)
         listing = tool_listing(servers)
     finally:
         servers.close()

@@ -2,15 +2,19 @@
 a thread of its own, so any face (Textual's loop, the line mode, `--ask`) calls a tool with a
 plain blocking call from the worker thread the turn runs tools in.
 
-A server that cannot start, hangs at start, crashes or hangs in a call costs its own tools and
-one line, never the turn: `start_timeout` bounds the start, `timeout` a call (the SDK sends
+Servers start side by side, each in the background and each on its own: one server's state
+never depends on another's. A server is never stopped for being slow to start (a first-run
+`npx -y` or `uvx` downloads the package first, and npm killed mid-install damages its cache):
+`start_timeout` is how long a turn waits for it, counted from its start, and its tools are
+offered from the first turn after it is ready. A server that cannot start, crashes or hangs in
+a call costs its own tools and one line, never the turn: `timeout` bounds a call (the SDK sends
 MCP's cancellation when a call is given up, as it does when Esc cancels it). A crashed server
 starts again on its next use, at most once a turn. No descendant of a server outlives ocat
-(ocat.mcp_client.server_processes): stopping a server takes its family first (its process group,
-its session, their descendants), stops it through the SDK (stdin closed, then the SDK's kill of
-its group while it lives), then ends whatever of that family is left, whether or not the server
-itself has exited; at exit, on SIGTERM and when the full-screen chat leaves at once, every
-recorded group's family is ended as a last resort.
+(ocat.mcp_client.server_processes): each server's process group is recorded as soon as it is
+spawned; stopping a server takes its family first (its process group, its session, their
+descendants), stops it through the SDK (stdin closed, then the SDK's SIGTERM of its group and,
+after a grace, SIGKILL), then ends whatever of that family is left; at exit, on SIGTERM and when
+the full-screen chat leaves at once, every recorded group's family is ended as a last resort.
 """
 
 from __future__ import annotations
@@ -19,26 +23,25 @@ import asyncio
 import atexit
 import concurrent.futures
 import contextlib
-import json
 import logging
 import threading
+import time
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, AsyncIterator, Callable, Iterable, Sequence
 
 from ocat.errors import OcatError
 from ocat.mcp_client.config import McpServerConfig
 from ocat.mcp_client.server_output import StrayOutput, keep_sdk_log
 from ocat.mcp_client.server_processes import (children, end, family, kill_on_sigterm, own_group, record_group,
                                               remember, running, writes_errors_to)
+from ocat.mcp_client.server_tool import ServerTool, qualified_name, result_text, tools_of
 from ocat.text.redact import redact
 
+__all__ = ["CallFailed", "McpServers", "ServerState", "ServerStatus", "ServerTool", "qualified_name", "result_text"]
+
 log = logging.getLogger(__name__)
-
-# Providers' limit on a function's name; a server's tools are named SERVER__TOOL within it.
-NAME_LIMIT = 64
-_ALLOWED = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
-
 
 # JSON-RPC's code for a connection that closed under a request (mcp_types.CONNECTION_CLOSED).
 _CONNECTION_CLOSED = -32000
@@ -48,16 +51,14 @@ class CallFailed(OcatError):
     """A server's tool could not give a result: the server is down, timed out, or said it failed."""
 
 
-@dataclass(frozen=True)
-class ServerTool:
-    """One tool of one server, as the model is offered it (`qualified`) and as the server names it."""
+class ServerState(StrEnum):
+    """Where a server is (a str: it compares equal to, and shows as, its lowercase name)."""
 
-    server: str
-    name: str
-    qualified: str
-    description: str
-    schema: dict[str, Any]
-    read_only: bool
+    STARTING = "starting"
+    READY = "ready"
+    FAILED = "failed"
+    CRASHED = "crashed"
+    STOPPED = "stopped"
 
 
 @dataclass(frozen=True)
@@ -65,7 +66,7 @@ class ServerStatus:
     """A server as `/tools` and `--list-tools` show it."""
 
     name: str
-    state: str  # starting, ready, failed, crashed, stopped
+    state: ServerState
     tools: tuple[ServerTool, ...]
     error: str | None
     command: str
@@ -74,83 +75,53 @@ class ServerStatus:
     log: Path | None = None
 
 
-def qualified_name(server: str, tool: str, taken: set[str]) -> str:
-    """`SERVER__TOOL` within providers' limits (`^[a-zA-Z0-9_-]{1,64}$`), unique among `taken`."""
-    clean = "".join(ch if ch in _ALLOWED else "_" for ch in f"{server}__{tool}")[:NAME_LIMIT]
-    name, number = clean, 2
-    while name in taken:
-        suffix = f"_{number}"
-        name, number = clean[: NAME_LIMIT - len(suffix)] + suffix, number + 1
-    return name
-
-
-def result_text(result: Any) -> str:
-    """A CallToolResult's content as the text the model reads (images and blobs named, not inlined)."""
-    parts: list[str] = []
-    for block in getattr(result, "content", None) or []:
-        kind = getattr(block, "type", "")
-        if kind == "text":
-            parts.append(block.text)
-        elif kind in ("image", "audio"):
-            size = len(getattr(block, "data", "") or "")
-            parts.append(f"({kind} {getattr(block, 'mime_type', '')}, {size} bytes of base64)")
-        elif kind == "resource":
-            resource = block.resource
-            text = getattr(resource, "text", None)
-            parts.append(text if text is not None else f"(binary resource {resource.uri})")
-        elif kind == "resource_link":
-            parts.append(f"(resource {getattr(block, 'name', '')}: {block.uri})")
-    structured = getattr(result, "structured_content", None)
-    if not parts and structured is not None:
-        parts.append(json.dumps(structured, ensure_ascii=False, indent=1))
-    return "\n".join(parts) if parts else "(no content)"
-
-
 class _Server:
     """One server's life on the loop: start, serve calls, stop (or crash and start again)."""
 
     def __init__(self, config: McpServerConfig, log_dir: Path) -> None:
         self.config = config
         self.log_dir = log_dir
-        self.state = "stopped"
+        self.state = ServerState.STOPPED
         self.error: str | None = None
         self.tools: tuple[ServerTool, ...] = ()
         self.client: Any = None
         self.task: asyncio.Task[None] | None = None
         self.stopping: asyncio.Event | None = None
-        self.started: asyncio.Event | None = None
+        # Set (from the loop) when the server is ready or failed; waited for from any thread.
+        self.settled = threading.Event()
+        self.began = 0.0  # time.monotonic() of the last start: a turn waits until began + start_timeout
+        self.launched = False  # McpServers.start has started it (once; a crash's restart is `call`'s)
         self.pids: set[int] = set()
         self.stray = StrayOutput(log_dir / f"{config.name}.log")
 
+    def mark_starting(self) -> None:
+        """Starting from now (said in the caller's thread, so a wait that follows sees it)."""
+        self.state, self.error, self.began = ServerState.STARTING, None, time.monotonic()
+        self.settled.clear()
+
     async def start(self) -> None:
-        """Start the server and list its tools, within `start_timeout`; a failure is its state."""
-        self.state, self.error = "starting", None
-        self.stopping, self.started = asyncio.Event(), asyncio.Event()
-        before = children()
+        """Start the server in the background (returns at once): no deadline stops it, however
+        long it takes; its state says when it is ready or failed."""
+        if self.task is not None and not self.task.done():
+            return
+        if self.state is not ServerState.STARTING:
+            self.mark_starting()
+        self.stopping = asyncio.Event()
         self.task = asyncio.create_task(self._live())
-        try:
-            await asyncio.wait_for(self.started.wait(), self.config.start_timeout)
-        except asyncio.TimeoutError:
-            self.fail(f"did not start within {self.config.start_timeout:g} s (start_timeout)")
-        started = {pid for pid in children() - before if own_group(pid)}
-        for group in started:
-            record_group(group)  # ended at exit even if its leader has gone by then
-        # Servers start side by side: this one's is the child whose stderr is its log.
-        self.pids |= {pid for pid in started if writes_errors_to(pid, self.log_dir / f"{self.config.name}.log")}
 
     async def _live(self) -> None:
         from mcp import Client
 
-        assert self.stopping is not None and self.started is not None
+        assert self.stopping is not None
         try:
             async with contextlib.AsyncExitStack() as stack:
                 self.client = await stack.enter_async_context(
                     Client(self._transport(stack), mode="legacy", logging_callback=_ignore_log,
                            message_handler=self.stray.on_message))
                 listed = await self.client.list_tools()
-                self.tools = _tools_of(self.config.name, listed.tools)
-                self.state = "ready"
-                self.started.set()
+                self.tools = tools_of(self.config.name, listed.tools)
+                self.state = ServerState.READY
+                self.settled.set()
                 await self.stopping.wait()
         except asyncio.CancelledError:
             pass
@@ -158,9 +129,23 @@ class _Server:
             self.fail(_said(exc))
         finally:
             self.client = None
-            self.started.set()
-            if self.state in ("starting", "ready"):
-                self.state = "stopped"
+            if self.state in (ServerState.STARTING, ServerState.READY):
+                self.state = ServerState.STOPPED
+            self.settled.set()
+
+    @contextlib.asynccontextmanager
+    async def _recording(self, transport: Any) -> AsyncIterator[Any]:
+        """`transport`, with the server's process group recorded the moment it is spawned (so a
+        server still starting is ended at exit too)."""
+        before = children()
+        async with transport as streams:
+            started = {pid for pid in children() - before if own_group(pid)}
+            # Servers start side by side: this one's is the child whose stderr is its log.
+            mine = {pid for pid in started if writes_errors_to(pid, self.log_dir / f"{self.config.name}.log")}
+            for group in mine:
+                record_group(group)  # ended at exit even if its leader has gone by then
+            self.pids |= mine
+            yield streams
 
     def _transport(self, stack: contextlib.AsyncExitStack) -> Any:
         config = self.config
@@ -182,11 +167,11 @@ class _Server:
         # its entry's `env`; ocat's own keys are not passed on unless the entry names them.
         params = StdioServerParameters(command=config.command or "", args=list(config.args), env=dict(config.env),
                                        cwd=config.cwd)
-        return stdio_client(params, errlog=errlog)
+        return self._recording(stdio_client(params, errlog=errlog))
 
     def fail(self, why: str) -> None:
         """The server is off, and why (its task, if any, is stopped)."""
-        self.state, self.error, self.tools = "failed", why, ()
+        self.state, self.error, self.tools = ServerState.FAILED, why, ()
         if self.task is not None and not self.task.done():
             self.task.cancel()
 
@@ -195,21 +180,30 @@ class _Server:
         when it exited on stdin EOF, one that ignored SIGTERM)."""
         kin = family(self.pids)  # before the stop: a descendant is found through its parent only while it lives
         remember(kin)
+        starting = self.state is ServerState.STARTING
         if self.stopping is not None:
             self.stopping.set()
         if self.task is not None:
-            with contextlib.suppress(BaseException):
-                await asyncio.wait_for(asyncio.shield(self.task), 5)
+            # A server still starting cannot be asked to stop (it has not answered yet): its
+            # task is cancelled at once, and the SDK closes its stdin, then SIGTERMs its group and
+            # gives it a grace before SIGKILL (npm killed mid-install damages its cache).
+            if not starting:
+                with contextlib.suppress(BaseException):
+                    await asyncio.wait_for(asyncio.shield(self.task), 5)
             if not self.task.done():
                 self.task.cancel()
+            if starting:  # the SDK's stop: up to 0.5 s + 2 s + 2 s
+                with contextlib.suppress(BaseException):
+                    await asyncio.wait_for(asyncio.shield(self.task), 6)
         await asyncio.to_thread(end, self.pids, kin)
-        if self.state != "failed":
-            self.state = "stopped"
+        if self.state is not ServerState.FAILED:
+            self.state = ServerState.STOPPED
+        self.settled.set()
 
     async def call(self, tool: str, arguments: dict[str, Any]) -> Any:
         """The server's result for one call (raises CallFailed when it has none)."""
         client = self.client
-        if client is None or self.state != "ready":
+        if client is None or self.state is not ServerState.READY:
             raise CallFailed(f"the server {self.config.name} is {self.state}: {self.error or 'not started'}")
         timeout = self.config.timeout
         try:
@@ -222,7 +216,7 @@ class _Server:
             # The connection closed (the SDK's CONNECTION_CLOSED), or the process is gone: the
             # process may still be exiting when its pipe closes, so the code decides, not the pid.
             if getattr(getattr(exc, "error", None), "code", None) == _CONNECTION_CLOSED or not self.alive():
-                self.state, self.error = "crashed", _said(exc)
+                self.state, self.error = ServerState.CRASHED, _said(exc)
                 raise CallFailed(f"the server {self.config.name} stopped during the call ({_said(exc)})") from None
             raise CallFailed(f"{self.config.name}.{tool}: {_said(exc)}") from None
 
@@ -241,44 +235,74 @@ class McpServers:
         self.log_dir = log_dir
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
-        self._starting: concurrent.futures.Future[None] | None = None
         self._inflight: set[concurrent.futures.Future[Any]] = set()
         self._lock = threading.Lock()
         self._closed = False
         # Set here: a chat builds this in the main thread, where handlers are set.
         kill_on_sigterm()
 
-    def start(self) -> None:
-        """Start every server in the background (returns at once; `wait` waits for them)."""
+    def start(self, only: Iterable[str] | None = None) -> None:
+        """Start the servers named in `only` (all of them when None), each in the background and
+        each on its own; returns at once. A server already started (starting, ready, failed or
+        crashed) is left as it is; a name that is not a server's is ignored."""
         with self._lock:
-            if self._thread is not None or not self.servers or self._closed:
+            if not self.servers or self._closed:
                 return
-            loop = asyncio.new_event_loop()
-            # A daemon: the loop holds no native state, and close() (at exit) ends the servers first.
-            self._thread = threading.Thread(target=loop.run_forever, name="ocat-mcp", daemon=True)
-            self._thread.start()
-            self._loop = loop
-            atexit.register(self.close)
-            with contextlib.suppress(OSError):
-                self.log_dir.mkdir(parents=True, exist_ok=True)
-                keep_sdk_log(self.log_dir)  # its records of a server's stray output: not over the chat
-            self._starting = asyncio.run_coroutine_threadsafe(self._start_all(), loop)
+            if self._loop is None:
+                loop = asyncio.new_event_loop()
+                # A daemon: the loop holds no native state, and close() (at exit) ends the servers first.
+                self._thread = threading.Thread(target=loop.run_forever, name="ocat-mcp", daemon=True)
+                self._thread.start()
+                self._loop = loop
+                atexit.register(self.close)
+                with contextlib.suppress(OSError):
+                    self.log_dir.mkdir(parents=True, exist_ok=True)
+                    keep_sdk_log(self.log_dir)  # its records of a server's stray output: not over the chat
+            names = list(self.servers) if only is None else [name for name in only if name in self.servers]
+            for name in names:
+                server = self.servers[name]
+                if server.launched:
+                    continue
+                server.launched = True
+                server.mark_starting()
+                asyncio.run_coroutine_threadsafe(server.start(), self._loop)
 
-    async def _start_all(self) -> None:
-        await asyncio.gather(*(server.start() for server in self.servers.values()))
+    def wait_for(self, name: str, timeout: float) -> ServerStatus:
+        """Wait up to `timeout` seconds for the server `name` (started now if it was not) to be
+        ready or failed, and give its status; a server still starting is never stopped here."""
+        server = self.servers[name]  # KeyError: not a configured server
+        self.start([name])
+        server.settled.wait(max(0.0, timeout))
+        return _status(server)
 
     def wait(self) -> None:
-        """Wait until every server has started or failed (each within its `start_timeout`)."""
+        """Wait, for a turn, for the servers still starting: each until its `start_timeout` has
+        passed since it started (a later turn does not wait for it again); those still starting
+        then go on in the background."""
         self.start()
-        if self._starting is not None:
-            longest = max(server.config.start_timeout for server in self.servers.values())
-            with contextlib.suppress(concurrent.futures.TimeoutError, concurrent.futures.CancelledError):
-                self._starting.result(timeout=longest + 5)
+        for server in self.servers.values():
+            if server.state is ServerState.STARTING:
+                server.settled.wait(max(0.0, server.began + server.config.start_timeout - time.monotonic()))
+
+    def wait_all(self, ceiling: float, progress: Callable[[list[str], float], None], every: float = 5.0) -> None:
+        """Wait until every server is ready or failed, up to `ceiling` seconds (`--list-tools`,
+        which doubles as a way to prepare them); every `every` seconds while some are still
+        starting, `progress(their names, seconds so far)`."""
+        self.start()
+        began = time.monotonic()
+        while True:
+            waiting = [s for s in self.servers.values() if s.state is ServerState.STARTING]
+            spent = time.monotonic() - began
+            if not waiting or spent >= ceiling:
+                return
+            if not waiting[0].settled.wait(min(every, ceiling - spent)):
+                still = [s.config.name for s in self.servers.values() if s.state is ServerState.STARTING]
+                if still:
+                    progress(still, time.monotonic() - began)
 
     def statuses(self) -> list[ServerStatus]:
         """Each server's state, tools and last error, in config order."""
-        return [ServerStatus(s.config.name, s.state, s.tools, s.error, s.config.describe(), s.stray.count, s.stray.log)
-                for s in self.servers.values()]
+        return [_status(server) for server in self.servers.values()]
 
     def tools(self) -> list[ServerTool]:
         """The tools of the servers that are up (a crashed server's, which its next use restarts)."""
@@ -291,14 +315,16 @@ class McpServers:
         live = self.servers.get(server)
         if live is None or self._loop is None:
             raise CallFailed(f"there is no MCP server {server!r}")
-        if live.state in ("crashed", "failed") and server not in restarted:
+        if live.state in (ServerState.CRASHED, ServerState.FAILED) and server not in restarted:
             restarted.add(server)
-            self._run(self._restart(live), live.config.start_timeout + 10)
+            self._run(live.stop(), 20)
+            live.mark_starting()
+            self._run(live.start(), 10)
+        if live.state is ServerState.STARTING:  # a restart, or a call before the server is ready
+            self.wait_for(server, max(0.0, live.began + live.config.start_timeout - time.monotonic()))
+            if live.state is ServerState.STARTING:
+                raise CallFailed(f"the server {server} is still starting; its tools come when it is ready")
         return self._run(live.call(tool, arguments), live.config.timeout + 10)
-
-    async def _restart(self, live: _Server) -> None:
-        await live.stop()
-        await live.start()
 
     def _run(self, coroutine: Any, timeout: float) -> Any:
         assert self._loop is not None
@@ -348,17 +374,9 @@ class McpServers:
         return {pid for server in self.servers.values() for pid in server.pids}
 
 
-def _tools_of(server: str, listed: Sequence[Any]) -> tuple[ServerTool, ...]:
-    taken: set[str] = set()
-    tools = []
-    for tool in listed:
-        qualified = qualified_name(server, tool.name, taken)
-        taken.add(qualified)
-        annotations = getattr(tool, "annotations", None)
-        schema = dict(tool.input_schema or {"type": "object", "properties": {}})
-        tools.append(ServerTool(server, tool.name, qualified, tool.description or tool.title or tool.name, schema,
-                                bool(annotations is not None and annotations.read_only_hint)))
-    return tuple(tools)
+def _status(server: _Server) -> ServerStatus:
+    return ServerStatus(server.config.name, server.state, server.tools, server.error, server.config.describe(),
+                        server.stray.count, server.stray.log)
 
 
 async def _ignore_log(params: Any) -> None:

@@ -1,19 +1,22 @@
 """The MCP servers of one chat, as the session owns them: started when the face says (after the
 first frame, or on `--ask`'s first turn), offered to every turn beside memory's tools, asked
-about through `consent`, and closed with the chat. Servers that failed, and servers that wrote
-something that is not JSON-RPC to stdout, are said once each.
+about through `consent`, and closed with the chat. Servers that failed, servers still starting
+when a turn has waited its `start_timeout` for them, and servers that wrote something that is not
+JSON-RPC to stdout, are said once each.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ocat.config.locations import display_path, state_dir
 from ocat.mcp_client.consent import Consent
-from ocat.mcp_client.servers import McpServers
+from ocat.mcp_client.servers import McpServers, ServerState
 from ocat.tools.mcp_tools import server_tools
 
 if TYPE_CHECKING:
+    from ocat.mcp_client.config import McpServerConfig
     from ocat.mcp_client.servers import ServerStatus
     from ocat.config.settings import Settings
     from ocat.tools.box import ToolSpec
@@ -28,6 +31,7 @@ class ServerTools:
         self._servers: McpServers | None = None
         self._said: set[tuple[str, str]] = set()
         self._stray_said: set[str] = set()
+        self._starting_said: set[str] = set()
         if self.configs:
             # Made here, in the thread that builds the chat (the main one): it sets ocat's SIGTERM handler.
             self._servers = McpServers(self.configs, state_dir() / "mcp")
@@ -68,6 +72,9 @@ class ServerTools:
             return []
         lines = self.consent.news()
         for status in self._servers.statuses():
+            if status.state is ServerState.STARTING and status.name not in self._starting_said:
+                self._starting_said.add(status.name)  # once: it is not stopped, and comes when ready
+                lines.append(starting_line(self._servers.servers[status.name].config))
             if status.state in ("failed", "crashed") and status.error is not None:
                 said = (status.name, status.error)
                 if said not in self._said:
@@ -93,3 +100,14 @@ class ServerTools:
         """Stop every server (no child outlives the chat)."""
         if self._servers is not None:
             self._servers.close()
+
+
+# Launchers that fetch a package on its first use (a first run may take a minute).
+_DOWNLOADERS = {"npx", "uvx", "bunx", "pnpx", "pipx"}
+
+
+def starting_line(config: McpServerConfig) -> str:
+    """The line for a server still starting once a turn has waited its `start_timeout`."""
+    launcher = Path(config.command or "").name
+    why = f" ({launcher} may be downloading it on first use)" if launcher in _DOWNLOADERS else ""
+    return f"{config.name}: still starting{why}; its tools come when it is ready"
