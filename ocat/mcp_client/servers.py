@@ -24,7 +24,7 @@ import logging
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterable, Sequence
 
 from ocat.errors import OcatError
 from ocat.mcp_client.config import McpServerConfig
@@ -241,39 +241,47 @@ class McpServers:
         self.log_dir = log_dir
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
-        self._starting: concurrent.futures.Future[None] | None = None
+        self._begun: dict[str, concurrent.futures.Future[None]] = {}  # each server's start
         self._inflight: set[concurrent.futures.Future[Any]] = set()
         self._lock = threading.Lock()
         self._closed = False
         # Set here: a chat builds this in the main thread, where handlers are set.
         kill_on_sigterm()
 
-    def start(self) -> None:
-        """Start every server in the background (returns at once; `wait` waits for them)."""
+    def start(self, only: Iterable[str] | None = None) -> None:
+        """Start the named servers (every one when None) in the background, each on its own
+        (returns at once; `wait_for` waits for one). A server already started is left as it is."""
         with self._lock:
-            if self._thread is not None or not self.servers or self._closed:
+            if not self.servers or self._closed:
                 return
-            loop = asyncio.new_event_loop()
-            # A daemon: the loop holds no native state, and close() (at exit) ends the servers first.
-            self._thread = threading.Thread(target=loop.run_forever, name="ocat-mcp", daemon=True)
-            self._thread.start()
-            self._loop = loop
-            atexit.register(self.close)
-            with contextlib.suppress(OSError):
-                self.log_dir.mkdir(parents=True, exist_ok=True)
-                keep_sdk_log(self.log_dir)  # its records of a server's stray output: not over the chat
-            self._starting = asyncio.run_coroutine_threadsafe(self._start_all(), loop)
-
-    async def _start_all(self) -> None:
-        await asyncio.gather(*(server.start() for server in self.servers.values()))
+            if self._loop is None:
+                loop = asyncio.new_event_loop()
+                # A daemon: the loop holds no native state, and close() (at exit) ends the servers first.
+                self._thread = threading.Thread(target=loop.run_forever, name="ocat-mcp", daemon=True)
+                self._thread.start()
+                self._loop = loop
+                atexit.register(self.close)
+                with contextlib.suppress(OSError):
+                    self.log_dir.mkdir(parents=True, exist_ok=True)
+                    keep_sdk_log(self.log_dir)  # its records of a server's stray output: not over the chat
+            for name in self.servers if only is None else only:
+                if name in self.servers and name not in self._begun:
+                    self._begun[name] = asyncio.run_coroutine_threadsafe(self.servers[name].start(), self._loop)
 
     def wait(self) -> None:
-        """Wait until every server has started or failed (each within its `start_timeout`)."""
+        """Start every server and wait until each has started or failed (each within its `start_timeout`)."""
         self.start()
-        if self._starting is not None:
-            longest = max(server.config.start_timeout for server in self.servers.values())
+        for name, server in self.servers.items():
+            self.wait_for(name, server.config.start_timeout + 5)
+
+    def wait_for(self, name: str, timeout: float) -> ServerStatus:
+        """The server `name`'s status once it is ready or failed, or when `timeout` has passed
+        (at once for a server not started)."""
+        begun = self._begun.get(name)
+        if begun is not None:
             with contextlib.suppress(concurrent.futures.TimeoutError, concurrent.futures.CancelledError):
-                self._starting.result(timeout=longest + 5)
+                begun.result(timeout=timeout)
+        return next(status for status in self.statuses() if status.name == name)
 
     def statuses(self) -> list[ServerStatus]:
         """Each server's state, tools and last error, in config order."""
