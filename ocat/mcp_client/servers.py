@@ -19,15 +19,15 @@ import asyncio
 import atexit
 import concurrent.futures
 import contextlib
-import json
 import logging
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 from ocat.errors import OcatError
 from ocat.mcp_client.config import McpServerConfig
+from ocat.mcp_client.results import result_text  # noqa: F401 - where callers find it
 from ocat.mcp_client.server_output import StrayOutput, keep_sdk_log
 from ocat.mcp_client.server_processes import (children, end, family, kill_on_sigterm, own_group, record_group,
                                               remember, running, writes_errors_to)
@@ -84,33 +84,17 @@ def qualified_name(server: str, tool: str, taken: set[str]) -> str:
     return name
 
 
-def result_text(result: Any) -> str:
-    """A CallToolResult's content as the text the model reads (images and blobs named, not inlined)."""
-    parts: list[str] = []
-    for block in getattr(result, "content", None) or []:
-        kind = getattr(block, "type", "")
-        if kind == "text":
-            parts.append(block.text)
-        elif kind in ("image", "audio"):
-            size = len(getattr(block, "data", "") or "")
-            parts.append(f"({kind} {getattr(block, 'mime_type', '')}, {size} bytes of base64)")
-        elif kind == "resource":
-            resource = block.resource
-            text = getattr(resource, "text", None)
-            parts.append(text if text is not None else f"(binary resource {resource.uri})")
-        elif kind == "resource_link":
-            parts.append(f"(resource {getattr(block, 'name', '')}: {block.uri})")
-    structured = getattr(result, "structured_content", None)
-    if not parts and structured is not None:
-        parts.append(json.dumps(structured, ensure_ascii=False, indent=1))
-    return "\n".join(parts) if parts else "(no content)"
+# Told each tool list a server gives: at its start, and again after `notifications/tools/list_changed`.
+ToolsHeard = Callable[[McpServerConfig, "tuple[ServerTool, ...]"], None]
 
 
 class _Server:
     """One server's life on the loop: start, serve calls, stop (or crash and start again)."""
 
-    def __init__(self, config: McpServerConfig, log_dir: Path) -> None:
+    def __init__(self, config: McpServerConfig, log_dir: Path, on_tools: ToolsHeard | None = None) -> None:
         self.config = config
+        self.on_tools = on_tools
+        self.relisting: set[asyncio.Task[None]] = set()
         self.log_dir = log_dir
         self.state = "stopped"
         self.error: str | None = None
@@ -146,9 +130,8 @@ class _Server:
             async with contextlib.AsyncExitStack() as stack:
                 self.client = await stack.enter_async_context(
                     Client(self._transport(stack), mode="legacy", logging_callback=_ignore_log,
-                           message_handler=self.stray.on_message))
-                listed = await self.client.list_tools()
-                self.tools = _tools_of(self.config.name, listed.tools)
+                           message_handler=self._on_message))
+                await self._list()
                 self.state = "ready"
                 self.started.set()
                 await self.stopping.wait()
@@ -161,6 +144,26 @@ class _Server:
             self.started.set()
             if self.state in ("starting", "ready"):
                 self.state = "stopped"
+
+    async def _list(self) -> None:
+        listed = await self.client.list_tools()
+        self.tools = _tools_of(self.config.name, listed.tools)
+        if self.on_tools is not None:
+            with contextlib.suppress(Exception):  # a list not kept (ocat's cache) costs nothing here
+                self.on_tools(self.config, self.tools)
+
+    async def _on_message(self, message: Any) -> None:
+        """A changed tool list is read again, in a task of its own (the SDK reads nothing more
+        until this returns); the rest is for `stray`."""
+        if getattr(message, "method", None) == "notifications/tools/list_changed" and self.client is not None:
+            task = asyncio.create_task(self._relist())
+            self.relisting.add(task)
+            task.add_done_callback(self.relisting.discard)
+        await self.stray.on_message(message)
+
+    async def _relist(self) -> None:
+        with contextlib.suppress(Exception):  # the server went away: its next start lists again
+            await self._list()
 
     def _transport(self, stack: contextlib.AsyncExitStack) -> Any:
         config = self.config
@@ -236,8 +239,8 @@ class _Server:
 class McpServers:
     """The chat's MCP servers: started in the background, called from any thread, closed at exit."""
 
-    def __init__(self, configs: Sequence[McpServerConfig], log_dir: Path) -> None:
-        self.servers = {config.name: _Server(config, log_dir) for config in configs}
+    def __init__(self, configs: Sequence[McpServerConfig], log_dir: Path, on_tools: ToolsHeard | None = None) -> None:
+        self.servers = {config.name: _Server(config, log_dir, on_tools) for config in configs}
         self.log_dir = log_dir
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
