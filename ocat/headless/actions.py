@@ -190,6 +190,9 @@ def _ask(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> in
     session = open_chat(settings, dummy=args.dummy_mode, serve=False, stream=reporter.stderr)
     session.origin = ONE_SHOT  # the wake block groups one-shot questions (operations.wake)
     try:
+        # Before the question: a name no server has is refused (exit 2), its servers' lists at hand.
+        for warning in session.server_tools.check_allowed(args.allow_tool, learn=True):
+            reporter.note(f"ocat: warning: {warning}")
         if session.memory.loaded is not None and session.memory.loaded.recovered:
             reporter.note(f"ocat: {session.memory.loaded.recovered}")
         turn = session.turn(prompt)
