@@ -37,6 +37,18 @@ def with_allowed_tools(settings: Settings, args: argparse.Namespace) -> Settings
     return settings
 
 
+def chat_tool_warnings(settings: Settings, names: list[str]) -> list[str]:
+    """`--allow-tool` for the chat, checked against the servers' cached tool lists (the chat
+    starts no server to check, its first frame comes first): a name no configured server has is
+    a UsageError listing those that exist; a server never listed has its names accepted, with a warning."""
+    if not names:
+        return []
+    from ocat.mcp_client.allow_check import check_allowed_tools
+    from ocat.mcp_client.tool_cache import ToolCache, known_tools
+
+    return [f"warning: {said}" for said in check_allowed_tools(names, known_tools(settings.mcp_servers, ToolCache()))]
+
+
 def clean_arguments(args: argparse.Namespace, note: Callable[[str], None]) -> None:
     """Replace undecodable bytes in text arguments with U+FFFD, saying so in one line.
 
@@ -231,14 +243,15 @@ def _run_app(args: argparse.Namespace) -> int:
         from ocat.operations.stores import chat_note  # light: memory is imported only for `--store NEW`
 
         new_store = chat_note(args.stores[0] if args.stores else None, configured_store(args, settings), settings)
+        notes = chat_tool_warnings(settings, args.allow_tool) + ([new_store] if new_store else [])
         if args.plain or not (sys.stdin.isatty() and sys.stdout.isatty()):
             # Imported on this branch only: the full-screen chat paints before it needs any of them.
             from ocat import llm
             from ocat.repl import run_repl
             from ocat.chat.session import open_chat
 
-            if new_store:
-                print(f"ocat: {new_store}", file=sys.stderr)
+            for note in notes:
+                print(f"ocat: {note}", file=sys.stderr)
             problem = None if args.dummy_mode else llm.credentials_problem(settings.llm)
             if problem:
                 # The chat still opens: the person may fix the key, or only browse memory.
@@ -251,7 +264,7 @@ def _run_app(args: argparse.Namespace) -> int:
         # The window paints first; litellm, chromadb and the embedding model load in
         # workers after it, and the app reports missing credentials in the chat.
         session = ChatSession(settings, dummy=args.dummy_mode)
-        app = OcatApp(session, quick_exit=True, notes=[new_store] if new_store else [])
+        app = OcatApp(session, quick_exit=True, notes=notes)
         leave_now(app.run() or 0, app.memory.closing, session)
     except OcatError as exc:
         _say("ocat", str(exc))

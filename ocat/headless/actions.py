@@ -197,6 +197,9 @@ def _ask(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> in
     # SIGTERM or SIGHUP: what memory has not taken is kept in a file, then the closing below runs.
     restore = keep_on_signals(session.memory, end_by_signal)
     try:
+        # Before the question: a name no server has is refused (exit 2), its servers' lists at hand.
+        for warning in session.server_tools.check_allowed(args.allow_tool, learn=True):
+            reporter.note(f"ocat: warning: {warning}")
         if session.memory.loaded is not None and session.memory.loaded.recovered:
             reporter.note(f"ocat: {session.memory.loaded.recovered}")
         turn = session.turn(prompt)

@@ -26,16 +26,14 @@ import contextlib
 import logging
 import threading
 import time
-from dataclasses import dataclass
-from enum import StrEnum
 from pathlib import Path
 from typing import Any, AsyncIterator, Callable, Iterable, Sequence
 
-from ocat.errors import OcatError
 from ocat.mcp_client.config import McpServerConfig
 from ocat.mcp_client.server_output import StrayOutput, keep_sdk_log
 from ocat.mcp_client.server_processes import (children, end, family, kill_on_sigterm, own_group, record_group,
                                               remember, running, writes_errors_to)
+from ocat.mcp_client.server_status import CallFailed, ServerState, ServerStatus
 from ocat.mcp_client.server_tool import ServerTool, qualified_name, result_text, tools_of
 from ocat.text.redact import redact
 
@@ -47,39 +45,17 @@ log = logging.getLogger(__name__)
 _CONNECTION_CLOSED = -32000
 
 
-class CallFailed(OcatError):
-    """A server's tool could not give a result: the server is down, timed out, or said it failed."""
-
-
-class ServerState(StrEnum):
-    """Where a server is (a str: it compares equal to, and shows as, its lowercase name)."""
-
-    STARTING = "starting"
-    READY = "ready"
-    FAILED = "failed"
-    CRASHED = "crashed"
-    STOPPED = "stopped"
-
-
-@dataclass(frozen=True)
-class ServerStatus:
-    """A server as `/tools` and `--list-tools` show it."""
-
-    name: str
-    state: ServerState
-    tools: tuple[ServerTool, ...]
-    error: str | None
-    command: str
-    # How many lines the server wrote to stdout that were not JSON-RPC (ignored, kept in `log`).
-    stray: int = 0
-    log: Path | None = None
+# Told each tool list a server gives: at its start, and again after `notifications/tools/list_changed`.
+ToolsHeard = Callable[[McpServerConfig, "tuple[ServerTool, ...]"], None]
 
 
 class _Server:
     """One server's life on the loop: start, serve calls, stop (or crash and start again)."""
 
-    def __init__(self, config: McpServerConfig, log_dir: Path) -> None:
+    def __init__(self, config: McpServerConfig, log_dir: Path, on_tools: ToolsHeard | None = None) -> None:
         self.config = config
+        self.on_tools = on_tools
+        self.relisting: set[asyncio.Task[None]] = set()
         self.log_dir = log_dir
         self.state = ServerState.STOPPED
         self.error: str | None = None
@@ -117,9 +93,8 @@ class _Server:
             async with contextlib.AsyncExitStack() as stack:
                 self.client = await stack.enter_async_context(
                     Client(self._transport(stack), mode="legacy", logging_callback=_ignore_log,
-                           message_handler=self.stray.on_message))
-                listed = await self.client.list_tools()
-                self.tools = tools_of(self.config.name, listed.tools)
+                           message_handler=self._on_message))
+                await self._list()
                 self.state = ServerState.READY
                 self.settled.set()
                 await self.stopping.wait()
@@ -146,6 +121,26 @@ class _Server:
                 record_group(group)  # ended at exit even if its leader has gone by then
             self.pids |= mine
             yield streams
+
+    async def _list(self) -> None:
+        listed = await self.client.list_tools()
+        self.tools = tools_of(self.config.name, listed.tools)
+        if self.on_tools is not None:
+            with contextlib.suppress(Exception):  # a list not kept (ocat's cache) costs nothing here
+                self.on_tools(self.config, self.tools)
+
+    async def _on_message(self, message: Any) -> None:
+        """A changed tool list is read again, in a task of its own (the SDK reads nothing more
+        until this returns); the rest is for `stray`."""
+        if getattr(message, "method", None) == "notifications/tools/list_changed" and self.client is not None:
+            task = asyncio.create_task(self._relist())
+            self.relisting.add(task)
+            task.add_done_callback(self.relisting.discard)
+        await self.stray.on_message(message)
+
+    async def _relist(self) -> None:
+        with contextlib.suppress(Exception):  # the server went away: its next start lists again
+            await self._list()
 
     def _transport(self, stack: contextlib.AsyncExitStack) -> Any:
         config = self.config
@@ -230,8 +225,8 @@ class _Server:
 class McpServers:
     """The chat's MCP servers: started in the background, called from any thread, closed at exit."""
 
-    def __init__(self, configs: Sequence[McpServerConfig], log_dir: Path) -> None:
-        self.servers = {config.name: _Server(config, log_dir) for config in configs}
+    def __init__(self, configs: Sequence[McpServerConfig], log_dir: Path, on_tools: ToolsHeard | None = None) -> None:
+        self.servers = {config.name: _Server(config, log_dir, on_tools) for config in configs}
         self.log_dir = log_dir
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -279,10 +274,22 @@ class McpServers:
         """Wait, for a turn, for the servers still starting: each until its `start_timeout` has
         passed since it started (a later turn does not wait for it again); those still starting
         then go on in the background."""
-        self.start()
-        for server in self.servers.values():
-            if server.state is ServerState.STARTING:
-                server.settled.wait(max(0.0, server.began + server.config.start_timeout - time.monotonic()))
+        for name in self.servers:
+            self.wait_turn(name)
+
+    def wait_turn(self, name: str) -> ServerStatus:
+        """Wait, for a turn, for the server `name` (started now if it was not) until its
+        `start_timeout` has passed since it started, and give its status; one still starting
+        then goes on in the background."""
+        server = self.servers[name]  # KeyError: not a configured server
+        self.start([name])
+        if server.state is ServerState.STARTING:
+            server.settled.wait(max(0.0, server.began + server.config.start_timeout - time.monotonic()))
+        return _status(server)
+
+    def status(self, name: str) -> ServerStatus:
+        """The server `name`'s status now (starting nothing)."""
+        return _status(self.servers[name])
 
     def wait_all(self, ceiling: float, progress: Callable[[list[str], float], None], every: float = 5.0) -> None:
         """Wait until every server is ready or failed, up to `ceiling` seconds (`--list-tools`,

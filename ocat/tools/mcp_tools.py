@@ -5,26 +5,32 @@ reads as a tool message, and what the faces show of it is escaped.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import functools
+from typing import TYPE_CHECKING, Any, Callable
 
 from ocat.mcp_client.consent import DENIED
 from ocat.text.terminal import printable, shorten
 from ocat.tools.box import ToolFailed, ToolOutcome, ToolSpec
-from ocat.mcp_client.servers import result_text
+from ocat.mcp_client.server_tool import result_text
 
 if TYPE_CHECKING:
     from ocat.mcp_client.consent import Consent
-    from ocat.mcp_client.servers import McpServers, ServerTool
+    from ocat.mcp_client.servers import McpServers, ServerStatus, ServerTool
+
+# Starts a server if it was not, and waits for it (ServerTools.ready).
+Ready = Callable[[str], "ServerStatus"]
 
 
 class ToolDenied(ToolFailed):
     """The user (or the lack of one) did not allow the call: the model reads that, the turn goes on."""
 
 
-def server_tools(servers: McpServers, consent: Consent, taken: set[str]) -> list[ToolSpec]:
-    """A ToolSpec for each tool of the servers that are up, named SERVER__TOOL (none clashing
-    with `taken`, the memory tools' names). A crashed server restarts at most once in the turn
-    these specs are built for."""
+def server_tools(servers: McpServers, consent: Consent, taken: set[str], tools: list[ServerTool],
+                 ready: Ready) -> list[ToolSpec]:
+    """A ToolSpec for each of `tools` (a server's own list, or the cached one of a server not
+    started yet, which `ready` starts at the first call), named SERVER__TOOL (none clashing with
+    `taken`, the memory tools' names). A crashed server restarts at most once in the turn these
+    specs are built for."""
     restarted: set[str] = set()
 
     def cancel() -> None:  # the turn was cancelled: withdraw a question, give up the calls under way
@@ -32,16 +38,33 @@ def server_tools(servers: McpServers, consent: Consent, taken: set[str]) -> list
         servers.cancel_calls()
 
     specs = []
-    for tool in servers.tools():
+    for tool in tools:
         if tool.qualified in taken:
             continue
-        specs.append(ToolSpec(tool.qualified, tool.description, tool.schema, _runner(servers, consent, tool, restarted),
-                              cancel=cancel))
+        runner = _runner(servers, consent, functools.partial(_live, tool, ready, restarted), restarted)
+        specs.append(ToolSpec(tool.qualified, tool.description, tool.schema, runner, cancel=cancel))
     return specs
 
 
-def _runner(servers: McpServers, consent: Consent, tool: ServerTool, restarted: set[str]) -> Any:
+def _live(offered: ServerTool, ready: Ready, restarted: set[str]) -> ServerTool:
+    """The tool as its server lists it now (a cached one may have changed or gone), its server
+    started first if it was not; ToolFailed when the server no longer has it."""
+    status = ready(offered.server)
+    if status.state == "failed":
+        restarted.add(offered.server)  # it just failed to start: the call says why, not a second start
+    if status.state != "ready":
+        return offered
+    for tool in status.tools:
+        if tool.name == offered.name:
+            return tool
+    names = ", ".join(tool.name for tool in status.tools) or "none"
+    raise ToolFailed(f"{offered.server}.{offered.name} is no longer a tool of {offered.server} (its list changed "
+                     f"since ocat kept it); its tools now: {shorten(names, 300)}")
+
+
+def _runner(servers: McpServers, consent: Consent, live: Callable[[], ServerTool], restarted: set[str]) -> Any:
     def run(arguments: dict[str, Any]) -> ToolOutcome:
+        tool = live()  # asked about as the server describes it now (read-only or not)
         if not consent.decide(tool.server, tool.name, arguments, tool.read_only):
             raise ToolDenied(DENIED)
         result = servers.call(tool.server, tool.name, arguments, restarted=restarted)

@@ -1,11 +1,13 @@
 """A tiny MCP server (stdio, the official SDK) for the client tests: a read-only tool, one with a
 side effect (it writes a file, so a test can prove it never ran without consent), one that
 hangs, one that crashes its process, one that fails, one that floods notifications, one that
-answers at length, one whose answer carries terminal control sequences, and one that writes lines
-that are not JSON-RPC to stdout (with $FIXTURE_GARBAGE=1, which also prints a banner there first).
+answers at length, one whose answer carries terminal control sequences, one that writes lines
+that are not JSON-RPC to stdout (with $FIXTURE_GARBAGE=1, which also prints a banner there first),
+and one that adds a tool and says so with `notifications/tools/list_changed` ($FIXTURE_GROWS=1).
 
 Run: python tests/support/mcp_fixture_server.py (the side effect writes $FIXTURE_NOTE_FILE;
-each call is appended to $FIXTURE_CALLS_FILE, one JSON line, so tests see what reached it).
+each call is appended to $FIXTURE_CALLS_FILE, one JSON line, so tests see what reached it; each
+start appends the process's pid to $FIXTURE_STARTS_FILE, so tests see whether it was started).
 """
 
 import json
@@ -95,6 +97,23 @@ if os.environ.get("FIXTURE_GARBAGE"):  # only then: the other tests count the to
                 annotations=ToolAnnotations(read_only_hint=True))(babble)
 
 
+def grown() -> str:
+    called("grown")
+    return "grown and here"
+
+
+async def grow(ctx: Context) -> str:
+    called("grow")
+    server.add_tool(grown, description="A tool that grow added.")
+    await ctx.session.send_tool_list_changed()
+    return "the list has grown"
+
+
+if os.environ.get("FIXTURE_GROWS"):
+    server.tool(description="Adds the tool grown to the list and tells the client.",
+                annotations=ToolAnnotations(read_only_hint=True))(grow)
+
+
 @server.tool(description="Answers with terminal control sequences.", annotations=ToolAnnotations(read_only_hint=True))
 def paint() -> str:
     called("paint")
@@ -102,6 +121,9 @@ def paint() -> str:
 
 
 if __name__ == "__main__":
+    if os.environ.get("FIXTURE_STARTS_FILE"):
+        with open(os.environ["FIXTURE_STARTS_FILE"], "a", encoding="utf-8") as starts:
+            starts.write(f"{os.getpid()}\n")
     if os.environ.get("FIXTURE_GARBAGE"):  # a server that prints a banner on stdout, as some do
         os.write(1, b"Starting the fixture server...\n")
     if os.environ.get("FIXTURE_START_DELAY"):
