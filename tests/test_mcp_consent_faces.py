@@ -217,7 +217,7 @@ def line_mode_on_a_terminal(cli: Cli, llm_server: FakeLLMServer,
     os.close(terminal)
     seen: list[str] = []
     try:
-        _read_until(controller, "/quit to leave", seen)
+        _read_until(controller, "to leave", seen)
         yield process, controller, seen
     finally:
         if process.poll() is None:
