@@ -91,6 +91,35 @@ async def test_the_dialog_asks_and_only_yes_or_always_run_the_tool(
 
 @pytest.mark.slow
 @pytest.mark.anyio
+async def test_a_call_reads_server_dot_tool_while_asked_denied_and_done(
+    llm_server: FakeLLMServer, tmp_path: Path, isolated_home: Path
+) -> None:
+    """The line under the answer said fx__write_note (the name providers allow) while the call
+    waited or was denied, and fx.write_note once done: a person reads server.tool throughout."""
+    from ocat.ui.tool_calls import ToolCallView
+
+    def lines() -> list[str]:
+        return [str(view.title) for view in app.query(ToolCallView)]
+
+    llm_server.script = [[{"name": "fx__write_note", "arguments": {"text": "one"}}], "Not written.",
+                         [{"name": "fx__write_note", "arguments": {"text": "two"}}], "Written."]
+    app = app_with_fixture(llm_server, tmp_path)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await start_turn(app, pilot, "note one")
+        await dialog_shown(app, pilot)
+        assert lines() == ["fx.write_note …"]
+        await pilot.press("n")
+        await turn_done(app, pilot)
+        assert lines()[0].startswith("fx.write_note failed: ") and "fx__" not in lines()[0]
+        await start_turn(app, pilot, "note two")
+        await dialog_shown(app, pilot)
+        await pilot.press("y")
+        await turn_done(app, pilot)
+        assert lines()[1].startswith("fx.write_note: ") and "fx__" not in "".join(lines())
+
+
+@pytest.mark.slow
+@pytest.mark.anyio
 async def test_cancelling_the_turn_takes_the_question_back(
     llm_server: FakeLLMServer, tmp_path: Path, isolated_home: Path
 ) -> None:

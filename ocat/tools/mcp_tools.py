@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from ocat.mcp_client.consent import DENIED
 from ocat.text.terminal import printable, shorten
 from ocat.tools.box import ToolFailed, ToolOutcome, ToolSpec
+from ocat.tools.calls import result_gist
 from ocat.mcp_client.servers import result_text
 
 if TYPE_CHECKING:
@@ -36,7 +37,7 @@ def server_tools(servers: McpServers, consent: Consent, taken: set[str]) -> list
         if tool.qualified in taken:
             continue
         specs.append(ToolSpec(tool.qualified, tool.description, tool.schema, _runner(servers, consent, tool, restarted),
-                              cancel=cancel))
+                              cancel=cancel, label=f"{tool.server}.{tool.name}"))
     return specs
 
 
@@ -48,7 +49,6 @@ def _runner(servers: McpServers, consent: Consent, tool: ServerTool, restarted: 
         text = result_text(result)
         if getattr(result, "is_error", False):
             raise ToolFailed(f"{tool.server}.{tool.name} said: {shorten(printable(text), 300)}")
-        first = printable(text.strip().splitlines()[0]) if text.strip() else "(no content)"
-        return ToolOutcome(text, f"{tool.server}.{tool.name}: {shorten(first, 80)}")
+        return ToolOutcome(text, f"{tool.server}.{tool.name}: {result_gist(text)}")
 
     return run
