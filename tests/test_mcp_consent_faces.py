@@ -157,6 +157,41 @@ async def test_tools_lists_what_is_allowed_and_deny_takes_always_back(
 
 @pytest.mark.slow
 @pytest.mark.anyio
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)])
+async def test_tools_descriptions_stay_indented_when_they_wrap(
+    llm_server: FakeLLMServer, tmp_path: Path, isolated_home: Path, size: tuple[int, int]
+) -> None:
+    """/tools' lines ran back to column 1 when they wrapped, at 120 columns as at 80 (a server
+    named as people name them makes its lines longer than the window)."""
+    from textual.geometry import Region
+
+    from ocat.tools.listing import render_listing, tool_listing
+    from ocat.ui.widgets import NoticeMessage
+    from tests.support.pilot import wait_for_command
+
+    settings = load_settings(overrides={"llm.model": "openai/fake-model", "llm.api_base": llm_server.api_base,
+                                        "llm.api_key": "sk-test", "tools.enabled": "on",
+                                        "vector_store.enabled": False})
+    name = "notes-on-the-household-file-server"
+    servers = parse_servers({name: fixture_entry(tmp_path, allow="read-only")}, "test", tmp_path)
+    app = OcatApp(ChatSession(dataclasses.replace(settings, mcp_servers=servers), dummy=False), serve=False)
+    async with app.run_test(size=size) as pilot:
+        await start_turn(app, pilot, "/tools")
+        await wait_for_command(app, pilot)
+        notice = list(app.query(NoticeMessage))[-1]
+        await pilot.pause()  # the conversation's scrollbar came with the listing: the notice is narrower
+        shown = ["".join(segment.text for segment in strip).rstrip()
+                 for strip in notice.render_lines(Region(0, 0, notice.size.width, notice.size.height))]
+        said = render_listing(tool_listing(app.session.server_tools), asks=True).splitlines()
+    assert len(shown) > len(said), shown  # some lines wrapped
+    listed = shown[1:shown.index(next(line for line in shown if line.startswith("Memory's own tools")))]
+    assert any(line.startswith(f"  {name}.flood: ") for line in listed)
+    assert all(line.startswith("  ") for line in listed), "\n".join(shown)
+    assert " ".join(" ".join(shown).split()) == " ".join(" ".join(said).split())  # every word kept, in order
+
+
+@pytest.mark.slow
+@pytest.mark.anyio
 async def test_escape_cancels_a_running_call_and_the_server_hears_it(
     llm_server: FakeLLMServer, tmp_path: Path, isolated_home: Path
 ) -> None:
