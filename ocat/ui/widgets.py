@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from rich.cells import cell_len
 from rich.text import Text
 from textual import events
 from textual.binding import Binding
@@ -20,7 +21,7 @@ from ocat.records import SearchHit
 from ocat.ui.keys import default_keys
 from ocat.ui.plain import plain
 from ocat.ui.suggestions import CommandSuggestions, partial_command
-from ocat.text.terminal import printable
+from ocat.text.terminal import hanging, printable
 from ocat.editor import edit_text
 from ocat.ui.external_editor import in_editor
 
@@ -259,6 +260,16 @@ class NoticeMessage(Static):
 
     def __init__(self, text: str, *, error: bool = False) -> None:
         super().__init__(plain(text), classes="notice error" if error else "notice")
+        self._said = printable(text)
+        self._width = 0
+
+    def on_resize(self) -> None:
+        """Wrapped again for the width it has: indented lines (a listing's items, /tools') stay
+        indented when they wrap, where the terminal would take them back to column 1."""
+        width = self.content_size.width
+        if width > 0 and width != self._width:
+            self._width = width
+            self.update(plain(hanging(self._said, width, cell_len)))
 
 
 class TaskProgress(Horizontal):
