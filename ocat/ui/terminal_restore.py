@@ -42,12 +42,10 @@ def restore_terminal(out: int | None = None) -> None:
     """Give the terminal back: every mode the chat turned on turned off, the alternate screen left,
     the cursor shown, the modes noted by `remember_terminal` set again. Safe to call twice, and
     from a signal handler; a terminal already gone (SIGHUP) is no error."""
-    out = sys.__stdout__.fileno() if out is None and sys.__stdout__ is not None else out
-    if out is not None:
-        try:
-            os.write(out, RESTORE.encode())
-        except OSError:
-            pass
+    try:
+        os.write(sys.__stdout__.fileno() if out is None else out, RESTORE.encode())  # type: ignore[union-attr]
+    except (AttributeError, OSError, ValueError):  # no stdout, or one closed or gone
+        pass
     try:
         import termios  # noqa: PLC0415 - POSIX only
     except ImportError:
@@ -62,8 +60,8 @@ def restore_terminal(out: int | None = None) -> None:
 def restore_on_signals(signals: tuple[signal.Signals, ...] = ENDING_SIGNALS) -> None:
     """Before each of `signals` ends the chat, give the terminal back; then the handler that was
     set before runs (the MCP servers' families ended, say), or, if none was, the process dies
-    of the signal as it did. A signal ignored (nohup) stays ignored. Call from the main thread, where handlers are set, before the chat
-    starts (its modes are noted here)."""
+    of the signal as it did. A signal ignored (nohup) stays ignored. Call from the main thread,
+    where handlers are set, before the chat starts (its modes are noted here)."""
     remember_terminal()
     for which in signals:
         before = signal.getsignal(which)
