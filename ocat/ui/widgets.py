@@ -260,7 +260,7 @@ class NoticeMessage(Static):
 
     def __init__(self, text: str, *, error: bool = False) -> None:
         super().__init__(plain(text), classes="notice error" if error else "notice")
-        self._said = printable(text)
+        self._said = self._shown = printable(text)
         self._width = 0
 
     def on_resize(self) -> None:
@@ -269,7 +269,10 @@ class NoticeMessage(Static):
         width = self.content_size.width
         if width > 0 and width != self._width:
             self._width = width
-            self.update(plain(hanging(self._said, width, cell_len)))
+            wrapped = hanging(self._said, width, cell_len)
+            if wrapped != self._shown:  # most notices have no indented line to wrap: left as they are
+                self._shown = wrapped
+                self.update(plain(wrapped))
 
 
 class TaskProgress(Horizontal):
