@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from rich.cells import cell_len
 from rich.text import Text
 from textual import events
 from textual.binding import Binding
@@ -19,13 +18,14 @@ from textual.widgets import Collapsible, ProgressBar, Static, TextArea
 from ocat.chat.prompt_history import append_history, load_history
 from ocat.records import SearchHit
 from ocat.ui.keys import default_keys
-from ocat.ui.plain import plain
+from ocat.ui.plain import Hanging, plain
 from ocat.ui.suggestions import CommandSuggestions, partial_command
-from ocat.text.terminal import hanging, printable
+from ocat.text.terminal import printable
 from ocat.editor import edit_text
 from ocat.ui.external_editor import in_editor
 
 if TYPE_CHECKING:
+    from textual.app import RenderResult
     from textual.widgets import DataTable
 
     from ocat.commands.results import CommandResult
@@ -259,20 +259,12 @@ class NoticeMessage(Static):
     """A line from ocat itself: errors, cancellations, memory state."""
 
     def __init__(self, text: str, *, error: bool = False) -> None:
-        super().__init__(plain(text), classes="notice error" if error else "notice")
-        self._said = self._shown = printable(text)
-        self._width = 0
+        # Indented lines (a listing's items, /tools') stay indented when they wrap, at any width.
+        super().__init__(Hanging(text), classes="notice error" if error else "notice")
 
-    def on_resize(self) -> None:
-        """Wrapped again for the width it has: indented lines (a listing's items, /tools') stay
-        indented when they wrap, where the terminal would take them back to column 1."""
-        width = self.content_size.width
-        if width > 0 and width != self._width:
-            self._width = width
-            wrapped = hanging(self._said, width, cell_len)
-            if wrapped != self._shown:  # most notices have no indented line to wrap: left as they are
-                self._shown = wrapped
-                self.update(plain(wrapped))
+    def render(self) -> RenderResult:
+        """What it says, as given (its text whole: `str()` of it), laid out at render time."""
+        return self.content
 
 
 class TaskProgress(Horizontal):
