@@ -259,8 +259,10 @@ class NoticeMessage(Static):
     """A line from ocat itself: errors, cancellations, memory state."""
 
     def __init__(self, text: str, *, error: bool = False) -> None:
-        # Indented lines (a listing's items, /tools') stay indented when they wrap, at any width.
-        super().__init__(Hanging(text), classes="notice error" if error else "notice")
+        # Indented lines (a listing's items, /tools') stay indented when they wrap, at any width;
+        # a notice without one is laid out as any text.
+        indented = any(line[:1] in (" ", "\t") for line in text.split("\n"))
+        super().__init__(Hanging(text) if indented else plain(text), classes="notice error" if error else "notice")
 
     def render(self) -> RenderResult:
         """What it says, as given (its text whole: `str()` of it), laid out at render time."""
