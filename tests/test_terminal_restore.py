@@ -12,6 +12,7 @@ import subprocess
 import sys
 import termios
 import time
+from pathlib import Path
 from typing import Callable
 
 import pytest
@@ -74,3 +75,15 @@ def test_a_signal_leaves_the_terminal_as_the_chat_found_it(
             chat.wait(10)
         os.close(controller)
         os.close(terminal)
+
+
+def test_no_terminal_is_no_error(tmp_path: Path) -> None:
+    """Noting the modes of a stdin that is a file (termios.error, not an OSError) stopped the chat
+    from starting; giving back a terminal that is gone is no error either."""
+    from ocat.ui.terminal_restore import remember_terminal, restore_terminal
+
+    with open(tmp_path / "not-a-terminal", "w+") as plain_file:
+        remember_terminal(plain_file.fileno())
+        gone = os.dup(plain_file.fileno())
+    os.close(gone)
+    restore_terminal(gone)
