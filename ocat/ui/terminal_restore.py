@@ -29,12 +29,14 @@ _modes: dict[int, list[Any]] = {}
 
 def remember_terminal(fd: int | None = None) -> None:
     """Note the terminal's modes (cooked, echoing) before the chat makes it raw, to give them back."""
-    fd = sys.stdin.fileno() if fd is None else fd
     try:
         import termios  # noqa: PLC0415 - POSIX only
-
+    except ImportError:  # no termios (Windows): nothing to give back
+        return
+    try:
+        fd = sys.stdin.fileno() if fd is None else fd
         _modes[fd] = termios.tcgetattr(fd)
-    except (ImportError, OSError, ValueError):  # not a terminal, or no termios (Windows): nothing to give back
+    except (OSError, ValueError, termios.error):  # no stdin, or not a terminal: nothing to give back
         pass
 
 
