@@ -260,12 +260,16 @@ def _run_app(args: argparse.Namespace) -> int:
             return run_repl(open_chat(settings, dummy=args.dummy_mode, serve=True, stream=sys.stderr))
         from ocat.chat.session import ChatSession
         from ocat.ui.app import OcatApp
+        from ocat.ui.terminal_restore import restore_on_signals, restore_terminal
 
         # The window paints first; litellm, chromadb and the embedding model load in
         # workers after it, and the app reports missing credentials in the chat.
         session = ChatSession(settings, dummy=args.dummy_mode)
         app = OcatApp(session, quick_exit=True, notes=notes)
-        leave_now(app.run() or 0, app.memory.closing, session)
+        restore_on_signals()  # SIGTERM, SIGHUP: the terminal given back before the signal ends the chat
+        code = app.run() or 0
+        restore_terminal()  # whatever closed the window (a signal's quit too): the terminal as it was found
+        leave_now(code, app.memory.closing, session)
     except OcatError as exc:
         _say("ocat", str(exc))
         return exc.exit_code

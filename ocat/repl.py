@@ -12,7 +12,8 @@ import sys
 import threading
 from typing import IO, Callable, Sequence
 
-from ocat.commands import Choose, CommandResult, Confirm, Send, ShowThemes, is_command, run_command, run_step
+from ocat.commands import (REGISTRY, Choose, CommandResult, Confirm, Send, ShowThemes, is_command, run_command,
+                           run_step)
 from ocat.commands.results import BrowseMemory, EditFile, EditPrompt, Request
 from ocat.errors import OcatError
 from ocat.mcp_client.line_consent import line_asker
@@ -183,12 +184,19 @@ def run_repl(session: ChatSession, *, out: IO[str] | None = None, err: IO[str] |
         restore()
 
 
+def banner(model: str, *, memory_on: bool) -> str:
+    """The line mode's greeting: the model, memory's state, and the commands for help and for
+    leaving, named as /help lists them (the registry's names, never an alias /help leaves out)."""
+    state = "memory on" if memory_on else "memory off"
+    named = {key: REGISTRY[key].name for key in ("help", "quit")}
+    return f"ocat · {model} · {state} · /{named['help']} for commands, /{named['quit']} to leave"
+
+
 def _chat(session: ChatSession, out: IO[str], err: IO[str]) -> int:
     interactive = sys.stdin.isatty()
     read_line = _line_reader(interactive, session)
     if interactive:
-        state = "memory on" if session.memory.on else "memory off"
-        out.write(f"ocat · {session.settings.llm.model} · {state} · /help for commands, /quit to leave\n")
+        out.write(banner(session.settings.llm.model, memory_on=session.memory.on) + "\n")
     notice = session.memory.loaded.notice(len(session.memory.unsaved)) if session.memory.loaded else None
     if notice:
         text, _ = notice

@@ -149,3 +149,16 @@ def test_api_keys_never_reach_the_store_the_export_or_stderr(
     assert any(p.name.startswith("ocat-lexical-") for p in store_files)
     for path in store_files:
         assert SECRET.encode() not in path.read_bytes(), path
+
+
+def test_indented_lines_wrap_hanging_and_keep_every_character() -> None:
+    from rich.cells import cell_len
+
+    from ocat.text.terminal import hanging
+
+    text = "head line that is long and has no indent at all\n  item: 日本語の説明 " + "word " * 12 + "x" * 40
+    lines = hanging(text, 30, cell_len).split("\n")
+    assert lines[0] == text.split("\n")[0]  # an unindented line is the terminal's to wrap
+    assert lines[1].startswith("  item:") and all(line.startswith("    ") for line in lines[2:])
+    assert all(cell_len(line) <= 30 for line in lines[1:])
+    assert "".join("".join(lines).split()) == "".join(text.split())

@@ -19,6 +19,7 @@ from ocat.errors import ConfigError
 from ocat.mcp_client.config import Allow, McpServerConfig, parse_servers, read_servers_file
 from ocat.mcp_client.consent import DENIED, Answer, Consent, ConsentRequest, always_allowed, take_back
 from ocat.mcp_client.servers import McpServers, qualified_name, result_text
+from ocat.tools.calls import result_gist
 from tests.support.cli import Cli
 from tests.support.fakes import FakeLLMServer
 
@@ -121,6 +122,26 @@ def test_tool_names_carry_the_server_within_providers_limits() -> None:
 
 
 # -- consent -------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("text", "gist"), [
+    # mcp-server-time's answer, indented over lines: it was summed up as "{".
+    (json.dumps({"timezone": "Europe/Paris", "datetime": "2026-11-27T13:30:00+01:00", "is_dst": False}, indent=2),
+     "timezone: Europe/Paris, datetime: 2026-11-27T13:30:00+01:00, is_dst: false"),
+    ('[\n  {"name": "a.txt", "size": 3},\n  {"name": "b.txt", "size": 9}\n]', "2 items: {name, size}"),
+    ("[1, 2, 3]", "3 items: 1, 2, 3"),
+    ('{"user": {"id": 1, "name": "x"}, "tags": ["a", "b"], "next": null}', "user: {id, name}, tags: [2 items], next: null"),
+    ("{}", "(empty object)"), ("[]", "(empty list)"), ("  ", "(no content)"),
+    ("{not json at all\nsecond", "{not json at all"), ("On branch main\nnothing to commit", "On branch main"),
+    ('{"say": "\\u001b[31mred"}', "say: \\x1b[31mred"),  # escaped: a tool wrote it
+])
+def test_a_result_is_summed_up_as_a_person_would(text: str, gist: str) -> None:
+    assert result_gist(text) == gist
+
+
+def test_a_long_result_is_summed_up_in_one_line_of_the_width() -> None:
+    said = result_gist(json.dumps({f"key{n}": "word " * 20 for n in range(10)}, indent=2), 60)
+    assert len(said) == 60 and said.startswith("key0: word word") and said.endswith("…") and "\n" not in said
 
 
 def test_consent_beforehand_for_one_command_always_and_asked(isolated_home: Path) -> None:

@@ -91,6 +91,35 @@ async def test_the_dialog_asks_and_only_yes_or_always_run_the_tool(
 
 @pytest.mark.slow
 @pytest.mark.anyio
+async def test_a_call_reads_server_dot_tool_while_asked_denied_and_done(
+    llm_server: FakeLLMServer, tmp_path: Path, isolated_home: Path
+) -> None:
+    """The line under the answer said fx__write_note (the name providers allow) while the call
+    waited or was denied, and fx.write_note once done: a person reads server.tool throughout."""
+    from ocat.ui.tool_calls import ToolCallView
+
+    def lines() -> list[str]:
+        return [str(view.title) for view in app.query(ToolCallView)]
+
+    llm_server.script = [[{"name": "fx__write_note", "arguments": {"text": "one"}}], "Not written.",
+                         [{"name": "fx__write_note", "arguments": {"text": "two"}}], "Written."]
+    app = app_with_fixture(llm_server, tmp_path)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await start_turn(app, pilot, "note one")
+        await dialog_shown(app, pilot)
+        assert lines() == ["fx.write_note …"]
+        await pilot.press("n")
+        await turn_done(app, pilot)
+        assert lines()[0].startswith("fx.write_note failed: ") and "fx__" not in lines()[0]
+        await start_turn(app, pilot, "note two")
+        await dialog_shown(app, pilot)
+        await pilot.press("y")
+        await turn_done(app, pilot)
+        assert lines()[1].startswith("fx.write_note: ") and "fx__" not in "".join(lines())
+
+
+@pytest.mark.slow
+@pytest.mark.anyio
 async def test_cancelling_the_turn_takes_the_question_back(
     llm_server: FakeLLMServer, tmp_path: Path, isolated_home: Path
 ) -> None:
@@ -124,6 +153,41 @@ async def test_tools_lists_what_is_allowed_and_deny_takes_always_back(
         await start_turn(app, pilot, "/tools deny fx.write_note")
         await wait_for_command(app, pilot)
     assert "fx.write_note" not in always_allowed()
+
+
+@pytest.mark.slow
+@pytest.mark.anyio
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)])
+async def test_tools_descriptions_stay_indented_when_they_wrap(
+    llm_server: FakeLLMServer, tmp_path: Path, isolated_home: Path, size: tuple[int, int]
+) -> None:
+    """/tools' lines ran back to column 1 when they wrapped, at 120 columns as at 80 (a server
+    named as people name them makes its lines longer than the window)."""
+    from textual.geometry import Region
+
+    from ocat.tools.listing import render_listing, tool_listing
+    from ocat.ui.widgets import NoticeMessage
+    from tests.support.pilot import wait_for_command
+
+    settings = load_settings(overrides={"llm.model": "openai/fake-model", "llm.api_base": llm_server.api_base,
+                                        "llm.api_key": "sk-test", "tools.enabled": "on",
+                                        "vector_store.enabled": False})
+    name = "household-notes-and-files-on-this-laptop"  # 40: the longest a name may be
+    servers = parse_servers({name: fixture_entry(tmp_path, allow="read-only")}, "test", tmp_path)
+    app = OcatApp(ChatSession(dataclasses.replace(settings, mcp_servers=servers), dummy=False), serve=False)
+    async with app.run_test(size=size) as pilot:
+        await start_turn(app, pilot, "/tools")
+        await wait_for_command(app, pilot)
+        notice = list(app.query(NoticeMessage))[-1]
+        await pilot.pause()  # the conversation's scrollbar came with the listing: the notice is narrower
+        shown = ["".join(segment.text for segment in strip).rstrip()
+                 for strip in notice.render_lines(Region(0, 0, notice.size.width, notice.size.height))]
+        said = render_listing(tool_listing(app.session.server_tools), asks=True).splitlines()
+    listed = shown[1:shown.index(next(line for line in shown if line.startswith("Memory's own tools")))]
+    assert len(listed) > 9, shown  # the server's command and its 8 tools: some of them wrapped
+    assert any(line.startswith(f"  {name}.flood: ") for line in listed)
+    assert all(line.startswith("  ") for line in listed), "\n".join(shown)
+    assert " ".join(" ".join(shown).split()) == " ".join(" ".join(said).split())  # every word kept, in order
 
 
 @pytest.mark.slow
@@ -217,7 +281,7 @@ def line_mode_on_a_terminal(cli: Cli, llm_server: FakeLLMServer,
     os.close(terminal)
     seen: list[str] = []
     try:
-        _read_until(controller, "/quit to leave", seen)
+        _read_until(controller, "to leave", seen)
         yield process, controller, seen
     finally:
         if process.poll() is None:

@@ -83,3 +83,15 @@ def test_retry_in_line_mode_replaces_the_last_answer(cli: Cli, llm_server: FakeL
     # The second request does not carry the first answer as history: it was taken back.
     assert not any(m["role"] == "assistant" for m in llm_server.requests[1]["messages"])
     assert cli("--vector-store-stats", "--output", "json").json()["result"]["exchanges"] == 1
+
+
+def test_the_greeting_names_the_commands_help_lists() -> None:
+    """The greeting said "/quit to leave" while /help lists /exit (/quit is an alias it leaves out)."""
+    import re
+
+    from ocat.commands.registry import command_overview
+    from ocat.repl import banner
+
+    listed = {cell for row in command_overview().rows for cell in row if cell}
+    named = re.findall(r"(?<!\w)/\w+", banner("openai/fake-model", memory_on=True))
+    assert named == ["/help", "/exit"] and set(named) <= listed

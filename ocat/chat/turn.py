@@ -169,7 +169,7 @@ class Turn:
                 calls, refused = self._within_cap(calls)
                 for call in calls:
                     self.calls.append(call)
-                    call.start()
+                    box.start(call)  # named server.tool from its first line on
                     yield call
                     await asyncio.to_thread(box.run, call)
                     messages.append(call.result_message())

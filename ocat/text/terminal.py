@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
+from typing import Callable
 
 # C0 controls except tab and newline, DEL, C1 controls (0x9b is a one-byte CSI), and the
 # Unicode bidirectional overrides and isolates that can make text read differently from
@@ -76,3 +77,49 @@ def shorten(text: str, width: int) -> str:
 def count_of(count: int, one: str, many: str | None = None) -> str:
     """'1 memory', '2 memories', '0 memories': a count with its noun (`many` defaults to one + 's')."""
     return f"{count} {one if count == 1 else (many or one + 's')}"
+
+
+# How much further than its own indent a wrapped line's continuations are indented.
+HANG = 2
+
+
+def hanging(text: str, width: int, measure: Callable[[str], int] = len) -> str:
+    """`text` with each indented line that is wider than `width` columns (as `measure` counts
+    them: wide characters take two on a terminal) wrapped, its continuations indented HANG
+    further, so a list such as `/tools`' stays indented instead of running back to column 1.
+    Lines without an indent are left to the terminal's own wrapping. A word longer than the
+    room is cut where the room ends; nothing is dropped."""
+    return "\n".join(wrapped for line in text.split("\n") for wrapped in _hang(line, width, measure))
+
+
+def _hang(line: str, width: int, measure: Callable[[str], int]) -> list[str]:
+    body = line.lstrip(" ")
+    indent = len(line) - len(body)
+    if not indent or not body or measure(line) <= width:
+        return [line]
+    more = " " * min(indent + HANG, max(0, width // 2))  # a narrow screen keeps room for words
+    out: list[str] = []
+    current = line[:indent]
+    for word in body.split(" "):
+        joined = current + word if not current.strip() else f"{current} {word}"
+        if measure(joined) <= width:
+            current = joined
+            continue
+        if current.strip():
+            out.append(current)
+            current = more
+        while measure(current + word) > width:  # longer than the room: cut where it ends
+            cut = max(1, _fitting(word, width - measure(current), measure))
+            out.append(current + word[:cut])
+            word, current = word[cut:], more
+        current += word
+    out.append(current)
+    return out
+
+
+def _fitting(word: str, room: int, measure: Callable[[str], int]) -> int:
+    """How many of `word`'s first characters fit in `room` columns."""
+    n = 0
+    while n < len(word) and measure(word[: n + 1]) <= room:
+        n += 1
+    return n

@@ -56,6 +56,8 @@ class ToolSpec:
     run: Callable[[dict[str, Any]], ToolOutcome]
     # Gives up the tool's calls under way (Esc); None for a tool whose calls are quick and local.
     cancel: Callable[[], None] | None = None
+    # What the faces call it (server.tool for an MCP server's tool); the name when empty.
+    label: str = ""
 
     def schema(self) -> dict[str, Any]:
         """The tool as a provider is offered it (OpenAI's function format)."""
@@ -87,10 +89,16 @@ class ToolBox:
         for hook in {spec.cancel for spec in self.specs.values() if spec.cancel is not None}:
             hook()
 
+    def start(self, call: ToolCall) -> None:
+        """The call begins: from now on the faces show it under its tool's label (server.tool)."""
+        spec = self.specs.get(call.name)
+        call.label = spec.label if spec is not None else ""
+        call.start()
+
     def run(self, call: ToolCall) -> ToolCall:
         """Run one call: check it, run it, bound its result; any failure is the call's error and
         the model's tool result, never the turn's. Returns the call, filled in."""
-        call.start()
+        self.start(call)
         try:
             spec = self.specs.get(call.name)
             if spec is None:

@@ -15,6 +15,7 @@ from enum import Enum
 from typing import Any
 
 from ocat.records import CalledTool, compact_json
+from ocat.text.terminal import printable, shorten
 
 
 def clock() -> float:
@@ -36,6 +37,7 @@ class ToolCall:
     """One call of one tool, from the model's request to the result it was given."""
 
     id: str
+    # The name the model called (SERVER__TOOL for an MCP server's tool: what providers allow).
     name: str
     # The arguments as the model wrote them (JSON text, perhaps not valid).
     arguments: str = ""
@@ -53,6 +55,14 @@ class ToolCall:
     # Set by a tool that changed memory (remember): what the faces say about it.
     changed: str | None = None
     parsed: dict[str, Any] = field(default_factory=dict)
+    # The tool as a person reads it (server.tool), set by the tool box once it knows the tool.
+    label: str = ""
+
+    @property
+    def shown(self) -> str:
+        """The tool's name as every face shows it: server.tool for an MCP server's tool (never the
+        SERVER__TOOL the model is offered), the tool's own name otherwise."""
+        return self.label or self.name
 
     def start(self) -> None:
         """The call begins now."""
@@ -81,11 +91,11 @@ class ToolCall:
         """The call in one line, as every face shows it: what it did, how many results, how long
         ('searched "kitchen budget": 3 results · 14 ms'); a face escapes it for the terminal."""
         if self.state in (CallState.ASKED, CallState.RUNNING):
-            return f"{self.name} …"
+            return f"{self.shown} …"
         took = f" · {self.ms} ms" if self.ms is not None else ""
         if self.error is not None:
-            return f"{self.name} failed: {self.error}{took}"
-        return f"{self.summary or self.name}{took}"
+            return f"{self.shown} failed: {self.error}{took}"
+        return f"{self.summary or self.shown}{took}"
 
     def request_message(self) -> dict[str, Any]:
         """The call as the assistant message that asked for it lists it (OpenAI's format)."""
@@ -145,3 +155,51 @@ def chunk_field(value: Any, name: str) -> Any:
     if isinstance(value, dict):
         return value.get(name)
     return getattr(value, name, None)
+
+
+def result_gist(text: str, width: int = 80) -> str:
+    """A tool's result in one line of at most `width` characters, as a person would sum it up: a
+    JSON object by its first fields ('timezone: Europe/Paris, datetime: 2026-…'), a JSON list by its
+    length and its first item's shape ('3 items: {name, size}'), other text by its first line.
+    Escaped for the terminal: the result is whatever the tool wrote."""
+    stripped = text.strip()
+    if not stripped:
+        return "(no content)"
+    try:
+        value = json.loads(stripped) if stripped[0] in "{[" else None
+    except ValueError:
+        value = None  # text that only starts like JSON: its first line, as any text
+    if isinstance(value, dict):
+        said = ", ".join(f"{key}: {_in_brief(item)}" for key, item in value.items()) if value else "(empty object)"
+    elif isinstance(value, list):
+        said = _counted(value)
+    else:
+        said = stripped.splitlines()[0]
+    return shorten(printable(" ".join(said.split())), width)
+
+
+def _counted(items: list[Any]) -> str:
+    """A JSON list: how many items, and the first one's shape (an object's keys) or the first few values."""
+    if not items:
+        return "(empty list)"
+    head = f"{len(items)} item{'s' if len(items) != 1 else ''}"
+    if isinstance(items[0], dict):
+        return f"{head}: {_keys(items[0])}"
+    return f"{head}: " + ", ".join(_in_brief(item) for item in items[:5])
+
+
+def _in_brief(value: Any) -> str:
+    """One value of a JSON result in a few words: a string as it is, an object by its keys, a list by its length."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict):
+        return _keys(value)
+    if isinstance(value, list):
+        return f"[{len(value)} item{'s' if len(value) != 1 else ''}]"
+    return json.dumps(value)
+
+
+def _keys(value: dict[str, Any]) -> str:
+    """An object's shape: its keys, the first few."""
+    keys = list(value)
+    return "{" + ", ".join(str(k) for k in keys[:6]) + (", …" if len(keys) > 6 else "") + "}"

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from ocat.mcp_client.consent import DENIED
 from ocat.text.terminal import printable, shorten
 from ocat.tools.box import ToolFailed, ToolOutcome, ToolSpec
+from ocat.tools.calls import result_gist
 from ocat.mcp_client.server_tool import result_text
 
 if TYPE_CHECKING:
@@ -42,7 +43,8 @@ def server_tools(servers: McpServers, consent: Consent, taken: set[str], tools: 
         if tool.qualified in taken:
             continue
         runner = _runner(servers, consent, functools.partial(_live, tool, ready, restarted), restarted)
-        specs.append(ToolSpec(tool.qualified, tool.description, tool.schema, runner, cancel=cancel))
+        specs.append(ToolSpec(tool.qualified, tool.description, tool.schema, runner, cancel=cancel,
+                              label=f"{tool.server}.{tool.name}"))
     return specs
 
 
@@ -71,7 +73,6 @@ def _runner(servers: McpServers, consent: Consent, live: Callable[[], ServerTool
         text = result_text(result)
         if getattr(result, "is_error", False):
             raise ToolFailed(f"{tool.server}.{tool.name} said: {shorten(printable(text), 300)}")
-        first = printable(text.strip().splitlines()[0]) if text.strip() else "(no content)"
-        return ToolOutcome(text, f"{tool.server}.{tool.name}: {shorten(first, 80)}")
+        return ToolOutcome(text, f"{tool.server}.{tool.name}: {result_gist(text)}")
 
     return run

@@ -18,13 +18,14 @@ from textual.widgets import Collapsible, ProgressBar, Static, TextArea
 from ocat.chat.prompt_history import append_history, load_history
 from ocat.records import SearchHit
 from ocat.ui.keys import default_keys
-from ocat.ui.plain import plain
+from ocat.ui.plain import Hanging, plain
 from ocat.ui.suggestions import CommandSuggestions, partial_command
 from ocat.text.terminal import printable
 from ocat.editor import edit_text
 from ocat.ui.external_editor import in_editor
 
 if TYPE_CHECKING:
+    from textual.app import RenderResult
     from textual.widgets import DataTable
 
     from ocat.commands.results import CommandResult
@@ -258,7 +259,14 @@ class NoticeMessage(Static):
     """A line from ocat itself: errors, cancellations, memory state."""
 
     def __init__(self, text: str, *, error: bool = False) -> None:
-        super().__init__(plain(text), classes="notice error" if error else "notice")
+        # Indented lines (a listing's items, /tools') stay indented when they wrap, at any width;
+        # a notice without one is laid out as any text.
+        indented = any(line[:1] in (" ", "\t") for line in text.split("\n"))
+        super().__init__(Hanging(text) if indented else plain(text), classes="notice error" if error else "notice")
+
+    def render(self) -> RenderResult:
+        """What it says, as given (its text whole: `str()` of it), laid out at render time."""
+        return self.content
 
 
 class TaskProgress(Horizontal):
