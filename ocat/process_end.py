@@ -40,6 +40,9 @@ KEEP_WAIT_SECONDS = 10.0
 # The signals that end a chat as quitting does: `kill`'s default, and the terminal closing.
 LEAVING_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 
+# Held by the one `leave_now` under way.
+_leaving = threading.Lock()
+
 # The code the process ends with; 1 until `main` returns one (an uncaught exception's code).
 _exit_code = 1
 
@@ -83,10 +86,13 @@ def leave_now(code: int, closing: threading.Thread | None, session: ChatSession 
     saying so. The MCP servers' processes, which the closing thread may not have stopped yet,
     are ended here.
     """
+    # One way out at a time: the window's own, or the one a hung-up terminal takes
+    # (ocat.ui.memory_view); a second caller waits here for the first to end the process.
+    _leaving.acquire()
     note = settle(closing, session.memory if session is not None else None)
     if note:
         # Said once the window is gone, on the terminal it leaves: what became of what memory could not take.
-        print(f"ocat: {printable(note)}", file=sys.stderr)
+        _say(note)
     _flush_streams()
     _end_servers()
     os._exit(code)
@@ -162,7 +168,10 @@ def end_by_signal(signum: int) -> NoReturn:
 
 
 def _say(line: str) -> None:
-    print(f"ocat: {printable(line)}", file=sys.stderr, flush=True)
+    try:
+        print(f"ocat: {printable(line)}", file=sys.stderr, flush=True)
+    except (OSError, ValueError):  # a terminal that is gone (SIGHUP): what was kept is in its file all the same
+        pass
 
 
 def _flush_streams() -> None:

@@ -87,3 +87,55 @@ def test_no_terminal_is_no_error(tmp_path: Path) -> None:
         gone = os.dup(plain_file.fileno())
     os.close(gone)
     restore_terminal(gone)
+
+
+def _own_terminal() -> None:
+    """In the child, after its new session: make the pty on stdin its controlling terminal, as a
+    terminal emulator's shell has, so that closing the terminal hangs it up (SIGHUP)."""
+    import fcntl
+
+    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+
+@pytest.mark.slow
+def test_closing_the_terminal_ends_the_chat_and_keeps_the_answer(cli: Cli, llm_server: FakeLLMServer) -> None:
+    """The terminal closes under the chat (its window shut, `tmux kill-session`) just after an answer
+    came: the process ends within a moment, the answer in the store or in the kept file that the
+    next start writes. Once (tmux, during a long answer) Textual's way out waited for ever on its
+    output thread, the process holding the store; the window now leaves without Textual when it
+    has not left HANGUP_GRACE after SIGHUP (ocat.ui.memory_view)."""
+    llm_server.reply = "The spare key is under the blue pot."
+    env = {**cli.environ(), "TERM": "xterm-256color", "COLUMNS": "100", "LINES": "30"}
+    controller, terminal = pty.openpty()
+    chat = subprocess.Popen([sys.executable, "-m", "ocat", "--model", "openai/fake-model",
+                             "--set", f"llm.api_base={llm_server.api_base}", "--set", "llm.api_key=sk-test"],
+                            stdin=terminal, stdout=terminal, stderr=terminal, env=env, cwd=cli.home,
+                            start_new_session=True, preexec_fn=_own_terminal)
+    os.close(terminal)  # the chat holds the only other end: closing ours hangs it up
+    try:
+        painted = _read_until(controller, lambda seen: b"fake-model" in seen and b"exchanges" in seen, 90)
+        assert b"fake-model" in painted, painted[-2000:]
+        _read_until(controller, lambda seen: False, 1.0)
+        os.write(controller, b"where is the spare key?\r")
+        answered = _read_until(controller, lambda seen: b"blue pot" in seen, 60)
+        assert b"blue pot" in answered, answered[-2000:]
+        # As tmux closes a pane: the shell's process group is sent SIGHUP while nobody reads the
+        # terminal any more, then the terminal goes. Here the chat is sent it straight.
+        os.write(controller, b"x" * 64)  # a key or two typed meanwhile: the window redraws
+        chat.send_signal(signal.SIGHUP)
+        time.sleep(3)
+        os.close(controller)  # the terminal is gone
+        controller = -1
+        deadline = time.monotonic() + 40
+        while chat.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert chat.poll() is not None, "the chat stayed on a terminal that was gone"
+    finally:
+        if chat.poll() is None:
+            chat.kill()
+            chat.wait(10)
+        if controller >= 0:
+            os.close(controller)
+    found = cli("--query-vector-store", "spare key", "--output", "json")
+    assert found.returncode == 0, found.stderr
+    assert "blue pot" in found.stdout

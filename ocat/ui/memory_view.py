@@ -9,7 +9,9 @@ given what it uses (the session, the conversation pane); the app reads its `stat
 from __future__ import annotations
 
 import asyncio
+import signal
 import threading
+import time
 from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING, Callable
@@ -28,12 +30,17 @@ from ocat import memory
 from ocat.chat.outcomes import remembered_words
 from ocat.logs import log_failure
 from ocat.chat.memory_loading import load_memory, MemoryLoaded, warm_up
-from ocat.process_end import keep_on_signals
+from ocat.process_end import keep_on_signals, leave_now
 
 if TYPE_CHECKING:
     from ocat.chat.turn import Turn
     from ocat.chat.session import ChatSession
     from ocat.ui.conversation import Conversation
+
+# Seconds a window given SIGHUP has to leave on its own before it leaves without Textual: a
+# terminal that is still there (`kill -HUP`) is given back in that time; one that is gone never is.
+HANGUP_GRACE = 2.0
+
 
 class MemoryState(Enum):
     """Where the chat's memory is. The header's words are rendered from it (`memory_words`),
@@ -130,8 +137,25 @@ class MemoryView(Widget):
         # SIGTERM, or the terminal closing (SIGHUP): what memory has not taken is kept in a file at
         # once, then the window closes as if the user quit (ocat.process_end).
         loop = asyncio.get_running_loop()
-        self._restore_signals = keep_on_signals(
-            self.session.memory, lambda signum: loop.call_soon_threadsafe(self.app.exit, 128 + signum))
+
+        def leave(signum: int) -> None:
+            loop.call_soon_threadsafe(self.app.exit, 128 + signum)
+            # Only the real chat, which ends its process itself (a test's window ends with its test).
+            if signum == signal.SIGHUP and getattr(self.app, "quick_exit", False):
+                threading.Thread(target=self._leave_if_stuck, args=(128 + signum,), name="ocat-hangup",
+                                 daemon=True).start()
+
+        self._restore_signals = keep_on_signals(self.session.memory, leave)
+
+    def _leave_if_stuck(self, code: int) -> None:
+        """After SIGHUP: if the window has not left within HANGUP_GRACE, leave without it. The
+        terminal closed, and Textual's way out writes to it: its output thread ends on the first
+        write that fails, then its queue fills and the closing waits for ever (seen closing tmux).
+        What memory has not taken was kept in a file by then; this gives the store up and waits
+        for a write under way, as the window's own way out does (ocat.process_end.leave_now)."""
+        time.sleep(HANGUP_GRACE)
+        self.give_up_store()
+        leave_now(code, self.closing, self.session)
 
     @property
     def state(self) -> MemoryState:
