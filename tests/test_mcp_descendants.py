@@ -155,10 +155,7 @@ def test_the_full_screen_chats_ctrl_q_leaves_no_descendant(
         pids = started_pids(tmp_path)  # the chat starts its servers after its first frame
         _read_for(controller, 1.0)  # let the server answer the chat's hello
         os.write(controller, b"\x11")  # Ctrl+Q
-        deadline = time.monotonic() + 60
-        while chat.poll() is None and time.monotonic() < deadline:
-            _read_for(controller, 0.2)  # keep the terminal drained, so the chat never blocks writing
-        assert chat.poll() is not None, "the chat did not quit on Ctrl+Q"
+        assert ended_draining(chat, controller), "the chat did not quit on Ctrl+Q"
         assert gone(pids), [(pid, running(pid)) for pid in pids]
     finally:
         if chat.poll() is None:
@@ -176,6 +173,15 @@ def full_screen_chat(cli: Cli, args: list[str]) -> tuple[subprocess.Popen[bytes]
                             env=env, cwd=cli.home, start_new_session=True)
     os.close(terminal)
     return chat, controller
+
+
+def ended_draining(chat: subprocess.Popen[bytes], controller: int, seconds: float = 60) -> bool:
+    """Whether the chat ends within `seconds`, its terminal kept drained meanwhile (so it never
+    blocks writing)."""
+    deadline = time.monotonic() + seconds
+    while chat.poll() is None and time.monotonic() < deadline:
+        _read_for(controller, 0.2)
+    return chat.poll() is not None
 
 
 def _read_for(fd: int, seconds: float) -> None:

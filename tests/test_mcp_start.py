@@ -27,7 +27,7 @@ from ocat.mcp_client.servers import McpServers
 from tests.support.cli import Cli
 from tests.support.fakes import FakeLLMServer
 from tests.test_mcp_client import ask_args, calls_made, fixture_entry, write_config
-from tests.test_mcp_descendants import _read_for, cleanup, full_screen_chat, gone, started_pids
+from tests.test_mcp_descendants import _read_for, cleanup, ended_draining, full_screen_chat, gone, started_pids
 
 LAUNCHER = Path(__file__).parent / "support" / "mcp_launcher.py"
 # How long the slow server takes to answer its initialize: well past its start_timeout (1 s).
@@ -179,10 +179,7 @@ def test_leaving_the_full_screen_chat_mid_call_leaves_no_launchers_child(
             os.write(controller, b"\x1b")
             _read_for(controller, 1.0)
         os.write(controller, b"\x11" if way == "ctrl+q" else b"/quit\r")
-        deadline = time.monotonic() + 60
-        while chat.poll() is None and time.monotonic() < deadline:
-            _read_for(controller, 0.2)
-        assert chat.poll() is not None, f"the chat did not quit on {way}"
+        assert ended_draining(chat, controller), f"the chat did not quit on {way}"
         assert gone(pids), [(pid, os.path.exists(f"/proc/{pid}")) for pid in pids]
     finally:
         if chat.poll() is None:
