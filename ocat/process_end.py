@@ -70,7 +70,7 @@ def _end_after_exit_handlers() -> None:
 
         logging.shutdown()
     _flush_streams()
-    _end_servers()
+    end_servers()
     os._exit(_exit_code)
 
 
@@ -94,11 +94,11 @@ def leave_now(code: int, closing: threading.Thread | None, session: ChatSession 
         # Said once the window is gone, on the terminal it leaves: what became of what memory could not take.
         _say(note)
     _flush_streams()
-    _end_servers()
+    end_servers()
     os._exit(code)
 
 
-def _end_servers() -> None:
+def end_servers() -> None:
     """End what is left of the MCP servers' processes (none started: nothing to do). A process
     that ends by os._exit runs no exit handler, and a server that ignores its stdin closing, or
     the child a server left behind, would outlive it (SIGTERM, a short grace, SIGKILL)."""
@@ -147,7 +147,7 @@ def keep_on_signals(memory: SessionMemory, leave: Callable[[int], Any]) -> Calla
         memory.spool()
         # The MCP servers' processes go first: a call waiting on one (in a worker thread the
         # chat's loop would wait for on its way out) then fails at once instead of holding the exit.
-        _end_servers()
+        end_servers()
         leave(signum)
 
     for sig in LEAVING_SIGNALS:

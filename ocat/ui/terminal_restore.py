@@ -13,6 +13,8 @@ import signal
 import sys
 from typing import Any
 
+from ocat.process_end import end_servers
+
 # What Textual's driver turns on, turned off, the alternate screen left last (a terminal that
 # reads only part of this still gives the user's screen back): mouse reporting (1000, 1002,
 # 1003, 1006, 1007, 1015, 1016), focus events (1004), bracketed paste (2004), in-band resize
@@ -75,16 +77,8 @@ def restore_on_signals(signals: tuple[signal.Signals, ...] = ENDING_SIGNALS) -> 
             if callable(before):
                 before(signum, frame)
                 return
-            _end_servers()
+            end_servers()
             signal.signal(signum, signal.SIG_DFL)
             os.kill(os.getpid(), signum)
 
         signal.signal(which, on_signal)
-
-
-def _end_servers() -> None:
-    """End the MCP servers' families before dying of a signal (none started: nothing to do)."""
-    if "ocat.mcp_client.server_processes" in sys.modules:
-        from ocat.mcp_client.server_processes import end_all  # noqa: PLC0415 - loaded only where a server started
-
-        end_all()
