@@ -40,3 +40,16 @@ def test_a_port_another_process_took_first_is_given_up_for_another(tmp_path: Pat
     finally:
         stop_server(server)
         taken.close()
+
+
+@pytest.mark.slow
+def test_the_server_child_is_out_of_reach_of_the_terminals_ctrl_c(tmp_path: Path) -> None:
+    """Ctrl+C reaches the terminal's foreground process group: the store's server child, in the
+    chat's group, died of it while the line mode was writing its last exchange through it (the
+    exchange went to the kept file instead of the store). It has a group of its own."""
+    server = None
+    try:
+        server, _ = start_server(tmp_path / "store")
+        assert os.getpgid(server.pid) != os.getpgid(0)
+    finally:
+        stop_server(server)

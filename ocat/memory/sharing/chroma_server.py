@@ -76,6 +76,10 @@ def _start_on_a_port(path: Path, stop: Callable[[], bool] | None) -> tuple[subpr
         stdout=subprocess.DEVNULL,
         # Kept to explain a failed start (a damaged store), then drained so the server never blocks on it.
         stderr=subprocess.PIPE,
+        # A process group of its own: Ctrl+C in the terminal goes to the chat's group, and the
+        # chat still writes its last exchange through this server as it leaves (it is stopped by
+        # its owner, or by its watchdog once the owner is gone, never by the terminal's keys).
+        process_group=0,
     )
     deadline = time.monotonic() + SERVER_START_SECONDS
     while time.monotonic() < deadline:
