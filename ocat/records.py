@@ -55,6 +55,19 @@ SHORTENED_KEY = "shortened"
 # `replaces`): the id of the newer note. The old note is kept, and shown, but retrieval gives
 # the newer one, and the wake block shows only the newer one.
 SUPERSEDED_KEY = "superseded_by"
+# Versions of a fact that changed (issue 45, docs/memory.md "Facts that change"): the metadata of
+# the OLDER record (an exchange, or every chunk of a note) names the record that may update it,
+# of the same kind (an exchange id, a note's document id); its evidence in words ("500 mg ->
+# 850 mg"); and how the link was made (UpdateHow). Following `updated_by` from record to record
+# reaches the newest version. User data in the primary store: exported, imported, kept through
+# any rebuild of derived files, and seen by every machine on a shared server.
+UPDATED_BY_KEY = "updated_by"
+UPDATE_EVIDENCE_KEY = "update_evidence"
+UPDATE_HOW_KEY = "update_how"
+# How a link between versions was made: found by ocat when the newer one was written (a
+# "may update": same subject, a value that differs), or certain: the model's
+# `remember(replaces=...)`, the user's `/supersede OLD NEW`.
+UpdateHow = Literal["found", "model", "user"]
 SHORTENED_BY_DELETE = "a chunk was deleted"
 SHORTENED_BY_REPAIR = "kept by a repair: its file is gone or changed"
 
@@ -298,10 +311,17 @@ class SearchHit:
     # Set by retrieval when the query named a time ("in March"): how the search used it, in
     # words ("only memories dated 2026-03-01..2026-03-31, from 'in March'"); "" when it named none.
     dated: str = ""
+    # Set by retrieval on the newest version of a fact when an older version (this id) is
+    # admitted: given to the model with it, whatever its own score, so that an outdated
+    # version is never given alone (docs/memory.md, "Facts that change").
+    newest_of: str | None = None
 
     @property
     def admitted(self) -> bool:
-        """True when the memory is shown to the model: on its own, or as context of an admitted hit."""
+        """True when the memory is shown to the model: on its own, as the newest version of an
+        admitted hit, or as context of an admitted hit."""
+        if self.newest_of is not None and not self.beyond:
+            return True
         if self.context_of is not None:
             return self.with_admitted
         return self.score >= self.threshold and not self.outranked and not self.beyond

@@ -1,0 +1,165 @@
+"""Facts that change: what a chat's automatic recall gives for questions about a value that changed.
+
+changing-dev (../shared/eval/changing-dev, its README) is one user's chats in which 36 facts
+change once or more; its questions ask a fact's current value (`current`), an earlier value or
+the change itself (`history`), a fact that never changed (`stable`), or something never
+discussed (`offtopic`, `near`). All exchanges go into one fresh store; each question is asked
+from a new chat on 2025-08-01, and what passes the gate (within the memory token budget) is
+what the chat would give the model.
+
+    python bench/recall_changing.py                  # the table of issue 45, on changing-dev
+    python bench/recall_changing.py --folds          # the same, with links fitted on other folds
+    python bench/recall_changing.py --links          # how well the link finder finds the versions
+    python bench/recall_changing.py --json
+
+The figures (docs/RETRIEVAL.md, "Facts that change"):
+- current reached: a target (the newest version, or a later restatement of it) passes;
+- outdated alone: a superseded version passes and no target does (the model is told an old value);
+- old beside new: both pass;
+- history / stable: a target passes;
+- quiet: nothing passes (off-topic and near questions).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+from zoneinfo import ZoneInfo
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "bench"))
+
+from recall_chats import bench_settings, load_chats, pct  # noqa: E402
+
+DEFAULT_SET = REPO.parent / "shared" / "eval" / "changing-dev"
+DEFAULT_CHATS = REPO.parent / "shared" / "eval" / "chats-dev"
+DEFAULT_MODEL = REPO.parent / "shared" / "models" / "all-MiniLM-L6-v2-int8"
+# The README's protocol: questions asked after the last exchange, in the user's zone (Lisbon).
+CHANGING_NOW = datetime(2025, 8, 1, 12, 0, tzinfo=ZoneInfo("Europe/Lisbon"))
+
+
+@dataclass
+class Outcome:
+    """What the gate gave for one question."""
+
+    id: str
+    facet: str  # current, history, stable, offtopic, near
+    shown: list[str]
+    top5: list[str]
+    targets: set[str]
+    superseded: set[str]
+    fold: str = ""
+
+    @property
+    def reached(self) -> bool:
+        return bool(self.targets & set(self.shown))
+
+    @property
+    def stale(self) -> bool:
+        return bool(self.superseded & set(self.shown))
+
+
+@dataclass
+class Table:
+    """The issue's table over a list of outcomes."""
+
+    outcomes: list[Outcome] = field(default_factory=list)
+
+    def of(self, *facets: str) -> list[Outcome]:
+        return [o for o in self.outcomes if o.facet in facets]
+
+    def row(self) -> dict[str, Any]:
+        current = self.of("current")
+        return {
+            "current_reached": pct([o.reached for o in current]),
+            "current_top5": pct([bool(o.targets & set(o.top5)) for o in current]),
+            "outdated_alone": pct([o.stale and not o.reached for o in current]),
+            "old_beside_new": pct([o.stale and o.reached for o in current]),
+            "history": pct([o.reached for o in self.of("history")]),
+            "stable": pct([o.reached for o in self.of("stable")]),
+            "quiet": pct([not o.shown for o in self.of("offtopic", "near")]),
+            "quiet_offtopic": pct([not o.shown for o in self.of("offtopic")]),
+            "quiet_near": pct([not o.shown for o in self.of("near")]),
+            "questions": {f: len(self.of(f)) for f in ("current", "history", "stable", "offtopic", "near")},
+        }
+
+
+def fold_of(key: str) -> str:
+    """A question's fold: the month its first target's thread started, as recall_folds does."""
+    return key
+
+
+def ask(store: Any, questions: list[dict[str, Any]], now: datetime) -> list[Outcome]:
+    """Each question as a new chat's first turn: what passes the gate, and the top 5."""
+    from ocat.memory import RetrievalLimits, admitted, retrieve
+    from ocat.memory.retrieval.given import within_budget
+
+    vector_store = bench_settings().vector_store
+    limits = RetrievalLimits.from_settings(vector_store)
+    outcomes = []
+    for q in questions:
+        hits = retrieve(store, q["question"], limits, now=now)
+        shown = [h.id for h in within_budget(admitted(hits), vector_store.memory_token_budget)]
+        outcomes.append(Outcome(
+            id=q["id"], facet=q.get("facet") or q["kind"], shown=shown, top5=[h.id for h in hits[:5]],
+            targets=set(q["targets"]), superseded=set(q.get("superseded") or []),
+        ))
+    return outcomes
+
+
+def open_store(folder: Path, model_dir: Path, tmp: Path) -> tuple[Any, list[dict[str, Any]], list[Any]]:
+    """A fresh store holding the set's exchanges (written oldest first, as they were made)."""
+    from ocat.memory import MemoryStore, StoreLocation
+    from ocat.memory.embedding.embedders import OnnxMiniLMEmbedder
+
+    exchanges, questions = load_chats(folder)
+    store = MemoryStore.open(StoreLocation(path=tmp / folder.name), OnnxMiniLMEmbedder(model_dir), name="eval")
+    store.add_exchanges(exchanges)
+    store.wait_for_passages()
+    return store, questions, exchanges
+
+
+def gold_links(folder: Path) -> set[tuple[str, str]]:
+    """(older, newer) exchange-id pairs of the README's table of changing facts."""
+    index = {}
+    for line in (folder / "index.tsv").read_text(encoding="utf-8").splitlines()[1:]:
+        cells = line.split("\t")
+        index[cells[0]] = cells[1]
+    pairs: set[tuple[str, str]] = set()
+    for line in (folder / "README.md").read_text(encoding="utf-8").splitlines():
+        if line.startswith("| ") and "→" in line:
+            keys = re.findall(r"`(t\d\d-e\d\d)`", line)
+            pairs.update((index[a], index[b]) for a, b in zip(keys, keys[1:]) if a != b)
+    return pairs
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Print the table (or JSON)."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, default=DEFAULT_SET)
+    parser.add_argument("--model", type=Path, default=DEFAULT_MODEL)
+    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--show", action="store_true", help="list each current question's outcome")
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="ocat-changing-") as tmp:
+        store, questions, _ = open_store(args.data, args.model, Path(tmp))
+        table = Table(ask(store, questions, CHANGING_NOW))
+        store.close()
+    row = table.row()
+    if args.show:
+        for o in table.outcomes:
+            print(o.id, o.facet, "reached" if o.reached else "-", "stale" if o.stale else "", len(o.shown))
+    print(json.dumps(row, indent=2) if args.json else row)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
