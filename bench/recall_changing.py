@@ -92,9 +92,106 @@ class Table:
         }
 
 
-def fold_of(key: str) -> str:
-    """A question's fold: the month its first target's thread started, as recall_folds does."""
-    return key
+def folds_of(folder: Path, questions: list[dict[str, Any]]) -> dict[str, str]:
+    """Each question's fold: the month the thread of its first target (or, for a near question,
+    of the exchange it sits next to) started, in four groups; off-topic questions round-robin."""
+    started: dict[str, str] = {}
+    for line in (folder / "index.tsv").read_text(encoding="utf-8").splitlines()[1:]:
+        cells = line.split("\t")
+        started.setdefault(cells[2], cells[4][5:7])
+    thread_of = {line.split("\t")[1]: line.split("\t")[2]
+                 for line in (folder / "index.tsv").read_text(encoding="utf-8").splitlines()[1:]}
+    folds: dict[str, str] = {}
+    spare = 0
+    for q in questions:
+        refs = q["targets"] or q.get("related") or []
+        if refs:
+            folds[q["id"]] = FOLDS.get(started[thread_of[refs[0]]], "May-Jul")
+        else:
+            folds[q["id"]] = FOLD_ORDER[spare % len(FOLD_ORDER)]
+            spare += 1
+    return folds
+
+
+# Months of a thread's start, grouped into four folds of 6-9 threads.
+FOLDS = {"01": "Jan", "02": "Feb", "03": "Mar-Apr", "04": "Mar-Apr", "05": "May-Jul", "06": "May-Jul", "07": "May-Jul"}
+FOLD_ORDER = ("Jan", "Feb", "Mar-Apr", "May-Jul")
+# What --folds fits: the finder's subject threshold and candidates, and the retrieval's lift.
+SUBJECTS = (0.45, 0.50, 0.55, 0.60)
+CANDIDATES = (1, 2, 3)
+LIFTS = (0.0, 0.05, 0.10, 0.15, 0.20)
+
+
+def score(row: dict[str, Any]) -> float:
+    """What the fit maximises: every facet's figure, an outdated version alone counted three times
+    against (the worst outcome: a confidently wrong answer)."""
+    return (row["current_reached"] or 0) - 3 * (row["outdated_alone"] or 0) + (row["history"] or 0) \
+        + (row["stable"] or 0) + (row["quiet"] or 0)
+
+
+def linked_copy(base: Path, tmp: Path, embedder: Any, subject: float, candidates: int) -> Any:
+    """A copy of an unlinked store with links found as a write would find them (every exchange
+    at once, oldest first), under these finder constants."""
+    import shutil
+
+    from ocat.memory import MemoryStore, StoreLocation
+    from ocat.memory.versions import finder
+
+    target = tmp / f"linked-{subject}-{candidates}"
+    shutil.rmtree(target, ignore_errors=True)
+    shutil.copytree(base, target)
+    store = MemoryStore.open(StoreLocation(path=target), embedder, name="eval")
+    got = store.collection("exchange").get(include=["embeddings", "metadatas", "documents"])
+    rows = sorted(zip(got["ids"], got["documents"], got["metadatas"]), key=lambda r: float(r[2]["timestamp"]))
+    vectors = {i: v for i, v in zip(got["ids"], got["embeddings"])}
+    prompts = store.prompts.vectors([r[0] for r in rows])
+    saved = finder.SUBJECT, finder.CANDIDATES, finder.NEIGHBOURS
+    finder.SUBJECT, finder.CANDIDATES, finder.NEIGHBOURS = subject, candidates, len(rows)
+    try:
+        links = finder.find_links(store, rows, [vectors[r[0]] for r in rows], [prompts.get(r[0]) for r in rows])
+        finder.record_links(store, links)
+    finally:
+        finder.SUBJECT, finder.CANDIDATES, finder.NEIGHBOURS = saved
+    return store
+
+
+def cross_validate(folder: Path, model_dir: Path, tmp: Path) -> dict[str, Any]:
+    """Every figure on folds of questions the constants were not fitted on, pooled; and the fit on all."""
+    from ocat.memory import MemoryStore, StoreLocation
+    from ocat.memory.embedding.embedders import OnnxMiniLMEmbedder
+    from ocat.memory.versions import follow
+
+    embedder = OnnxMiniLMEmbedder(model_dir)
+    exchanges, questions = load_chats(folder)
+    base = tmp / "base"
+    store = MemoryStore.open(StoreLocation(path=base), embedder, name="eval")
+    store.link_versions = False
+    store.add_exchanges(exchanges)
+    store.wait_for_passages()
+    store.close()
+    folds = folds_of(folder, questions)
+    shipped_lift = follow.VERSION_LIFT
+    outcomes: dict[tuple[float, int, float], list[Outcome]] = {}
+    for subject in SUBJECTS:
+        for candidates in CANDIDATES:
+            store = linked_copy(base, tmp, embedder, subject, candidates)
+            for lift in LIFTS:
+                follow.VERSION_LIFT = lift
+                found = ask(store, questions, CHANGING_NOW)
+                for o in found:
+                    o.fold = folds[o.id]
+                outcomes[(subject, candidates, lift)] = found
+            store.close()
+    follow.VERSION_LIFT = shipped_lift
+    held_out: list[Outcome] = []
+    chosen = {}
+    for fold in FOLD_ORDER:
+        best = max(outcomes, key=lambda c: (score(Table([o for o in outcomes[c] if o.fold != fold]).row()), -c[2]))
+        chosen[fold] = best
+        held_out += [o for o in outcomes[best] if o.fold == fold]
+    shipped = max(outcomes, key=lambda c: (score(Table(outcomes[c]).row()), -c[2]))
+    return {"held_out": Table(held_out).row(), "chosen": {f: list(c) for f, c in chosen.items()},
+            "fit_on_all": list(shipped), "fit_on_all_row": Table(outcomes[shipped]).row()}
 
 
 def ask(store: Any, questions: list[dict[str, Any]], now: datetime) -> list[Outcome]:
@@ -147,13 +244,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data", type=Path, default=DEFAULT_SET)
     parser.add_argument("--model", type=Path, default=DEFAULT_MODEL)
     parser.add_argument("--json", action="store_true")
-    parser.add_argument("--show", action="store_true", help="list each current question's outcome")
+    parser.add_argument("--folds", action="store_true", help="cross-validate the constants over months")
+    parser.add_argument("--show", action="store_true", help="list each question's outcome")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="ocat-changing-") as tmp:
+        if args.folds:
+            result = cross_validate(args.data, args.model, Path(tmp))
+            print(json.dumps(result, indent=2))
+            return 0
         store, questions, _ = open_store(args.data, args.model, Path(tmp))
         table = Table(ask(store, questions, CHANGING_NOW))
+        links = sum(1 for _, m in store.iter_metadata("exchange") if m.get("updated_by"))
         store.close()
-    row = table.row()
+    row = table.row() | {"linked_exchanges": links}
     if args.show:
         for o in table.outcomes:
             print(o.id, o.facet, "reached" if o.reached else "-", "stale" if o.stale else "", len(o.shown))

@@ -55,18 +55,16 @@ SHORTENED_KEY = "shortened"
 # `replaces`): the id of the newer note. The old note is kept, and shown, but retrieval gives
 # the newer one, and the wake block shows only the newer one.
 SUPERSEDED_KEY = "superseded_by"
-# Versions of a fact that changed (issue 45, docs/memory.md "Facts that change"): the metadata of
-# the OLDER record (an exchange, or every chunk of a note) names the record that may update it,
-# of the same kind (an exchange id, a note's document id); its evidence in words ("500 mg ->
-# 850 mg"); and how the link was made (UpdateHow). Following `updated_by` from record to record
-# reaches the newest version. User data in the primary store: exported, imported, kept through
-# any rebuild of derived files, and seen by every machine on a shared server.
+# Versions of a fact that changed (docs/memory.md, "Facts that change"): the OLDER record's metadata
+# names the records of the same kind that may update it (comma-separated: exchange ids, a note's
+# document id), the evidence in words ("500 mg → 850 mg") and how the link was made (UpdateHow);
+# the NEWER record's names the older ones. User data in Chroma: exported, kept by every rebuild.
 UPDATED_BY_KEY = "updated_by"
+UPDATES_KEY = "updates"
 UPDATE_EVIDENCE_KEY = "update_evidence"
 UPDATE_HOW_KEY = "update_how"
-# How a link between versions was made: found by ocat when the newer one was written (a
-# "may update": same subject, a value that differs), or certain: the model's
-# `remember(replaces=...)`, the user's `/supersede OLD NEW`.
+# Found by ocat when the newer one was written, or certain: the model's `remember(replaces=...)`,
+# the user's `/supersede OLD NEW`.
 UpdateHow = Literal["found", "model", "user"]
 SHORTENED_BY_DELETE = "a chunk was deleted"
 SHORTENED_BY_REPAIR = "kept by a repair: its file is gone or changed"

@@ -111,7 +111,7 @@ class DisplaySettings:
 
 @dataclass(frozen=True)
 class MemorySettings:
-    """What the model knows at the start of every thread: the wake block."""
+    """What the model knows at the start of every thread (the wake block), and how memories are kept."""
 
     wake: bool = _field("Give the model the wake block (pins, profile, recent threads) in every thread.")
     wake_tokens: int = _field("Most tokens the wake block may take; filled pins first, then profile, then threads.",
@@ -121,6 +121,8 @@ class MemorySettings:
                                  path=True)
     model_may_remember: bool = _field("Let the chat model store notes with its remember tool (tools.enabled on).")
     max_notes_per_turn: int = _field("Most notes the chat model may store with remember in one turn.", lo=1, hi=100)
+    link_versions: bool = _field(
+        "Link each exchange written to the earlier ones it may update (same subject, another value).")
 
 
 # Whether the chat model is offered tools: auto (when the model can call them), on, off.

@@ -27,6 +27,8 @@ def within_budget(hits: Sequence[SearchHit], budget: int) -> list[SearchHit]:
         if used + cost <= budget:
             kept.append(hit)
             used += cost
-    return kept
+    # An outdated version never goes alone: one whose newest version did not fit goes too.
+    dropped = {h.newest_of for h in hits if h.newest_of is not None} - {h.newest_of for h in kept}
+    return [h for h in kept if h.id not in dropped and h.context_of not in dropped] if dropped else kept
 
 

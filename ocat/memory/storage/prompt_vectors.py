@@ -180,6 +180,21 @@ class PromptVectors:
             ("DELETE FROM passage_vectors WHERE record_id = ?", rows),
         ])
 
+    def vectors(self, ids: Sequence[str]) -> dict[str, list[float]]:
+        """The prompt vectors of these exchanges (those that have one), by id."""
+        import numpy as np
+
+        found: dict[str, list[float]] = {}
+        unique = list(dict.fromkeys(ids))
+        for start in range(0, len(unique), IDS_PER_SELECT):
+            part = unique[start : start + IDS_PER_SELECT]
+            marks = ",".join("?" * len(part))
+            query = f"SELECT record_id, vector FROM prompt_vectors WHERE record_id IN ({marks})"
+            for record_id, blob in self._read(query, part):
+                if len(blob) == 4 * self.embedder.dimensions:
+                    found[record_id] = np.frombuffer(blob, dtype=np.float32).tolist()
+        return found
+
     def similarities(self, ids: Sequence[str], queries: Sequence[Sequence[float]]) -> dict[str, list[float]]:
         """Each id's best cosine with each query vector over its prompt vector and its passages,
         in one read per table; ids without any are left out (an exchange written a moment ago by

@@ -88,6 +88,9 @@ class MemoryStore:
         # Derived files that cannot be written (read-only, another user's, a full disk): what is
         # stored goes to Chroma, and they catch up once they can be written (`derived_failed`).
         self.lagging: dict[str, str] = {}
+        # Whether a write links the earlier exchanges it may update (ocat.memory.versions.finder;
+        # the setting memory.link_versions).
+        self.link_versions = True
         if not check_derived:
             self.lexical = LexicalIndex(":memory:")
             self.prompts = PromptVectors(":memory:", embedder)

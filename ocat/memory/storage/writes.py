@@ -17,6 +17,7 @@ from ocat.memory.storage.batches import Row, batches, unique_by_id
 from ocat.memory.storage.derived import DerivedFileError
 from ocat.memory.storage.prompt_vectors import Sides, other_sides, split_sides
 from ocat.memory.storage.thread_titles import carry_titles
+from ocat.memory.versions.finder import link_versions
 from ocat.records import Exchange, RecordKind, searched_text
 
 if TYPE_CHECKING:
@@ -163,6 +164,8 @@ def _write(
         store.lexical.add(kind, rows)
     except DerivedFileError as exc:
         store.derived_failed(exc)
+    if kind == "exchange" and not replace and store.link_versions:
+        link_versions(store, rows, vectors, [s[0] for s in sides] if len(sides) == len(rows) else [None] * len(rows))
 
 
 def mark_documents(store: MemoryStore, documents: Iterable[str], marks: Mapping[str, Any]) -> int:

@@ -1,0 +1,236 @@
+"""Finding, when exchanges are written, the earlier ones they may update: same subject, a value that differs.
+
+Local and model-free, so an import of thousands of exchanges pays little for it (bench/import_history.py):
+for each new exchange, the nearest earlier exchanges by meaning (its vector and its prompt's, one
+Chroma call for a whole batch) are compared with it by the values their prompts state
+(ocat.memory.versions.values). An earlier exchange from another session that is close enough
+(SUBJECT, within the first CANDIDATES) and states a value of a type the new one states
+differently ("850 mg" then "1000 mg", "Telhados Mira" then "Rui Faria") is linked: its metadata
+gets `updated_by` (ocat.records.UPDATED_BY_KEY) with the evidence in words. A link goes to the
+newest version already known of that fact (an older one already updated is followed forward),
+and a new exchange that only repeats the newest value links nothing.
+
+Only the user's prompt is compared: it is what the user says is so; an answer restates,
+suggests and computes values of its own. An exchange of the same session is never linked to:
+there a second value is more of the same plan ("30% upfront") than a change. The constants
+were fitted on changing-dev by cross-validation over its months (docs/RETRIEVAL.md, "Facts that
+change"); a wrong link costs a memory shown with its newer neighbour, and `/unlink` undoes it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
+
+from ocat.memory.versions.values import Statement, Value, statements
+from ocat.records import UPDATE_EVIDENCE_KEY, UPDATE_HOW_KEY, UPDATED_BY_KEY, UPDATES_KEY
+
+if TYPE_CHECKING:
+    from ocat.memory.storage.store import MemoryStore
+
+logger = logging.getLogger(__name__)
+# How close in meaning an earlier exchange must be to be a version of the same fact: the better
+# of the two prompts' cosine and 0.9 x the exchanges' cosine (an exchange's vector is mostly its
+# answer's, so it counts for less).
+SUBJECT = 0.50
+EXCHANGE_WEIGHT = 0.9
+# How many of the nearest earlier exchanges are compared: a change names one fact, and the
+# versions of that fact are nearly always the nearest or the next (changing-dev: 41 of 43).
+CANDIDATES = 2
+# How many neighbours Chroma is asked for, per vector: enough to find CANDIDATES once later
+# exchanges and the same session's are set aside.
+NEIGHBOURS = 12
+# How far a chain of versions is followed forward (a guard: links never make a circle).
+MAX_CHAIN = 16
+# Types compared: a name differs between any two mentions of people; it counts only beside a
+# shared subject word, as every value does (see `_changed`).
+SEPARATOR = ","
+
+
+@dataclass(frozen=True)
+class Link:
+    """`older` may be updated by `newer`: the evidence says which values changed."""
+
+    older: str
+    newer: str
+    evidence: str
+
+
+@dataclass(frozen=True)
+class _Written:
+    id: str
+    prompt: str
+    timestamp: float
+    session: str
+
+
+def newer_ids(metadata: Mapping[str, Any] | None) -> list[str]:
+    """The ids a record's metadata says may update it (`updated_by`, several comma-separated)."""
+    value = (metadata or {}).get(UPDATED_BY_KEY)
+    return [i for i in str(value).split(SEPARATOR) if i] if isinstance(value, str) else []
+
+
+def link_versions(
+    store: MemoryStore, rows: Sequence[tuple[str, str, Mapping[str, Any]]],
+    vectors: Sequence[Sequence[float]], prompt_vectors: Sequence[Sequence[float] | None],
+) -> int:
+    """Find and store the links to exchanges just written (`find_links`, `record_links`); how
+    many. A finder that fails costs the write nothing: the exchanges are stored, unlinked."""
+    try:
+        links = find_links(store, rows, vectors, prompt_vectors)
+        record_links(store, links)
+    except Exception as exc:
+        logger.warning("versions were not linked: %s", exc)
+        return 0
+    return len(links)
+
+
+def find_links(
+    store: MemoryStore, rows: Sequence[tuple[str, str, Mapping[str, Any]]],
+    vectors: Sequence[Sequence[float]], prompt_vectors: Sequence[Sequence[float] | None],
+) -> list[Link]:
+    """The links from earlier exchanges to these just written (rows as written: id, text,
+    metadata; with their vectors and their prompts' vectors), oldest new exchange first."""
+    written = [_Written(r[0], str(r[2].get("user_prompt") or ""), _time(r[2]), str(r[2].get("session_id") or ""))
+               for r in rows]
+    queries = [list(v) for v in vectors] + [list(p) for p in prompt_vectors if p is not None]
+    near = store.nearest("exchange", queries, NEIGHBOURS)
+    found: dict[str, float] = {}
+    for hits in near:
+        found.update(hits)
+    known = _read(store, list(found))
+    prompt_of = {i: list(p) for i, p in zip((r[0] for r in rows), prompt_vectors) if p is not None}
+    prompts_alike = store.prompts.similarities(list(known), list(prompt_of.values())) if prompt_of else {}
+    columns = {i: n for n, i in enumerate(prompt_of)}
+    links: list[Link] = []
+    later: dict[str, list[str]] = defaultdict(list)  # links made in this write, older -> newer
+    for position, new in sorted(enumerate(written), key=lambda p: p[1].timestamp):
+        scored = []
+        for older, record in known.items():
+            if record.timestamp >= new.timestamp or record.session == new.session or older == new.id:
+                continue
+            alike = EXCHANGE_WEIGHT * max(near[position].get(older, 0.0), 0.0)
+            if new.id in columns and older in prompts_alike:
+                alike = max(alike, prompts_alike[older][columns[new.id]])
+            scored.append((alike, older))
+        scored.sort(reverse=True)
+        for alike, older in scored[:CANDIDATES]:
+            if alike < SUBJECT:
+                break
+            head = _newest(store, older, known, later, new)
+            if head is None:
+                continue
+            evidence = changed(known[head].prompt, new.prompt)
+            if evidence:
+                links.append(Link(head, new.id, evidence))
+                later[head].append(new.id)
+        known[new.id] = _Record(new.prompt, new.timestamp, new.session, [])
+    return links
+
+
+def changed(older: str, newer: str) -> str:
+    """The evidence that `newer` states a value of `older`'s subject differently ("850 mg → 1000
+    mg"), or "" when it does not (another subject, or the same values again)."""
+    said_before = {v for s in statements(older) for v in s.values}
+    said_after = {v for s in statements(newer) for v in s.values}
+    for new in statements(newer):
+        for old in statements(older):
+            if new.words & old.words:
+                said = _difference(old, new, said_before, said_after, older.lower(), newer.lower())
+                if said:
+                    return said
+    return ""
+
+
+def _difference(
+    old: Statement, new: Statement, said_before: set[Value], said_after: set[Value], older: str, newer: str
+) -> str:
+    """Words for the first type of value both sentences state, where the newer says a value the
+    older text never said. A name counts only when each side's is absent from the other text
+    (a name at a sentence's start is not read as one; "Tasca's" is "Tasca")."""
+    for kind in sorted({v.kind for v in new.values} & {v.kind for v in old.values}):
+        fresh = sorted((v for v in new.values if v.kind == kind and v not in said_before
+                        and not (kind == "name" and _named_in(v, older))), key=lambda v: v.said)
+        before = sorted((v for v in old.values if v.kind == kind and v not in said_after
+                         and not (kind == "name" and _named_in(v, newer))), key=lambda v: v.said)
+        if fresh and (before or kind != "name"):
+            return f"{', '.join(v.said for v in before) or '(not said)'} → {', '.join(v.said for v in fresh)}"
+    return ""
+
+
+def _named_in(value: Value, text: str) -> bool:
+    """Whether a name (or its first word) appears in a text, in any case."""
+    words = value.text.split()
+    return bool(words) and (value.text in text or words[0] in text)
+
+
+@dataclass
+class _Record:
+    prompt: str
+    timestamp: float
+    session: str
+    newer: list[str]
+
+
+def _time(metadata: Mapping[str, Any]) -> float:
+    value = metadata.get("timestamp")
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0.0
+
+
+def _read(store: MemoryStore, ids: Sequence[str]) -> dict[str, _Record]:
+    """What the finder needs of stored exchanges: prompt, time, session, newer versions."""
+    got = store.fetch("exchange", list(ids), vectors=False)
+    return {
+        i: _Record(str(m.get("user_prompt") or ""), _time(m), str(m.get("session_id") or ""), newer_ids(m))
+        for i, m in zip(got["ids"], got["metadatas"]) if m
+    }
+
+
+def _newest(
+    store: MemoryStore, older: str, known: dict[str, _Record], later: Mapping[str, list[str]], new: _Written
+) -> str | None:
+    """The newest version of `older`'s fact written before `new` (following links forward; the
+    latest of several), or None when `new` already is one of them."""
+    at = older
+    for _ in range(MAX_CHAIN):
+        after = [i for i in known[at].newer + later.get(at, []) if i != at]
+        missing = [i for i in after if i not in known]
+        if missing:
+            known.update(_read(store, missing))
+        after = [i for i in after if i in known and known[i].timestamp < new.timestamp]
+        if new.id in known[at].newer + later.get(at, []):
+            return None
+        if not after:
+            return at
+        at = max(after, key=lambda i: known[i].timestamp)
+    return at
+
+
+def record_links(store: MemoryStore, links: Sequence[Link]) -> None:
+    """Store found links on both sides: the older exchange's `updated_by` and the newer's
+    `updates` (each added to the ids it already names), in one Chroma write."""
+    if not links:
+        return
+    ends = list(dict.fromkeys([link.older for link in links] + [link.newer for link in links]))
+    got = store.fetch("exchange", ends, vectors=False, texts=True)
+    stored = {i: dict(m or {}) for i, m in zip(got["ids"], got["metadatas"])}
+    marks: dict[str, dict[str, Any]] = {}
+    for link in links:
+        if link.older not in stored or link.newer not in stored:
+            continue
+        older = marks.setdefault(link.older, {})
+        older[UPDATED_BY_KEY] = _joined(older.get(UPDATED_BY_KEY, stored[link.older].get(UPDATED_BY_KEY)), link.newer)
+        older[UPDATE_EVIDENCE_KEY] = link.evidence
+        older[UPDATE_HOW_KEY] = stored[link.older].get(UPDATE_HOW_KEY) or "found"
+        newer = marks.setdefault(link.newer, {})
+        newer[UPDATES_KEY] = _joined(newer.get(UPDATES_KEY, stored[link.newer].get(UPDATES_KEY)), link.older)
+    if marks:
+        store.collection("exchange").update(ids=list(marks), metadatas=list(marks.values()))
+
+
+def _joined(ids: Any, more: str) -> str:
+    """A comma-separated list of ids (None or a non-string: none) with one more (once)."""
+    named = ids.split(SEPARATOR) if isinstance(ids, str) else []
+    return SEPARATOR.join(dict.fromkeys([i for i in named if i] + [more]))

@@ -1,0 +1,167 @@
+"""Following links forward at retrieval: an outdated version is never given alone.
+
+When a memory admitted by the gate may have been updated (its `updated_by` names newer
+versions: ocat.memory.versions.finder, `/supersede`, the model's `remember(replaces=...)`), the
+newest versions of its fact come with it, marked `newest_of` (ocat.records.SearchHit), even when
+they alone would sit under the gate: the model then reads the old value beside the new one, and
+is told which is newer (docs/memory.md, "Facts that change"). A question about the past still
+gets the old version: nothing is taken away, only the newest added.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, Collection, Sequence
+
+from ocat.memory.versions.finder import MAX_CHAIN, newer_ids
+from ocat.memory.retrieval.neighbours import Candidate
+from ocat.records import SUPERSEDED_KEY, UPDATES_KEY, SearchHit
+
+if TYPE_CHECKING:
+    from ocat.memory.storage.scoring import Calibration
+    from ocat.memory.storage.store import MemoryStore
+
+# How many newer versions one memory brings, newest first: the newest and the one before it
+# (see `_leaves`), or the newest of two lines of versions (an exchange that told two facts).
+MAX_NEWEST = 2
+
+
+def with_newest(
+    store: MemoryStore, hits: Sequence[SearchHit], *, exclude_ids: Collection[str] = (),
+    where: dict[str, Any] | None = None,
+) -> list[SearchHit]:
+    """`hits` (one kind's, best first) with the newest versions of each admitted hit that has
+    newer ones, each placed right after it and marked `newest_of`."""
+    older = [h for h in hits if h.admitted and _newer(h.metadata)]
+    if not older:
+        return list(hits)
+    kind = older[0].kind
+    times: dict[str, float] = {}
+    newest = {h.id: _leaves(store, kind, h.id, _newer(h.metadata), times) for h in older}
+    shown = {h.id for h in hits if h.admitted} | set(exclude_ids)
+    wanted = {h.id: [i for i in sorted(ids, key=lambda i: -times.get(i, 0.0)) if i not in shown][:MAX_NEWEST]
+              for h, ids in ((h, newest[h.id]) for h in older)}
+    listed = {h.id: h for h in hits}
+    missing = sorted({i for ids in wanted.values() for i in ids if i not in listed})
+    read = store.fetch(kind, missing, where=where, vectors=False) if missing else {"ids": []}
+    records = {i: (t or "", dict(m or {}))
+               for i, t, m in zip(read["ids"], read.get("documents", []), read.get("metadatas", []))}
+    # Each newer version is given once, right after the first older one that brings it (a
+    # listed one moves there from wherever it was ranked).
+    bringer: dict[str, str] = {}
+    for hit in hits:
+        for newer in wanted.get(hit.id, []):
+            if newer in listed or newer in records:
+                bringer.setdefault(newer, hit.id)
+    result: list[SearchHit] = []
+    for hit in hits:
+        if hit.id in bringer:
+            continue
+        result.append(hit)
+        for newer in wanted.get(hit.id, []):
+            if bringer.get(newer) != hit.id:
+                continue
+            rank = (hit.score if hit.rank is None else hit.rank) - 1e-9
+            if newer in listed:
+                result.append(replace(listed[newer], newest_of=hit.id, rank=rank, beyond=False))
+            elif newer in records:
+                text, metadata = records[newer]
+                result.append(SearchHit(id=newer, kind=kind, score=hit.score, text=text, metadata=metadata,
+                                        threshold=hit.threshold, newest_of=hit.id, rank=rank))
+    return result
+
+
+def _newer(metadata: dict[str, Any]) -> list[str]:
+    """The newer versions a record's metadata names: found or certain links, and a note's replacement."""
+    ids = newer_ids(metadata)
+    replaced = metadata.get(SUPERSEDED_KEY)
+    return ids + [replaced] if isinstance(replaced, str) and replaced and replaced not in ids else ids
+
+
+def _leaves(store: MemoryStore, kind: str, start: str, first: list[str], times: dict[str, float]) -> list[str]:
+    """The newest versions reached from `start` by following links forward: those with no newer
+    one, and the version before each. A wrong link at the end of a chain (a new subject taken
+    for a new value) then still brings the fact's true newest version."""
+    leaves: list[str] = []
+    seen = {start}
+    before: dict[str, str] = {}
+    frontier = [i for i in first if i not in seen]
+    for i in frontier:
+        before[i] = start
+    for _ in range(MAX_CHAIN):
+        if not frontier:
+            break
+        seen.update(frontier)
+        got = store.fetch(kind, frontier, vectors=False)  # type: ignore[arg-type]
+        following: list[str] = []
+        for i, metadata in zip(got["ids"], got["metadatas"]):
+            metadata = dict(metadata or {})
+            times[i] = _time(metadata)
+            after = [n for n in _newer(metadata) if n not in seen]
+            for n in after:
+                before.setdefault(n, i)
+            if after:
+                following.extend(after)
+            else:
+                leaves.append(i)
+        frontier = list(dict.fromkeys(following))
+    second = [before[i] for i in leaves if before.get(i, start) != start]
+    return list(dict.fromkeys(leaves + second))
+
+
+# How much more the version a question wants scores (z) than the best other version of its fact
+# found with it: two versions of one fact near a question say the question is about that fact;
+# the newer is the one to give, or the older when the question asks about the past (`asks_for_past`).
+# Fitted with bench/recall_changing.py --folds (docs/RETRIEVAL.md, "Facts that change").
+VERSION_LIFT = 0.1
+# Words that ask about an earlier state of things: "what did the first quote come to", "where
+# were we originally going", "what did I use to take", "before we switched".
+_PAST = re.compile(
+    r"\b(first|originally|original|initially|initial|used to|use to|before|previous|previously|earlier|"
+    r"at the start|to begin with|former|formerly|last time|had been|was going to|were going to|"
+    r"supposed to|why did|why was|why were|switch(?:ed)?)\b", re.I)
+# Words that ask for how things are now, whatever else the question says ("the price we settled
+# on before the work started" is today's price).
+_NOW = re.compile(
+    r"\b(now|currently|current|at the moment|these days|nowadays|in the end|ended up|end up|final|finally|"
+    r"latest|newest|anymore|any more|today|still|after the change|after all)\b", re.I)
+
+
+def asks_for_past(question: str) -> bool:
+    """Whether a question asks about an earlier version of something (then the older version of
+    a fact is lifted, not the newer)."""
+    return bool(_PAST.search(question)) and not _NOW.search(question)
+
+
+def lift_versions(
+    ranked: Sequence[Candidate], records: dict[str, tuple[str, dict[str, Any]]], judged: Calibration,
+    *, past: bool = False, lift: float | None = None,
+) -> list[Candidate]:
+    """`ranked` with each version found beside another of its fact scored at least as that one
+    plus `lift`: the newer of the two (oldest first, so a lift carries along a chain), or the
+    older when the question asks about the past; ranked again."""
+    lift = VERSION_LIFT if lift is None else lift
+    z = {c.id: c.z for c in ranked}
+    changed = False
+    by_time = sorted((c for c in ranked if c.id in records), key=lambda c: _time(records[c.id][1]), reverse=past)
+    for c in by_time:
+        others = _newer(records[c.id][1]) if past else _older(records[c.id][1])
+        found = [z[i] for i in others if i in z]
+        if found and max(found) + lift > z[c.id]:
+            z[c.id] = max(found) + lift
+            changed = True
+    if not changed:
+        return list(ranked)
+    lifted = [Candidate(c.id, judged.relevance_of(z[c.id]), z[c.id], c.source) if z[c.id] != c.z else c for c in ranked]
+    return sorted(lifted, key=lambda c: c.rank, reverse=True)
+
+
+def _older(metadata: dict[str, Any]) -> list[str]:
+    value = metadata.get(UPDATES_KEY)
+    return [i for i in value.split(",") if i] if isinstance(value, str) else []
+
+
+def _time(metadata: dict[str, Any]) -> float:
+    stamp = metadata.get("timestamp", metadata.get("date_added", 0.0))
+    return float(stamp) if isinstance(stamp, (int, float)) else 0.0

@@ -1,0 +1,217 @@
+"""Facts that change: the values a text states, the links found when exchanges are written, and
+retrieval that follows them forward (docs/memory.md, "Facts that change")."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ocat.memory.retrieval.neighbours import Candidate
+from ocat.memory.retrieval.given import within_budget
+from ocat.memory.versions.finder import Link, changed, newer_ids, record_links
+from ocat.memory.versions.follow import asks_for_past, lift_versions, with_newest
+from ocat.memory.versions.values import Value, statements
+from ocat.records import UPDATE_EVIDENCE_KEY, UPDATE_HOW_KEY, UPDATES_KEY, Exchange, SearchHit
+
+DAY = 86_400.0
+
+
+def values_of(text: str) -> set[tuple[str, str]]:
+    return {(v.kind, v.text) for s in statements(text) for v in s.values}
+
+
+def test_a_value_is_typed_and_said_the_same_however_it_is_written() -> None:
+    assert Value("date", "04-14") in {v for s in statements("We start on 14 April.") for v in s.values}
+    assert values_of("We start on April 14th.") == values_of("We start on 14 April.")
+    assert ("mg", "850") in values_of("Metformin is 850 mg twice daily now.")
+    assert ("money", "15800") in values_of("The quote is €15,800 all in.")
+    assert ("time", "07:05") in values_of("The flight leaves at 7:05 from Lisbon.")
+    # A year before a name is no quantity of that name.
+    assert not any(kind == "volvo" for kind, _ in values_of("We sell our 2011 Volvo."))
+
+
+def test_the_same_subject_with_a_different_value_is_a_change() -> None:
+    evidence = changed("My doctor put me on metformin 500 mg twice daily.",
+                       "The doctor raised my metformin to 850 mg twice daily.")
+    assert evidence == "500 mg → 850 mg"
+    assert changed("The roofer starts on 3 March.", "Rain again: the roofer now starts on 28 April.") \
+        == "3 March → 28 April"
+
+
+def test_saying_the_same_value_again_is_no_change() -> None:
+    assert changed("The doctor raised my metformin to 850 mg twice daily.",
+                   "Packing for Utrecht: metformin 850 mg twice daily, enough for two weeks.") == ""
+
+
+def test_near_duplicates_of_different_subjects_are_no_change() -> None:
+    # "200 g" of flour and "170 g" of dog food share a unit and no subject.
+    assert changed("Broa: 400 g corn flour and 200 g wheat flour, baked at 230 °C.",
+                   "Tejo the dog now gets 170 g of food a day.") == ""
+    assert changed("Physio is on Tuesdays at 9:30.", "The Repair Café meets on Saturdays at 10:00.") == ""
+
+
+def exchange(prompt: str, day: float, session: str, thread: str = "t") -> Exchange:
+    return Exchange(user_prompt=prompt, assistant_response="Noted.", thread_id=thread, session_id=session,
+                    timestamp=1_735_700_000.0 + day * DAY)
+
+
+def stored(store: Any, exchange_id: str) -> dict[str, Any]:
+    got = store.fetch("exchange", [exchange_id], vectors=False)
+    return dict(got["metadatas"][0] or {})
+
+
+@pytest.mark.slow
+def test_a_write_links_the_earlier_version_it_updates_with_the_real_model(real_store: Any) -> None:
+    """Same subject and another value: linked both ways, with the evidence. A restatement of the
+    newest value, another subject, and a change said in the same session link nothing."""
+    first = exchange("My doctor put me on metformin 500 mg twice daily for the diabetes.", 0, "s1")
+    same_session = exchange("Actually she said metformin 1000 mg twice daily from next week.", 0.01, "s1")
+    dog = exchange("Tejo the dog eats 200 g of kibble a day; the vet is happy with him.", 1, "s2")
+    raised = exchange("The doctor raised my metformin to 850 mg twice daily for the diabetes.", 30, "s3")
+    again = exchange("Packing list: metformin 850 mg twice daily, enough for the whole trip.", 40, "s4")
+    real_store.add_exchanges([first, same_session, dog])
+    real_store.add_exchanges([raised])
+    real_store.add_exchanges([again])
+    older = stored(real_store, first.exchange_id)
+    assert raised.exchange_id in newer_ids(older)
+    assert older[UPDATE_EVIDENCE_KEY].endswith("→ 850 mg") and older[UPDATE_HOW_KEY] == "found"
+    assert first.exchange_id in stored(real_store, raised.exchange_id)[UPDATES_KEY]
+    assert newer_ids(stored(real_store, raised.exchange_id)) == []  # "again" restates it
+    assert newer_ids(stored(real_store, dog.exchange_id)) == []
+    assert same_session.exchange_id not in newer_ids(older)
+
+
+def test_a_write_without_linking_links_nothing(store: Any) -> None:
+    store.link_versions = False
+    first = exchange("metformin 500 mg twice daily", 0, "s1")
+    store.add_exchanges([first, exchange("metformin 850 mg twice daily", 30, "s2")])
+    assert newer_ids(stored(store, first.exchange_id)) == []
+
+
+def hit(record: Exchange, score: float, threshold: float = 0.65, **changes: Any) -> SearchHit:
+    return SearchHit(id=record.exchange_id, kind="exchange", score=score, text=record.text,
+                     metadata=record.to_metadata(), threshold=threshold, rank=score, **changes)
+
+
+def stored_hit(store: Any, record: Exchange, score: float) -> SearchHit:
+    """A hit as retrieval makes it: with the metadata the store holds (its links)."""
+    return replace_metadata(hit(record, score), stored(store, record.exchange_id))
+
+
+def chain(store: Any, *prompts: str) -> list[Exchange]:
+    """Exchanges written a month apart, each linked to the next."""
+    records = [exchange(p, 30 * n, f"s{n}") for n, p in enumerate(prompts)]
+    store.link_versions = False
+    store.add_exchanges(records)
+    record_links(store, [Link(a.exchange_id, b.exchange_id, "x → y") for a, b in zip(records, records[1:])])
+    return records
+
+
+def test_an_admitted_old_version_brings_its_newest_and_the_one_before(store: Any) -> None:
+    old, middle, newest = chain(store, "dose 500 mg", "dose 850 mg", "dose 1000 mg")
+    found = with_newest(store, [stored_hit(store, old, 0.8)])
+    assert [h.id for h in found] == [old.exchange_id, newest.exchange_id, middle.exchange_id]
+    assert all(h.admitted for h in found)
+    assert {h.newest_of for h in found[1:]} == {old.exchange_id}
+    # A newer version under the gate in the same list is given as the newest, not listed twice.
+    found = with_newest(store, [stored_hit(store, old, 0.8), stored_hit(store, newest, 0.3)])
+    assert [h.id for h in found].count(newest.exchange_id) == 1
+    assert next(h for h in found if h.id == newest.exchange_id).admitted
+
+
+def test_an_old_version_under_the_gate_brings_nothing(store: Any) -> None:
+    old, _ = chain(store, "dose 500 mg", "dose 850 mg")
+    assert [h.id for h in with_newest(store, [stored_hit(store, old, 0.3)])] == [old.exchange_id]
+
+
+def test_an_old_version_whose_newest_does_not_fit_the_budget_is_not_given_alone(store: Any) -> None:
+    old, newest = chain(store, "dose 500 mg", "dose 850 mg " + "word " * 400)
+    found = with_newest(store, [stored_hit(store, old, 0.8)])
+    assert [h.id for h in within_budget(found, 10_000)] == [old.exchange_id, newest.exchange_id]
+    assert within_budget(found, 50) == []
+
+
+def test_the_newer_version_is_lifted_and_the_older_when_the_question_asks_for_the_past() -> None:
+    judged = _identity_calibration()
+    old = exchange("dose 500 mg", 0, "s1")
+    new = exchange("dose 850 mg", 30, "s2")
+    records = {
+        old.exchange_id: ("", old.to_metadata() | {"updated_by": new.exchange_id}),
+        new.exchange_id: ("", new.to_metadata() | {UPDATES_KEY: old.exchange_id}),
+    }
+    ranked = [Candidate(old.exchange_id, 0.9, 0.9), Candidate(new.exchange_id, 0.5, 0.5)]
+    now = lift_versions(ranked, records, judged, lift=0.1)
+    assert [c.id for c in now] == [new.exchange_id, old.exchange_id]
+    assert now[0].z == pytest.approx(1.0)
+    ranked = [Candidate(new.exchange_id, 0.9, 0.9), Candidate(old.exchange_id, 0.5, 0.5)]
+    then = lift_versions(ranked, records, judged, past=True, lift=0.1)
+    assert then[0].id == old.exchange_id
+
+
+def _identity_calibration() -> Any:
+    class Same:
+        def relevance_of(self, z: float) -> float:
+            return z
+
+    return Same()
+
+
+@pytest.mark.parametrize(("question", "past"), [
+    ("what dose of metformin am I on now?", False),
+    ("what did the very first roof quote come to?", True),
+    ("who were we originally going to hire?", True),
+    ("what did I use to take for blood pressure?", True),
+    ("what price did we settle on before the work started, in the end?", False),
+    ("how much does Tejo eat?", False),
+])
+def test_a_question_about_the_past_is_told_from_one_about_now(question: str, past: bool) -> None:
+    assert asks_for_past(question) is past
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(links=st.lists(st.tuples(st.integers(0, 5), st.integers(0, 5)), max_size=8),
+       scores=st.lists(st.floats(0.0, 1.0), min_size=6, max_size=6))
+def test_following_links_never_drops_a_memory_that_passed_the_gate(
+    tmp_path_factory: pytest.TempPathFactory, links: list[tuple[int, int]], scores: list[float]
+) -> None:
+    from ocat.memory import MemoryStore, StoreLocation
+    from tests.support.fakes import FakeEmbedder
+
+    store = MemoryStore.open(StoreLocation(path=tmp_path_factory.mktemp("s") / "s"), FakeEmbedder(), name="p")
+    try:
+        store.link_versions = False
+        records = [exchange(f"fact {n} value {n}", n, f"s{n}") for n in range(6)]
+        store.add_exchanges(records)
+        # Any links, circles included (a user's /supersede may make one): never loops, never drops.
+        record_links(store, [Link(records[a].exchange_id, records[b].exchange_id, "e") for a, b in links if a != b])
+        hits = [hit(r, s) for r, s in zip(records, scores)]
+        hits = [replace_metadata(h, stored(store, h.id)) for h in hits]
+        before = {h.id for h in hits if h.admitted}
+        after = with_newest(store, hits)
+        assert before <= {h.id for h in after if h.admitted}
+        assert len({h.id for h in after}) == len(after)
+    finally:
+        store.close()
+
+
+def replace_metadata(found: SearchHit, metadata: dict[str, Any]) -> SearchHit:
+    from dataclasses import replace
+
+    return replace(found, metadata=metadata)
+
+
+def test_the_bench_reads_the_sets_links(tmp_path: Path) -> None:
+    """bench/recall_changing.py's gold links come from the set's README table (skipped without it)."""
+    import sys
+
+    folder = Path(__file__).resolve().parents[2] / "shared" / "eval" / "changing-dev"
+    if not folder.exists():
+        pytest.skip("../shared/eval/changing-dev is not here")
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+    from recall_changing import gold_links
+
+    assert len(gold_links(folder)) >= 40
