@@ -34,6 +34,8 @@ from tests.support.fakes import FakeLLMServer, serving  # noqa: E402
 
 PICTURES = REPO / "docs" / "screenshots"
 SIZE = (100, 30)
+# How long a step may take on a busy machine (a test run beside others) before it is a failure.
+WAIT = 60.0
 MODEL = "openai/gpt-4o-mini"  # what the header names; the fake server answers for it
 
 # The sample store: earlier conversations (thread, then prompt and answer pairs), one a day
@@ -111,8 +113,9 @@ def steady_clock() -> None:
 
 
 def make_app(server: FakeLLMServer, folder: Path, **overrides: Any) -> Any:
-    """The full-screen chat as `ocat` opens it, answering through the fake server, with the
-    tests' MCP fixture server as the config's `notes` server (its note file in `folder`)."""
+    """The sample store filled, then the full-screen chat as `ocat` opens it on that store,
+    answering through the fake server, with the tests' MCP fixture server as the config's
+    `notes` server (its note file in `folder`)."""
     from ocat.chat.session import ChatSession
     from ocat.config.loading import load_settings
     from ocat.mcp_client.config import parse_servers
@@ -147,13 +150,13 @@ async def browser(app: Any, pilot: Any, server: FakeLLMServer) -> None:
 
     app.query_one(PromptInput).text = "/memory kitchen"
     await pilot.press("enter")
-    await wait_for(pilot, lambda: isinstance(app.screen, MemoryBrowser), "the browser opens")
+    await wait_for(pilot, lambda: isinstance(app.screen, MemoryBrowser), "the browser opens", seconds=WAIT)
     screen = app.screen
-    await wait_for(pilot, lambda: screen.entries, "the search's listing", seconds=30)
+    await wait_for(pilot, lambda: screen.entries, "the search's listing", seconds=WAIT)
     await pilot.press("tab")  # on to the list: the footer shows what its keys do
-    await wait_for(pilot, lambda: isinstance(app.focused, EntryList), "the list focused")
+    await wait_for(pilot, lambda: isinstance(app.focused, EntryList), "the list focused", seconds=WAIT)
     first = screen.entries[0].title.split("…")[0][:30]
-    await wait_for(pilot, lambda: first in screen.query_one("#browser-text", Markdown).source, "the preview")
+    await wait_for(pilot, lambda: first in screen.query_one("#browser-text", Markdown).source, "the preview", seconds=WAIT)
     await app.workers.wait_for_complete()
     await pilot.pause()
 
@@ -169,11 +172,11 @@ async def consent(app: Any, pilot: Any, server: FakeLLMServer) -> None:
                      "Saved to your notes."]
     app.query_one(PromptInput).text = "add the kitchen decision to my notes"
     await pilot.press("enter")
-    await wait_for(pilot, lambda: isinstance(app.screen, ConsentDialog), "the consent dialog", seconds=60)
+    await wait_for(pilot, lambda: isinstance(app.screen, ConsentDialog), "the consent dialog", seconds=WAIT)
     dialog = app.screen
     # As the user sees it once it counts answers (ocat.ui.consent.ARMING_DELAY after it is painted).
     await wait_for(pilot, lambda: dialog.armed and app.focused is not None and app.focused.id == "n",
-                   "the dialog armed, No focused", seconds=10)
+                   "the dialog armed, No focused", seconds=WAIT)
     await pilot.pause()
 
 
