@@ -195,7 +195,21 @@ async def picture(scene: Scene, folder: Path, **overrides: Any) -> tuple[str, st
         async with app.run_test(size=SIZE) as pilot:
             await memory_ready(app, pilot)
             await scene(app, pilot, server)
-            return app.export_screenshot(title="ocat"), screen_text(app)
+            drawn = app.export_screenshot(title="ocat"), screen_text(app)
+            await finish(app, pilot)
+            return drawn
+
+
+async def finish(app: Any, pilot: Any) -> None:
+    """Leave as a user would: say no to a question still open, and let the turn end (a turn
+    cut off at exit leaves its HTTP stream to be closed by a loop that is gone)."""
+    from ocat.ui.consent import ConsentDialog
+
+    if isinstance(app.screen, ConsentDialog):
+        await pilot.press("n")
+    if app.turn is not None:
+        await app.turn.wait()
+    await pilot.pause()
 
 
 SCENES: dict[str, tuple[Scene, dict[str, Any]]] = {
