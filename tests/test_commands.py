@@ -36,7 +36,7 @@ def test_vstats_shows_the_config_path_documents_and_chunks_and_what_the_floor_is
     shown = dict(run_command(session, "/vstats").rows)
     assert shown["documents"] == "1" and int(shown["document_chunks"]) > 1
     assert shown["floor"] == "not measured yet" and shown["floor_raise"] == "0.0"
-    # No user file: where one would be read from. The README says /vstats shows the config path.
+    # No user file: where one would be read from. docs/chat.md says /vstats shows the config path.
     assert shown["config"] == f"none (the shipped defaults; yours would be {user_config_file()})".replace(
         str(Path.home()), "~")
     config = tmp_path / "config.yaml"

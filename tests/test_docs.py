@@ -130,7 +130,7 @@ def test_every_file_the_docs_name_exists() -> None:
     named = {
         (doc.name, path)
         for doc in DOC_FILES
-        for path in re.findall(r"`((?:tests|config|themes|bench)/[\w./-]+)`", doc.read_text(encoding="utf-8"))
+        for path in re.findall(r"`((?:tests|config|themes|bench|docs)/[\w./-]+)`", doc.read_text(encoding="utf-8"))
     }
     assert sorted((doc, path) for doc, path in named if not (REPO / path).exists()) == []
 
@@ -179,7 +179,7 @@ def _has(module: str, cls: str, name: str) -> bool:
     return hasattr(found, name) or re.search(rf"self\.{name}\s*[:=]", inspect.getsource(found)) is not None
 
 
-def test_the_readme_and_cli_md_explain_the_words_a_query_list_shows() -> None:
+def test_chat_md_and_cli_md_explain_the_words_a_query_list_shows() -> None:
     from ocat.operations.search import ADMITTED_LEGEND, reasons
     from ocat.records import SearchHit
 
@@ -189,10 +189,69 @@ def test_the_readme_and_cli_md_explain_the_words_a_query_list_shows() -> None:
     # One hit of each verdict, in the order a list shows them.
     words = reasons([hit("a", 0.95), hit("b", 0.30, context_of="a", with_admitted=True),
                      hit("c", 0.70, outranked=True), hit("d", 0.40), hit("e", 0.20, beyond=True)])
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    chat_md = (DOCS / "chat.md").read_text(encoding="utf-8")
     cli_md = _cli_doc()
     for said in words:
-        assert f"`{said}`" in readme, f"README.md does not explain {said!r}"
+        assert f"`{said}`" in chat_md, f"docs/chat.md does not explain {said!r}"
         assert f"`{said}`" in cli_md, f"docs/cli.md does not explain {said!r}"
     assert ADMITTED_LEGEND in cli_md
-    assert "they come first, in the chat's order" in readme
+    assert "they come first, in the chat's order" in chat_md
+
+
+# -- counts and lists the docs give, against the code (issue 49: "four tools" when there were eight) --
+
+_NUMBERS = {word: n for n, word in enumerate(
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen".split())}
+# `/word` at the start of a code span that is no slash command: paths and HTTP endpoints.
+_NOT_COMMANDS = {"tmp", "proc", "models", "name"}
+
+
+def _slash_commands() -> dict[str, str]:
+    """Every name and alias the slash command table answers to, with the command's own name."""
+    from ocat.commands import REGISTRY
+
+    return {key: entry.name for key, entry in REGISTRY.items()}
+
+
+def test_chat_md_lists_every_slash_command_and_alias_and_no_other() -> None:
+    text = (DOCS / "chat.md").read_text(encoding="utf-8").split("## Commands\n")[1].split("\n## ")[0]
+    rows = re.findall(r"^\| (`/.*?) \| ", text, flags=re.MULTILINE)
+    assert len(rows) > 20, "docs/chat.md's command table has changed form"
+    listed = {name for row in rows for name in re.findall(r"`/([a-z?]+)", row)}
+    known = _slash_commands()
+    assert sorted(set(known) - listed) == [], "add these commands (or aliases) to docs/chat.md's table"
+    assert sorted(listed - set(known)) == [], "docs/chat.md's table names commands ocat does not have"
+
+
+def test_every_slash_command_the_docs_name_exists() -> None:
+    known = _slash_commands()
+    named = {
+        (doc.name, name)
+        for doc in DOC_FILES
+        for name in re.findall(r"`/([a-z]+)[ `]", doc.read_text(encoding="utf-8"))
+    }
+    assert ("README.md", "tools") in named and ("README.md", "project") in named
+    assert sorted((doc, name) for doc, name in named if name not in known and name not in _NOT_COMMANDS) == []
+
+
+def test_the_number_of_tools_the_docs_give_ocat_mcp_is_the_servers() -> None:
+    served = len(_mcp_tools())
+    said = {
+        (doc.name, count)
+        for doc in DOC_FILES
+        for count in re.findall(rf"`ocat mcp`[^.]*?\b(\d+|{'|'.join(_NUMBERS)}) tools\b", doc.read_text(encoding="utf-8"))
+    }
+    assert {doc for doc, _ in said} >= {"README.md", "mcp.md"}, "the README and mcp.md no longer count the tools"
+    assert sorted((doc, count) for doc, count in said if _NUMBERS.get(count, count) not in (served, str(served))) == [], \
+        f"ocat mcp serves {served} tools"
+
+
+def test_ci_runs_the_readmes_test_command() -> None:
+    # .ci/run says it runs "exactly the README's test command": the README's Development section's
+    # first command line, and .ci/run's last (which adds only pip's --quiet).
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Development\n")[1].split("\n## ")[0]
+    command = re.findall(r"```bash\n(.*?)\n", section)[0]
+    assert "python -m pytest" in command, "the README's Development section no longer starts with the test command"
+    ci = (REPO / ".ci" / "run").read_text(encoding="utf-8").strip().splitlines()[-1]
+    assert ci.replace("pip install --quiet ", "pip install ") == command

@@ -1,6 +1,7 @@
 """The README's "Your first five minutes", run as written in a fresh home folder: its shell blocks
 are read from README.md, with made-up exports where the user's downloads would be, and the bare
-`ocat` line answered by a fake model through the line-mode chat (stdin is a pipe)."""
+`ocat` line answered by a fake model through the line-mode chat (stdin is a pipe). The shell
+block of its "Everyday commands" is run the same way."""
 
 from __future__ import annotations
 
@@ -120,3 +121,35 @@ def test_any_run_of_ocat_makes_its_config_folder(cli: Cli, isolated_home: Path) 
     run = cli("--wake", "--no-vector-store")
     assert run.returncode == 0, run.stderr
     assert folder.is_dir()
+
+
+EVERYDAY = "## Everyday commands"
+
+
+def test_the_readme_finds_the_everyday_shell_commands() -> None:
+    blocks = readme_blocks(EVERYDAY)
+    assert len(blocks) == 1, f"README.md should have one bash block under {EVERYDAY!r}"
+    lines = [line for line in blocks[0].splitlines() if line.strip()]
+    assert len(lines) >= 5 and all(line.startswith("ocat ") for line in lines), "each line is one ocat command"
+
+
+@pytest.mark.slow
+def test_the_everyday_shell_commands_work_as_written(tmp_path: Path, llm_server: FakeLLMServer) -> None:
+    # The section's block, line by line, in a fresh home holding the folders it names: the line
+    # mode answers the one prompt on stdin; every command must succeed.
+    home = tmp_path / "user"
+    for folder, note in (("notes", "The billing database is PostgreSQL 16."), ("work/notes", "Standup at 9:30.")):
+        (home / folder).mkdir(parents=True)
+        (home / folder / "decisions.md").write_text(f"# Decisions\n\n## Billing\n\n{note}\n", encoding="utf-8")
+    llm_server.reply = "Noted."
+    script = "set -euo pipefail\n" + readme_blocks(EVERYDAY)[0]
+    run = subprocess.run(["bash", "-c", script], input="which database for billing?\n", capture_output=True,
+                         text=True, env=fresh_environment(home, llm_server), cwd=home, timeout=600)
+    assert run.returncode == 0, f"the README's everyday commands failed:\n{run.stderr}"
+    assert "Traceback" not in run.stderr
+    assert run.stdout.startswith("Noted.\nNoted.\n")  # the line mode's answer, then --ask's
+    # The query found the line mode's exchange first, given to the model (`*`).
+    assert re.search(r" 1\. \d\.\d\d\* exchange", run.stdout) and "User: which database for billing" in run.stdout
+    assert run.stdout.count("Added 1 chunk from ") == 2  # each folder's note, in its own store
+    assert "created store work" in run.stderr
+    assert (home / "memory.jsonl").is_file()
