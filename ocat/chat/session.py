@@ -38,6 +38,11 @@ if TYPE_CHECKING:
     from ocat.tools import ToolSpec
 
 
+# How long a thread's first turn waits for memory still opening before its wake block is built
+# (without the recent threads, then, and built again on the next turn that has memory).
+WAKE_WAIT_SECONDS = 20.0
+
+
 def _current_folder() -> str:
     """The folder ocat was started in (home, when that folder has since been removed)."""
     try:
@@ -78,6 +83,8 @@ class ChatSession:
         # What the model knows at the start of this thread (ocat.operations.wake): built on its
         # first turn, given with every turn of it, and built again for the next thread.
         self.wake: WakeBlock | None = None
+        # The block was built while memory was still opening: the next turn with memory builds it again.
+        self.wake_without_memory = False
         # Long commands (/vdoc) report here, and stop at their next step when asked (ocat.progress).
         self.progress = CommandProgress()
         # Offer the model tools (ocat.tools); off for the rest of the session once the provider refuses them.
@@ -154,15 +161,24 @@ class ChatSession:
 
     def wake_block(self) -> WakeBlock | None:
         """This thread's wake block (built on first use; None when `memory.wake` is off). Memory
-        that is off or failing leaves its parts out: the profile is still read."""
+        that is off or failing leaves its parts out: the profile is still read.
+
+        The first turn waits for memory still opening, at most WAKE_WAIT_SECONDS, so its block is
+        the same sent at once or later; a block built without memory that was still opening (past
+        the wait, or during the model's first download) is built again on the first turn memory is on."""
         if not self.settings.memory.wake:
             return None
         if self.wake is None:
-            from ocat.operations.wake import build_wake  # noqa: PLC0415 - loads with the first turn
+            self.memory.opening.wait(WAKE_WAIT_SECONDS)
+        elif not (self.wake_without_memory and self.memory.model_available()):
+            return self.wake
+        from ocat.operations.wake import build_wake  # noqa: PLC0415 - loads with the first turn
 
-            store = self.memory.store if self.memory.model_available() else None
-            continuing = self.thread_id if self.history else None
-            self.wake = build_wake(self.settings, store, exclude_thread=continuing, project=self.scope().project)
+        available = self.memory.model_available()
+        store = self.memory.store if available else None
+        # This thread is sent as history, never listed as a recent one (a fork's first exchange is stored by now).
+        self.wake = build_wake(self.settings, store, exclude_thread=self.thread_id, project=self.scope().project)
+        self.wake_without_memory = not available and self.memory.error is None and self.settings.vector_store.enabled
         return self.wake
 
     def recall(self, prompt: str) -> Recall:
