@@ -148,14 +148,14 @@ class Turn:
                 except ToolsRefused:
                     if said:
                         raise
-                    self.tool_notes.append(self.session.tools_refused())
+                    self.tool_notes.append(self.session.refusals.all_tools(self.session.settings.llm))
                     box = None
                     self.steps -= 1
                     continue
                 except ToolRejected as rejected:  # one tool's definition: asked again without it
                     if said or box is None:
                         raise
-                    self.tool_notes.append(self.session.tool_rejected(rejected.tool, str(rejected)))
+                    self.tool_notes.append(self.session.refusals.one_tool(rejected.tool, str(rejected)))
                     box.drop(rejected.tool)
                     box = box or None
                     self.steps -= 1
