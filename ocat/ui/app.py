@@ -21,7 +21,7 @@ from textual import work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from ocat.logs import failure_text
 from ocat.chat.session import ChatSession
@@ -29,6 +29,7 @@ from ocat.text.terminal import count_of, printable, without_controls
 from ocat.ui.keys import default_keys, keymap
 from ocat.ui.command_view import CommandView
 from ocat.ui.conversation import Conversation
+from ocat.ui.footer import ChatFooter
 from ocat.ui.memory_view import MemoryState, MemoryStatus, MemoryView
 from ocat.ui.message_focus import ForkHere
 from ocat.ui.model_check import ModelCheck
@@ -101,7 +102,7 @@ class OcatApp(App[int]):
         yield Static("", id="status")
         yield CommandSuggestions(id="suggestions")
         yield PromptInput(id="prompt")
-        yield Footer()
+        yield ChatFooter()
         yield self.memory  # the components show nothing themselves
         yield self.commands
         yield self.model_check

@@ -39,6 +39,22 @@ def _padded(cells: Sequence[str], widths: Sequence[int]) -> str:
     return SEPARATOR.join(cell + " " * (width - cell_len(cell)) for cell, width in zip(cells, widths)).rstrip()
 
 
+def _packed(columns: Sequence[int], widths: Sequence[int], room: int) -> list[list[int]]:
+    """The columns in order, a line at a time, as many on a line as fit `room` side by side (at
+    80 columns /vquery's date fell off the end of one line, and "from" was cut)."""
+    lines: list[list[int]] = []
+    used = 0
+    for column in columns:
+        wanted = widths[column] + (len(SEPARATOR) if lines and lines[-1] else 0)
+        if lines and lines[-1] and used + wanted <= room:
+            lines[-1].append(column)
+            used += wanted
+        else:
+            lines.append([column])
+            used = widths[column]
+    return lines
+
+
 class FittedTable(DataTable[Text]):
     """A DataTable of untrusted cells (shown as plain text, controls escaped) in which column
     `fit` is as wide as the table's width allows, its cells cut to that width with "…"; or, when
@@ -94,12 +110,17 @@ class FittedTable(DataTable[Text]):
         self.call_after_refresh(self.refit)
 
     def _stack(self, width: int) -> None:
-        """Two columns: the first cell, then the others on one line and the fitted cell under them."""
+        """Two columns: the first cell, then the others on as few lines as hold them whole (a
+        cell is never cut while it fits a line of its own) and the fitted cell under them."""
         inner = max(MIN_FIT_WIDTH, width - self._widths[0] - 4 * self.cell_padding)
-        rest = [i for i in range(1, len(self._columns)) if i != self._fit]
-        widths = [self._widths[i] for i in rest]
+        lines = _packed([i for i in range(1, len(self._columns)) if i != self._fit], self._widths, inner)
+
+        def stacked(cells: Sequence[str]) -> str:
+            return "\n".join(_cut(_padded([cells[i] for i in line], [self._widths[i] for i in line]), inner)
+                             for line in lines)
+
+        self.header_height = len(lines)
         self.add_column(self._columns[0], width=self._widths[0])
-        self.add_column(_cut(_padded([self._columns[i] for i in rest], widths), inner), width=inner)
+        self.add_column(Text(stacked(self._columns)), width=inner)
         for row in self._rows:
-            top = _cut(_padded([row[i] for i in rest], widths), inner)
-            self.add_row(Text(row[0]), Text(f"{top}\n{_cut(row[self._fit], inner)}"), height=2)
+            self.add_row(Text(row[0]), Text(f"{stacked(row)}\n{_cut(row[self._fit], inner)}"), height=len(lines) + 1)
