@@ -116,3 +116,16 @@ def test_snapshot_vquery_at_80x24_keeps_every_column_whole(snap_compare: Any) ->
         await pilot.pause()
 
     assert snap_compare(make_app(dummy=True), terminal_size=(80, 24), run_before=settle)
+
+
+def test_line_mode_keeps_every_cell_of_a_stacked_row_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file's name as "from" pushed the date off the end of the line, and cut the name."""
+    row = ("1", "doc-62b1f658-0", "0.06*", "next to #1 in its thread", "household-keys-and-codes.md", "2026-11-26",
+           NOTE)
+    result = CommandResult(text="1 result", columns=("#", "id", "score", "why", "from", "date", "excerpt"),
+                           rows=[row], fit_column=6)
+    monkeypatch.setenv("COLUMNS", "80")
+    lines = render_result(result).splitlines()
+    assert all(len(line) <= 80 for line in lines)
+    assert lines[-3].startswith("1  doc-62b1f658-0  0.06*  next to #1 in its thread  household-keys-and-codes.md")
+    assert lines[-2] == "2026-11-26" and lines[-1].startswith("    the spare key is under")

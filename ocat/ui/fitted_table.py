@@ -12,7 +12,7 @@ from rich.text import Text
 from textual import events
 from textual.widgets import DataTable
 
-from ocat.text.terminal import printable, shorten
+from ocat.text.terminal import packed_columns, printable, shorten
 
 # The fitted column never gets narrower than this: at such widths a few letters say more than none.
 MIN_FIT_WIDTH = 12
@@ -37,22 +37,6 @@ def _cut(text: str, width: int) -> str:
 def _padded(cells: Sequence[str], widths: Sequence[int]) -> str:
     """Cells side by side, each padded to its width, two spaces apart."""
     return SEPARATOR.join(cell + " " * (width - cell_len(cell)) for cell, width in zip(cells, widths)).rstrip()
-
-
-def _packed(columns: Sequence[int], widths: Sequence[int], room: int) -> list[list[int]]:
-    """The columns in order, a line at a time, as many on a line as fit `room` side by side (at
-    80 columns /vquery's date fell off the end of one line, and "from" was cut)."""
-    lines: list[list[int]] = []
-    used = 0
-    for column in columns:
-        wanted = widths[column] + (len(SEPARATOR) if lines and lines[-1] else 0)
-        if lines and lines[-1] and used + wanted <= room:
-            lines[-1].append(column)
-            used += wanted
-        else:
-            lines.append([column])
-            used = widths[column]
-    return lines
 
 
 class FittedTable(DataTable[Text]):
@@ -113,7 +97,7 @@ class FittedTable(DataTable[Text]):
         """Two columns: the first cell, then the others on as few lines as hold them whole (a
         cell is never cut while it fits a line of its own) and the fitted cell under them."""
         inner = max(MIN_FIT_WIDTH, width - self._widths[0] - 4 * self.cell_padding)
-        lines = _packed([i for i in range(1, len(self._columns)) if i != self._fit], self._widths, inner)
+        lines = packed_columns([i for i in range(1, len(self._columns)) if i != self._fit], self._widths, inner)
 
         def stacked(cells: Sequence[str]) -> str:
             return "\n".join(_cut(_padded([cells[i] for i in line], [self._widths[i] for i in line]), inner)
