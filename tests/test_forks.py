@@ -162,8 +162,19 @@ async def test_a_key_on_a_focused_message_forks_there_in_the_full_screen_chat(ll
         store = app.session.memory.store
         assert store is not None and len(store.get_thread(source)) == 3
         assert [e.user_prompt for e in store.get_thread(app.session.thread_id)] == ["what about a tuned mass damper?"]
+        # Down past the last message is the prompt again; a fork asked while an answer runs is refused.
+        await pilot.press("alt+up", "down")
+        assert isinstance(app.focused, PromptInput)
+        llm_server.delay = 1.0
+        app.focused.text = "a slow one"
+        await pilot.press("enter", "alt+up", "up", "f")
+        await pilot.pause()
+        assert "fork once it has ended" in notices(app)[-1] and len(app.session.history) == 3
+        assert app.turn is not None
+        await app.turn.wait()
+        llm_server.delay = 0.0
         # /fork N in the window does the same, counting back.
-        await send(app, pilot, "/fork 3")
+        await send(app, pilot, "/fork 4")
         await wait_for_command(app, pilot)
         assert [str(w.render()) for w in app.query(UserMessage)] == PROMPTS[:1]
 
