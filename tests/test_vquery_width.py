@@ -63,13 +63,19 @@ async def test_vquery_excerpts_fit_the_width_and_end_in_an_ellipsis(size: tuple[
             assert table.stacked
 
 
-def test_line_mode_stacks_a_row_when_its_excerpt_would_be_too_narrow(monkeypatch: pytest.MonkeyPatch) -> None:
-    row = ("1", "doc-62b1f658-0", "0.06*", "next to #1 in its thread", "thread 3f2a9c1e", "2026-11-26", NOTE)
+def hit_lines_at_80(monkeypatch: pytest.MonkeyPatch, origin: str) -> list[str]:
+    """A /vquery hit from `origin` as the line mode prints it in 80 columns, each line checked to fit."""
+    row = ("1", "doc-62b1f658-0", "0.06*", "next to #1 in its thread", origin, "2026-11-26", NOTE)
     result = CommandResult(text="1 result", columns=("#", "id", "score", "why", "from", "date", "excerpt"),
                            rows=[row], fit_column=6)
     monkeypatch.setenv("COLUMNS", "80")
     lines = render_result(result).splitlines()
     assert all(len(line) <= 80 for line in lines)
+    return lines
+
+
+def test_line_mode_stacks_a_row_when_its_excerpt_would_be_too_narrow(monkeypatch: pytest.MonkeyPatch) -> None:
+    lines = hit_lines_at_80(monkeypatch, "thread 3f2a9c1e")
     assert lines[-2].startswith("1  doc-62b1f658-0  0.06*  next to #1 in its thread")
     assert lines[-1].startswith("    the spare key is under") and lines[-1].endswith("…") and len(lines[-1]) == 80
 
@@ -120,12 +126,6 @@ def test_snapshot_vquery_at_80x24_keeps_every_column_whole(snap_compare: Any) ->
 
 def test_line_mode_keeps_every_cell_of_a_stacked_row_whole(monkeypatch: pytest.MonkeyPatch) -> None:
     """A file's name as "from" pushed the date off the end of the line, and cut the name."""
-    row = ("1", "doc-62b1f658-0", "0.06*", "next to #1 in its thread", "household-keys-and-codes.md", "2026-11-26",
-           NOTE)
-    result = CommandResult(text="1 result", columns=("#", "id", "score", "why", "from", "date", "excerpt"),
-                           rows=[row], fit_column=6)
-    monkeypatch.setenv("COLUMNS", "80")
-    lines = render_result(result).splitlines()
-    assert all(len(line) <= 80 for line in lines)
+    lines = hit_lines_at_80(monkeypatch, "household-keys-and-codes.md")
     assert lines[-3].startswith("1  doc-62b1f658-0  0.06*  next to #1 in its thread  household-keys-and-codes.md")
     assert lines[-2] == "2026-11-26" and lines[-1].startswith("    the spare key is under")
