@@ -43,6 +43,11 @@ ONE_SHOT = "ask"
 # folder it worked in (an absolute path) and the git branch it was on, when known.
 PROJECT_KEY = "project"
 GIT_BRANCH_KEY = "git_branch"
+# Where a forked thread came from (/fork): the thread and the exchange it was forked at. Every
+# exchange of the fork carries both (as a title is carried): the link is user data in the primary
+# store, exported and imported, and a fork continued later is given that history again.
+FORKED_THREAD_KEY = "forked_from_thread"
+FORKED_EXCHANGE_KEY = "forked_from_exchange"
 # The metadata key of a pinned memory (/pin, /remember): when it was pinned. User data in the
 # primary store, like a title: exported, imported, kept through any rebuild of derived files.
 PINNED_KEY = "pinned_at"
@@ -172,6 +177,10 @@ class Exchange:
     # An imported coding agent's folder and git branch (absent from the metadata when "").
     project: str = ""
     git_branch: str = ""
+    # The thread and exchange this exchange's thread was forked from (/fork), "" for the rest
+    # (absent from the metadata then).
+    forked_from_thread: str = ""
+    forked_from_exchange: str = ""
 
     @property
     def thread_session_id(self) -> str:
@@ -203,6 +212,9 @@ class Exchange:
             metadata[PROJECT_KEY] = self.project
         if self.git_branch:
             metadata[GIT_BRANCH_KEY] = self.git_branch
+        if self.forked_from_thread:
+            metadata[FORKED_THREAD_KEY] = self.forked_from_thread
+            metadata[FORKED_EXCHANGE_KEY] = self.forked_from_exchange
         if self.tool_calls:
             metadata[TOOL_CALLS_KEY] = json.dumps([c.to_json() for c in self.tool_calls], ensure_ascii=False)
         return metadata
@@ -235,6 +247,8 @@ class Exchange:
             origin=str(metadata.get(ORIGIN_KEY) or ""),
             project=str(metadata.get(PROJECT_KEY) or ""),
             git_branch=str(metadata.get(GIT_BRANCH_KEY) or ""),
+            forked_from_thread=str(metadata.get(FORKED_THREAD_KEY) or ""),
+            forked_from_exchange=str(metadata.get(FORKED_EXCHANGE_KEY) or ""),
         )
 
 

@@ -24,7 +24,7 @@ from ocat.operations.add import progress_printer
 from ocat.chat.session import ChatSession
 from ocat.tools.calls import CallState
 from ocat.chat.turn import Turn
-from ocat.text.terminal import printable, shorten
+from ocat.text.terminal import packed_columns, printable, shorten
 from ocat.config.locations import display_path
 from ocat.commands.editing import replace_last
 from ocat.completion import command_names, complete
@@ -76,12 +76,13 @@ def _aligned(
 
 
 def _stacked(table: list[tuple[str, ...]], widths: list[int], fit: int, total: int, *, has_header: bool) -> list[str]:
-    """Each row's cells but the fitted one on a line, the fitted one indented under them, both
-    cut to the terminal's width."""
+    """Each row's cells but the fitted one on as few lines as hold them whole, the fitted one
+    indented under them, cut to the terminal's width."""
     lines = []
+    packed = packed_columns([i for i in range(len(widths)) if i != fit], widths, total)
     for n, row in enumerate(table):
-        top = "  ".join(cell.ljust(w) for i, (cell, w) in enumerate(zip(row, widths)) if i != fit).rstrip()
-        lines.append(shorten(top, total))
+        for line in packed:
+            lines.append(shorten("  ".join(row[i].ljust(widths[i]) for i in line).rstrip(), total))
         if not (has_header and n == 0):
             lines.append(shorten("    " + row[fit], total))
     return lines

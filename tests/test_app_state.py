@@ -85,6 +85,41 @@ def test_snapshot_header_at_80x24(snap_compare: Any) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("width", [80, 100, 120])
+async def test_the_footer_keeps_the_copy_keys_whole_at_any_width(width: int) -> None:
+    """At 80 columns the footer showed `^o Copy` and no `^b Copy code`: the keys said elsewhere
+    (Esc, in the status line while answering; Enter) give way first, and come back when there is room."""
+    from textual.widgets._footer import FooterKey
+
+    def shown(app: Any) -> dict[str, str]:
+        return {key.action: key.description for key in app.query(FooterKey)}
+
+    app = make_app(dummy=True)
+    async with app.run_test(size=(width, 24)) as pilot:
+        await memory_ready(app, pilot)
+        await pilot.pause(0.2)
+        keys = shown(app)
+        assert keys["copy_last"] == "Copy answer" and keys["copy_code"] == "Copy code"
+        assert ("cancel" in keys) is (width >= 120) and ("submit" in keys) is (width >= 90)
+        total = sum(key.region.width for key in app.query(FooterKey))
+        assert total <= width
+        if width == 80:
+            await pilot.resize_terminal(120, 24)
+            await pilot.pause(0.2)
+            assert "cancel" in shown(app) and "submit" in shown(app)
+
+
+@pytest.mark.slow
+def test_snapshot_the_footer_at_80x24(snap_compare: Any) -> None:
+    async def settle(pilot: Any) -> None:
+        await memory_ready(pilot.app, pilot)
+        await send(pilot.app, pilot, "show me a shell command")
+        await pilot.pause(0.2)
+
+    assert snap_compare(make_app(dummy=True), terminal_size=(80, 24), run_before=settle)
+
+
+@pytest.mark.slow
 async def test_the_layout_survives_resizing() -> None:
     app = make_app(**{"llm.model": MODEL})
     async with app.run_test(size=(120, 30)) as pilot:

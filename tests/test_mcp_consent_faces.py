@@ -12,6 +12,7 @@ import pty
 import select
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any, Iterator
@@ -188,6 +189,35 @@ async def test_tools_descriptions_stay_indented_when_they_wrap(
     assert any(line.startswith(f"  {name}.flood: ") for line in listed)
     assert all(line.startswith("  ") for line in listed), "\n".join(shown)
     assert " ".join(" ".join(shown).split()) == " ".join(" ".join(said).split())  # every word kept, in order
+
+
+@pytest.mark.slow
+def test_snapshot_tools_at_80x24(snap_compare: Any, llm_server: FakeLLMServer, tmp_path: Path,
+                                 isolated_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """/tools at 80x24: each tool's line, and its description wrapped under it, indented."""
+    from tests.support.pilot import wait_for_command
+    from tests.test_mcp_client import FIXTURE
+
+    # Named as a user names it (`python` on PATH, the script beside its cwd): the picture holds no
+    # path of this machine.
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
+    entry = {**fixture_entry(tmp_path, allow="read-only"), "command": "python", "args": [FIXTURE.name],
+             "cwd": str(FIXTURE.parent)}
+    settings = load_settings(overrides={"llm.model": "openai/fake-model", "llm.api_base": llm_server.api_base,
+                                        "llm.api_key": "sk-test", "tools.enabled": "on",
+                                        "vector_store.enabled": False})
+    servers = parse_servers({"household": entry}, "test", tmp_path)
+
+    async def settle(pilot: Any) -> None:
+        app = pilot.app
+        await wait_for(pilot, lambda: app.session.server_tools.statuses()[0].state == "ready", "the server",
+                       seconds=60)
+        await start_turn(app, pilot, "/tools")
+        await wait_for_command(app, pilot)
+        await pilot.pause(0.2)
+
+    app = OcatApp(ChatSession(dataclasses.replace(settings, mcp_servers=servers), dummy=False), serve=False)
+    assert snap_compare(app, terminal_size=(80, 24), run_before=settle)
 
 
 @pytest.mark.slow

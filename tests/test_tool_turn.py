@@ -279,7 +279,7 @@ def test_a_schema_error_drops_that_tool_for_the_session_and_names_it(
     run(later)
     assert later.tool_notes == [] and "search_memory" in [t["function"]["name"] for t in llm_server.requests[-1]["tools"]]
     assert "read_thread" not in [t["function"]["name"] for t in llm_server.requests[-1]["tools"]]
-    assert "Offered again: read_thread" in session.reset_tools()
+    assert "Offered again: read_thread" in session.refusals.reset(session.settings.llm)
     box = session.toolbox(set())
     assert box is not None and "read_thread" in box.specs
 

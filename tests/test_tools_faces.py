@@ -125,6 +125,35 @@ def test_snapshot_a_turn_with_a_tool_call(snap_compare: Any, llm_server: FakeLLM
 
 
 @pytest.mark.slow
+def test_snapshot_a_long_tool_line_at_80x24_keeps_its_count_and_time(
+    snap_compare: Any, llm_server: FakeLLMServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """At 80 columns a call with a long query showed `· 3722`, its "ms" cut off: what was asked is
+    cut now, with "…", and the count and the time stay whole."""
+    import itertools
+
+    import ocat.tools.calls as calls
+    import ocat.chat.turn as turn
+
+    ticks = itertools.count(1000.0, 3.722)  # each reading of the clock is 3722 ms on: a slow search
+    monkeypatch.setattr(calls, "clock", lambda: next(ticks))
+    monkeypatch.setattr(turn, "clock", lambda: next(ticks))
+    llm_server.script = searching("which ferry do we take to Porto from the harbour on the first Saturday of the month",
+                                  "The 9:10 from the harbour.")
+
+    async def settle(pilot: Any) -> None:
+        app = pilot.app
+        await memory_ready(app, pilot)
+        app.session.memory.store.add_exchange(FERRY)
+        await send(app, pilot, "hi there")
+        [view] = app.query(ToolCallView)
+        line = str(view.title)
+        assert line.endswith("…: 1 result · 3722 ms") and len(line) <= 80 - 4, line
+
+    assert snap_compare(make_app(llm_server), terminal_size=(80, 24), run_before=settle)
+
+
+@pytest.mark.slow
 def test_the_line_mode_prints_one_line_per_call(cli: Cli, llm_server: FakeLLMServer) -> None:
     llm_server.script = [*searching("blue door", "Found it."), *searching("red door", "Nothing on red.")]
     run = cli(*chat_args(llm_server), input="where is the blue door?\nand the red one?\n/quit\n")

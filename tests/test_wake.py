@@ -218,3 +218,66 @@ async def test_the_full_screen_chat_gives_the_model_the_block_and_wake_shows_it(
 
         shown = notices(app)[-1]
         assert "## Pinned memories" in shown and "metric units" in shown
+
+
+def test_a_first_turn_past_the_wait_gets_the_block_again_on_the_next_turn_with_memory(
+    store: MemoryStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import ocat.chat.session
+
+    monkeypatch.setattr(ocat.chat.session, "WAKE_WAIT_SECONDS", 0.2)
+    two_threads(store)
+    session = ChatSession(settings_with_profile(tmp_path))
+    session.memory.opening.begin()  # memory still opening (a store held by another process, say)
+    first = session.turn("what is on my plate?")
+    first.recall()
+    assert first.wake is not None and first.wake.threads == [] and "structural engineer" in first.wake.profile
+    # Memory opens: the next turn is given the whole block, and /showcontext on shows it.
+    session.memory.store, session.memory.model_ready = store, True
+    session.memory.opening.end()
+    second = session.turn("and tomorrow?")
+    second.recall()
+    assert second.wake_is_new and second.wake is not None and len(second.wake.threads) == 2
+    third = session.turn("thanks")
+    third.recall()
+    assert third.wake is second.wake and not third.wake_is_new
+
+
+@pytest.mark.slow
+@pytest.mark.anyio
+async def test_a_prompt_sent_before_memory_has_opened_gets_the_recent_threads(
+    llm_server: FakeLLMServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import threading
+
+    import ocat.memory
+    from ocat.ui.widgets import PromptInput
+    from tests.support.pilot import make_app, wait_for
+
+    settings = load_settings()
+    store = ocat.memory.open_store(settings)
+    try:
+        two_threads(store)
+    finally:
+        store.close()
+    # Memory opens only when the test says so: the prompt below is sent while it is still opening.
+    release = threading.Event()
+    real_open = ocat.memory.open_store
+
+    def held_open(*args: Any, **kwargs: Any) -> Any:
+        release.wait(30)
+        return real_open(*args, **kwargs)
+
+    monkeypatch.setattr(ocat.memory, "open_store", held_open)
+    app = make_app(llm_server)
+    async with app.run_test(size=(100, 30)) as pilot:
+        app.query_one(PromptInput).text = "what was I working on?"
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: app.turn is not None, "the turn")
+        await pilot.pause(0.5)
+        assert app.memory.state.pending and not any("messages" in r for r in llm_server.requests)
+        release.set()
+        assert app.turn is not None
+        await app.turn.wait()
+        wake = next(r for r in llm_server.requests if "messages" in r)["messages"][1]["content"]
+        assert "plan the kitchen renovation" in wake and "a trip to Lisbon" in wake

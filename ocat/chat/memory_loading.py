@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
 import threading
+import time
 
 import ocat.memory  # the door, read as ocat.memory.X: here `memory` is the session's memory
 from ocat.text.terminal import count_of
@@ -57,6 +58,33 @@ class MemoryLoaded:
         return None
 
 
+class OpeningGate:
+    """Whether a session's memory is opening, for a turn that would rather wait for it: the first
+    turn's wake block lists the recent threads only once the store is open."""
+
+    def __init__(self, memory: SessionMemory) -> None:
+        self._memory = memory
+        self._settled = threading.Event()
+        self._settled.set()
+
+    def begin(self) -> None:
+        """Memory begins to open (or a face is about to open it): `wait` waits until `end`."""
+        self._settled.clear()
+
+    def end(self) -> None:
+        """Opening memory has ended, however it went."""
+        self._settled.set()
+
+    def wait(self, seconds: float) -> bool:
+        """Wait, at most `seconds`, for memory to finish opening; True when it is not opening
+        (any more). A first download of the model is not waited for: it takes minutes."""
+        deadline = time.monotonic() + seconds
+        while not self._settled.wait(timeout=0.1):
+            if self._memory.model_download is not None or time.monotonic() >= deadline:
+                return False
+        return True
+
+
 def load_memory(
     memory: SessionMemory,
     *,
@@ -71,6 +99,20 @@ def load_memory(
     model's cached graph was damaged and made again; `progress`
     follows a first-use download (it may raise Cancelled to stop it).
     """
+    memory.opening.begin()
+    try:
+        return _load(memory, serve=serve, notify=notify, progress=progress)
+    finally:
+        memory.opening.end()
+
+
+def _load(
+    memory: SessionMemory,
+    *,
+    serve: bool,
+    notify: Callable[[str], None] | None,
+    progress: DownloadProgress | None,
+) -> MemoryLoaded:
     # A chat embeds every exchange it keeps; a one-shot command (not serving) a handful.
     _load_model_meanwhile(memory, few_texts=not serve, notify=notify)
     if not memory.open(serve=serve, notify=notify):

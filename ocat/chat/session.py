@@ -14,7 +14,7 @@ from typing import IO, TYPE_CHECKING, Any
 import threading
 
 from ocat.chat.messages import TurnRequest, build_request, retrieval_queries, system_prompt
-from ocat.errors import OcatError
+from ocat.errors import OcatError, UsageError
 from ocat.chat.outcomes import Recall, Recorded
 from ocat.records import CalledTool, Exchange, SearchHit, new_id
 from ocat.progress import CommandProgress
@@ -26,7 +26,7 @@ from ocat.choices import with_saved_choices
 from ocat.text.tokens import estimate_tokens
 from ocat.chat.memory_loading import load_memory, warm_up
 from ocat.chat.turn import Turn
-from ocat.tools.support import forget_refusal, offer_tools, remember_refusal
+from ocat.tools.support import Refusals, offer_tools
 
 if TYPE_CHECKING:
     from ocat.config.loading import Settings
@@ -34,8 +34,14 @@ if TYPE_CHECKING:
     from ocat.memory import MemoryStore, ProjectScope
     from ocat.memory import ProjectPolicy
     from ocat.memory import DownloadProgress
+    from ocat.operations.forks import ForkLink
     from ocat.operations.wake import WakeBlock
     from ocat.tools import ToolSpec
+
+
+# How long a thread's first turn waits for memory still opening before its wake block is built
+# (without the recent threads, then, and built again on the next turn that has memory).
+WAKE_WAIT_SECONDS = 20.0
 
 
 def _current_folder() -> str:
@@ -74,16 +80,18 @@ class ChatSession:
         # Where its exchanges are said: "" for a chat, records.ONE_SHOT for `ocat --ask`.
         self.origin = ""
         self.history: list[Exchange] = list(history or [])
+        # Where this thread was forked from (/fork): each of its new exchanges records it.
+        self.forked_from: ForkLink | None = None
         self.started = datetime.now()
         # What the model knows at the start of this thread (ocat.operations.wake): built on its
         # first turn, given with every turn of it, and built again for the next thread.
         self.wake: WakeBlock | None = None
+        # The block was built while memory was still opening: the next turn with memory builds it again.
+        self.wake_without_memory = False
         # Long commands (/vdoc) report here, and stop at their next step when asked (ocat.progress).
         self.progress = CommandProgress()
-        # Offer the model tools (ocat.tools); off for the rest of the session once the provider refuses them.
-        self._tools_on = True
-        # Tools whose definition the provider refused (a schema it cannot read): left out for the session.
-        self.dropped_tools: set[str] = set()
+        # What the provider refused: tools (off for the rest of the session), or one tool's definition.
+        self.refusals = Refusals()
         # Projects (ocat.memory.retrieval.project_scope): where ocat was started, and the scope
         # searches use (`--project PATH` and `/project` change it).
         self._started_in = _current_folder()
@@ -154,15 +162,24 @@ class ChatSession:
 
     def wake_block(self) -> WakeBlock | None:
         """This thread's wake block (built on first use; None when `memory.wake` is off). Memory
-        that is off or failing leaves its parts out: the profile is still read."""
+        that is off or failing leaves its parts out: the profile is still read.
+
+        The first turn waits for memory still opening, at most WAKE_WAIT_SECONDS, so its block is
+        the same sent at once or later; a block built without memory that was still opening (past
+        the wait, or during the model's first download) is built again on the first turn memory is on."""
         if not self.settings.memory.wake:
             return None
         if self.wake is None:
-            from ocat.operations.wake import build_wake  # noqa: PLC0415 - loads with the first turn
+            self.memory.opening.wait(WAKE_WAIT_SECONDS)
+        elif not (self.wake_without_memory and self.memory.model_available()):
+            return self.wake
+        from ocat.operations.wake import build_wake  # noqa: PLC0415 - loads with the first turn
 
-            store = self.memory.store if self.memory.model_available() else None
-            continuing = self.thread_id if self.history else None
-            self.wake = build_wake(self.settings, store, exclude_thread=continuing, project=self.scope().project)
+        available = self.memory.model_available()
+        store = self.memory.store if available else None
+        # This thread is sent as history, never listed as a recent one (a fork's first exchange is stored by now).
+        self.wake = build_wake(self.settings, store, exclude_thread=self.thread_id, project=self.scope().project)
+        self.wake_without_memory = not available and self.memory.error is None and self.settings.vector_store.enabled
         return self.wake
 
     def recall(self, prompt: str) -> Recall:
@@ -215,13 +232,13 @@ class ChatSession:
         tools off, or for a model that cannot call them. Memory's tools need memory on; the MCP
         servers' tools (started now if the face did not start them) do not.
         `in_context`: the memories the model already has (marked, not repeated, by a search)."""
-        if self.dummy or not self._tools_on:
+        if self.dummy or not self.refusals.tools_on:
             return None
         if not offer_tools(self.settings):
             return None
         specs = self._memory_tools(in_context)
         specs += self.server_tools.specs({spec.name for spec in specs})
-        specs = [spec for spec in specs if spec.name not in self.dropped_tools]
+        specs = [spec for spec in specs if spec.name not in self.refusals.dropped]
         return ToolBox(specs, result_tokens=self.settings.tools.result_tokens, count=estimate_tokens) if specs else None
 
     def _memory_tools(self, in_context: set[str]) -> list[ToolSpec]:
@@ -246,36 +263,6 @@ class ChatSession:
         self.server_tools.close()
         return self.memory.close(wait_seconds=wait_seconds)
 
-    def tools_refused(self) -> str:
-        """The provider refused tools: no more for this model (here, and in later runs); the words to say once."""
-        self._tools_on = False
-        remember_refusal(self.settings.llm)
-        return (f"{self.settings.llm.model} does not take tools: asked again without them, and it will be "
-                "from now on (/tools reset forgets it; tools.enabled: on insists)")
-
-    def tool_rejected(self, name: str, why: str) -> str:
-        """The provider refused one tool's definition: that tool is left out for the rest of the
-        session (the others stay); the words to say."""
-        self.dropped_tools.add(name)
-        return (f"the provider refused the tool {name} ({why}): asked again without it, and this chat goes "
-                "on without it (/tools reset offers it again)")
-
-    def reset_tools(self) -> str:
-        """Offer tools again: forget the model's refusal (here and in later runs) and the tools
-        left out this session; the words to say."""
-        forgot = forget_refusal(self.settings.llm)
-        dropped = sorted(self.dropped_tools)
-        self._tools_on, self.dropped_tools = True, set()
-        said = []
-        if forgot:
-            where = f" at {self.settings.llm.api_base}" if self.settings.llm.api_base else ""
-            said.append(f"Forgot that {self.settings.llm.model}{where} refused tools")
-        if dropped:
-            said.append(f"Offered again: {', '.join(dropped)}")
-        if not said:
-            return "Nothing to reset: no refusal of tools is kept for this model, and no tool was left out."
-        return ". ".join(said) + ". The next turn offers them."
-
     def record(
         self, prompt: str, answer: str, memories: list[SearchHit], calls: tuple[CalledTool, ...] = ()
     ) -> Recorded:
@@ -298,6 +285,8 @@ class ChatSession:
             tool_calls=calls,
             origin=self.origin,
             project=self.project,
+            forked_from_thread=self.forked_from.thread_id if self.forked_from else "",
+            forked_from_exchange=self.forked_from.exchange_id if self.forked_from else "",
         )
         self.memory.hold(exchange)
         return exchange
@@ -309,22 +298,41 @@ class ChatSession:
         return self.memory.keep(exchange)
 
     def resume(self, thread_id: str) -> list[Exchange]:
-        """Continue a stored thread: its exchanges become this conversation, oldest first.
+        """Continue a stored thread: its history becomes this conversation, oldest first (a fork's
+        begins with its source's, up to where it was forked: ocat.operations.forks).
 
         New exchanges keep the thread id, carry this session's id, and the next
         continuation sequence (the thread's highest so far, plus one).
         """
+        from ocat.operations.forks import link_of, thread_history  # noqa: PLC0415 - loads with the first /continue
+
         store = self.memory.store
         if store is None:
             raise OcatError(f"memory is off: {self.memory.error or 'not ready yet'}")
-        exchanges = store.get_thread(thread_id)
-        if not exchanges:
+        history = thread_history(store, thread_id)
+        own = [e for e in history if e.thread_id == thread_id]
+        if not own:
             raise OcatError(f"no thread {thread_id}")
         self.thread_id = thread_id
-        self.continuation_seq = max(e.thread_continuation_seq for e in exchanges) + 1
-        self.history = exchanges
+        self.continuation_seq = max(e.thread_continuation_seq for e in own) + 1
+        self.history = history
+        self.forked_from = link_of(own)
         self.wake = None
-        return exchanges
+        return own
+
+    def fork(self, back: int) -> Exchange:
+        """Fork this conversation at the exchange `back` places from its end (1: the last): a new
+        thread starts with the history up to it, and records where it came from; both threads keep
+        all their exchanges (the fork's own are written under its id). Returns that exchange."""
+        from ocat.operations.forks import ForkLink, fork_point  # noqa: PLC0415 - loads with the first /fork
+
+        point = fork_point(self.history, back)
+        kept = self.history[: self.history.index(point) + 1]
+        self.new_thread()
+        self.history = kept
+        # The exchange's own thread: forking a fork's inherited part links to where it lives.
+        self.forked_from = ForkLink(point.thread_id, point.exchange_id)
+        return point
 
     def forget(self, exchange_id: str) -> bool:
         """Drop an exchange from this conversation (it was deleted from memory), so the model is
@@ -341,6 +349,9 @@ class ChatSession:
         if not self.history:
             return None
         last = self.history[-1]
+        if last.thread_id != self.thread_id:
+            raise UsageError("the last exchange is the one this fork starts from: it stays in the thread it "
+                             "belongs to; ask your next question instead (or /continue that thread)")
         store = self.memory.store
         if store is not None and not self.dummy:
             store.delete([last.exchange_id])  # a StoreError leaves the conversation as it was
@@ -352,6 +363,7 @@ class ChatSession:
         self.thread_id = new_id()
         self.continuation_seq = 0
         self.history = []
+        self.forked_from = None
         self.wake = None
 
 def open_chat(settings: Settings, *, dummy: bool, serve: bool, stream: IO[str]) -> ChatSession:

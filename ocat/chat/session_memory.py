@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Callable
 from ocat.chat.outcomes import Recall, Recorded, Remembered
 from ocat.errors import OcatError
 from ocat import memory
+from ocat.chat.memory_loading import OpeningGate
 from ocat.chat.unsaved import Spooled, save_unsaved_files, spool_exchanges, spooled_words
 from ocat.text.terminal import count_of
 
@@ -78,6 +79,9 @@ class SessionMemory:
         self._serve = False
         self._notify: Callable[[str], None] | None = None
         self._revive_at: float | None = None
+        # Whether memory is opening (ocat.chat.memory_loading.load_memory): the first turn's wake
+        # block waits for it, so it is the same sent at once or later.
+        self.opening = OpeningGate(self)
 
     def open(
         self, *, serve: bool, notify: Callable[[str], None] | None = None, wait_seconds: float = 600.0

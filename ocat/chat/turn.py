@@ -100,11 +100,13 @@ class Turn:
         """Search memory for this prompt (what is already in view is left out); a failed search
         leaves the turn without memories and says so in `problem`."""
         self._expect(TurnState.NEW)
-        built_before = self.session.wake is not None
+        before = self.session.wake
         self.wake = self.session.wake_block()
-        self.wake_is_new = self.wake is not None and not built_before and not self.wake.empty
+        # Built on this turn: the thread's first, or the first with memory after one without it.
+        built = self.wake is not None and self.wake is not before
+        self.wake_is_new = built and self.wake is not None and not self.wake.empty
         self.recalled = self.session.recall(self.prompt)
-        notes = list(self.wake.notes) if self.wake is not None and not built_before else []
+        notes = list(self.wake.notes) if self.wake is not None and built and before is None else []
         # What the user should know about the block (a profile left out or cut), once a thread.
         self.problem = "; ".join([*notes, *([self.recalled.problem] if self.recalled.problem else [])]) or None
         self.state = TurnState.RECALLED
@@ -146,14 +148,14 @@ class Turn:
                 except ToolsRefused:
                     if said:
                         raise
-                    self.tool_notes.append(self.session.tools_refused())
+                    self.tool_notes.append(self.session.refusals.all_tools(self.session.settings.llm))
                     box = None
                     self.steps -= 1
                     continue
                 except ToolRejected as rejected:  # one tool's definition: asked again without it
                     if said or box is None:
                         raise
-                    self.tool_notes.append(self.session.tool_rejected(rejected.tool, str(rejected)))
+                    self.tool_notes.append(self.session.refusals.one_tool(rejected.tool, str(rejected)))
                     box.drop(rejected.tool)
                     box = box or None
                     self.steps -= 1

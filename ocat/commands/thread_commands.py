@@ -1,4 +1,4 @@
-"""The thread commands: /threads, /continue, /rename, /deletethread, /export, /retry."""
+"""The thread commands: /threads, /continue, /fork, /rename, /deletethread, /export, /retry."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from ocat.config.locations import display_path
 from ocat.text.terminal import count_of, local_time
 from ocat import memory
 from ocat.operations.lookup import recent_threads, resolve_thread
+from ocat.operations.forks import fork_title
 from ocat.operations.threads import default_title, delete_thread, export_conversation, rename_thread, thread_title
 
 if TYPE_CHECKING:
@@ -52,10 +53,48 @@ def _continue(session: ChatSession, thread: str | None) -> CommandResult:
 def _resume(session: ChatSession, thread_id: str) -> CommandResult:
     exchanges = session.resume(thread_id)
     text = f"Resumed thread {thread_id[:8]}: {count_of(len(exchanges), 'exchange')}"
+    inherited = len(session.history) - len(exchanges)
+    if inherited:
+        text += f" after the {count_of(inherited, 'exchange')} it was forked with"
     # The first resume is continuation 1; a later one says how often the thread was resumed before.
     before = session.continuation_seq - 1
     text += f" (resumed {count_of(before, 'time')} before)." if before > 0 else "."
     return CommandResult(text=text, conversation_replaced=True)
+
+
+@command("fork", "start a new thread from an exchange of this one: N counts back from the last (1, the "
+         "default); the new thread has the history up to there, and both keep all their exchanges",
+         group="conversation", example="/fork 3",
+         arguments=(Arg("back", "which exchange, counted back from the last (1)", kind="int", optional=True,
+                        lo=1, hi=1_000_000, default=1, metavar="N"),))
+def _fork(session: ChatSession, back: int = 1) -> CommandResult:
+    return _forked(session, back)
+
+
+def fork_at(session: ChatSession, exchange_id: str) -> CommandResult:
+    """/fork at an exchange picked on screen (the full-screen chat's key on a focused message)."""
+    ids = [e.exchange_id for e in session.history]
+    if exchange_id not in ids:
+        return CommandResult(text="That message is not an exchange of this conversation (its answer was not "
+                                  "finished, or it was taken back): nothing to fork.", error=True)
+    return _forked(session, len(ids) - ids.index(exchange_id))
+
+
+def _forked(session: ChatSession, back: int) -> CommandResult:
+    store = session.memory.store
+    was, count = session.thread_id, len(session.history)
+    title = thread_title(store, was, session.history) if store is not None and session.history else ""
+    point = session.fork(back)
+    kept = len(session.history)
+    text = (f"Forked at exchange {kept} of {count} ({default_title(point.user_prompt)!r}): a new thread with the "
+            f"{count_of(kept, 'exchange')} up to there")
+    if store is not None and not session.dummy:
+        given = rename_thread(store, session.thread_id, fork_title(title))
+        text += f", called {given!r}; {title!r} keeps all {count}."
+    else:
+        why = "dummy mode stores nothing" if session.dummy else "memory is off: /rename names it once it is back"
+        text += f"; the thread it came from keeps all {count} (the fork has no title: {why})."
+    return CommandResult(text=text + " What you say next goes on from there.", conversation_replaced=True)
 
 
 @command("rename", "give this thread a title (/threads and the picker show it); empty: its first prompt again",

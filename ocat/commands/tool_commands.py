@@ -27,7 +27,7 @@ def _tools(session: ChatSession, deny: str = "") -> CommandResult:
         listing = render_listing(tool_listing(session.server_tools), asks=consent.ask is not None)
         return CommandResult(text="\n".join([listing, *consent.news()]))  # a damaged answers file: said here too
     if words == ["reset"]:
-        return CommandResult(text=session.reset_tools())
+        return CommandResult(text=session.refusals.reset(session.settings.llm))
     if words[0] != "deny" or len(words) != 2 or "." not in words[1]:
         raise OcatError("usage: /tools, /tools deny SERVER.TOOL, or /tools reset")
     key = words[1]

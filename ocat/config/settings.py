@@ -163,6 +163,9 @@ class KeysSettings:
     copy_code: str = _field("Copy the last code block of the last answer.", pattern=_KEYS)
     editor: str = _field("Open the prompt in $VISUAL / $EDITOR.", pattern=_KEYS)
     memory: str = _field("Open the memory browser.", pattern=_KEYS)
+    messages: str = _field("Move from the prompt to the conversation's messages (Up and Down step, Esc goes back).",
+                           pattern=_KEYS)
+    fork: str = _field("On a focused message: start a new thread from its exchange (/fork).", pattern=_KEYS)
 
 
 @dataclass(frozen=True)

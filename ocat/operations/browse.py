@@ -22,6 +22,7 @@ from ocat.records import DocumentChunk, Exchange, RecordKind, SearchHit, source_
 from ocat.text.terminal import count_of, local_time
 from ocat import memory
 from ocat.errors import UsageError
+from ocat.operations.forks import link_lines
 from ocat.operations.lookup import get_record, recent_threads, record_details, record_markdown
 from ocat.operations.search import search
 from ocat.operations.threads import (
@@ -166,7 +167,12 @@ def entry_markdown(store: MemoryStore, entry: Entry) -> str:
     an exchange's prompt and answer, a note, every chunk of a document in order."""
     if entry.kind == "thread":
         exchanges = store.get_thread(entry.key)
-        return conversation_markdown(thread_title(store, entry.key, exchanges), exchanges)
+        text = conversation_markdown(thread_title(store, entry.key, exchanges), exchanges)
+        links = link_lines(store, entry.key, exchanges)  # where a fork came from, and its forks
+        if not links:
+            return text
+        heading, rest = text.split("\n", 1)
+        return "\n\n".join([heading, *links]) + "\n" + rest
     if entry.kind == "document":
         chunks = _document_chunks(store, entry.key)
         head = f"# {entry.title}\n\n{count_of(len(chunks), 'chunk')}, added {entry.date}\n\n"

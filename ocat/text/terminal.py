@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
-from typing import Callable
+from typing import Callable, Sequence
 
 # C0 controls except tab and newline, DEL, C1 controls (0x9b is a one-byte CSI), and the
 # Unicode bidirectional overrides and isolates that can make text read differently from
@@ -123,3 +123,19 @@ def _fitting(word: str, room: int, measure: Callable[[str], int]) -> int:
     while n < len(word) and measure(word[: n + 1]) <= room:
         n += 1
     return n
+
+
+def packed_columns(columns: Sequence[int], widths: Sequence[int], room: int, gap: int = 2) -> list[list[int]]:
+    """The columns in order, a line at a time, as many on a line as fit `room` side by side,
+    `gap` apart: a table's row stacked in a narrow window keeps every cell whole (at 80 columns
+    /vquery's date fell off the end of one line, and "from" was cut)."""
+    lines: list[list[int]] = []
+    used = 0
+    for column in columns:
+        if lines and used + gap + widths[column] <= room:
+            lines[-1].append(column)
+            used += gap + widths[column]
+        else:
+            lines.append([column])
+            used = widths[column]
+    return lines

@@ -23,6 +23,19 @@ def clock() -> float:
     return time.monotonic()
 
 
+def fitted(what: str, end: str, width: int | None) -> str:
+    """`what` then `end` within `width` characters: `end` (how long the call took) is kept whole,
+    and so is what follows the last ": " of `what` (its count of results) while there is room; the
+    rest (what was asked) is cut with "…". A 80-column window cut the "ms" off before."""
+    if width is None or len(what) + len(end) <= width:
+        return what + end
+    room = max(width - len(end), 1)
+    head, sep, tail = what.rpartition(": ")
+    if sep and len(tail) + len(sep) + 8 <= room:
+        return shorten(head, room - len(tail) - len(sep)) + sep + tail + end
+    return shorten(what, room) + end
+
+
 class CallState(Enum):
     """Where a call is: asked for by the model, running, done, or failed (its result says why)."""
 
@@ -87,15 +100,16 @@ class ToolCall:
         """How long it ran, in milliseconds."""
         return None if self.seconds is None else round(self.seconds * 1000)
 
-    def line(self) -> str:
+    def line(self, width: int | None = None) -> str:
         """The call in one line, as every face shows it: what it did, how many results, how long
-        ('searched "kitchen budget": 3 results · 14 ms'); a face escapes it for the terminal."""
+        ('searched "kitchen budget": 3 results · 14 ms'); a face escapes it for the terminal.
+        Within `width` characters, when given, what was asked is cut ("…") and the rest is kept."""
         if self.state in (CallState.ASKED, CallState.RUNNING):
-            return f"{self.shown} …"
+            return fitted(self.shown, " …", width)
         took = f" · {self.ms} ms" if self.ms is not None else ""
         if self.error is not None:
-            return f"{self.shown} failed: {self.error}{took}"
-        return f"{self.summary or self.shown}{took}"
+            return fitted(f"{self.shown} failed: {self.error}", took, width)
+        return fitted(self.summary or self.shown, took, width)
 
     def request_message(self) -> dict[str, Any]:
         """The call as the assistant message that asked for it lists it (OpenAI's format)."""

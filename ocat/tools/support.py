@@ -83,3 +83,42 @@ def offer_tools(settings: Settings) -> bool:
     if refused(settings.llm):
         return False
     return model_calls_tools(settings.llm) is not False
+
+
+class Refusals:
+    """What a chat's provider refused: tools altogether (then none for the rest of the session, and
+    the refusal is kept for later runs), or one tool's definition (left out for the session)."""
+
+    def __init__(self) -> None:
+        self.tools_on = True
+        self.dropped: set[str] = set()
+
+    def all_tools(self, llm: LLMSettings) -> str:
+        """The provider refused tools: no more for this model (here, and in later runs); the words to say once."""
+        self.tools_on = False
+        remember_refusal(llm)
+        return (f"{llm.model} does not take tools: asked again without them, and it will be "
+                "from now on (/tools reset forgets it; tools.enabled: on insists)")
+
+    def one_tool(self, name: str, why: str) -> str:
+        """The provider refused one tool's definition: that tool is left out for the rest of the
+        session (the others stay); the words to say."""
+        self.dropped.add(name)
+        return (f"the provider refused the tool {name} ({why}): asked again without it, and this chat goes "
+                "on without it (/tools reset offers it again)")
+
+    def reset(self, llm: LLMSettings) -> str:
+        """Offer tools again: forget the model's refusal (here and in later runs) and the tools
+        left out this session; the words to say."""
+        forgot = forget_refusal(llm)
+        dropped = sorted(self.dropped)
+        self.tools_on, self.dropped = True, set()
+        said = []
+        if forgot:
+            where = f" at {llm.api_base}" if llm.api_base else ""
+            said.append(f"Forgot that {llm.model}{where} refused tools")
+        if dropped:
+            said.append(f"Offered again: {', '.join(dropped)}")
+        if not said:
+            return "Nothing to reset: no refusal of tools is kept for this model, and no tool was left out."
+        return ". ".join(said) + ". The next turn offers them."

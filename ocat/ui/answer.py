@@ -11,9 +11,14 @@ from textual.message import Message
 from textual.widgets import Markdown
 from textual.widgets.markdown import MarkdownFence
 
+from ocat.ui.message_focus import MESSAGE_BINDINGS, MessageKeys
 
-class AssistantMessage(Markdown):
-    """The model's answer, rendered as Markdown as it streams in; a click on a code block copies it."""
+
+class AssistantMessage(MessageKeys, Markdown, can_focus=True):
+    """The model's answer, rendered as Markdown as it streams in; a click on a code block copies it;
+    focused, it forks there (ocat.ui.message_focus)."""
+
+    BINDINGS = MESSAGE_BINDINGS
 
     class CodeClicked(Message):
         """The user clicked a code block of an answer."""
@@ -22,8 +27,9 @@ class AssistantMessage(Markdown):
             self.code = code
             super().__init__()
 
-    def __init__(self) -> None:
+    def __init__(self, exchange_id: str = "") -> None:
         super().__init__("", classes="message assistant")
+        self.exchange_id = exchange_id
 
     def on_click(self, event: events.Click) -> None:
         widget = event.widget

@@ -21,7 +21,7 @@ from textual import work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from ocat.logs import failure_text
 from ocat.chat.session import ChatSession
@@ -29,20 +29,15 @@ from ocat.text.terminal import count_of, printable, without_controls
 from ocat.ui.keys import default_keys, keymap
 from ocat.ui.command_view import CommandView
 from ocat.ui.conversation import Conversation
+from ocat.ui.footer import ChatFooter
 from ocat.ui.memory_view import MemoryState, MemoryStatus, MemoryView
+from ocat.ui.message_focus import ForkHere
 from ocat.ui.model_check import ModelCheck
 from ocat.ui.palette import SlashCommands
 from ocat.ui.prompt_focus import PromptFocus
 from ocat.ui.status import answering_line, usage_line
 from ocat.ui.themes import Themes
-from ocat.ui.widgets import (
-    CommandSuggestions,
-    PromptInput,
-    UserMessage,
-    memory_indicator,
-    wake_indicator,
-    plain,
-)
+from ocat.ui.widgets import CommandSuggestions, PromptInput, UserMessage, memory_indicator, wake_indicator, plain
 from ocat.ui import quick_exit
 from ocat.ui.consent import consent_asker
 from ocat.ui.tool_calls import ToolCallView
@@ -107,7 +102,7 @@ class OcatApp(App[int]):
         yield Static("", id="status")
         yield CommandSuggestions(id="suggestions")
         yield PromptInput(id="prompt")
-        yield Footer()
+        yield ChatFooter()
         yield self.memory  # the components show nothing themselves
         yield self.commands
         yield self.model_check
@@ -227,7 +222,8 @@ class OcatApp(App[int]):
         # Imported here: Markdown loads with the first answer, not before the first frame.
         from ocat.ui.answer import AssistantMessage  # noqa: PLC0415 - Markdown loads with the first answer
 
-        await self.conversation.append(UserMessage(prompt))
+        asked = UserMessage(prompt)
+        await self.conversation.append(asked)
         status = self.query_one("#status", Static)
         started = time.monotonic()
         ticker = self.set_interval(0.1, lambda: status.update(answering_line(time.monotonic() - started)))
@@ -289,6 +285,8 @@ class OcatApp(App[int]):
         status.update(usage_line(turn.usage, turn.elapsed()))
         self.last_answer = turn.text
         await asyncio.to_thread(turn.finish)
+        if turn.answered is not None:  # from now on a key on either message forks there
+            asked.exchange_id = answer.exchange_id = turn.answered.exchange_id
         self.memory.say_what_was_remembered(turn)
         await self.memory.refresh_count()
 
@@ -372,6 +370,10 @@ class OcatApp(App[int]):
         self.session.new_thread()
         await self.conversation.redraw(self.session.history)
         self.conversation.notice("The thread on screen was deleted from memory; a new thread starts.")
+
+    def on_fork_here(self, message: ForkHere) -> None:
+        """`keys.fork` on a focused message: fork there, as /fork does (CommandView.fork_at)."""
+        self.commands.fork_at(message.exchange_id, busy=bool(self._work_under_way()))
 
     def on_resize(self, event: events.Resize) -> None:
         # The header is fitted to the width, not wrapped: refit it whenever the window changes.

@@ -62,6 +62,19 @@ class CommandView(Widget):
         """Run a command (or the step a dialog's answer carries out): `worker` is now its worker."""
         self.worker = self._run_slash_command(name, step)
 
+    def fork_at(self, exchange_id: str, *, busy: bool) -> None:
+        """Fork at a message picked on screen (`keys.fork`), as /fork does; not while an answer or a
+        command runs (the conversation is still changing), and the prompt gets focus back."""
+        self.app.query_one(PromptInput).focus()
+        if busy:
+            self.conversation.notice("An answer or a command is under way: fork once it has ended (Esc stops it).",
+                                     error=True)
+            return
+        from ocat.commands import run_step  # noqa: PLC0415 - commands load after the first frame
+        from ocat.commands.thread_commands import fork_at  # noqa: PLC0415 - commands load after the first frame
+
+        self.run("/fork", lambda: run_step("/fork", lambda: fork_at(self.session, exchange_id)))
+
     @work(exclusive=True, group="command")
     async def _run_slash_command(self, name: str, step: Callable[[], CommandResult]) -> None:
         """Run a command (or the step a dialog's answer carries out) in a thread (it may touch

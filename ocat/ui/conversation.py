@@ -53,7 +53,7 @@ class Conversation:
         pane = self._app.query_one("#conversation", VerticalScroll)
         await pane.remove_children()
         for exchange in history:
-            answer = AssistantMessage()
-            await pane.mount_all([UserMessage(exchange.user_prompt), answer])
+            answer = AssistantMessage(exchange.exchange_id)
+            await pane.mount_all([UserMessage(exchange.user_prompt, exchange.exchange_id), answer])
             await answer.update(printable(exchange.assistant_response))
         pane.scroll_end(animate=False)

@@ -12,7 +12,7 @@ from rich.text import Text
 from textual import events
 from textual.widgets import DataTable
 
-from ocat.text.terminal import printable, shorten
+from ocat.text.terminal import packed_columns, printable, shorten
 
 # The fitted column never gets narrower than this: at such widths a few letters say more than none.
 MIN_FIT_WIDTH = 12
@@ -94,12 +94,17 @@ class FittedTable(DataTable[Text]):
         self.call_after_refresh(self.refit)
 
     def _stack(self, width: int) -> None:
-        """Two columns: the first cell, then the others on one line and the fitted cell under them."""
+        """Two columns: the first cell, then the others on as few lines as hold them whole (a
+        cell is never cut while it fits a line of its own) and the fitted cell under them."""
         inner = max(MIN_FIT_WIDTH, width - self._widths[0] - 4 * self.cell_padding)
-        rest = [i for i in range(1, len(self._columns)) if i != self._fit]
-        widths = [self._widths[i] for i in rest]
+        lines = packed_columns([i for i in range(1, len(self._columns)) if i != self._fit], self._widths, inner)
+
+        def stacked(cells: Sequence[str]) -> str:
+            return "\n".join(_cut(_padded([cells[i] for i in line], [self._widths[i] for i in line]), inner)
+                             for line in lines)
+
+        self.header_height = len(lines)
         self.add_column(self._columns[0], width=self._widths[0])
-        self.add_column(_cut(_padded([self._columns[i] for i in rest], widths), inner), width=inner)
+        self.add_column(Text(stacked(self._columns)), width=inner)
         for row in self._rows:
-            top = _cut(_padded([row[i] for i in rest], widths), inner)
-            self.add_row(Text(row[0]), Text(f"{top}\n{_cut(row[self._fit], inner)}"), height=2)
+            self.add_row(Text(row[0]), Text(f"{stacked(row)}\n{_cut(row[self._fit], inner)}"), height=len(lines) + 1)

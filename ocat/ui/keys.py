@@ -17,6 +17,8 @@ _BINDING_IDS = {
     "copy_code": "app.copy_code",
     "editor": "app.edit_prompt",
     "memory": "app.memory",
+    "messages": "prompt.messages",
+    "fork": "message.fork",
 }
 
 

@@ -124,6 +124,8 @@ class MemoryView(Widget):
         self.conversation = conversation
         opening = session.settings.vector_store.enabled
         self.status = MemoryStatus(MemoryState.LOADING if opening else MemoryState.OFF)
+        if opening:  # from now, not from the worker's start: a prompt sent meanwhile waits for it too
+            session.memory.opening.begin()
         # The embedding model's download bar, while the first download runs.
         self._download: TaskProgress | None = None
         # What memory is waiting for (another process's store), while it waits.

@@ -9,6 +9,10 @@ from ocat.tools.calls import ToolCall
 from ocat.ui.plain import plain
 
 
+# What the title line takes before the call's own words: its padding and the "▶ " symbol.
+TITLE_INDENT = 4
+
+
 class ToolCallView(Collapsible):
     """One tool call of a turn, updated as it runs and when it has its result."""
 
@@ -30,8 +34,16 @@ class ToolCallView(Collapsible):
         # The line holds what the model wrote (a query): never markup, never a terminal control.
         super().__init__(self.body, title=plain(call.line()), collapsed=not expanded, classes="tool-call")  # type: ignore[arg-type]
 
+    def _line(self) -> str:
+        """The call's line within the title's width (the "▶ " and padding take TITLE_INDENT)."""
+        width = self.size.width - TITLE_INDENT
+        return self.call.line(width if width > 0 else None)
+
+    def on_resize(self) -> None:
+        self.title = plain(self._line())  # type: ignore[assignment]
+
     def refresh_call(self) -> None:
         """Show the call as it is now (its result, or its error)."""
-        self.title = plain(self.call.line())  # type: ignore[assignment]
+        self.title = plain(self._line())  # type: ignore[assignment]
         self.body.update(plain(self.call.result or self.call.error or ""))
         self.set_class(self.call.error is not None, "failed")

@@ -18,6 +18,7 @@ from textual.widgets import Collapsible, ProgressBar, Static, TextArea
 from ocat.chat.prompt_history import append_history, load_history
 from ocat.records import SearchHit
 from ocat.ui.keys import default_keys
+from ocat.ui.message_focus import MESSAGE_BINDINGS, MessageKeys, messages_of
 from ocat.ui.plain import Hanging, plain
 from ocat.ui.suggestions import CommandSuggestions, partial_command
 from ocat.text.terminal import printable
@@ -58,6 +59,7 @@ class PromptInput(TextArea):
     BINDINGS = [
         Binding(default_keys().send, "submit", "Send", show=True, id="prompt.submit"),
         Binding(default_keys().newline, "newline", "Newline", show=True, id="prompt.newline"),
+        Binding(default_keys().messages, "to_messages", "Messages", show=False, id="prompt.messages"),
     ]
 
     class Submitted(Message):
@@ -125,6 +127,13 @@ class PromptInput(TextArea):
             # this Enter may already wait in this box's queue, and belong to the next prompt.
             self.text = ""
             self.post_message(self.Submitted(text, replaces))
+
+    def action_to_messages(self) -> None:
+        """Focus the conversation's latest message (ocat.ui.message_focus): Up steps back from there."""
+        shown = messages_of(self)
+        if shown:
+            shown[-1].focus()
+            shown[-1].scroll_visible(animate=False)
 
     def action_newline(self) -> None:
         """Insert a line break where the cursor is."""
@@ -248,11 +257,14 @@ class PromptInput(TextArea):
         self.move_cursor(self.document.end)
 
 
-class UserMessage(Static):
-    """What the user sent, as literal text."""
+class UserMessage(MessageKeys, Static, can_focus=True):
+    """What the user sent, as literal text; focused, it forks there (ocat.ui.message_focus)."""
 
-    def __init__(self, text: str) -> None:
+    BINDINGS = MESSAGE_BINDINGS
+
+    def __init__(self, text: str, exchange_id: str = "") -> None:
         super().__init__(plain(text), classes="message user")
+        self.exchange_id = exchange_id
 
 
 class NoticeMessage(Static):

@@ -20,6 +20,8 @@ from ocat.text.limits import MAX_DOCUMENT_CHUNKS, MAX_TITLE_CHARS, stored_count
 from ocat.text.limits import FIRST_DATE, INT64_MAX, INT64_MIN, LAST_DATE
 from ocat.records import (
     EXCHANGE_FIELDS,
+    FORKED_EXCHANGE_KEY,
+    FORKED_THREAD_KEY,
     GIT_BRANCH_KEY,
     ORIGIN_KEY,
     PROJECT_KEY,
@@ -135,7 +137,7 @@ def _exchange(data: dict[str, Any]) -> Exchange:
         raise _Refused("thread_session_id must be '{thread_id}_{session_id}'")
     if TOOL_CALLS_KEY in data:
         _check_tool_calls(data[TOOL_CALLS_KEY])
-    for key in (ORIGIN_KEY, PROJECT_KEY, GIT_BRANCH_KEY):
+    for key in (ORIGIN_KEY, PROJECT_KEY, GIT_BRANCH_KEY, FORKED_THREAD_KEY, FORKED_EXCHANGE_KEY):
         if key in data and not isinstance(data[key], str):
             raise _Refused(f"{key} must be a string")
     return Exchange.from_metadata(data)

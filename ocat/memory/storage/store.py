@@ -308,6 +308,10 @@ class MemoryStore:
             return Exchange.from_metadata(metadata or {})
         return DocumentChunk(id=record_id, text=text or "", metadata=dict(metadata or {}))
 
+    def exchanges_where(self, where: dict[str, Any]) -> list[Exchange]:
+        """Exchanges matching a metadata filter, oldest first (a thread's forks: filters are slow at scale)."""
+        return self._exchanges_where(where)
+
     def documents_where(self, where: dict[str, Any]) -> list[DocumentChunk]:
         """Document chunks matching a metadata filter (a write-path helper: filters are slow at scale)."""
         return [r for r in self._get(self.documents, where=where) if isinstance(r, DocumentChunk)]
