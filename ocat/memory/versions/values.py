@@ -40,7 +40,8 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("number", re.compile(rf"\b{_NUMBER}\b")),
 )
 # A run of capitalised words that does not start a sentence: a name (a person, a firm, a place).
-_NAME = re.compile(r"(?<=[\w,;:)] )([A-Z][\w'’-]+(?: (?:de |da |do |van |von )?[A-Z][\w'’-]+)*)")
+# (After a colon a sentence starts: "Caroline: Hey Mel!" names no "Hey Mel".)
+_NAME = re.compile(r"(?<=[\w,;)] )([A-Z][\w'’-]+(?: (?:de |da |do |van |von )?[A-Z][\w'’-]+)*)")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 _WORD = re.compile(r"[^\W\d_]+")
 # Words after a number that say what is counted but are no unit: "3 of them", "2 and".
@@ -105,7 +106,7 @@ def _values(sentence: str) -> tuple[set[Value], str, frozenset[str]]:
     names: set[str] = set()
     for match in _NAME.finditer(rest):
         name = re.sub(r"['’]s$", "", match.group(1))
-        if len(name) > 2 and not name.isupper() and name.lower() not in MONTHS \
+        if len(name) > 2 and not name.isupper() and name.lower() not in MONTHS and name.lower() not in STOP_WORDS \
                 and name.lower().rstrip("s") not in WEEKDAYS and name not in {"I'm", "I've"}:
             values.add(Value("name", name.lower(), name))
             names.update(_words(name))
