@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from ocat import memory
@@ -123,3 +125,68 @@ def test_a_link_to_a_record_gone_behind_ocats_back_is_counted_dangling(store: Me
     memory.link(store, a, b, "model")
     store.exchanges.delete(ids=[b])  # another client, or an old ocat
     assert memory.count_links(store).dangling == (("exchange", a),)
+
+
+def test_supersede_unlink_and_vget_as_commands(session: Any, store: MemoryStore, doses: list[str]) -> None:
+    from ocat.commands import run_command
+
+    a, b, c = doses
+    done = run_command(session, f"/supersede {a[:8]} {b[:8]}")
+    assert not done.error, done.text
+    assert f"{a[:8]} is now an outdated version of {b[:8]} (500 -> 850)" in done.text
+    assert not run_command(session, f"/supersede {b} {c} the dose went up again").error
+    shown = run_command(session, f"/vget {b[:8]}")
+    assert "**Versions**, oldest to newest" in shown.markdown
+    versions_part = shown.markdown.split("**Versions**")[1]
+    # Oldest to newest, with dates and what changed; the one asked about marked.
+    assert versions_part.index(a[:8]) < versions_part.index(f"{b[:8]}*") < versions_part.rindex(c[:8])
+    assert "2025-07-01" in versions_part and "-> " + b[:8] + " (user): 500 -> 850" in versions_part
+    assert "(user): the dose went up again" in versions_part
+    circle = run_command(session, f"/supersede {c[:8]} {a[:8]}")
+    assert circle.error and "circle" in circle.text and "nothing was changed" in circle.text
+    assert run_command(session, "/supersede nothing-like-it " + a[:8]).error
+    undone = run_command(session, f"/unlink {a[:8]}")
+    assert f"{a[:8]} is no longer an outdated version of {b[:8]}" in undone.text
+    assert "nothing was changed" in run_command(session, f"/unlink {a[:8]}").text
+    assert a[:8] not in run_command(session, f"/vget {c[:8]}").markdown.split("**Versions**")[1]
+    assert "/supersede" in str(run_command(session, "/help").rows) and "/unlink" in str(run_command(session, "/help").rows)
+
+
+@pytest.mark.slow
+@pytest.mark.anyio
+async def test_supersede_and_unlink_in_the_full_screen_chat_and_the_browsers_versions_and_unlink_key() -> None:
+    from textual.widgets import Markdown
+
+    from ocat.operations.add import add_note
+    from ocat.ui.memory_browser import EntryList, MemoryBrowser
+    from tests.support.pilot import make_app, memory_ready, notices, send, wait_for, wait_for_command
+
+    app = make_app(dummy=True)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await memory_ready(app, pilot)
+        store = app.session.memory.store
+        chunking = app.session.settings.chunking
+        old = add_note(store, "The gate code is 1234.", chunking, source="vadd_command").ids[0]
+        new = add_note(store, "The gate code is 5678.", chunking, source="vadd_command").ids[0]
+        await send(app, pilot, f"/supersede {old} {new}")
+        await wait_for_command(app, pilot)
+        assert any("is now an outdated version of" in n and "(1234 -> 5678)" in n for n in notices(app))
+        assert memory.newest(store, old) == memory.newest(store, new)
+        await send(app, pilot, f"/unlink {old}")
+        await wait_for_command(app, pilot)
+        assert any("is no longer an outdated version" in n for n in notices(app))
+        assert memory.count_links(store).total == 0
+        memory.link(store, old, new, "found", "1234 -> 5678")
+        await pilot.press("ctrl+r")
+        await wait_for(pilot, lambda: isinstance(app.screen, MemoryBrowser) and app.screen.entries, "the browser")
+        browser = app.screen
+        assert isinstance(browser, MemoryBrowser)
+        browser.query_one(EntryList).focus()
+        old_row = next(n for n, e in enumerate(browser.entries) if e.key == old)
+        browser.query_one(EntryList).move_cursor(row=old_row)
+        text = browser.query_one("#browser-text", Markdown)
+        await wait_for(pilot, lambda: "**Versions**" in text.source and "(found): 1234 -> 5678" in text.source,
+                       "the preview shows the versions, oldest first, with what changed")
+        await pilot.press("u")
+        await wait_for(pilot, lambda: memory.count_links(store).total == 0, "u unlinks it")
+        await wait_for(pilot, lambda: "**Versions**" not in text.source, "the preview follows")

@@ -19,9 +19,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
 from ocat.records import DocumentChunk, Exchange, RecordKind, SearchHit, source_word
-from ocat.text.terminal import count_of, local_time
+from ocat.text.terminal import count_of, local_time, shorten
 from ocat import memory
 from ocat.errors import UsageError
+from ocat.operations.versions import shown_record, unlink, versions_markdown
 from ocat.operations.lookup import get_record, recent_threads, record_details, record_markdown
 from ocat.operations.search import search
 from ocat.operations.threads import (
@@ -170,10 +171,11 @@ def entry_markdown(store: MemoryStore, entry: Entry) -> str:
     if entry.kind == "document":
         chunks = _document_chunks(store, entry.key)
         head = f"# {entry.title}\n\n{count_of(len(chunks), 'chunk')}, added {entry.date}\n\n"
-        return head + "\n\n".join(chunk.text for chunk in chunks) + "\n"
+        versions = versions_markdown(store, chunks[0].id) if chunks else ""
+        return head + "\n\n".join(chunk.text for chunk in chunks) + "\n" + versions
     record = get_record(store, entry.key)
     details = " · ".join(f"{what} {value}" for what, value in record_details(record) if what != "id")
-    return f"{details}\n\n{record_markdown(record)}"
+    return f"{details}\n\n{record_markdown(record)}{versions_markdown(store, entry.key)}"
 
 
 @dataclass(frozen=True)
@@ -313,3 +315,25 @@ def _number(value: object) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
     return float(value)
+
+
+def described(entries: Sequence[Entry]) -> str:
+    """'the thread 'Garden' (2 exchanges)', or '3 entries: 1 thread, 2 notes'."""
+    if len(entries) == 1:
+        entry = entries[0]
+        return f"the {entry.kind} {shorten(entry.title, 50)!r}" + (
+            f" ({count_of(entry.size, 'exchange' if entry.kind == 'thread' else 'chunk')})" if entry.size > 1 else "")
+    kinds: dict[str, int] = {}
+    for entry in entries:
+        kinds[entry.kind] = kinds.get(entry.kind, 0) + 1
+    return f"{len(entries)} entries: " + ", ".join(count_of(n, kind) for kind, n in kinds.items())
+
+
+def unlink_entry(store: MemoryStore, entry: Entry) -> str:
+    """Undo the link of an entry's memory to a newer version (the browser's key), in words."""
+    if entry.kind == "thread":
+        return "A thread has no versions: open it and choose one of its exchanges."
+    done = unlink(store, shown_record("document", entry.key) if entry.kind == "document" else entry.key)
+    if done.newer is None:
+        return f"The {entry.kind} is not linked to a newer version; nothing was changed."
+    return f"The {entry.kind} is no longer an outdated version of {done.newer[:12]}."

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any
 
 from ocat import memory
 from ocat.errors import UsageError
-from ocat.operations.lookup import record_id, resolve_id
+from ocat.operations.lookup import record_id, resolve_id, short_id
 from ocat.records import RecordKind, SearchHit
 from ocat.text.terminal import local_time, shorten
 
@@ -145,12 +145,20 @@ def version_rows(chain: list[Version], current: str, shown: Any = None) -> list[
     return rows
 
 
+def versions_markdown(store: MemoryStore, record: str) -> str:
+    """A memory's versions as Markdown (`/vget`, the memory browser's preview): oldest to newest,
+    with dates and what changed; "" when it has no other version."""
+    chain = versions(store, record)
+    if len(chain) < 2:
+        return ""
+    lines = ["", "**Versions**, oldest to newest (* this one):", ""]
+    for n, (shown, date, change, excerpt) in enumerate(
+            version_rows(chain, record, lambda i: short_id(store, i)), start=1):
+        lines.append(f"{n}. `{shown}` {date} {excerpt}" + (f"  \n   {change}" if change else ""))
+    return "\n".join(lines) + "\n"
+
+
 def _text(record: Any) -> str:
     """What a record says: an exchange's answer (where a value changes), a chunk's text."""
     text = getattr(record, "assistant_response", None)
     return text if isinstance(text, str) else str(getattr(record, "text", ""))
-
-
-def counts_words(counts: Mapping[str, int]) -> str:
-    """Links by how they were made, in words: '3 found, 1 by the model, 2 by you'."""
-    return f"{counts.get('found', 0)} found, {counts.get('model', 0)} by the model, {counts.get('user', 0)} by you"
