@@ -69,17 +69,25 @@ def link_words(hit: SearchHit, width: int = 8) -> str:
 
 def difference(older: str, newer: str) -> str:
     """What changed between two texts, in a few words: the words only the older says, then those
-    only the newer says ('500 mg -> 850 mg' reads '500 -> 850'); "" when they say the same words."""
+    only the newer says, the numbers among them when there are some ('500 mg' then '850 mg now'
+    reads '500 -> 850'); "" when they say the same words."""
     def words(text: str) -> list[str]:
         return [w.rstrip(".:/-") for w in _WORD.findall(text)]
 
     old, new = words(older), words(newer)
     old_set, new_set = {w.lower() for w in old}, {w.lower() for w in new}
-    gone = list(dict.fromkeys(w for w in old if w.lower() not in new_set))[:EVIDENCE_WORDS]
-    came = list(dict.fromkeys(w for w in new if w.lower() not in old_set))[:EVIDENCE_WORDS]
+    gone = _values(list(dict.fromkeys(w for w in old if w.lower() not in new_set)))
+    came = _values(list(dict.fromkeys(w for w in new if w.lower() not in old_set)))
     if not gone and not came:
         return ""
     return f"{' '.join(gone) or '…'} -> {' '.join(came) or '…'}"
+
+
+def _values(words: list[str]) -> list[str]:
+    """The words that carry a value, when some do (a number, a date: what usually changes); else the
+    words as they are; at most EVIDENCE_WORDS."""
+    numbers = [w for w in words if any(c.isdigit() for c in w)]
+    return (numbers or words)[:EVIDENCE_WORDS]
 
 
 @dataclass(frozen=True)

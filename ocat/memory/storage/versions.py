@@ -14,7 +14,7 @@ certain one (the model's or the user's).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Mapping, Sequence
+from typing import TYPE_CHECKING, Mapping, Sequence, cast
 
 from ocat.errors import NotFound, UsageError
 from ocat.memory.storage.link_records import (
@@ -38,6 +38,8 @@ if TYPE_CHECKING:
 # The most versions a chain is followed through (one made by another client may loop: a walk
 # stops at the first version seen twice anyway).
 LONGEST_CHAIN = 1000
+# Links restored per Chroma update (an import's).
+_LINKS_PER_WRITE = 256
 
 
 def find_key(store: MemoryStore, given: str) -> tuple[RecordKind, str] | None:
@@ -186,3 +188,33 @@ def _forward(store: MemoryStore, kind: RecordKind, key: str, planned: Mapping[st
         return planned[key][0]
     link = links_of(store, kind, [key]).get(key)
     return link[0] if link else None
+
+
+def restore_links(store: MemoryStore, links: Sequence[tuple[str, str, str, str]]) -> int:
+    """An import's links between exchanges, each (older, newer, how, evidence): those whose two
+    exchanges are stored, on an exchange without a link of its own (one made since is kept); one
+    that would close a circle with the store's links is left out. How many were restored."""
+    ends = [end for older, newer, _, _ in links for end in (older, newer)]
+    stored = {i for part in id_parts(list(dict.fromkeys(ends))) for i in store.existing_ids("exchange", part)}
+    have = links_of(store, "exchange", [older for older, *_ in links])
+    groups: dict[str, list[tuple[str, str, str]]] = {}
+    for older, newer, how, evidence in links:
+        if older in stored and newer in stored and older not in have and how in HOWS:
+            groups.setdefault(how, []).append((older, newer, evidence))
+    restored = 0
+    for how, group in groups.items():
+        for part in _link_parts(group):
+            try:
+                restored += link_many(store, "exchange", part, cast("UpdateHow", how))
+            except UsageError:  # a circle in this part: each link on its own, the circle's last left out
+                for one in part:
+                    try:
+                        restored += link_many(store, "exchange", [one], cast("UpdateHow", how))
+                    except UsageError:
+                        pass
+    return restored
+
+
+def _link_parts(items: list[tuple[str, str, str]]) -> list[list[tuple[str, str, str]]]:
+    """Links in parts of a size one Chroma update takes."""
+    return [items[start : start + _LINKS_PER_WRITE] for start in range(0, len(items), _LINKS_PER_WRITE)]
