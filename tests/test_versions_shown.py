@@ -191,3 +191,19 @@ def test_supersede_vget_and_unlink_in_line_mode(cli: Cli, dated_store: Path) -> 
     versions = run.stdout.split("**Versions**")[1]
     assert versions.index("`e2025-07-d`") < versions.index("`e2025-08*`") and "2025-07-20" in versions
     assert "-> e2025-08 (user): 500 -> 850" in versions
+
+
+@pytest.mark.parametrize(("line", "reason"), [
+    ({"kind": "link", "older": "a", "newer": "a", "how": "user"}, "are the same memory"),
+    ({"kind": "link", "older": "a", "newer": "b", "how": "maybe"}, "how must be one of found, model, user"),
+    ({"kind": "link", "older": "", "newer": "b", "how": "user"}, "older must be a non-empty string"),
+    ({"kind": "link", "older": "a", "newer": "b", "how": "user", "evidence": 5}, "evidence must be a string"),
+    ({"kind": "document", "id": "d", "text": "t", "metadata": {"update_how": "maybe"}}, '"update_how" must be one of'),
+    ({"kind": "document", "id": "d", "text": "t", "metadata": {"updated_by": 7}}, '"updated_by" must be a string'),
+])
+def test_import_refuses_a_link_it_could_not_follow(line: dict[str, Any], reason: str) -> None:
+    from ocat.errors import InputFileError
+    from ocat.memory import parse_line
+
+    with pytest.raises(InputFileError, match=reason):
+        parse_line(json.dumps(line), 3, "memory.jsonl")
