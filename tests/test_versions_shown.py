@@ -132,6 +132,11 @@ def test_now_reads_time_words_against_the_given_day(cli: Cli, dated_store: Path)
     assert asked.returncode == 0, asked.stderr
     results = asked.json()["result"]["results"]
     assert results and results[0]["id"] == NEW_DOSE and "2025-08-01" in results[0]["dated"]
+    answered = cli("--now", "2025-08-02", "--ask", "what did I say about my metformin dose yesterday?",
+                   "--dummy-mode", "--output", "json")
+    assert answered.returncode == 0, answered.stderr
+    given = {m["id"]: m for m in answered.json()["result"]["memories"]}
+    assert NEW_DOSE in given and "2025-08-01" in given[NEW_DOSE]["dated"], given
     # Without it, "yesterday" is the clock's: nothing of 2025 is from then.
     plain = cli("--query-vector-store", "what did I say yesterday", "--output", "json").json()["result"]["results"]
     assert not plain or "2025-08-01" not in plain[0].get("dated", "")

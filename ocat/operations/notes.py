@@ -83,9 +83,10 @@ def replace_note(store: MemoryStore, old: DocumentChunk, new_ids: Sequence[str],
     if later:
         raise UsageError(f"these words are note {shown(new.id)}, which was itself replaced by {shown(later[-1].id)}; "
                          "a replaced note cannot replace another (nothing was changed)")
-    store.mark_documents([_document(old)], {SUPERSEDED_KEY: new.id})
-    # A certain link between the two versions too: every face shows it, and `/unlink` undoes both.
+    # A certain link between the two versions too (first: a refusal of it changes nothing): every
+    # face shows it, and `/unlink` undoes both.
     memory.link_many(store, "document", [(_document(old), _document(new), difference(old.text, new.text))], "model")
+    store.mark_documents([_document(old)], {SUPERSEDED_KEY: new.id})
     pinned = any(isinstance(p.record, DocumentChunk) and _document(p.record) == _document(old)
                  for p in memory.pinned(store))
     if pinned:

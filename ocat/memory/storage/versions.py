@@ -117,11 +117,7 @@ def versions(store: MemoryStore, given: str) -> list[Version]:
     """Every version of the fact `given` (a full id) belongs to, oldest to newest: the older ones
     (every record whose links lead to it), by date, then it and the newer ones in link order."""
     kind, key = _located(store, given)
-    chain = [key]
-    while len(chain) < LONGEST_CHAIN and (after := _forward(store, kind, chain[-1], {})) is not None:
-        if after in chain:
-            break
-        chain.append(after)
+    chain = _onwards(store, kind, key)
     older: list[str] = []
     frontier, seen = [key], set(chain)
     while frontier and len(older) < LONGEST_CHAIN:
@@ -138,12 +134,17 @@ def newest(store: MemoryStore, given: str) -> str:
     """The newest version `given` (a full id) leads to: the key at the end of its links (itself
     when it has none)."""
     kind, key = _located(store, given)
-    seen = [key]
-    while len(seen) < LONGEST_CHAIN and (after := _forward(store, kind, seen[-1], {})) is not None:
-        if after in seen:
+    return _onwards(store, kind, key)[-1]
+
+
+def _onwards(store: MemoryStore, kind: RecordKind, key: str) -> list[str]:
+    """`key` and the newer versions its links lead to, in order (a version met twice ends the walk)."""
+    chain = [key]
+    while len(chain) < LONGEST_CHAIN and (after := _forward(store, kind, chain[-1], {})) is not None:
+        if after in chain:
             break
-        seen.append(after)
-    return seen[-1]
+        chain.append(after)
+    return chain
 
 
 def _located(store: MemoryStore, given: str) -> tuple[RecordKind, str]:
