@@ -190,3 +190,18 @@ async def test_supersede_and_unlink_in_the_full_screen_chat_and_the_browsers_ver
         await pilot.press("u")
         await wait_for(pilot, lambda: memory.count_links(store).total == 0, "u unlinks it")
         await wait_for(pilot, lambda: "**Versions**" not in text.source, "the preview follows")
+
+
+def test_a_threads_preview_shows_its_exchanges_versions_and_u_unlinks_its_one_outdated_exchange(
+    store: MemoryStore, doses: list[str]
+) -> None:
+    from ocat.operations.browse import Entry, entry_markdown, unlink_entry
+
+    a, b, _ = doses
+    thread = Entry(kind="thread", key="t", title="dose", when=None, source="chat", size=3)
+    assert "**Versions**" not in entry_markdown(store, thread)
+    assert "Nothing in this thread is linked" in unlink_entry(store, thread)
+    memory.link(store, a, b, "found", "500 -> 850")
+    assert "(found): 500 -> 850" in entry_markdown(store, thread).split("**Versions**")[1]
+    assert unlink_entry(store, thread) == f"The exchange is no longer an outdated version of {b[:12]}."
+    assert memory.count_links(store).total == 0

@@ -83,7 +83,7 @@ if TYPE_CHECKING:
     from ocat.memory.storage.reconcile import catch_up, rebuild_derived
     from ocat.memory.storage.store import MemoryStore
     from ocat.memory.storage.thread_titles import set_thread_title, titled_threads
-    from ocat.memory.storage.link_records import count_links, link_of, LinkCounts, Version
+    from ocat.memory.storage.link_records import count_links, link_of, linked_keys, LinkCounts, Version
     from ocat.memory.storage.versions import link, link_many, newest, unlink, versions
     from ocat.memory.storage.writes import replace_exchanges
     from ocat.memory.store_check import check_store, StoreHealth, unopened_health
@@ -137,7 +137,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "storage.reconcile": ("catch_up", "rebuild_derived"),
     "storage.store": ("MemoryStore",),
     "storage.thread_titles": ("set_thread_title", "titled_threads"),
-    "storage.link_records": ("count_links", "link_of", "LinkCounts", "Version"),
+    "storage.link_records": ("count_links", "link_of", "linked_keys", "LinkCounts", "Version"),
     "storage.versions": ("link", "link_many", "newest", "unlink", "versions"),
     "storage.writes": ("replace_exchanges",),
     "store_check": ("check_store", "StoreHealth", "unopened_health"),

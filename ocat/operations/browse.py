@@ -167,7 +167,10 @@ def entry_markdown(store: MemoryStore, entry: Entry) -> str:
     an exchange's prompt and answer, a note, every chunk of a document in order."""
     if entry.kind == "thread":
         exchanges = store.get_thread(entry.key)
-        return conversation_markdown(thread_title(store, entry.key, exchanges), exchanges)
+        older, named = memory.linked_keys(store, "exchange", [e.exchange_id for e in exchanges])
+        versions = "".join(versions_markdown(store, e.exchange_id) for e in exchanges
+                           if e.exchange_id in older | named)  # its exchanges that have versions
+        return conversation_markdown(thread_title(store, entry.key, exchanges), exchanges) + versions
     if entry.kind == "document":
         chunks = _document_chunks(store, entry.key)
         head = f"# {entry.title}\n\n{count_of(len(chunks), 'chunk')}, added {entry.date}\n\n"
@@ -331,9 +334,17 @@ def described(entries: Sequence[Entry]) -> str:
 
 def unlink_entry(store: MemoryStore, entry: Entry) -> str:
     """Undo the link of an entry's memory to a newer version (the browser's key), in words."""
-    if entry.kind == "thread":
-        return "A thread has no versions: open it and choose one of its exchanges."
-    done = unlink(store, shown_record("document", entry.key) if entry.kind == "document" else entry.key)
+    target = shown_record("document", entry.key) if entry.kind == "document" else entry.key
+    if entry.kind == "thread":  # its one outdated exchange, if it has one
+        ids = [e.exchange_id for e in store.get_thread(entry.key)]
+        older = [i for i in ids if i in memory.linked_keys(store, "exchange", ids)[0]]
+        if len(older) != 1:
+            return (f"This thread holds {count_of(len(older), 'outdated exchange')}: type a search to list its "
+                    "exchanges, and unlink the one you mean." if older else "Nothing in this thread is linked to a "
+                    "newer version; nothing was changed.")
+        target = older[0]
+    done = unlink(store, target)
+    what = "exchange" if entry.kind == "thread" else entry.kind
     if done.newer is None:
-        return f"The {entry.kind} is not linked to a newer version; nothing was changed."
-    return f"The {entry.kind} is no longer an outdated version of {done.newer[:12]}."
+        return f"The {what} is not linked to a newer version; nothing was changed."
+    return f"The {what} is no longer an outdated version of {done.newer[:12]}."

@@ -229,3 +229,14 @@ def mark_versions(store: MemoryStore, kind: RecordKind, marks: Mapping[str, Mapp
     except Exception as exc:
         raise StoreError(f"cannot record a link between versions in the memory store: {exc}") from exc
     return len(ids)
+
+
+def linked_keys(store: MemoryStore, kind: RecordKind, keys: Sequence[str]) -> tuple[set[str], set[str]]:
+    """Which of these versions hold a link to a newer one, and which a link names (two reads per
+    part, whatever the number of keys: a thread's exchanges at once)."""
+    older = set(links_of(store, kind, keys))
+    named: set[str] = set()
+    for part in id_parts(list(keys)):
+        for _, metadata, _ in read_rows(store, kind, where={UPDATED_BY_KEY: {"$in": part}}):
+            named.add(str(metadata.get(UPDATED_BY_KEY)))
+    return older, named
