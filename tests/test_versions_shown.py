@@ -155,6 +155,17 @@ def test_query_json_and_text_give_the_link(cli: Cli, dated_store: Path) -> None:
     assert f"updated by {NEW_DOSE[:8]} (500 mg -> 850 mg)" in text
 
 
+@pytest.mark.anyio
+async def test_mcp_memory_search_gives_the_link(cli: Cli, dated_store: Path) -> None:
+    from tests.test_mcp import call, mcp_session
+
+    async with mcp_session(cli) as session:
+        found = await call(session, "memory_search", {"query": "metformin dose 500 mg", "k": 5})
+    old = next(r for r in found["results"] if r["id"] == OLD_DOSE)
+    assert (old["updated_by"], old["update_evidence"], old["update_how"]) == (NEW_DOSE, "500 mg -> 850 mg", "found")
+    assert "updated by" in old["why"]
+
+
 def test_check_store_counts_links_and_repair_clears_only_the_dangling_one(cli: Cli, dated_store: Path) -> None:
     checked = cli("--check-store")
     assert "links between versions: 1 found, 0 by the model, 1 by you; 1 dangling" in checked.stdout, checked.stdout
