@@ -115,8 +115,8 @@ def forget_links(store: MemoryStore, kind: RecordKind, gone: Sequence[str]) -> i
 
 
 def read_rows(store: MemoryStore, kind: RecordKind, *, ids: Sequence[str] | None = None,
-          where: dict[str, Any] | None = None, limit: int | None = None,
-          texts: bool = False) -> list[tuple[str, dict[str, Any], str]]:
+              where: dict[str, Any] | None = None, limit: int | None = None,
+              texts: bool = False) -> list[tuple[str, dict[str, Any], str]]:
     """(id, metadata, text) of the records with these ids or matching `where`."""
     include: Any = ["metadatas", "documents"] if texts else ["metadatas"]
     try:
