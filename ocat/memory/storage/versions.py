@@ -79,9 +79,13 @@ def link_many(store: MemoryStore, kind: RecordKind, links: Sequence[tuple[str, s
         if old == new:
             raise UsageError(f"a memory cannot update itself ({older}); nothing was changed")
         planned[old] = (new, evidence)
+    # The stored links of every newer version, in one read: a walk goes on only from those that
+    # have one (a version just written has none), a read per step.
+    stored = {new: link[0] for new, link in links_of(store, kind, [n for n, _ in planned.values()]).items()}
+    walks = {**{n: None for n, _ in planned.values()}, **stored, **{o: n for o, (n, _) in planned.items()}}
     for old, (new, _) in planned.items():
         path = [old, new]
-        while len(path) < LONGEST_CHAIN and (after := _forward(store, kind, path[-1], planned)) is not None:
+        while len(path) < LONGEST_CHAIN and (after := _forward(store, kind, path[-1], walks)) is not None:
             if after == old:
                 shown = " -> ".join(p[:12] for p in [*path, old])
                 raise UsageError(f"linking {old[:12]} to {new[:12]} would make a circle ({shown}, each updated by the "
@@ -183,10 +187,11 @@ def _keys(store: MemoryStore, kind: RecordKind, given: Sequence[str]) -> dict[st
     return keys
 
 
-def _forward(store: MemoryStore, kind: RecordKind, key: str, planned: Mapping[str, tuple[str, str]]) -> str | None:
-    """The newer version of `key`: a link being made wins over the stored one."""
-    if key in planned:
-        return planned[key][0]
+def _forward(store: MemoryStore, kind: RecordKind, key: str, known: Mapping[str, str | None]) -> str | None:
+    """The newer version of `key`: as `known` says (a link being made, or one read already; None:
+    none), else as the store holds it."""
+    if key in known:
+        return known[key]
     link = links_of(store, kind, [key]).get(key)
     return link[0] if link else None
 
