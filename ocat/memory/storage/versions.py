@@ -173,7 +173,10 @@ def _keys(store: MemoryStore, kind: RecordKind, given: Sequence[str]) -> dict[st
     wanted = list(dict.fromkeys(given))
     keys: dict[str, str] = {}
     for part in id_parts(wanted):
-        keys |= {i: version_key(kind, i, m) for i, m, _ in read_rows(store, kind, ids=part)}
+        if kind == "exchange":  # its own id: no metadata to read
+            keys |= {i: i for i in store.existing_ids(kind, part)}
+        else:
+            keys |= {i: version_key(kind, i, m) for i, m, _ in read_rows(store, kind, ids=part)}
     if kind == "document":
         rest = [g for g in wanted if g not in keys]
         keys |= {g: g for g in stored_keys(store, kind, rest)}
