@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from ocat import memory
 from ocat.errors import UsageError
@@ -133,7 +133,8 @@ def versions(store: MemoryStore, given: str) -> list[Version]:
     return memory.versions(store, resolve_id(store, given))
 
 
-def version_rows(chain: list[Version], current: str, shown: Any = None) -> list[tuple[str, str, str, str]]:
+def version_rows(chain: list[Version], current: str,
+                 shown: Callable[[str], str] | None = None) -> list[tuple[str, str, str, str]]:
     """Versions as rows for people: (id, date, what changed next, excerpt), the one asked about marked
     `*`; `shown(id)` gives the id to type back (default: the first 8 characters)."""
     def short(record: str) -> str:
