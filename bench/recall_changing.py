@@ -136,7 +136,7 @@ def linked_copy(base: Path, tmp: Path, embedder: Any, subject: float, candidates
     import shutil
 
     from ocat.memory import MemoryStore, StoreLocation
-    from ocat.memory.versions import finder
+    from ocat.memory.linking import finder
 
     target = tmp / f"linked-{subject}-{candidates}"
     shutil.rmtree(target, ignore_errors=True)
@@ -160,7 +160,7 @@ def cross_validate(folder: Path, model_dir: Path, tmp: Path) -> dict[str, Any]:
     """Every figure on folds of questions the constants were not fitted on, pooled; and the fit on all."""
     from ocat.memory import MemoryStore, StoreLocation
     from ocat.memory.embedding.embedders import OnnxMiniLMEmbedder
-    from ocat.memory.versions import follow
+    from ocat.memory.linking import follow
 
     embedder = OnnxMiniLMEmbedder(model_dir)
     exchanges, questions = load_chats(folder)

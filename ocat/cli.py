@@ -192,6 +192,8 @@ def check_store_use(action: str | None, args: argparse.Namespace) -> None:
         raise UsageError("--project applies to --query-vector-store, --ask, --wake and the chat only")
     if getattr(args, "allow_tool", None) and action not in (None, "ask"):
         raise UsageError("--allow-tool applies to --ask and the chat only")
+    if getattr(args, "now", None) and action not in ("ask", "query"):
+        raise UsageError("--now applies to --query-vector-store and --ask only")
     if getattr(args, "accept_smaller_store", False) and action != "repair":
         raise UsageError("--accept-smaller-store applies to --repair-store only")
     if len(args.stores) > 1 and action not in READ_ONLY_ACTIONS:

@@ -6,6 +6,7 @@ Only argparse and light modules: `--version` and `--help` are answered without l
 from __future__ import annotations
 
 import argparse
+from datetime import datetime
 
 from ocat import __version__
 from ocat.text.limits import MAX_RESULTS, MIN_RESULTS, whole_number
@@ -139,6 +140,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="keep to one project's exchanges (a folder: its git root, else itself): queries, --ask and the chat",
     )
     options.add_argument(
+        "--now", type=_moment, metavar="DATE",
+        help="--query-vector-store, --ask: read time words ('yesterday', 'last week') as if today were DATE "
+        "(2025-08-02, or 2025-08-02T09:30; a date alone is its noon)",
+    )
+    options.add_argument(
         "--allow-tool", action="append", default=[], type=_tool_key, metavar="SERVER.TOOL",
         help="let the model call this MCP server's tool without asking, for this command (repeatable)",
     )
@@ -153,6 +159,20 @@ def _results(text: str) -> int:
         return whole_number(text, MIN_RESULTS, MAX_RESULTS)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _moment(text: str) -> datetime:
+    """`--now`: an ISO 8601 date or date and time, as a local moment (a date alone: its noon)."""
+    try:
+        moment = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a date such as 2025-08-02 (or 2025-08-02T09:30), not {text!r}") \
+            from None
+    if len(text.strip()) == 10:  # a date alone: the middle of that day, so "yesterday" is the day before it
+        moment = moment.replace(hour=12)
+    if not 1970 <= moment.year <= 2999:  # the dates a memory can have (as search_memory's after and before)
+        raise argparse.ArgumentTypeError(f"expected a date from 1970 to 2999, not {text!r}")
+    return moment if moment.tzinfo is not None else moment.astimezone()
 
 
 def _key_value(text: str) -> str:

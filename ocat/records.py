@@ -18,15 +18,8 @@ RECORD_KINDS: tuple[RecordKind, ...] = ("exchange", "document")
 
 # The nine metadata fields every stored exchange carries, in the spec's order.
 EXCHANGE_FIELDS: tuple[str, ...] = (
-    "exchange_id",
-    "thread_id",
-    "session_id",
-    "user_prompt",
-    "assistant_response",
-    "timestamp",
-    "prior_exchange_ids",
-    "thread_session_id",
-    "thread_continuation_seq",
+    "exchange_id", "thread_id", "session_id", "user_prompt", "assistant_response", "timestamp",
+    "prior_exchange_ids", "thread_session_id", "thread_continuation_seq",
 )
 
 
@@ -60,16 +53,10 @@ SHORTENED_KEY = "shortened"
 # `replaces`): the id of the newer note. The old note is kept, and shown, but retrieval gives
 # the newer one, and the wake block shows only the newer one.
 SUPERSEDED_KEY = "superseded_by"
-# Versions of a fact that changed (docs/memory.md, "Facts that change"): the OLDER record's metadata
-# names the records of the same kind that may update it (comma-separated: exchange ids, a note's
-# document id), the evidence in words ("500 mg → 850 mg") and how the link was made (UpdateHow);
-# the NEWER record's names the older ones. User data in Chroma: exported, kept by every rebuild.
-UPDATED_BY_KEY = "updated_by"
-UPDATES_KEY = "updates"
-UPDATE_EVIDENCE_KEY = "update_evidence"
-UPDATE_HOW_KEY = "update_how"
-# Found by ocat when the newer one was written, or certain: the model's `remember(replaces=...)`,
-# the user's `/supersede OLD NEW`.
+# Versions of a fact that changed (docs/memory.md): the OLDER record names the record of its kind
+# that may update it, the evidence ("500 mg -> 850 mg") and how the link was made: found by ocat,
+# or certain (the model's `remember(replaces=...)`, the user's `/supersede`). User data in Chroma.
+UPDATED_BY_KEY, UPDATE_EVIDENCE_KEY, UPDATE_HOW_KEY = "updated_by", "update_evidence", "update_how"
 UpdateHow = Literal["found", "model", "user"]
 SHORTENED_BY_DELETE = "a chunk was deleted"
 SHORTENED_BY_REPAIR = "kept by a repair: its file is gone or changed"

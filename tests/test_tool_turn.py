@@ -179,6 +179,12 @@ def test_remember_stores_a_model_note_and_replaces_marks_the_older_one(
     run(second)
     new_id = second.calls[0].ids[0]
     assert store.get(old_id).metadata[SUPERSEDED_KEY] == new_id  # type: ignore[union-attr]
+    # A certain link between the two versions, made by the model, with what changed.
+    from ocat import memory
+
+    chain = memory.versions(store, new_id)
+    assert [v.record_id for v in chain] == [old_id, new_id]
+    assert (chain[0].how, chain[0].evidence) == ("model", "… -> and sesame")
     block = __import__("ocat.operations.wake", fromlist=["build_wake"]).build_wake(session.settings, store)
     assert "sesame" in block.text() and block.pinned_ids == [new_id]
     # The old note is kept, and a search says it was replaced; retrieval gives the newer one.

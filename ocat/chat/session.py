@@ -83,6 +83,8 @@ class ChatSession:
         # Where this thread was forked from (/fork): each of its new exchanges records it.
         self.forked_from: ForkLink | None = None
         self.started = datetime.now()
+        # The day time words in a prompt are read against (`ocat --ask --now DATE`); None: the clock.
+        self.now: datetime | None = None
         # What the model knows at the start of this thread (ocat.operations.wake): built on its
         # first turn, given with every turn of it, and built again for the next thread.
         self.wake: WakeBlock | None = None
@@ -199,7 +201,7 @@ class ChatSession:
             in_view |= set(self.wake.pinned_ids)  # the model has them in the wake block already
         limits = memory.RetrievalLimits.from_settings(self.settings.vector_store)
         limits = dataclasses.replace(limits, project=self.scope())
-        found = memory.admitted(memory.retrieve_any(store, queries, limits, exclude_ids=in_view))
+        found = memory.admitted(memory.retrieve_any(store, queries, limits, exclude_ids=in_view, now=self.now))
         return memory.within_budget(found, self.settings.vector_store.memory_token_budget)
 
     def build_request(self, prompt: str, memories: list[SearchHit]) -> TurnRequest:

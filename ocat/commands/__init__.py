@@ -28,6 +28,7 @@ from ocat.commands import editing as _editing  # noqa: F401
 from ocat.commands import browsing as _browsing  # noqa: F401
 from ocat.commands import wake_commands as _wake_commands  # noqa: F401
 from ocat.commands import tool_commands as _tool_commands  # noqa: F401
+from ocat.commands import version_commands as _version_commands  # noqa: F401
 
 __all__ = [
     "REGISTRY", "Arg", "Choose", "Command", "CommandResult", "Confirm", "Send", "ShowThemes", "command", "commands",

@@ -29,6 +29,7 @@ from ocat.operations.lookup import (
 )
 from ocat.operations.search import HitLine, search
 from ocat.operations.stats import config_row, stats, stats_legend, stats_rows
+from ocat.operations.versions import versions_markdown
 
 if TYPE_CHECKING:
     from ocat.memory import MemoryStore
@@ -153,7 +154,7 @@ def _exchange_rows(store: MemoryStore, exchanges: list[Exchange]) -> list[tuple[
             for e in exchanges]
 
 
-@command("vget", "show a memory by id, or this session's or thread's exchanges", group="memory",
+@command("vget", "show a memory by id (with its versions), or this session's or thread's exchanges", group="memory",
          arguments=(Arg("target", "an id, 'session' or 'thread'", metavar="ID|session|thread"),),
          example="/vget session")
 def _vget(session: ChatSession, target: str) -> CommandResult:
@@ -167,7 +168,7 @@ def _vget(session: ChatSession, target: str) -> CommandResult:
     record = get_record(store, target)
     title = f"Exchange {record.exchange_id}" if isinstance(record, Exchange) else f"Document chunk {record.id}"
     return CommandResult(text=title, columns=("field", "value"), rows=record_details(record),
-                         markdown=record_markdown(record))
+                         markdown=record_markdown(record) + versions_markdown(store, record_id(record)))
 
 
 @command(

@@ -165,7 +165,8 @@ def _query(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> 
     for index, query in enumerate(queries):
         reporter.restart_clock()
         found = search(stores, query, settings.vector_store, count=args.results, filters=filters,
-                       short_ids=reporter.output == "text", project=_only_project(settings))
+                       short_ids=reporter.output == "text", project=_only_project(settings),
+                       now=getattr(args, "now", None))
         result = {"query": query, "results": [hit_record(f.hit, why=f.why, store=f.store) for f in found.found]}
         text = format_hits(found.found, with_stores=len(stores) > 1)
         if len(queries) > 1 or args.query_vector_store == "-":
@@ -194,6 +195,7 @@ def _ask(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> in
         raise ProviderError(problem)
     session = open_chat(settings, dummy=args.dummy_mode, serve=False, stream=reporter.stderr)
     session.origin = ONE_SHOT  # the wake block groups one-shot questions (operations.wake)
+    session.now = getattr(args, "now", None)  # --now: time words in the question read against that day
     # SIGTERM or SIGHUP: what memory has not taken is kept in a file, then the closing below runs.
     restore = keep_on_signals(session.memory, end_by_signal)
     try:

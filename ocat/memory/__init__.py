@@ -12,7 +12,8 @@ import-linter layers contract keeps the order, docs/ARCHITECTURE.md draws them):
 
 - `embedding/`: the embedders and the local model's files;
 - `storage/`: the store (Chroma), its writes and deletes, its derived files (lexical index,
-  prompt vectors), thread titles, pins, export and import, reconciling derived data on open;
+  prompt vectors), thread titles, pins, links between versions of a fact, export and import,
+  reconciling derived data on open;
 - `sharing/`: one owner per store folder, its lock, who holds it, the Chroma server child;
 - `retrieval/`: ranking, neighbours, the gate with its per-store floor (probed with generic
   questions), filters, a prompt's time range and project, searching several stores;
@@ -82,6 +83,8 @@ if TYPE_CHECKING:
     from ocat.memory.storage.reconcile import catch_up, rebuild_derived
     from ocat.memory.storage.store import MemoryStore
     from ocat.memory.storage.thread_titles import set_thread_title, titled_threads
+    from ocat.memory.storage.link_records import count_links, link_of, linked_keys, LinkCounts, Version
+    from ocat.memory.storage.versions import link, link_many, newest, unlink, versions
     from ocat.memory.storage.writes import replace_exchanges
     from ocat.memory.store_check import check_store, StoreHealth, unopened_health
     from ocat.memory.store_counts import store_stats
@@ -134,6 +137,8 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "storage.reconcile": ("catch_up", "rebuild_derived"),
     "storage.store": ("MemoryStore",),
     "storage.thread_titles": ("set_thread_title", "titled_threads"),
+    "storage.link_records": ("count_links", "link_of", "linked_keys", "LinkCounts", "Version"),
+    "storage.versions": ("link", "link_many", "newest", "unlink", "versions"),
     "storage.writes": ("replace_exchanges",),
     "store_check": ("check_store", "StoreHealth", "unopened_health"),
     "store_counts": ("store_stats",),

@@ -17,6 +17,7 @@ from ocat.memory.ingest.documents import PartialDocument, partial_documents
 from ocat.memory.storage.derived import beside_index, lexical_index_path, sqlite_problem
 from ocat.memory.storage.chroma import StoreLocation
 from ocat.memory.storage.primary import SHRUNK_ADVICE, StoreShrunk, lost_records, primary_problem
+from ocat.memory.storage.link_records import count_links, LinkCounts
 from ocat.memory.storage.store import MemoryStore
 from ocat.records import RECORD_KINDS, RecordKind
 from ocat.text.terminal import count_of
@@ -67,12 +68,14 @@ class StoreHealth:
     # The embedding model's cached graph, in words (ocat.memory.embedding.lean_cache.CacheCheck.line):
     # checked and, when damaged, made again from the model; None when not looked at.
     model_graph: str | None = None
+    # The links between versions of a fact, by how they were made, and the dangling ones (None: not read).
+    links: LinkCounts | None = None
 
     @property
     def healthy(self) -> bool:
         """Nothing for `--repair-store` to do."""
         return (all(d.healthy for d in self.derived) and not self.partial_documents
-                and self.primary_damaged is None and not self.shrunk)
+                and self.primary_damaged is None and not self.shrunk and not (self.links and self.links.dangling))
 
     def lines(self) -> list[str]:
         """The report in words, one finding a line."""
@@ -96,6 +99,13 @@ class StoreHealth:
                 if d.orphans or d.missing:
                     state += f"; {d.orphans} orphaned, {d.missing} missing"
             lines.append(f"{d.what}: {d.path}: {state}")
+        if self.links is not None:
+            links = self.links
+            line = (f"links between versions: {links.found} found, {links.model} by the model, {links.user} by you")
+            if links.dangling:
+                line += (f"; {len(links.dangling)} dangling (the newer version is gone: "
+                         "`ocat --repair-store` clears them, keeping every memory)")
+            lines.append(line)
         for p in self.partial_documents:
             lines.append(f"partial document: {p.label}: {p.stored_chunks} of {p.total_chunks} chunks "
                          "(its add was cut short)")
@@ -130,6 +140,7 @@ def check_store(store: MemoryStore) -> StoreHealth:
         partial_documents=partial_documents(store),
         primary_damaged=primary_problem(local) if local is not None else None,
         shrunk=_shrunk(derived, {kind: len(ids) for kind, ids in chroma.items()}),
+        links=count_links(store),
     )
 
 

@@ -22,12 +22,16 @@ from ocat.memory.store_check import StoreHealth, check_store
 from ocat.memory.storage.derived import DerivedFileError, move_aside
 from ocat.memory.storage.primary import StoreShrunk
 from ocat.memory.storage.reconcile import sync_lexical, sync_prompts
+from ocat.memory.storage.link_records import clear_links
 from ocat.memory.storage.store import MemoryStore
 from ocat.memory.storage.thread_titles import carry_titles_from_file, sync_titles
+from ocat.records import RECORD_KINDS
 from ocat.text.terminal import count_of
 
 # Adds the chunks a partial document lacks, or says why it is kept as it is (ocat.memory.ingest.finishing).
 Finish = Callable[[MemoryStore, PartialDocument], Finished]
+# Dangling links a repair names one by one; the rest are counted.
+NAMED_LINKS = 20
 
 
 @dataclass(frozen=True)
@@ -86,6 +90,7 @@ def repair_store(
     whole.lease, store.lease = store.lease, None
     try:
         done += _level(whole, before, moved)
+        done += _clear_dangling(whole, before)
         finished, kept = [], []
         for partial in before.partial_documents:
             outcome = finish(whole, partial)
@@ -98,6 +103,19 @@ def repair_store(
     finally:
         whole.close()
     return RepairResult(done, finished, kept, before, after, moved)
+
+
+def _clear_dangling(store: MemoryStore, before: StoreHealth) -> list[str]:
+    """Clear the links whose newer version is gone (the older memory itself is kept, as it was),
+    naming each; what was cleared in words."""
+    dangling = before.links.dangling if before.links is not None else ()
+    for kind in RECORD_KINDS:
+        clear_links(store, kind, [old for of, old in dangling if of == kind])
+    said = [f"cleared the link of the {kind} {old} to a newer version that is gone (the {kind} is kept)"
+            for kind, old in dangling[:NAMED_LINKS]]
+    if len(dangling) > NAMED_LINKS:
+        said.append(f"cleared {count_of(len(dangling) - NAMED_LINKS, 'more dangling link')} the same way")
+    return said
 
 
 def _moved(path: Path, why: str, what: str) -> Path:

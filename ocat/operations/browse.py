@@ -19,10 +19,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
 from ocat.records import DocumentChunk, Exchange, RecordKind, SearchHit, source_word
-from ocat.text.terminal import count_of, local_time
+from ocat.text.terminal import count_of, local_time, shorten
 from ocat import memory
 from ocat.errors import UsageError
 from ocat.operations.forks import link_lines
+from ocat.operations.versions import shown_record, unlink, versions_markdown
 from ocat.operations.lookup import get_record, recent_threads, record_details, record_markdown
 from ocat.operations.search import search
 from ocat.operations.threads import (
@@ -168,6 +169,9 @@ def entry_markdown(store: MemoryStore, entry: Entry) -> str:
     if entry.kind == "thread":
         exchanges = store.get_thread(entry.key)
         text = conversation_markdown(thread_title(store, entry.key, exchanges), exchanges)
+        older, named = memory.linked_keys(store, "exchange", [e.exchange_id for e in exchanges])
+        text += "".join(versions_markdown(store, e.exchange_id) for e in exchanges
+                        if e.exchange_id in older | named)  # its exchanges that have versions
         links = link_lines(store, entry.key, exchanges)  # where a fork came from, and its forks
         if not links:
             return text
@@ -176,10 +180,11 @@ def entry_markdown(store: MemoryStore, entry: Entry) -> str:
     if entry.kind == "document":
         chunks = _document_chunks(store, entry.key)
         head = f"# {entry.title}\n\n{count_of(len(chunks), 'chunk')}, added {entry.date}\n\n"
-        return head + "\n\n".join(chunk.text for chunk in chunks) + "\n"
+        versions = versions_markdown(store, chunks[0].id) if chunks else ""
+        return head + "\n\n".join(chunk.text for chunk in chunks) + "\n" + versions
     record = get_record(store, entry.key)
     details = " · ".join(f"{what} {value}" for what, value in record_details(record) if what != "id")
-    return f"{details}\n\n{record_markdown(record)}"
+    return f"{details}\n\n{record_markdown(record)}{versions_markdown(store, entry.key)}"
 
 
 @dataclass(frozen=True)
@@ -319,3 +324,33 @@ def _number(value: object) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
     return float(value)
+
+
+def described(entries: Sequence[Entry]) -> str:
+    """'the thread 'Garden' (2 exchanges)', or '3 entries: 1 thread, 2 notes'."""
+    if len(entries) == 1:
+        entry = entries[0]
+        return f"the {entry.kind} {shorten(entry.title, 50)!r}" + (
+            f" ({count_of(entry.size, 'exchange' if entry.kind == 'thread' else 'chunk')})" if entry.size > 1 else "")
+    kinds: dict[str, int] = {}
+    for entry in entries:
+        kinds[entry.kind] = kinds.get(entry.kind, 0) + 1
+    return f"{len(entries)} entries: " + ", ".join(count_of(n, kind) for kind, n in kinds.items())
+
+
+def unlink_entry(store: MemoryStore, entry: Entry) -> str:
+    """Undo the link of an entry's memory to a newer version (the browser's key), in words."""
+    target = shown_record("document", entry.key) if entry.kind == "document" else entry.key
+    if entry.kind == "thread":  # its one outdated exchange, if it has one
+        ids = [e.exchange_id for e in store.get_thread(entry.key)]
+        older = [i for i in ids if i in memory.linked_keys(store, "exchange", ids)[0]]
+        if len(older) != 1:
+            return (f"This thread holds {count_of(len(older), 'outdated exchange')}: type a search to list its "
+                    "exchanges, and unlink the one you mean." if older else "Nothing in this thread is linked to a "
+                    "newer version; nothing was changed.")
+        target = older[0]
+    done = unlink(store, target)
+    what = "exchange" if entry.kind == "thread" else entry.kind
+    if done.newer is None:
+        return f"The {what} is not linked to a newer version; nothing was changed."
+    return f"The {what} is no longer an outdated version of {done.newer[:12]}."

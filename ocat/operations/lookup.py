@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from ocat.errors import NotFound, UsageError
 from ocat.text.limits import stored_count
-from ocat.records import ORIGIN_KEY, PROJECT_KEY, DocumentChunk, Exchange, SearchHit, source_word
+from ocat.records import ORIGIN_KEY, PROJECT_KEY, UPDATE_EVIDENCE_KEY, UPDATE_HOW_KEY, UPDATED_BY_KEY, DocumentChunk
+from ocat.records import Exchange, SearchHit, source_word
 from ocat.text.terminal import count_of, local_time, shorten
 from ocat import memory
 from ocat.operations.threads import default_title
@@ -94,8 +95,10 @@ def _shortest(least: int, most: int, unique: Callable[[int], bool]) -> int | Non
 
 
 # A document chunk's metadata that `record_details` says in its own words, or that means nothing to a reader.
+# A link to a newer version is shown as the versions (/vget), not as raw keys.
 _SHOWN_APART = frozenset({"kind", "source", "source_file", "source_path", "chunk_index", "total_chunks",
-                          "manual_entry", "content_hash", "document_id", "date_added", "section"})
+                          "manual_entry", "content_hash", "document_id", "date_added", "section",
+                          UPDATED_BY_KEY, UPDATE_EVIDENCE_KEY, UPDATE_HOW_KEY})
 
 
 def record_details(record: Record) -> list[tuple[str, str]]:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Callable, Sequence
 
 from ocat import memory
 from ocat.errors import UsageError
+from ocat.operations.versions import difference
 from ocat.records import SUPERSEDED_KEY, DocumentChunk
 
 if TYPE_CHECKING:
@@ -82,6 +83,9 @@ def replace_note(store: MemoryStore, old: DocumentChunk, new_ids: Sequence[str],
     if later:
         raise UsageError(f"these words are note {shown(new.id)}, which was itself replaced by {shown(later[-1].id)}; "
                          "a replaced note cannot replace another (nothing was changed)")
+    # A certain link between the two versions too (first: a refusal of it changes nothing): every
+    # face shows it, and `/unlink` undoes both.
+    memory.link_many(store, "document", [(_document(old), _document(new), difference(old.text, new.text))], "model")
     store.mark_documents([_document(old)], {SUPERSEDED_KEY: new.id})
     pinned = any(isinstance(p.record, DocumentChunk) and _document(p.record) == _document(old)
                  for p in memory.pinned(store))
@@ -97,7 +101,7 @@ def bring_back(store: MemoryStore, ids: Sequence[str]) -> str | None:
     note = store.get(ids[0]) if ids else None
     if not isinstance(note, DocumentChunk) or (newer := newer_note(note)) is None:
         return None
-    store.mark_documents([_document(note)], {SUPERSEDED_KEY: None})
+    memory.unlink(store, note.id)  # the replaced mark and the link with it
     return newer
 
 

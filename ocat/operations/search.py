@@ -14,10 +14,11 @@ from datetime import datetime
 from decimal import ROUND_FLOOR, Decimal
 from typing import TYPE_CHECKING, Any, Sequence
 
-from ocat.records import SUPERSEDED_KEY, SearchHit
+from ocat.records import SUPERSEDED_KEY, UPDATE_EVIDENCE_KEY, UPDATE_HOW_KEY, UPDATED_BY_KEY, SearchHit
 from ocat.text.terminal import count_of
 from ocat import memory
 from ocat.operations.lookup import short_id
+from ocat.operations.versions import link_fields, link_words
 
 if TYPE_CHECKING:
     from ocat.memory import StoreHit
@@ -27,8 +28,10 @@ if TYPE_CHECKING:
     from ocat.config.settings import VectorStoreSettings
 
 # Left out of a hit's metadata: an exchange's text already holds its prompt and answer, `kind`
-# is said once per hit, and the hashes mean nothing to a reader; repeating them costs tokens.
-REPEATED_METADATA = frozenset({"user_prompt", "assistant_response", "kind", "content_hash", "document_id"})
+# is said once per hit, the hashes mean nothing to a reader, and a link is said by `link_fields`;
+# repeating them costs tokens.
+REPEATED_METADATA = frozenset({"user_prompt", "assistant_response", "kind", "content_hash", "document_id",
+                               UPDATED_BY_KEY, UPDATE_EVIDENCE_KEY, UPDATE_HOW_KEY})
 
 
 @dataclass(frozen=True)
@@ -142,12 +145,18 @@ def reasons(hits: Sequence[SearchHit]) -> list[str]:
             said.append(f"next to {where} in its thread" + ("" if hit.with_admitted else ", not given"))
         elif hit.metadata.get(SUPERSEDED_KEY):
             said.append(f"replaced by {str(hit.metadata[SUPERSEDED_KEY])[:12]}")
+        elif hit.newest_of is not None:
+            older = f"#{position[hit.newest_of]}" if hit.newest_of in position else hit.newest_of[:8]
+            said.append(f"the newest version of {older}")
+            continue  # given with the version it updates, whatever its own score
         elif hit.score < hit.threshold:
             said.append(f"below threshold {hit.threshold:.2f}")
         elif hit.outranked:
             said.append(f"far weaker than #{best[hit.kind]}" if hit.kind in best else "far weaker than the best")
         else:
             said.append("relevant")
+        if not hit.metadata.get(SUPERSEDED_KEY) and (link := link_words(hit)):  # an outdated version says so
+            said[-1] += f"; {link}"
     return said
 
 
@@ -166,6 +175,7 @@ def hit_record(
     record |= {"kind": hit.kind, "score": round(hit.score, 4), "admitted": hit.admitted}
     if why is not None:
         record |= {"why": why, "context_of": hit.context_of}
+    record |= link_fields(hit)  # updated_by (with its evidence and how) and updates, when linked
     record["date"] = iso_date(hit.timestamp)
     if hit.dated:
         record["dated"] = hit.dated

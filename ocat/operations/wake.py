@@ -23,6 +23,7 @@ from ocat.config.locations import display_path
 from ocat.operations.add import add_note
 from ocat.operations.lookup import recent_threads, resolve_id, short_id
 from ocat.operations.notes import bring_back
+from ocat.operations.versions import shown_record
 from ocat.text.tokens import estimate_tokens
 
 if TYPE_CHECKING:
@@ -102,7 +103,13 @@ def pin_line(pinned: Pinned, shown_id: str = "") -> str:
         text = record.text
         what = "note" if record.metadata.get("manual_entry") else "document"
     quoted = shorten(" ".join(text.split()), PIN_CHARS)
-    return f"- [{shown_id or pinned.id[:8]}] ({what}, pinned {local_time(pinned.pinned_at, '%Y-%m-%d')}) {quoted}"
+    # A pinned memory a newer version updates says so: the model must not take it for the current fact.
+    link = memory.link_of(pinned.record_metadata())
+    kind = "exchange" if isinstance(record, Exchange) else "document"
+    newer = f", outdated: updated by [{shown_record(kind, link[0])[:8]}]" if link else ""
+    change = f" ({link[1]})" if link and link[1] else ""
+    when = local_time(pinned.pinned_at, "%Y-%m-%d")
+    return f"- [{shown_id or pinned.id[:8]}] ({what}, pinned {when}{newer}{change}) {quoted}"
 
 
 def thread_line(summary: ThreadSummary, repeats: int = 1) -> str:

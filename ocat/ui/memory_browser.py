@@ -3,8 +3,9 @@
 A list of threads, exchanges, notes and documents (newest first, or best first while a search
 is typed), filtered by kind, date, source and project; a preview of the highlighted entry, whole; and
 actions on it: open a thread (continue it), delete (several at once, after a confirmation),
-export a thread as Markdown, copy. What it reads and changes is ocat.operations.browse; this
-module only draws and runs those operations in threads, so the window never waits for the store.
+export a thread as Markdown, copy, unlink a memory from a newer version (the preview shows its
+versions). What it reads and changes is ocat.operations.browse; this module only draws and
+runs those operations in threads, so the window never waits for the store.
 
 Opened with `/memory [QUERY]` or a key (`keys.memory`, Ctrl+R). It dismisses with the thread
 to continue, or None.
@@ -27,12 +28,14 @@ from textual.widgets import DataTable, Footer, Input, Markdown, Static
 from ocat.operations.browse import (
     browse,
     delete_entries,
+    described,
     Entry,
     entry_markdown,
     export_entry,
     Filters,
     KIND_WORDS,
     search_entries,
+    unlink_entry,
 )
 from ocat.text.terminal import count_of, printable, shorten
 from ocat.ui.widgets import plain
@@ -65,6 +68,7 @@ class EntryList(DataTable[Text]):
         Binding("d,delete", "screen.delete", "Delete", id="browser.delete"),
         Binding("e", "screen.export", "Export", id="browser.export"),
         Binding("c", "screen.copy", "Copy", id="browser.copy"),
+        Binding("u", "screen.unlink", "Unlink", id="browser.unlink"),
         Binding("slash", "screen.focus_search", "Search", id="browser.search"),
     ]
 
@@ -312,7 +316,7 @@ class MemoryBrowser(Screen[str | None]):
         chosen = [e for e in self.entries if e.key in self.marked] or [e for e in [self._current()] if e]
         if not chosen:
             return
-        question = "This deletes " + _described(chosen) + " from memory, for good."
+        question = "This deletes " + described(chosen) + " from memory, for good."
 
         def answered(yes: bool | None) -> None:
             if yes:
@@ -336,6 +340,16 @@ class MemoryBrowser(Screen[str | None]):
         if entry is not None:
             self._change("exporting", lambda store: export_entry(store, entry), lambda written: self.notify(
                 f"Wrote {count_of(written[1], 'exchange')} to {display_path(str(written[0]))}."))
+
+    def action_unlink(self) -> None:
+        """Undo the highlighted memory's link to a newer version (a wrong "updated by"); the preview shows it."""
+        entry = self._current()
+        if entry is not None:
+            self._change("unlinking", lambda store: unlink_entry(store, entry), self._unlinked)
+
+    def _unlinked(self, said: str) -> None:
+        self.notify(said)
+        self._preview()
 
     def action_copy(self) -> None:
         """Copy the highlighted entry's whole text (Markdown) to the clipboard."""
@@ -375,15 +389,3 @@ def _titled(entry: Entry, width: int) -> str:
     suffix = f" ({count_of(entry.size, size)})" if size else ""
     title = printable(" ".join(entry.title.split()))
     return shorten(title, max(width - len(suffix), 8)) + suffix
-
-
-def _described(entries: list[Entry]) -> str:
-    """'the thread 'Garden' (2 exchanges)', or '3 entries: 1 thread, 2 notes'."""
-    if len(entries) == 1:
-        entry = entries[0]
-        return f"the {entry.kind} {shorten(entry.title, 50)!r}" + (
-            f" ({count_of(entry.size, 'exchange' if entry.kind == 'thread' else 'chunk')})" if entry.size > 1 else "")
-    kinds: dict[str, int] = {}
-    for entry in entries:
-        kinds[entry.kind] = kinds.get(entry.kind, 0) + 1
-    return f"{len(entries)} entries: " + ", ".join(count_of(n, kind) for kind, n in kinds.items())

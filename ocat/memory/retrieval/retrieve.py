@@ -25,7 +25,7 @@ from ocat.memory.storage.derived import DerivedFileError
 from ocat.memory.storage.scoring import Calibration
 from ocat.memory.storage.store import MemoryStore
 from ocat.memory.storage.terms import queries_terms
-from ocat.memory.versions.follow import asks_for_past, lift_versions, with_newest
+from ocat.memory.linking.follow import asks_for_past, lift_versions, with_newest
 from ocat.records import SUPERSEDED_KEY, RecordKind, SearchHit
 
 if TYPE_CHECKING:

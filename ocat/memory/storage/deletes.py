@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Sequence, cast
 
 from ocat.errors import StoreError
 from ocat.memory.storage.batches import column
+from ocat.memory.storage.link_records import forget_links
 from ocat.memory.storage.writes import mark_documents
 from ocat.records import RECORD_KINDS, SHORTENED_BY_DELETE, SHORTENED_KEY, SUPERSEDED_KEY, RecordKind
 
@@ -43,8 +44,13 @@ def delete_ids(store: MemoryStore, ids: Sequence[str]) -> int:
             raise StoreError(f"cannot delete from the memory store: {exc}") from exc
         if kind == "document":
             metadatas = column(got["metadatas"], len(found))
-            mark_shortened(store, (str((m or {}).get("document_id") or "") for m in metadatas), SHORTENED_BY_DELETE)
+            documents = [str((m or {}).get("document_id") or "") for m in metadatas]
+            mark_shortened(store, documents, SHORTENED_BY_DELETE)
             _given_again(store, found)
+            # A note whose last chunk went no longer updates anything: its older versions stand again.
+            forget_links(store, kind, [d or i for d, i in zip(documents, found)])
+        else:
+            forget_links(store, kind, found)
         removed += len(found)
     return removed
 
@@ -53,15 +59,18 @@ def delete_where(store: MemoryStore, where: dict[str, Any]) -> int:
     """Delete the document chunks matching a metadata filter (a file's earlier version, a
     folder's file that is gone: whole documents); returns how many."""
     try:
-        found = store.documents.get(where=cast("Where", where), include=[])["ids"]
+        got = store.documents.get(where=cast("Where", where), include=["metadatas"])
     except Exception as exc:
         raise StoreError(f"cannot delete from the memory store: {exc}") from exc
+    found = list(got["ids"])
     if found:
         _forget_derived(store, "document", found)
         try:
             store.documents.delete(ids=found)
         except Exception as exc:
             raise StoreError(f"cannot delete from the memory store: {exc}") from exc
+        metadatas = column(got["metadatas"], len(found))
+        forget_links(store, "document", [str((m or {}).get("document_id") or i) for m, i in zip(metadatas, found)])
     return len(found)
 
 

@@ -2,9 +2,10 @@
 
 Exchanges are `{"kind": "exchange", <the nine exchange fields>}`; document chunks are
 `{"kind": "document", "id", "text", "metadata"}`; the titles given to exported threads
-(/rename) are `{"kind": "thread", "thread_id", "title"}`, last (a file without them, from
-before titles were exported, imports as ever). Import re-embeds with the store's own
-model, which is also how memory moves to a new embedding model.
+(/rename) are `{"kind": "thread", "thread_id", "title"}`, then pins, then the links between
+versions of a fact that exchanges hold, `{"kind": "link", "older", "newer", "how", "evidence"}`
+(a note's link is in its chunks' metadata); a file without them imports as ever. Import
+re-embeds with the store's own model, which is also how memory moves to a new embedding model.
 """
 
 from __future__ import annotations
@@ -18,7 +19,9 @@ from typing import IO, Any, Callable, Iterable, Iterator
 from ocat.errors import InputFileError, StoreError, UsageError
 from ocat.text.limits import MAX_TITLE_CHARS
 from ocat.config.locations import cache_dir
-from ocat.memory.storage.export_lines import LATEST_TIME, Line, Pin, ThreadTitle, parse_line
+from ocat.memory.storage.export_lines import LATEST_TIME, Line, Link, Pin, ThreadTitle, parse_line
+from ocat.memory.storage.link_records import HOWS, link_of
+from ocat.memory.storage.versions import restore_links
 from ocat.memory.storage.store import WRITE_BATCH, MemoryStore
 from ocat.memory.storage.thread_titles import set_thread_title
 from ocat.records import PINNED_KEY, RECORD_KINDS, THREAD_TITLE_KEY, DocumentChunk, Exchange
@@ -59,11 +62,13 @@ def export_memory(store: MemoryStore, out: IO[str], *, path: str = "-") -> Trans
     counts = {"exchange": 0, "document": 0}
     titles: dict[str, tuple[float, str]] = {}  # one entry per titled thread: small beside the store
     pins: dict[str, float] = {}  # the pinned memories: a few
+    links: list[dict[str, str]] = []  # the links between exchanges (a note's are in its chunks' metadata)
     for _, metadata in store.iter_metadata("exchange"):
         exchange = Exchange.from_metadata(metadata)
         out.write(json_line(_to_line(exchange)))
         counts["exchange"] += 1
         _note_pin(pins, exchange.exchange_id, metadata)
+        _note_link(links, exchange.exchange_id, metadata)
         title = metadata.get(THREAD_TITLE_KEY)
         if isinstance(title, str) and title and exchange.timestamp >= titles.get(exchange.thread_id, (-1.0, ""))[0]:
             titles[exchange.thread_id] = (exchange.timestamp, title)
@@ -80,6 +85,8 @@ def export_memory(store: MemoryStore, out: IO[str], *, path: str = "-") -> Trans
             out.write(json_line({"kind": "thread", "thread_id": thread_id, "title": cleaned}))
     for record_id, when in sorted(pins.items()):
         out.write(json_line({"kind": "pin", "id": record_id, "pinned_at": when}))
+    for link in links:
+        out.write(json_line(link))
     out.flush()
     return TransferResult(path=path, exchanges=counts["exchange"], documents=counts["document"], titles=len(titles))
 
@@ -90,6 +97,13 @@ def _note_pin(pins: dict[str, float], record_id: str, metadata: dict[str, Any]) 
     # A pin import refuses (at or before 1970) is not written: export never writes what import refuses.
     if isinstance(when, (int, float)) and not isinstance(when, bool) and 0 < when <= LATEST_TIME:
         pins[record_id] = float(when)
+
+
+def _note_link(links: list[dict[str, str]], record_id: str, metadata: dict[str, Any]) -> None:
+    """Keep an exchange's link for the export, when it has one import takes back."""
+    link = link_of(metadata)
+    if link is not None and link[2] in HOWS and link[0] != record_id:
+        links.append({"kind": "link", "older": record_id, "newer": link[0], "how": link[2], "evidence": link[1]})
 
 
 def json_line(record: dict[str, Any]) -> str:
@@ -113,7 +127,7 @@ __all__ = ["ThreadTitle", "TransferResult", "check_import_file", "export_memory"
 def check_import_file(path: Path) -> TransferResult:
     """Read a JSONL file through and check every line, writing nothing: how many exchanges and
     documents it holds, or an InputFileError naming the first bad line."""
-    counts = {"exchange": 0, "document": 0, "thread": 0, "pin": 0}
+    counts = {"exchange": 0, "document": 0, "thread": 0, "pin": 0, "link": 0}
     for _, record in _records(path):
         counts[_kind(record)] += 1
     return TransferResult(
@@ -146,11 +160,14 @@ def import_memory(
     lock = _write_lock(store)
     threads: set[str] = set()
     pins: dict[str, float] = {}  # the file's pins, noted on the way (a few): no pass of their own
+    links: dict[str, Link] = {}  # and its links between exchanges, by the older one
 
     def of_kind(kind: str) -> Iterator[Line]:
         for _, record in _records(path):
             if isinstance(record, Pin):
                 pins[record.id] = record.pinned_at
+            elif isinstance(record, Link):
+                links[record.older] = record
             elif _kind(record) == kind:
                 yield record
 
@@ -167,6 +184,8 @@ def import_memory(
     titles_added = _restore_titles(store, path, threads) if checked.titles else 0
     if pins:
         _restore_pins(store, pins)
+    if links:
+        restore_links(store, [(k.older, k.newer, k.how, k.evidence) for k in links.values()])
     return TransferResult(
         path=str(path), exchanges=checked.exchanges, documents=checked.documents, added=added,
         titles=checked.titles, titles_added=titles_added,
@@ -202,6 +221,8 @@ def _kind(record: Line) -> str:
         return "thread"
     if isinstance(record, Pin):
         return "pin"
+    if isinstance(record, Link):
+        return "link"
     return "exchange" if isinstance(record, Exchange) else "document"
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ocat.errors import InputFileError
+from ocat.memory.storage.link_records import HOWS
 from ocat.text.limits import MAX_DOCUMENT_CHUNKS, MAX_TITLE_CHARS, stored_count
 # Chroma keeps integers as signed 64-bit numbers; a larger one silently becomes an approximate float.
 from ocat.text.limits import FIRST_DATE, INT64_MAX, INT64_MIN, LAST_DATE
@@ -28,6 +29,9 @@ from ocat.records import (
     SHORTENED_KEY,
     SUPERSEDED_KEY,
     TOOL_CALLS_KEY,
+    UPDATE_EVIDENCE_KEY,
+    UPDATE_HOW_KEY,
+    UPDATED_BY_KEY,
     DocumentChunk,
     Exchange,
 )
@@ -57,7 +61,17 @@ class Pin:
     pinned_at: float
 
 
-Line = Exchange | DocumentChunk | ThreadTitle | Pin
+@dataclass(frozen=True)
+class Link:
+    """A link between two exchanges, versions of a fact (ocat.memory.storage.versions), as a line of an
+    export file: a note's link travels in its chunks' metadata instead."""
+
+    older: str
+    newer: str
+    how: str
+    evidence: str
+
+Line = Exchange | DocumentChunk | ThreadTitle | Pin | Link
 
 
 class _Refused(Exception):
@@ -94,9 +108,28 @@ def _parse(line: str) -> Line:
         return _thread_title(data)
     if kind == "pin":
         return _pin(data)
+    if kind == "link":
+        return _link(data)
     if "kind" not in data:
-        raise _Refused("the record has no kind (expected 'exchange', 'document', 'thread' or 'pin')")
-    raise _Refused(f"unknown kind {_shown(kind)} (expected 'exchange', 'document', 'thread' or 'pin')")
+        raise _Refused("the record has no kind (expected 'exchange', 'document', 'thread', 'pin' or 'link')")
+    raise _Refused(f"unknown kind {_shown(kind)} (expected 'exchange', 'document', 'thread', 'pin' or 'link')")
+
+
+def _link(data: dict[str, Any]) -> Link:
+    """A link: two exchange ids that differ, how it was made, and its evidence (a string)."""
+    older, newer, how, evidence = data.get("older"), data.get("newer"), data.get("how"), data.get("evidence", "")
+    for name, value in (("older", older), ("newer", newer)):
+        if not isinstance(value, str) or not value:
+            raise _Refused(f"a link's {name} must be a non-empty string")
+        _check_text(value, name)
+    if older == newer:
+        raise _Refused("a link's older and newer are the same memory")
+    if how not in HOWS:
+        raise _Refused(f"a link's how must be one of {', '.join(HOWS)}, not {_shown(how)}")
+    if not isinstance(evidence, str):
+        raise _Refused("a link's evidence must be a string")
+    _check_text(evidence, "evidence")
+    return Link(str(older), str(newer), str(how), evidence)
 
 
 def _pin(data: dict[str, Any]) -> Pin:
@@ -179,7 +212,7 @@ def _document(data: dict[str, Any]) -> DocumentChunk:
 # The document metadata ocat itself reads, and what each must be: an import that stored
 # `total_chunks: "many"` made every later stats call fail, and `1e18` invented a partial document.
 _TEXT_KEYS = ("kind", "source", "source_file", "source_path", "source_folder", "filename", "section", "prefix",
-              "content_hash", "document_id", SHORTENED_KEY, SUPERSEDED_KEY)
+              "content_hash", "document_id", SHORTENED_KEY, SUPERSEDED_KEY, UPDATED_BY_KEY, UPDATE_EVIDENCE_KEY)
 
 
 def _check_known_keys(metadata: dict[str, Any]) -> None:
@@ -187,6 +220,9 @@ def _check_known_keys(metadata: dict[str, Any]) -> None:
     for key in _TEXT_KEYS:
         if key in metadata and not isinstance(metadata[key], str):
             raise _Refused(f"metadata {_shown(key)} must be a string, not {_shown(metadata[key])}")
+    if UPDATE_HOW_KEY in metadata and metadata[UPDATE_HOW_KEY] not in HOWS:
+        raise _Refused(f"metadata {_shown(UPDATE_HOW_KEY)} must be one of {', '.join(HOWS)}, "
+                       f"not {_shown(metadata[UPDATE_HOW_KEY])}")
     if "manual_entry" in metadata and not isinstance(metadata["manual_entry"], bool):
         raise _Refused(f"metadata \"manual_entry\" must be true or false, not {_shown(metadata['manual_entry'])}")
     for key in ("date_added", "timestamp"):

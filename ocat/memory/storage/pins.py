@@ -8,7 +8,7 @@ holds it.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
 from ocat.errors import NotFound, StoreError
@@ -27,6 +27,8 @@ class Pinned:
 
     record: Exchange | DocumentChunk
     pinned_at: float
+    # The record's metadata as stored: an exchange's holds more than its fields (a link to a newer version).
+    stored: dict[str, Any] = field(default_factory=dict)
 
     @property
     def id(self) -> str:
@@ -34,7 +36,9 @@ class Pinned:
         return self.record.exchange_id if isinstance(self.record, Exchange) else self.record.id
 
     def record_metadata(self) -> dict[str, Any]:
-        """The pinned record's metadata (a chunk's as stored; an exchange's nine fields)."""
+        """The pinned record's metadata as stored (else a chunk's own; an exchange's fields)."""
+        if self.stored:
+            return self.stored
         return self.record.to_metadata() if isinstance(self.record, Exchange) else self.record.metadata
 
 
@@ -70,7 +74,7 @@ def pinned(store: MemoryStore) -> list[Pinned]:
                 Exchange.from_metadata(metadata or {}) if kind == "exchange"
                 else DocumentChunk(id=record_id, text=text or "", metadata=dict(metadata or {}))
             )
-            found.append(Pinned(record, float(when)))
+            found.append(Pinned(record, float(when), dict(metadata or {})))
     return sorted(found, key=lambda p: p.pinned_at, reverse=True)
 
 

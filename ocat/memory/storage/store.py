@@ -88,7 +88,7 @@ class MemoryStore:
         # Derived files that cannot be written (read-only, another user's, a full disk): what is
         # stored goes to Chroma, and they catch up once they can be written (`derived_failed`).
         self.lagging: dict[str, str] = {}
-        # Whether a write links the earlier exchanges it may update (ocat.memory.versions.finder;
+        # Whether a write links the earlier exchanges it may update (ocat.memory.linking.finder;
         # the setting memory.link_versions).
         self.link_versions = True
         if not check_derived:

@@ -17,7 +17,7 @@ from ocat.memory.storage.batches import Row, batches, unique_by_id
 from ocat.memory.storage.derived import DerivedFileError
 from ocat.memory.storage.prompt_vectors import Sides, other_sides, split_sides
 from ocat.memory.storage.thread_titles import carry_titles
-from ocat.memory.versions.finder import link_versions
+from ocat.memory.linking.finder import link_versions
 from ocat.records import Exchange, RecordKind, searched_text
 
 if TYPE_CHECKING:

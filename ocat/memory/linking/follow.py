@@ -1,7 +1,7 @@
 """Following links forward at retrieval: an outdated version is never given alone.
 
 When a memory admitted by the gate may have been updated (its `updated_by` names newer
-versions: ocat.memory.versions.finder, `/supersede`, the model's `remember(replaces=...)`), the
+versions: ocat.memory.linking.finder, `/supersede`, the model's `remember(replaces=...)`), the
 newest versions of its fact come with it, marked `newest_of` (ocat.records.SearchHit), even when
 they alone would sit under the gate: the model then reads the old value beside the new one, and
 is told which is newer (docs/memory.md, "Facts that change"). A question about the past still
@@ -14,9 +14,9 @@ import re
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Collection, Sequence
 
-from ocat.memory.versions.finder import MAX_CHAIN, newer_ids
+from ocat.memory.linking.finder import MAX_CHAIN, newer_ids
 from ocat.memory.retrieval.neighbours import Candidate
-from ocat.records import SUPERSEDED_KEY, UPDATES_KEY, SearchHit
+from ocat.records import SUPERSEDED_KEY, SearchHit
 
 if TYPE_CHECKING:
     from ocat.memory.storage.scoring import Calibration
@@ -143,23 +143,18 @@ def lift_versions(
     older when the question asks about the past; ranked again."""
     lift = VERSION_LIFT if lift is None else lift
     z = {c.id: c.z for c in ranked}
-    changed = False
-    by_time = sorted((c for c in ranked if c.id in records), key=lambda c: _time(records[c.id][1]), reverse=past)
-    for c in by_time:
-        others = _newer(records[c.id][1]) if past else _older(records[c.id][1])
-        found = [z[i] for i in others if i in z]
-        if found and max(found) + lift > z[c.id]:
-            z[c.id] = max(found) + lift
-            changed = True
-    if not changed:
+    pairs = [(o, n) for o in z if o in records for n in _newer(records[o][1]) if n in z and n != o]
+    if not pairs:
         return list(ranked)
+    when = {i: _time(records[i][1]) for i in z if i in records}
+    # Oldest first (newest first for the past), so that a lift carries along a chain.
+    pairs.sort(key=lambda p: when.get(p[0], 0.0), reverse=past)
+    for older, newer in pairs:
+        wanted, other = (older, newer) if past else (newer, older)
+        if z[other] + lift > z[wanted]:
+            z[wanted] = z[other] + lift
     lifted = [Candidate(c.id, judged.relevance_of(z[c.id]), z[c.id], c.source) if z[c.id] != c.z else c for c in ranked]
-    return sorted(lifted, key=lambda c: c.rank, reverse=True)
-
-
-def _older(metadata: dict[str, Any]) -> list[str]:
-    value = metadata.get(UPDATES_KEY)
-    return [i for i in value.split(",") if i] if isinstance(value, str) else []
+    return sorted(lifted, key=lambda c: c.rank, reverse=True) if lifted != list(ranked) else list(ranked)
 
 
 def _time(metadata: dict[str, Any]) -> float:

@@ -3,10 +3,11 @@
 Local and model-free, so an import of thousands of exchanges pays little for it (bench/import_history.py):
 for each new exchange, the nearest earlier exchanges by meaning (its vector and its prompt's, one
 Chroma call for a whole batch) are compared with it by the values their prompts state
-(ocat.memory.versions.values). An earlier exchange from another session that is close enough
+(ocat.memory.linking.values). An earlier exchange from another session that is close enough
 (SUBJECT, within the first CANDIDATES) and states a value of a type the new one states
 differently ("850 mg" then "1000 mg", "Telhados Mira" then "Rui Faria") is linked: its metadata
-gets `updated_by` (ocat.records.UPDATED_BY_KEY) with the evidence in words. A link goes to the
+gets `updated_by` (ocat.records.UPDATED_BY_KEY) with the evidence in words
+(ocat.memory.storage.versions.link_many, how "found"). A link goes to the
 newest version already known of that fact (an older one already updated is followed forward),
 and a new exchange that only repeats the newest value links nothing.
 
@@ -24,8 +25,10 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
-from ocat.memory.versions.values import Statement, Value, statements
-from ocat.records import UPDATE_EVIDENCE_KEY, UPDATE_HOW_KEY, UPDATED_BY_KEY, UPDATES_KEY
+from ocat.errors import NotFound, UsageError
+from ocat.memory.storage.versions import link_many
+from ocat.memory.linking.values import Statement, Value, statements
+from ocat.records import UPDATED_BY_KEY
 
 if TYPE_CHECKING:
     from ocat.memory.storage.store import MemoryStore
@@ -44,8 +47,7 @@ CANDIDATES = 2
 NEIGHBOURS = 12
 # How far a chain of versions is followed forward (a guard: links never make a circle).
 MAX_CHAIN = 16
-# Types compared: a name differs between any two mentions of people; it counts only beside a
-# shared subject word, as every value does (see `_changed`).
+# Older stores may name several newer ids, comma-separated.
 SEPARATOR = ","
 
 
@@ -131,7 +133,7 @@ def find_links(
 
 
 def changed(older: str, newer: str) -> str:
-    """The evidence that `newer` states a value of `older`'s subject differently ("850 mg → 1000
+    """The evidence that `newer` states a value of `older`'s subject differently ("850 mg -> 1000
     mg"), or "" when it does not (another subject, or the same values again)."""
     said_before = {v for s in statements(older) for v in s.values}
     said_after = {v for s in statements(newer) for v in s.values}
@@ -156,7 +158,7 @@ def _difference(
         before = sorted((v for v in old.values if v.kind == kind and v not in said_after
                          and not (kind == "name" and _named_in(v, newer))), key=lambda v: v.said)
         if fresh and (before or kind != "name"):
-            return f"{', '.join(v.said for v in before) or '(not said)'} → {', '.join(v.said for v in fresh)}"
+            return f"{', '.join(v.said for v in before) or '(not said)'} -> {', '.join(v.said for v in fresh)}"
     return ""
 
 
@@ -181,7 +183,7 @@ def _time(metadata: Mapping[str, Any]) -> float:
 
 def _read(store: MemoryStore, ids: Sequence[str]) -> dict[str, _Record]:
     """What the finder needs of stored exchanges: prompt, time, session, newer versions."""
-    got = store.fetch("exchange", list(ids), vectors=False)
+    got = store.fetch("exchange", list(dict.fromkeys(ids)), vectors=False)
     return {
         i: _Record(str(m.get("user_prompt") or ""), _time(m), str(m.get("session_id") or ""), newer_ids(m))
         for i, m in zip(got["ids"], got["metadatas"]) if m
@@ -208,29 +210,23 @@ def _newest(
     return at
 
 
-def record_links(store: MemoryStore, links: Sequence[Link]) -> None:
-    """Store found links on both sides: the older exchange's `updated_by` and the newer's
-    `updates` (each added to the ids it already names), in one Chroma write."""
-    if not links:
-        return
-    ends = list(dict.fromkeys([link.older for link in links] + [link.newer for link in links]))
-    got = store.fetch("exchange", ends, vectors=False, texts=True)
-    stored = {i: dict(m or {}) for i, m in zip(got["ids"], got["metadatas"])}
-    marks: dict[str, dict[str, Any]] = {}
-    for link in links:
-        if link.older not in stored or link.newer not in stored:
-            continue
-        older = marks.setdefault(link.older, {})
-        older[UPDATED_BY_KEY] = _joined(older.get(UPDATED_BY_KEY, stored[link.older].get(UPDATED_BY_KEY)), link.newer)
-        older[UPDATE_EVIDENCE_KEY] = link.evidence
-        older[UPDATE_HOW_KEY] = stored[link.older].get(UPDATE_HOW_KEY) or "found"
-        newer = marks.setdefault(link.newer, {})
-        newer[UPDATES_KEY] = _joined(newer.get(UPDATES_KEY, stored[link.newer].get(UPDATES_KEY)), link.older)
-    if marks:
-        store.collection("exchange").update(ids=list(marks), metadatas=list(marks.values()))
+def record_links(store: MemoryStore, links: Sequence[Link]) -> int:
+    """Store found links on their older exchanges (ocat.memory.storage.versions.link_many: one
+    Chroma write; never over a link the user or the model made); how many were stored. A batch
+    refused as a whole (a link that would close a circle with one a user made) is stored a link
+    at a time, leaving out the refused ones."""
 
-
-def _joined(ids: Any, more: str) -> str:
-    """A comma-separated list of ids (None or a non-string: none) with one more (once)."""
-    named = ids.split(SEPARATOR) if isinstance(ids, str) else []
-    return SEPARATOR.join(dict.fromkeys([i for i in named if i] + [more]))
+    latest = {link.older: link for link in links}  # one newer version per older one: the last found
+    parts = [(link.older, link.newer, link.evidence) for link in latest.values()]
+    if not parts:
+        return 0
+    try:
+        return link_many(store, "exchange", parts, "found")
+    except (NotFound, UsageError):
+        stored = 0
+        for part in parts:
+            try:
+                stored += link_many(store, "exchange", [part], "found")
+            except (NotFound, UsageError):
+                continue
+        return stored
