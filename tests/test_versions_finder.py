@@ -214,3 +214,23 @@ def test_the_bench_reads_the_sets_links(tmp_path: Path) -> None:
     from recall_changing import gold_links
 
     assert len(gold_links(folder)) >= 40
+
+
+@pytest.mark.slow
+def test_a_note_that_says_a_new_value_links_the_earlier_note_with_the_real_model(real_store: Any) -> None:
+    from ocat.config.loading import load_settings
+    from ocat.operations.add import add_note
+
+    chunking = load_settings(env={}).chunking
+    old = add_note(real_store, "The gate code for the allotment is 4821.", chunking, source="vadd_command").ids[0]
+    other = add_note(real_store, "The bike lock code is 1999.", chunking, source="vadd_command").ids[0]
+    new = add_note(real_store, "New gate code for the allotment: 7730.", chunking, source="vadd_command").ids[0]
+    older = stored_document(real_store, old)
+    assert older.get("updated_by") == stored_document(real_store, new)["document_id"]
+    assert older[UPDATE_EVIDENCE_KEY] == "4821 -> 7730" and older[UPDATE_HOW_KEY] == "found"
+    assert not stored_document(real_store, other).get("updated_by")
+
+
+def stored_document(store: Any, chunk_id: str) -> dict[str, Any]:
+    got = store.fetch("document", [chunk_id], vectors=False)
+    return dict(got["metadatas"][0] or {})

@@ -81,12 +81,41 @@ def link_versions(
     """Find and store the links to exchanges just written (`find_links`, `record_links`); how
     many. A finder that fails costs the write nothing: the exchanges are stored, unlinked."""
     try:
-        links = find_links(store, rows, vectors, prompt_vectors)
-        record_links(store, links)
+        return record_links(store, find_links(store, rows, vectors, prompt_vectors))
     except Exception as exc:
         logger.warning("versions were not linked: %s", exc)
         return 0
-    return len(links)
+
+
+def link_note_versions(
+    store: MemoryStore, rows: Sequence[tuple[str, str, Mapping[str, Any]]], vectors: Sequence[Sequence[float]],
+) -> int:
+    """Link the earlier notes that these notes just written may update (a note is a one-chunk
+    document the user or the model wrote: /vadd, /remember, `remember`); how many links. As for
+    exchanges: close in meaning, of another write, a value of a shared subject said differently;
+    only an earlier note that no newer one updates yet. Never fails the write."""
+    notes = [(r, v) for r, v in zip(rows, vectors)
+             if r[2].get("manual_entry") is True and r[2].get("total_chunks") == 1]
+    if not notes:
+        return 0
+    try:
+        near = store.nearest("document", [v for _, v in notes], NEIGHBOURS, where={"manual_entry": True})
+        got = store.fetch("document", list(dict.fromkeys(i for hits in near for i in hits)), vectors=False)
+        stored = {i: (t or "", dict(m or {})) for i, t, m in zip(got["ids"], got["documents"], got["metadatas"])}
+        links = []
+        for (new_id, text, metadata), hits in zip((r for r, _ in notes), near):
+            made = _time(metadata, "date_added")
+            earlier = [(alike, i) for i, alike in hits.items() if i in stored and i != new_id
+                       and stored[i][1].get("document_id") != metadata.get("document_id")
+                       and _time(stored[i][1], "date_added") < made and not newer_ids(stored[i][1])]
+            for alike, older in sorted(earlier, reverse=True)[:CANDIDATES]:
+                evidence = changed(stored[older][0], text) if alike >= SUBJECT else ""
+                if evidence:
+                    links.append((older, new_id, evidence))
+        return link_many(store, "document", links, "found") if links else 0
+    except Exception as exc:
+        logger.warning("notes were not linked: %s", exc)
+        return 0
 
 
 def find_links(
@@ -176,8 +205,8 @@ class _Record:
     newer: list[str]
 
 
-def _time(metadata: Mapping[str, Any]) -> float:
-    value = metadata.get("timestamp")
+def _time(metadata: Mapping[str, Any], key: str = "timestamp") -> float:
+    value = metadata.get(key)
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0.0
 
 

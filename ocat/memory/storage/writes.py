@@ -17,7 +17,7 @@ from ocat.memory.storage.batches import Row, batches, unique_by_id
 from ocat.memory.storage.derived import DerivedFileError
 from ocat.memory.storage.prompt_vectors import Sides, other_sides, split_sides
 from ocat.memory.storage.thread_titles import carry_titles
-from ocat.memory.linking.finder import link_versions
+from ocat.memory.linking.finder import link_note_versions, link_versions
 from ocat.records import Exchange, RecordKind, searched_text
 
 if TYPE_CHECKING:
@@ -164,8 +164,12 @@ def _write(
         store.lexical.add(kind, rows)
     except DerivedFileError as exc:
         store.derived_failed(exc)
-    if kind == "exchange" and not replace and store.link_versions:
-        link_versions(store, rows, vectors, [s[0] for s in sides] if len(sides) == len(rows) else [None] * len(rows))
+    if store.link_versions and not replace:
+        if kind == "exchange":
+            prompts = [s[0] for s in sides] if len(sides) == len(rows) else [None] * len(rows)
+            link_versions(store, rows, vectors, prompts)
+        else:
+            link_note_versions(store, rows, vectors)
 
 
 def mark_documents(store: MemoryStore, documents: Iterable[str], marks: Mapping[str, Any]) -> int:
