@@ -234,3 +234,24 @@ def test_a_note_that_says_a_new_value_links_the_earlier_note_with_the_real_model
 def stored_document(store: Any, chunk_id: str) -> dict[str, Any]:
     got = store.fetch("document", [chunk_id], vectors=False)
     return dict(got["metadatas"][0] or {})
+
+
+@pytest.mark.slow
+def test_the_memory_block_names_a_notes_newer_version_by_the_id_it_gives_that_version(real_store: Any) -> None:
+    """A note's document id is long: `updated-by` must be the id the newer note's own element has."""
+    import re
+
+    from ocat.chat.messages import memory_message
+    from ocat.config.loading import load_settings
+    from ocat.memory import RetrievalLimits, admitted, retrieve
+    from ocat.operations.add import add_note
+
+    settings = load_settings(env={})
+    add_note(real_store, "The gate code for the allotment is 4821.", settings.chunking, source="vadd_command")
+    add_note(real_store, "New gate code for the allotment since Monday: 7730.", settings.chunking, source="vadd_command")
+    hits = admitted(retrieve(real_store, "what is the gate code for the allotment?",
+                             RetrievalLimits.from_settings(settings.vector_store)))
+    message = memory_message(hits)
+    assert message is not None
+    newer = re.search(r'<memory id="([^"]+)"[^>]*>\nNew gate code', message["content"])
+    assert newer is not None and f'updated-by="{newer.group(1)}"' in message["content"]

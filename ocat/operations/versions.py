@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from ocat.memory import MemoryStore, Version
 
 # A note's document id, as a link names it: the key its chunks' ids are made of (doc-KEY-N).
-_DOCUMENT_KEY = re.compile(r"[0-9a-f]{1,32}")
+_DOCUMENT_KEY = re.compile(r"[0-9a-f]{1,64}")
 # A word of a text that may carry a value: a number, a date, a name (compared without case).
 _WORD = re.compile(r"[\w][\w.:/-]*")
 # The most differing words an evidence gives on each side.
