@@ -78,7 +78,7 @@ def _temporary_files_in_memory() -> bool:
     that starts them, which runs this first. True when this process moved them there."""
     if os.environ.get("TMPDIR"):
         return False
-    shm = Path("/dev/shm")
+    shm = Path(os.environ.get("OCAT_TESTS_SHM") or "/dev/shm")
     try:
         if shutil.disk_usage(shm).free < MEMORY_TEMP_BYTES:
             return False
