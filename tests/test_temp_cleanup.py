@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 
@@ -34,14 +35,27 @@ from pathlib import Path
 
 
 def test_holds_memory(tmp_path):
-    (tmp_path / "store.bin").write_bytes(b"x" * (1 << 20))
+    (tmp_path / f"{os.environ['OCAT_TEST_NAME']}.bin").write_bytes(b"x" * (1 << 20))
     Path(os.environ["OCAT_TEST_READY"]).write_text(str(tmp_path))
     if os.environ.get("OCAT_TEST_WAIT"):
         time.sleep(120)
 """
 
 
-def start_run(where: Path, shm: Path, name: str, *, wait: bool) -> tuple[subprocess.Popen[bytes], Path]:
+@pytest.fixture
+def started() -> Iterator[list[subprocess.Popen[bytes]]]:
+    """The pytest processes a test starts; any still running at its end (a failed test) is killed."""
+    runs: list[subprocess.Popen[bytes]] = []
+    yield runs
+    for run in runs:
+        if run.poll() is None:
+            run.kill()
+            run.wait()
+
+
+def start_run(
+    started: list[subprocess.Popen[bytes]], where: Path, shm: Path, name: str, *, wait: bool
+) -> tuple[subprocess.Popen[bytes], Path]:
     """pytest started on the waiting test (or one that ends at once), its in-memory folder under `shm`."""
     folder = where / name
     folder.mkdir()
@@ -50,13 +64,14 @@ def start_run(where: Path, shm: Path, name: str, *, wait: bool) -> tuple[subproc
     (folder / "test_inner.py").write_text(INNER_TEST, encoding="utf-8")
     ready = folder / "ready"
     env = {key: value for key, value in os.environ.items() if key != "TMPDIR"}
-    env |= {SHM_VARIABLE: str(shm), "OCAT_TEST_READY": str(ready), "PYTHONPATH": str(REPO)}
+    env |= {SHM_VARIABLE: str(shm), "OCAT_TEST_READY": str(ready), "OCAT_TEST_NAME": name, "PYTHONPATH": str(REPO)}
     if wait:
         env["OCAT_TEST_WAIT"] = "1"
     run = subprocess.Popen(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_inner.py"],
         cwd=folder, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
     )
+    started.append(run)
     return run, ready
 
 
@@ -76,12 +91,12 @@ def runs_in(shm: Path) -> list[Path]:
 
 
 @pytest.mark.slow
-def test_ctrl_c_gives_the_runs_memory_back(tmp_path: Path) -> None:
+def test_ctrl_c_gives_the_runs_memory_back(tmp_path: Path, started: list[subprocess.Popen[bytes]]) -> None:
     shm = tmp_path / "shm"
     shm.mkdir()
-    run, ready = start_run(tmp_path, shm, "interrupted", wait=True)
+    run, ready = start_run(started, tmp_path, shm, "interrupted", wait=True)
     held = held_folder(run, ready)
-    assert held.is_relative_to(shm) and (held / "store.bin").is_file()
+    assert held.is_relative_to(shm) and (held / "interrupted.bin").is_file()
 
     run.send_signal(signal.SIGINT)
     output = run.communicate(timeout=60)[0].decode()
@@ -90,24 +105,33 @@ def test_ctrl_c_gives_the_runs_memory_back(tmp_path: Path) -> None:
     assert runs_in(shm) == [], output
 
 
+def written(shm: Path, name: str) -> list[Path]:
+    """The files the run called `name` wrote that are still in the in-memory folder."""
+    return sorted(shm.rglob(f"{name}.bin"))
+
+
 @pytest.mark.slow
-def test_a_run_killed_before_its_end_is_swept_by_the_next_and_a_running_one_is_not(tmp_path: Path) -> None:
+def test_a_run_killed_before_its_end_is_swept_by_the_next_and_a_running_one_is_not(
+    tmp_path: Path, started: list[subprocess.Popen[bytes]]
+) -> None:
     shm = tmp_path / "shm"
     shm.mkdir()
-    killed, ready = start_run(tmp_path, shm, "killed", wait=True)
-    gone = held_folder(killed, ready)
+    killed, ready = start_run(started, tmp_path, shm, "killed", wait=True)
+    held_folder(killed, ready)
     killed.kill()  # no hook runs: its folder stays
     killed.wait(timeout=30)
-    going, ready = start_run(tmp_path, shm, "going", wait=True)
-    kept = held_folder(going, ready)
-    assert gone.exists() and kept.exists()
+    assert len(written(shm, "killed")) == 1
 
-    later, ready = start_run(tmp_path, shm, "later", wait=False)
+    going, ready = start_run(started, tmp_path, shm, "going", wait=True)
+    held_folder(going, ready)
+    assert written(shm, "killed") == [], "the next run did not sweep the killed run's folder"
+
+    later, ready = start_run(started, tmp_path, shm, "later", wait=False)
     output = later.communicate(timeout=60)[0].decode()
-
     assert later.returncode == 0, output
-    assert not gone.exists(), "the killed run's folder is still there"
-    assert kept.exists(), "a run still going lost its folder"
+    assert len(written(shm, "going")) == 1, "a run still going lost its folder"
+    assert written(shm, "later") == []  # it passed: its folder went at its end
+
     going.send_signal(signal.SIGINT)
     going.communicate(timeout=60)
     assert runs_in(shm) == []
