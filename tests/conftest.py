@@ -7,9 +7,7 @@ The helpers these are built from live in tests/support/, where test files import
 from __future__ import annotations
 
 import os
-import shutil
 import signal
-import tempfile
 import time
 from pathlib import Path
 from typing import Any, Generator, Iterator
@@ -21,6 +19,7 @@ from tests.support.cli import Cli
 from tests.support.derived_cache import link_derived_cache, make_derived_cache
 from tests.support.examples import BUDGET, is_quick_loop
 from tests.support.fakes import FakeEmbedder, FakeLLMServer, serving
+from tests.support.memory_temp import finished, mark_running, temporary_files_in_memory
 from tests.support.model_server import Archive, ArchiveServer, build_archive, serving_archive
 from tests.support.slow import SLOW_FIXTURES, SlowWatch
 from tests.support.templates import StoreTemplates
@@ -43,7 +42,7 @@ def pytest_configure(config: pytest.Config) -> None:
     """Start listening for slow work (tests/support/slow.py); keep temporary files in memory;
     let the ocat processes the tests start hear Ctrl+C; give the quick loop its examples."""
     WATCH.install()
-    config.stash[TEMP_IN_MEMORY] = _temporary_files_in_memory()
+    config.stash[TEMP_IN_MEMORY] = temporary_files_in_memory() is not None
     _hear_interrupts()
     # Before any test module is imported: their @settings read it (tests/support/examples.py).
     BUDGET.quick = is_quick_loop(config.getoption("markexpr") or "")
@@ -61,49 +60,30 @@ def _hear_interrupts() -> None:
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
-# Room /dev/shm must have for the suite's temporary files: a whole run's stores, homes and big
-# inputs came to 4.0 GB (removed at the end of a run that passes), and this leaves as much again.
-MEMORY_TEMP_BYTES = 8 << 30
 TEMP_IN_MEMORY = pytest.StashKey[bool]()
 
 
-def _temporary_files_in_memory() -> bool:
-    """Put every temporary file of the run (tmp_path, the homes, `tempfile`, the ocat processes'
-    stores) on /dev/shm when it is a roomy tmpfs and TMPDIR names no folder of the user's choice.
-
-    The stores commit to SQLite, which syncs each commit to disk: on a disk shared with other
-    work, waiting for those syncs took about half the time of the store tests. A test that
-    kills a process mid-write proves the same on tmpfs (a killed process loses no written page
-    either way; only a power cut would). pytest-xdist's workers inherit TMPDIR from the process
-    that starts them, which runs this first. True when this process moved them there."""
-    if os.environ.get("TMPDIR"):
-        return False
-    shm = Path("/dev/shm")
-    try:
-        if shutil.disk_usage(shm).free < MEMORY_TEMP_BYTES:
-            return False
-        folder = shm / f"ocat-tests-{os.getuid()}"
-        folder.mkdir(mode=0o700, exist_ok=True)
-    except OSError:
-        return False
-    os.environ["TMPDIR"] = str(folder)
-    tempfile.tempdir = None  # read again from TMPDIR
-    return True
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Mark the run's in-memory folder as under way, so that a next run can tell it from one
+    that ended (tests/support/memory_temp.py). Under xdist the controller, whose folder holds
+    the workers', marks it."""
+    factory = session.config._tmp_path_factory  # as pytest's own sessionfinish reads it
+    if session.config.stash.get(TEMP_IN_MEMORY, False) and factory._given_basetemp is None:
+        mark_running(factory.getbasetemp())
 
 
 @pytest.hookimpl(trylast=True)
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    """A run that passed gives its temporary folder's memory back; a failed run's stays for a
-    look (pytest keeps the last 3 runs' folders). pytest's own `tmp_path_retention_policy =
-    "failed"` would do this, but it also deletes each passing test's tmp_path at once, and the
-    next test of that name gets the same path, where chromadb's cache of clients by path hands
-    it the deleted store's client."""
-    factory = session.config._tmp_path_factory  # pytest's own sessionfinish reads it the same way
+    """A run that passed or was interrupted gives its temporary folder's memory back; a failed
+    run's stays for a look (pytest keeps the last 3 runs' folders). pytest's own
+    `tmp_path_retention_policy = "failed"` would do this, but it also deletes each passing test's
+    tmp_path at once, and the next test of that name gets the same path, where chromadb's cache
+    of clients by path hands it the deleted store's client."""
+    factory = session.config._tmp_path_factory
     basetemp = factory._basetemp
     # Under xdist the workers' folders are inside the controller's, which removes them all.
-    if session.config.stash.get(TEMP_IN_MEMORY, False) and exitstatus == 0 and basetemp is not None \
-            and factory._given_basetemp is None:
-        shutil.rmtree(basetemp, ignore_errors=True)
+    if session.config.stash.get(TEMP_IN_MEMORY, False) and basetemp is not None and factory._given_basetemp is None:
+        finished(basetemp, passed=exitstatus == 0, interrupted=exitstatus == pytest.ExitCode.INTERRUPTED)
 
 
 @pytest.hookimpl(tryfirst=True)  # before `-m` selects by marks

@@ -18,7 +18,9 @@ from tests.support.cli import Cli
 from tests.support.fakes import FakeLLMServer
 from tests.support.model_server import (
     FETCH_COMMAND,
+    OFFLINE_URL,
     ArchiveServer,
+    assert_names_the_ways_without_internet,
     assert_nothing_left,
     assert_same_files,
     served_env,
@@ -174,6 +176,16 @@ def test_cli_fetch_model_unreachable_is_one_clear_line(cli: Cli) -> None:
     assert len(lines) == 1, done.stderr
     assert lines[0].startswith("ocat: ") and FETCH_COMMAND in lines[0]
     assert "Traceback" not in done.stderr
+    assert_nothing_left(chroma_model_dir())
+
+
+def test_cli_fetch_model_offline_names_the_ways_that_need_no_internet(cli: Cli) -> None:
+    done = cli("--fetch-model", env={"OCAT_EMBEDDING_MODEL_PATH": None, "OCAT_EMBEDDING_DOWNLOAD_URL": OFFLINE_URL})
+
+    assert done.returncode == 1 and done.stdout == ""
+    [line] = done.stderr.splitlines()
+    assert line.startswith("ocat: ") and "is this machine offline" in line
+    assert_names_the_ways_without_internet(line)  # not "Retry with `ocat --fetch-model`", the command just run
     assert_nothing_left(chroma_model_dir())
 
 

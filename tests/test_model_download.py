@@ -34,8 +34,10 @@ from tests.support.cli import Cli
 from tests.support.model_server import (
     FETCH_COMMAND,
     MODEL_FILE_NAMES,
+    OFFLINE_URL,
     Archive,
     ArchiveServer,
+    assert_names_the_ways_without_internet,
     assert_nothing_left,
     assert_same_files,
 )
@@ -191,6 +193,16 @@ def test_a_refused_connection_fails_with_the_retry_command() -> None:
 
     assert CLOSED_URL in str(error.value)
     assert_tells_how_to_retry(error)
+    assert_nothing_left(chroma_model_dir())
+
+
+def test_offline_the_error_names_the_ways_that_need_no_internet() -> None:
+    settings = embedding_settings(download_url=OFFLINE_URL)
+
+    with pytest.raises(EmbeddingError, match="is this machine offline") as error:
+        ensure_model(settings)
+
+    assert_names_the_ways_without_internet(str(error.value))
     assert_nothing_left(chroma_model_dir())
 
 

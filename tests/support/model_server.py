@@ -25,6 +25,20 @@ MODEL_FILE_NAMES = (
     "vocab.txt",
 )
 FETCH_COMMAND = "ocat --fetch-model"
+# A host that cannot be resolved, as offline: `.invalid` never resolves (RFC 2606), at once.
+OFFLINE_URL = "https://chroma-onnx-models.invalid/all-MiniLM-L6-v2/onnx.tar.gz"
+
+
+def assert_names_the_ways_without_internet(message: str) -> None:
+    """Offline, retrying the download cannot help: the message names what works without internet
+    (the three ways of docs/configuration.md) instead."""
+    assert "Retry with" not in message
+    assert "embedding.model_path" in message and "OCAT_EMBEDDING_MODEL_PATH" in message  # a copied folder
+    assert f"OCAT_EMBEDDING_DOWNLOAD_URL=file:///path/to/onnx.tar.gz {FETCH_COMMAND}" in message  # a carried archive
+    assert "mirror" in message and "embedding.download_url" in message  # a mirror on the network
+    assert "docs/configuration.md" in message
+
+
 # Long enough for any teardown, short enough that a bug cannot hang the suite for good.
 HANDLER_WAIT = 60.0
 

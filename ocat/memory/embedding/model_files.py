@@ -1,10 +1,9 @@
 """The local embedding model's files: where ocat looks for them, and fetching them on first need.
 
-The model is obtained the way ChromaDB's own default embedding function obtains it: the
-same archive, the same SHA-256, unpacked into the same cache folder, so a model that
-either tool downloaded serves both. A download goes to a temporary name, is verified,
-then unpacked into a temporary folder that is renamed into place: a model folder is
-either whole or absent, whatever fails or is interrupted on the way.
+The model is obtained the way ChromaDB's own default embedding function obtains it: the same
+archive, the same SHA-256, unpacked into the same cache folder, so a model that either tool
+downloaded serves both. A download goes to a temporary name, is verified, then unpacked into a
+temporary folder renamed into place: a model folder is whole or absent, whatever fails on the way.
 """
 
 from __future__ import annotations
@@ -83,14 +82,24 @@ def find_model(settings: EmbeddingSettings) -> Path | None:
     return next((folder for _, folder in candidate_dirs(settings) if has_model(folder)), None)
 
 
-def missing_model_error(settings: EmbeddingSettings, reason: str | None = None) -> EmbeddingError:
-    """What to do when the model is not there: the retry command and the folder setting."""
+# The ways to the model that need no internet (docs/configuration.md), named whenever it is missing.
+WITHOUT_INTERNET = (
+    "a copy of the model's folder (model.onnx, tokenizer.json), named by embedding.model_path "
+    "(OCAT_EMBEDDING_MODEL_PATH); a copy of ChromaDB's onnx.tar.gz, verified and unpacked by "
+    f"`OCAT_EMBEDDING_DOWNLOAD_URL=file:///path/to/onnx.tar.gz {FETCH_COMMAND}`; or a mirror on your network, "
+    "named by embedding.download_url: docs/configuration.md says how"
+)
+
+
+def missing_model_error(
+    settings: EmbeddingSettings, reason: str | None = None, *, offline: bool = False
+) -> EmbeddingError:
+    """What to do when the model is not there: the command that fetches it, unless `offline` (it
+    cannot help, and may be the command just run), and the ways that need no internet."""
     tried = ", ".join(display_path(folder) for _, folder in candidate_dirs(settings))
     what = reason or f"the local embedding model ({LOCAL_MODEL_NAME}) is not downloaded yet (looked in {tried})"
-    return EmbeddingError(
-        f"{what}. Retry with `{FETCH_COMMAND}`; offline, set embedding.model_path (OCAT_EMBEDDING_MODEL_PATH) "
-        "to a folder holding a copy of the model (model.onnx, tokenizer.json): docs/configuration.md says how"
-    )
+    how = "Without internet, any of these gets it" if offline else f"Retry with `{FETCH_COMMAND}`; without internet"
+    return EmbeddingError(f"{what}. {how}: {WITHOUT_INTERNET}")
 
 
 def require_model(settings: EmbeddingSettings) -> Path:
@@ -295,7 +304,7 @@ def _download(
         path.unlink(missing_ok=True)
         if isinstance(exc.reason, socket.gaierror):
             host = urlsplit(source.url).hostname
-            raise _failed(source, settings, f"cannot resolve {host} (is this machine offline?)") from None
+            raise _failed(source, settings, f"cannot resolve {host} (is this machine offline?)", offline=True) from None
         raise _failed(source, settings, _reason(exc.reason)) from None
     except (OSError, ValueError, http.client.HTTPException) as exc:
         # A reset, cut-off or timed-out connection, a server that does not speak HTTP, a disk error, a bad URL.
@@ -314,8 +323,9 @@ def _reason(error: object) -> str:
     return text or type(error).__name__
 
 
-def _failed(source: ModelSource, settings: EmbeddingSettings, why: str) -> EmbeddingError:
-    return missing_model_error(settings, f"cannot download the embedding model from {source.url}: {why}")
+def _failed(source: ModelSource, settings: EmbeddingSettings, why: str, *, offline: bool = False) -> EmbeddingError:
+    reason = f"cannot download the embedding model from {source.url}: {why}"
+    return missing_model_error(settings, reason, offline=offline)
 
 
 def _unpack(archive: Path, target: Path, settings: EmbeddingSettings) -> None:
