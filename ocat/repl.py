@@ -17,7 +17,7 @@ from ocat.commands import (REGISTRY, Choose, CommandResult, Confirm, Send, ShowT
 from ocat.commands.results import BrowseMemory, EditFile, EditPrompt, Request
 from ocat.errors import OcatError
 from ocat.mcp_client.line_consent import line_asker
-from ocat.chat.outcomes import remembered_words
+from ocat.chat.outcomes import remembered_words, secrets_words
 from ocat.chat.prompt_history import history_file
 from ocat.records import SearchHit
 from ocat.operations.add import progress_printer
@@ -266,6 +266,8 @@ def _chat(session: ChatSession, out: IO[str], err: IO[str]) -> int:
             err.write(f"ocat: memory is off: {printable(turn.memory_lost)}\n")
         elif turn.recorded is not None and (said := remembered_words(turn.recorded)) is not None:
             err.write(f"ocat: note: {printable(said[0])}\n")
+        if turn.recorded is not None and (secrets := secrets_words(turn.recorded)) is not None:
+            err.write(f"ocat: note: {printable(secrets)}\n")
 
 
 def _finish(turn: Turn, err: IO[str]) -> bool:

@@ -48,7 +48,9 @@ def open_store(
     chosen = embedder if embedder is not None else embedder_for(settings.embedding)
     location = location_for(settings)
     if location.host:
-        return MemoryStore.open(location, chosen, name=settings.vector_store.collection, notify=notify, upkeep=upkeep)
+        store = MemoryStore.open(location, chosen, name=settings.vector_store.collection, notify=notify, upkeep=upkeep)
+        store.secrets = settings.memory.secrets
+        return store
     assert location.path is not None
     lease = acquire(location.path, serve=serve, notify=notify, wait_seconds=wait_seconds)
     try:
@@ -59,4 +61,5 @@ def open_store(
         lease.release()
         raise
     store.lease = lease
+    store.secrets = settings.memory.secrets
     return store

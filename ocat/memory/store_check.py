@@ -18,6 +18,7 @@ from ocat.memory.storage.derived import beside_index, lexical_index_path, sqlite
 from ocat.memory.storage.chroma import StoreLocation
 from ocat.memory.storage.primary import SHRUNK_ADVICE, StoreShrunk, lost_records, primary_problem
 from ocat.memory.storage.store import MemoryStore
+from ocat.memory.store_secrets import SecretsInStore, secrets_in_store
 from ocat.records import RECORD_KINDS, RecordKind
 from ocat.text.terminal import count_of
 
@@ -67,6 +68,9 @@ class StoreHealth:
     # The embedding model's cached graph, in words (ocat.memory.embedding.lean_cache.CacheCheck.line):
     # checked and, when damaged, made again from the model; None when not looked at.
     model_graph: str | None = None
+    # The records that hold a secret, by kind (ocat.memory.store_secrets): never the secrets
+    # themselves. Not a problem a repair mends: `ocat --redact-secrets` takes them out.
+    secrets: SecretsInStore | None = None
 
     @property
     def healthy(self) -> bool:
@@ -96,6 +100,8 @@ class StoreHealth:
                 if d.orphans or d.missing:
                     state += f"; {d.orphans} orphaned, {d.missing} missing"
             lines.append(f"{d.what}: {d.path}: {state}")
+        if self.secrets is not None:
+            lines.append(self.secrets.line())
         for p in self.partial_documents:
             lines.append(f"partial document: {p.label}: {p.stored_chunks} of {p.total_chunks} chunks "
                          "(its add was cut short)")
@@ -130,6 +136,7 @@ def check_store(store: MemoryStore) -> StoreHealth:
         partial_documents=partial_documents(store),
         primary_damaged=primary_problem(local) if local is not None else None,
         shrunk=_shrunk(derived, {kind: len(ids) for kind, ids in chroma.items()}),
+        secrets=secrets_in_store(store),
     )
 
 
