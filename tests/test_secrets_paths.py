@@ -306,3 +306,9 @@ def test_check_store_and_redact_secrets_from_the_command_line(cli: Cli, tmp_path
     assert key not in cli("--export-memory", "-").stdout
     plain = cli("--ask", f"and {key}?", *args)
     assert "1 secret in this turn was not kept in memory (OpenAI key)." in plain.stderr
+    # The line mode: the second turn is sent the first as typed (the conversation keeps it).
+    line = cli("--plain", *args, input=f"here: {key}\nand again?\n")
+    assert line.returncode == 0, line.stderr
+    assert line.stderr.count("1 secret in this turn was not kept in memory (OpenAI key).") == 1
+    assert {"role": "user", "content": f"here: {key}"} in llm_server.requests[-1]["messages"]
+    assert key not in cli("--export-memory", "-").stdout

@@ -63,8 +63,7 @@ class SessionMemory:
         # Exchanges whose answer was shown in full and whose write has not committed yet, by id
         # (`hold`): with `unsaved`, what every way out keeps in a file first (`spool`).
         self._pending: dict[str, Exchange] = {}
-        # Each exchange as memory keeps it (its secrets taken out, `memory.secrets`) and what was
-        # taken, by id: made once, when it is held, for the kept file and the write alike.
+        # Each exchange as memory keeps it (`memory.secrets`) and what was taken, by id: made once.
         self._kept: dict[str, tuple[Exchange, tuple[str, ...]]] = {}
         # What closing did with the exchanges still unsaved, in words; None if none were.
         self.unsaved_note: str | None = None
@@ -222,9 +221,8 @@ class SessionMemory:
 
     def _redacted(self, exchange: Exchange) -> tuple[Exchange, tuple[str, ...]]:
         """The exchange as memory keeps it, and the kinds of the secrets taken out of it."""
-        if exchange.exchange_id not in self._kept:
-            self._kept[exchange.exchange_id] = memory.kept_exchange(exchange, self.settings.memory.secrets)
-        return self._kept[exchange.exchange_id]
+        found = self._kept.get(exchange.exchange_id) or memory.kept_exchange(exchange, self.settings.memory.secrets)
+        return self._kept.setdefault(exchange.exchange_id, found)
 
     def waiting(self) -> list[Exchange]:
         """The exchanges not in memory yet: those being written, then those kept for later, each once."""
@@ -247,16 +245,14 @@ class SessionMemory:
         return self.spooled
 
     def keep(self, exchange: Exchange) -> Recorded:
-        """Write a finished exchange to memory (never in dummy mode, or with memory disabled); says
-        whether it was stored, kept for a later write, or not stored, and why. Memory gets it
-        without its secrets (`memory.secrets`); the conversation keeps it as it was."""
+        """Write a finished exchange to memory (never in dummy mode, or with memory disabled), without its
+        secrets (the conversation keeps it as typed); says whether it was stored, kept or not, and why."""
         if self.dummy or not self.settings.vector_store.enabled:
             return Recorded(exchange, Remembered.NOT_STORED)
-        said = exchange
-        exchange, found = self._redacted(said)
-        self._kept.pop(exchange.exchange_id, None)
+        said, (exchange, found) = exchange, self._redacted(exchange)
         taken = found if self.settings.memory.secrets != "keep" else ()
-        self.hold(exchange)  # a face that did not hold it when the answer ended
+        self.hold(said)  # a face that did not hold it when the answer ended (redacted once, above)
+        self._kept.pop(exchange.exchange_id, None)
         with self._unsaved_lock:
             if not self.on:
                 self.unsaved.append(exchange)  # written once the store and the model are ready
