@@ -312,3 +312,21 @@ def test_check_store_and_redact_secrets_from_the_command_line(cli: Cli, tmp_path
     assert line.stderr.count("1 secret in this turn was not kept in memory (OpenAI key).") == 1
     assert {"role": "user", "content": f"here: {key}"} in llm_server.requests[-1]["messages"]
     assert key not in cli("--export-memory", "-").stdout
+
+
+@pytest.mark.slow
+@pytest.mark.anyio
+async def test_the_full_screen_chat_says_it_once_quietly(llm_server: Any) -> None:
+    from tests.support.pilot import make_app, memory_ready, notices, send
+
+    app = make_app(llm_server)
+    key = CREDENTIALS["OpenAI key"][0]
+    async with app.run_test(size=(100, 30)) as pilot:
+        await memory_ready(app, pilot)
+        await send(app, pilot, f"why is {key} refused?")
+        await send(app, pilot, "and now?")
+        said = [n for n in notices(app) if "secret" in n]
+        assert said == ["1 secret in this turn was not kept in memory (OpenAI key)."]
+        assert {"role": "user", "content": f"why is {key} refused?"} in llm_server.requests[-1]["messages"]
+        store = app.session.memory.store
+        assert store is not None and key not in stored_text(store)
