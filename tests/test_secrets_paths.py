@@ -227,6 +227,16 @@ def test_the_export_the_memory_block_and_search_hold_only_placeholders(store: Me
     request = session_on(store).build_request("what did I paste?", hits)
     sent = json.dumps(request.messages)
     assert not [s for s in SECRETS if s in sent] and "[secret: " in sent
+    # The model's own tools read the same store: search_memory and read_thread give placeholders.
+    from ocat.tools.calls import ToolCall
+
+    box = session_on(store).toolbox(set())
+    assert box is not None
+    for name, arguments in (("search_memory", {"query": "here is my .env rotate"}),
+                            ("read_thread", {"id": session.thread_id})):
+        result = box.run(ToolCall("c", name, json.dumps(arguments)))
+        assert result.error is None and "[secret: " in result.result, (name, result)
+        assert not [s for s in SECRETS if s in result.result]
     assert not SECRET_TERMS & lexical_terms(store)
 
 
