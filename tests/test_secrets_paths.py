@@ -97,6 +97,15 @@ def test_a_chat_turn_is_kept_without_its_secrets_and_the_conversation_keeps_it_a
     assert secrets_words(one) == "1 secret in this turn was not kept in memory (OpenAI key)."
 
 
+def test_the_prompt_history_file_keeps_prompts_without_their_credentials(tmp_path: Path) -> None:
+    from ocat.chat.prompt_history import append_history, load_history
+
+    path = tmp_path / "history"
+    append_history(CREDENTIALS["Stripe key"][1], path)
+    assert load_history(path) == [CREDENTIALS["Stripe key"][1].replace(CREDENTIALS["Stripe key"][0],
+                                                                       placeholder("Stripe key"))]
+
+
 def test_the_file_a_closing_chat_keeps_holds_no_secret(store: MemoryStore, tmp_path: Path) -> None:
     session = session_on(store)
     exchange = session.answered(CORPUS, "ok", [])  # held: every way out keeps it in a file first
@@ -289,23 +298,8 @@ def test_check_counts_and_redact_rewrites_in_place_keeping_every_other_byte(stor
 
 
 @pytest.mark.slow
-def test_check_store_and_redact_secrets_from_the_command_line(cli: Cli, tmp_path: Path, llm_server: Any) -> None:
-    env_file = tmp_path / "env.md"
-    env_file.write_text(CORPUS, encoding="utf-8")
-    kept = cli("--add-to-vector-store", str(env_file), "--set", "memory.secrets=keep", "--output", "json")
-    assert kept.returncode == 0, kept.stderr
-    assert kept.json()["result"]["secrets_kept"] is True and len(kept.json()["result"]["secrets"]) == len(CREDENTIALS)
-    check = cli("--check-store")
-    assert "secrets: " in check.stdout and "hold" in check.stdout, check.stdout
-    assert not [s for s in SECRETS if s in check.stdout + check.stderr]
-    refused = cli("--redact-secrets", input="")
-    assert refused.returncode == 2 and "--yes" in refused.stderr
-    done = cli("--redact-secrets", "--yes", "--output", "json")
-    assert done.returncode == 0, done.stderr
-    assert done.json()["result"]["rewritten"] >= 1
-    exported = cli("--export-memory", "-")
-    assert exported.returncode == 0 and not [s for s in SECRETS if s in exported.stdout]
-    assert "secrets: none found" in cli("--check-store").stdout
+def test_the_chat_from_the_command_line_then_check_store_and_redact_secrets(cli: Cli, tmp_path: Path,
+                                                                          llm_server: Any) -> None:
     # --ask: the model is sent the key as typed; memory keeps a placeholder; JSON lists the kinds.
     args = ["--model", "openai/fake-model", "--set", f"llm.api_base={llm_server.api_base}", "--set", "llm.api_key=sk-test"]
     key = CREDENTIALS["OpenAI key"][0]
@@ -313,15 +307,35 @@ def test_check_store_and_redact_secrets_from_the_command_line(cli: Cli, tmp_path
     assert asked.returncode == 0, asked.stderr
     assert asked.json()["result"]["secrets_not_kept"] == ["OpenAI key"]
     assert llm_server.requests[-1]["messages"][-1]["content"] == f"is {key} valid?"
-    assert key not in cli("--export-memory", "-").stdout
-    plain = cli("--ask", f"and {key}?", *args)
-    assert "1 secret in this turn was not kept in memory (OpenAI key)." in plain.stderr
+    plain = cli("--ask", f"why does this fail?\n{CORPUS}", *args)
+    assert f"{len(CREDENTIALS)} secrets in this turn were not kept in memory (" in plain.stderr
     # The line mode: the second turn is sent the first as typed (the conversation keeps it).
     line = cli("--plain", *args, input=f"here: {key}\nand again?\n")
     assert line.returncode == 0, line.stderr
     assert line.stderr.count("1 secret in this turn was not kept in memory (OpenAI key).") == 1
     assert {"role": "user", "content": f"here: {key}"} in llm_server.requests[-1]["messages"]
-    assert key not in cli("--export-memory", "-").stdout
+    # Not one byte of anything ocat wrote holds a secret: the store (Chroma's files too), its
+    # derived files, the prompt history, the state folder, the log.
+    written = [p for root in (cli.home, cli.store_path) for p in Path(root).rglob("*") if p.is_file()]
+    assert written and not [p for p in written if any(s.encode() in p.read_bytes() for s in SECRETS)]
+
+    # An old store: secrets written under `keep`, counted by --check-store, taken out by --redact-secrets.
+    env_file = tmp_path / "env.md"
+    env_file.write_text(CORPUS, encoding="utf-8")
+    kept = cli("--add-to-vector-store", str(env_file), "--set", "memory.secrets=keep", "--output", "json")
+    assert kept.returncode == 0, kept.stderr
+    assert kept.json()["result"]["secrets_kept"] is True and len(kept.json()["result"]["secrets"]) == len(CREDENTIALS)
+    check = cli("--check-store")
+    assert "secrets: 2 records hold 17 secrets (" in check.stdout, check.stdout  # the file is two chunks
+    assert not [s for s in SECRETS if s in check.stdout + check.stderr]
+    refused = cli("--redact-secrets", input="")
+    assert refused.returncode == 2 and "--yes" in refused.stderr
+    done = cli("--redact-secrets", "--yes", "--output", "json")
+    assert done.returncode == 0, done.stderr
+    assert done.json()["result"]["rewritten"] == 2
+    exported = cli("--export-memory", "-")
+    assert exported.returncode == 0 and not [s for s in SECRETS if s in exported.stdout]
+    assert "secrets: none found" in cli("--check-store").stdout
 
 
 @pytest.mark.slow
