@@ -4,7 +4,9 @@ The export is written here (made-up conversations in the ChatGPT format, as down
 holding conversations.json, indented as the real one), about `--mb` megabytes of it. The CLI
 imports it in a fresh process on a fresh store; the raw figure is the embedding model alone
 on the same texts (each exchange's text and its prompt, as the store embeds both). Reported:
-exchanges/s of each, their ratio, and the CLI's peak RSS.
+exchanges/s of each, their ratio, and the CLI's peak RSS; and what taking secrets out
+(`memory.secrets`, issue 47) costs of it: the store's pass over the same rows, timed alone,
+as a share of the import's time.
 
     python bench/import_history.py              # 50 MB
     python bench/import_history.py --mb 5       # a quick look
@@ -17,6 +19,7 @@ import json
 import random
 import sys
 import tempfile
+import time
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -83,6 +86,19 @@ def write_export(path: Path, megabytes: float, seed: int = 7) -> tuple[list[str]
     return texts, prompts
 
 
+def redaction_seconds(texts: list[str], prompts: list[str]) -> float:
+    """Seconds the store's redaction takes over the import's rows (as storage.writes runs it)."""
+    from ocat.memory.storage.redaction import kept_rows
+
+    rows = [(str(i), text, {"user_prompt": prompt, "assistant_response": text[len(prompt) + 18:]})
+            for i, (text, prompt) in enumerate(zip(texts, prompts))]
+    kept_rows("redact", "exchange", rows[:1])  # detect-secrets is imported on the first scan
+    started = time.perf_counter()
+    for start in range(0, len(rows), 256):
+        kept_rows("redact", "exchange", rows[start : start + 256])
+    return time.perf_counter() - started
+
+
 def main(argv: list[str] | None = None) -> int:
     """Generate the export, import it with the CLI, embed its texts with the raw model; print the figures."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -96,6 +112,7 @@ def main(argv: list[str] | None = None) -> int:
         texts, prompts = write_export(export, args.mb)
         cli = run_cli(["--import-history", str(export)], scratch / "home", scratch / "store", args.model, None)
         raw = raw_embed(texts + prompts, args.model)
+    redacting = redaction_seconds(texts, prompts)
     count = len(texts)
     report = {
         "megabytes": args.mb,
@@ -107,6 +124,8 @@ def main(argv: list[str] | None = None) -> int:
         "raw_per_s": round(count / raw, 1),
         "ratio": round(raw / cli["seconds"], 2),
         "peak_rss_mib": cli["peak_rss_mib"],
+        "redaction_seconds": round(redacting, 2),
+        "redaction_share": round(redacting / cli["seconds"], 4),
     }
     if args.json:
         print(json.dumps(report, indent=2))
@@ -116,6 +135,8 @@ def main(argv: list[str] | None = None) -> int:
               f"peak RSS {report['peak_rss_mib']} MiB)")
         print(f"  raw model              {report['raw_per_s']:>7} exchanges/s (text and prompt of each)")
         print(f"  ratio                  {report['ratio']}x")
+        print(f"  secrets taken out      {report['redaction_seconds']} s of it "
+              f"({100 * report['redaction_share']:.1f}% of the import's time)")
     return 0
 
 

@@ -196,6 +196,8 @@ def check_store_use(action: str | None, args: argparse.Namespace) -> None:
         raise UsageError("--now applies to --query-vector-store and --ask only")
     if getattr(args, "accept_smaller_store", False) and action != "repair":
         raise UsageError("--accept-smaller-store applies to --repair-store only")
+    if getattr(args, "yes", False) and action != "redact-secrets":
+        raise UsageError("--yes applies to --redact-secrets only")
     if len(args.stores) > 1 and action not in READ_ONLY_ACTIONS:
         flags = {name: "--" + dest.replace("_", "-") for dest, name in ACTIONS.items()}
         what = flags[action] if action else "the chat"

@@ -27,6 +27,7 @@ ACTIONS: dict[str, str] = {
     "fetch_model": "fetch-model",
     "check_store": "check",
     "repair_store": "repair",
+    "redact_secrets": "redact-secrets",
     "list_tools": "list-tools",
 }
 
@@ -80,6 +81,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="rebuild the derived files from the store and finish partial documents; deletes no memory",
     )
     actions.add_argument(
+        "--redact-secrets",
+        action="store_true",
+        help="replace the secrets already stored (keys, tokens, passwords: memory.secrets) with placeholders, "
+        "in place; asks first (--yes to not ask)",
+    )
+    actions.add_argument(
         "--list-tools", action="store_true",
         help="list the MCP servers of the config and their tools, and which may run without asking (docs/tools.md)",
     )
@@ -122,6 +129,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="--repair-store: when the store holds less than its derived files (chroma.sqlite3 emptied or "
         "replaced), keep only what it holds; the derived files are moved aside, not deleted",
     )
+    options.add_argument("--yes", action="store_true", help="--redact-secrets: do it without asking")
     options.add_argument("--output", choices=("text", "json"), default="text", help="output format (default: text)")
     options.add_argument("--no-vector-store", action="store_true", help="run without memory: nothing read or stored")
     options.add_argument(

@@ -17,8 +17,8 @@ from ocat.commands import (REGISTRY, Choose, CommandResult, Confirm, Send, ShowT
 from ocat.commands.results import BrowseMemory, EditFile, EditPrompt, Request
 from ocat.errors import OcatError
 from ocat.mcp_client.line_consent import line_asker
-from ocat.chat.outcomes import remembered_words
-from ocat.chat.prompt_history import history_file
+from ocat.chat.outcomes import remembered_words, secrets_words
+from ocat.chat.prompt_history import history_file, kept_prompt
 from ocat.records import SearchHit
 from ocat.operations.add import progress_printer
 from ocat.chat.session import ChatSession
@@ -132,10 +132,17 @@ def _line_reader(interactive: bool, session: ChatSession | None = None) -> Calla
     from prompt_toolkit import PromptSession
     from prompt_toolkit.history import FileHistory
 
+    class KeptHistory(FileHistory):
+        """prompt_toolkit's history file, each prompt written without its credentials (Up still
+        brings this session's prompts back as typed)."""
+
+        def store_string(self, string: str) -> None:
+            super().store_string(kept_prompt(string))
+
     path = history_file()
     path.parent.mkdir(parents=True, exist_ok=True)
     # Ctrl+X Ctrl+E opens the line in $EDITOR, as in bash (/edit does too).
-    prompt_session: PromptSession[str] = PromptSession(history=FileHistory(str(path)), enable_open_in_editor=True,
+    prompt_session: PromptSession[str] = PromptSession(history=KeptHistory(str(path)), enable_open_in_editor=True,
                                                        completer=_completer(session) if session else None)
     return lambda message="› ", default="": prompt_session.prompt(message, default=default)
 
@@ -267,6 +274,8 @@ def _chat(session: ChatSession, out: IO[str], err: IO[str]) -> int:
             err.write(f"ocat: memory is off: {printable(turn.memory_lost)}\n")
         elif turn.recorded is not None and (said := remembered_words(turn.recorded)) is not None:
             err.write(f"ocat: note: {printable(said[0])}\n")
+        if turn.recorded is not None and (secrets := secrets_words(turn.recorded)) is not None:
+            err.write(f"ocat: note: {printable(secrets)}\n")
 
 
 def _finish(turn: Turn, err: IO[str]) -> bool:

@@ -52,6 +52,7 @@ def test_a_chatgpt_export_becomes_threads_with_their_titles_and_the_chat_finds_t
     assert result | {"problems": []} == {
         "source": "chatgpt", "conversations": 2, "already_here": 0, "new": 2, "grown": 0, "completed": 0, "empty": 0,
         "exchanges": 4, "updated": 0, "unfinished": 0, "stopped": False, "problems": [], "warnings": [],
+        "secrets": [], "secrets_kept": False,
     }
     # Only the chosen branch was said: the regenerated and the edited-away messages are not memory.
     found = cli("--query-vector-store", "which river in Peru and how long", "--output", "json").json()["result"]

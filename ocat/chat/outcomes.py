@@ -11,6 +11,9 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING
 
+from ocat.text.secrets import count_kinds
+from ocat.text.terminal import count_of
+
 if TYPE_CHECKING:
     from ocat.records import Exchange, SearchHit
 
@@ -50,11 +53,23 @@ class Recorded:
     memory_off: bool = False
     # Memory was off when the turn began and is on again: what was kept is written.
     memory_back: bool = False
+    # The kinds of the secrets memory did not keep (one per secret: `memory.secrets`); the
+    # model was sent them, the store has a placeholder instead.
+    secrets: tuple[str, ...] = ()
 
     @property
     def stored(self) -> bool:
         """Whether the exchange is in memory."""
         return self.status is Remembered.STORED
+
+
+def secrets_words(recorded: Recorded) -> str | None:
+    """The quiet line every face shows when memory did not keep a secret of the turn, or None."""
+    if not recorded.secrets:
+        return None
+    count = len(recorded.secrets)
+    return (f"{count_of(count, 'secret')} in this turn {'was' if count == 1 else 'were'} not kept in memory "
+            f"({count_kinds(recorded.secrets)}).")
 
 
 def remembered_words(recorded: Recorded) -> tuple[str, bool] | None:

@@ -1,7 +1,8 @@
 """The prompt history both chats share, in prompt_toolkit's FileHistory format.
 
 Entries are separated by a `# <time>` line and each of their lines is prefixed with `+`,
-so the line-mode chat (prompt_toolkit) and the full-screen chat read one file.
+so the line-mode chat (prompt_toolkit) and the full-screen chat read one file. The file keeps
+each prompt without its credentials (`kept_prompt`): it stays on disk for good, like memory.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from datetime import datetime
 from pathlib import Path
 
 from ocat.config.locations import data_dir
+from ocat.text.secrets import redact_secrets
 
 MAX_ENTRIES = 1000
 
@@ -39,6 +41,11 @@ def load_history(path: Path | None = None, *, limit: int = MAX_ENTRIES) -> list[
     return entries[-limit:]
 
 
+def kept_prompt(prompt: str) -> str:
+    """A prompt as the history file keeps it: keys, tokens and passwords replaced by placeholders."""
+    return redact_secrets(prompt).text
+
+
 def append_history(prompt: str, path: Path | None = None) -> None:
     """Add one prompt; failures to write are ignored (history is a convenience, not memory)."""
     target = path or history_file()
@@ -46,7 +53,7 @@ def append_history(prompt: str, path: Path | None = None) -> None:
         target.parent.mkdir(parents=True, exist_ok=True)
         with target.open("a", encoding="utf-8") as handle:
             handle.write(f"\n# {datetime.now()}\n")
-            for line in prompt.split("\n"):
+            for line in kept_prompt(prompt).split("\n"):
                 handle.write(f"+{line}\n")
     except OSError:
         pass

@@ -64,6 +64,8 @@ class SessionMemory:
         # Exchanges whose answer was shown in full and whose write has not committed yet, by id
         # (`hold`): with `unsaved`, what every way out keeps in a file first (`spool`).
         self._pending: dict[str, Exchange] = {}
+        # Each exchange as memory keeps it (`memory.secrets`) and what was taken, by id: made once.
+        self._kept: dict[str, tuple[Exchange, tuple[str, ...]]] = {}
         # What closing did with the exchanges still unsaved, in words; None if none were.
         self.unsaved_note: str | None = None
         # What the session's kept file holds, as last written by `spool`.
@@ -219,7 +221,12 @@ class SessionMemory:
         """An answer was shown in full: its exchange is kept by every way out (`spool`) from now
         until its write has committed (`keep`). Nothing is held in dummy mode or with memory disabled."""
         if not self.dummy and self.settings.vector_store.enabled:
-            self._pending[exchange.exchange_id] = exchange
+            self._pending[exchange.exchange_id] = self._redacted(exchange)[0]
+
+    def _redacted(self, exchange: Exchange) -> tuple[Exchange, tuple[str, ...]]:
+        """The exchange as memory keeps it, and the kinds of the secrets taken out of it."""
+        found = self._kept.get(exchange.exchange_id) or memory.kept_exchange(exchange, self.settings.memory.secrets)
+        return self._kept.setdefault(exchange.exchange_id, found)
 
     def waiting(self) -> list[Exchange]:
         """The exchanges not in memory yet: those being written, then those kept for later, each once."""
@@ -242,16 +249,19 @@ class SessionMemory:
         return self.spooled
 
     def keep(self, exchange: Exchange) -> Recorded:
-        """Write a finished exchange to memory (never in dummy mode, or with memory disabled); says
-        whether it was stored, kept for a later write, or not stored, and why."""
+        """Write a finished exchange to memory (never in dummy mode, or with memory disabled), without its
+        secrets (the conversation keeps it as typed); says whether it was stored, kept or not, and why."""
         if self.dummy or not self.settings.vector_store.enabled:
             return Recorded(exchange, Remembered.NOT_STORED)
-        self.hold(exchange)  # a face that did not hold it when the answer ended
+        said, (exchange, found) = exchange, self._redacted(exchange)
+        taken = found if self.settings.memory.secrets != "keep" else ()
+        self.hold(said)  # a face that did not hold it when the answer ended (redacted once, above)
+        self._kept.pop(exchange.exchange_id, None)
         with self._unsaved_lock:
             if not self.on:
                 self.unsaved.append(exchange)  # written once the store and the model are ready
                 self._pending.pop(exchange.exchange_id, None)
-                return Recorded(exchange, Remembered.KEPT, self.error, memory_off=self.error is not None)
+                return Recorded(said, Remembered.KEPT, self.error, memory_off=self.error is not None, secrets=taken)
         try:
             with self._writing:
                 if self.store is None:
@@ -263,12 +273,12 @@ class SessionMemory:
                 self.unsaved.append(exchange)
             self._pending.pop(exchange.exchange_id, None)
             if self._write_failed(exc):
-                return Recorded(exchange, Remembered.KEPT, self.problem)
+                return Recorded(said, Remembered.KEPT, self.problem, secrets=taken)
             self._reopen()  # once, at once: writes the kept exchange if the store comes back
             if exchange not in self.unsaved:
-                return Recorded(exchange, Remembered.STORED)
-            return Recorded(exchange, Remembered.KEPT, self.error or "memory is off", memory_off=True)
-        return Recorded(exchange, Remembered.STORED)
+                return Recorded(said, Remembered.STORED, secrets=taken)
+            return Recorded(said, Remembered.KEPT, self.error or "memory is off", memory_off=True, secrets=taken)
+        return Recorded(said, Remembered.STORED, secrets=taken)
 
     def forget(self, exchange_id: str) -> None:
         """Drop an exchange that waits to be written (it was deleted meanwhile)."""

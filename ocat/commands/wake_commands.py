@@ -64,7 +64,7 @@ def _remember(session: ChatSession, text: str) -> CommandResult:
     store = require_model(session)
     done = remember(store, text, session.settings)
     session.wake = None
-    said = f"Remembered and pinned ({', '.join(_shown(store, i) for i in done.ids)})."
+    said = f"Remembered and pinned ({', '.join(_shown(store, i) for i in done.ids)}{done.secrets})."
     if done.had_replaced_it is not None:
         said += (f" These words were a note replaced by {_shown(store, done.had_replaced_it)}; "
                  "they are given to the model again.")

@@ -13,6 +13,7 @@ from typing import Any
 
 from ocat.config import locations
 from ocat.mcp_client.config import McpServerConfig
+from ocat.text.secrets import SECRETS_MODES
 
 # How retrieved memories are shown in the chat: not at all, in full, or as a count.
 CONTEXT_MODES: tuple[str, ...] = ("off", "on", "summary")
@@ -111,7 +112,7 @@ class DisplaySettings:
 
 @dataclass(frozen=True)
 class MemorySettings:
-    """What the model knows at the start of every thread (the wake block), and how memories are kept."""
+    """What the model knows at the start of every thread (the wake block), and what memory keeps."""
 
     wake: bool = _field("Give the model the wake block (pins, profile, recent threads) in every thread.")
     wake_tokens: int = _field("Most tokens the wake block may take; filled pins first, then profile, then threads.",
@@ -123,6 +124,8 @@ class MemorySettings:
     max_notes_per_turn: int = _field("Most notes the chat model may store with remember in one turn.", lo=1, hi=100)
     link_versions: bool = _field(
         "Link each exchange written to the earlier ones it may update (same subject, another value).")
+    secrets: str = _field("Credentials in what is stored: redact (keys, tokens), strict (also passwords said in "
+                          "prose), keep.", choices=SECRETS_MODES)
 
 
 # Whether the chat model is offered tools: auto (when the model can call them), on, off.

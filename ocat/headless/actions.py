@@ -20,7 +20,7 @@ from ocat.headless.common import write_kept as _write_kept
 from ocat.process_end import end_by_signal, keep_on_signals
 from ocat.headless.output import Reporter, read_stdin
 from ocat import llm, memory
-from ocat.chat.outcomes import remembered_words
+from ocat.chat.outcomes import remembered_words, secrets_words
 from ocat.chat.session import open_chat
 from ocat.operations.search import ADMITTED_LEGEND, dated_note, hit_record, HitLine, reasons, search
 from ocat.operations.wake import build_wake, pin, pins, unpin
@@ -214,6 +214,8 @@ def _ask(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> in
             reporter.note(f"ocat: warning: memory is off: {session.memory.error}")
         elif turn.recorded is not None and (said := remembered_words(turn.recorded)) is not None:
             reporter.note(f"ocat: warning: {said[0]}")
+        if turn.recorded is not None and (secrets := secrets_words(turn.recorded)) is not None:
+            reporter.note(f"ocat: note: {secrets}")
     finally:
         closing = session.close()  # what memory could not take is kept for the next start, and said
         if closing:
@@ -226,6 +228,8 @@ def _ask(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> in
         "memories": [hit_record(h, why=w) for h, w in zip(turn.memories, reasons(turn.memories))],
         "tool_calls": [call.kept().to_json() for call in turn.calls],
         "exchange_id": exchange.exchange_id if exchange is not None and turn.stored else None,
+        # The kinds of the secrets memory did not keep (the model was sent them): one per secret.
+        "secrets_not_kept": list(turn.recorded.secrets) if turn.recorded is not None else [],
     }
     return reporter.succeed(result, turn.text)
 
@@ -281,6 +285,26 @@ def _repair(args: argparse.Namespace, settings: Settings, reporter: Reporter) ->
     return 0 if done.after.healthy else PROBLEMS_FOUND
 
 
+def _redact_secrets(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> int:
+    store = _open_store(settings)
+    found = memory.secrets_in_store(store)
+    if not found.records:
+        return reporter.succeed(asdict(found), found.sentence())
+    if not args.yes:
+        asked = (f"{found.line().removeprefix('secrets: ').split(';')[0]}. Replace them with placeholders, "
+                 "in place (no copy of them is kept)? [y/N] ")
+        if not sys.stdin.isatty():
+            raise UsageError(f"{found.line()}; nothing changed: --redact-secrets asks first, and stdin is not a "
+                             "terminal (add --yes to run it without asking)")
+        sys.stderr.write(asked)
+        sys.stderr.flush()
+        if sys.stdin.readline().strip().lower() not in ("y", "yes"):
+            return reporter.succeed(asdict(memory.SecretsInStore(found.records, found.kinds)),
+                                    "Nothing was changed.")
+    done = memory.redact_store(store)
+    return reporter.succeed(asdict(done), done.sentence())
+
+
 # How long `--list-tools` waits for servers still starting (a first `npx -y` may take minutes).
 LIST_WAIT_SECONDS = 600.0
 
@@ -326,6 +350,7 @@ _HANDLERS: dict[str, Callable[[argparse.Namespace, Any, Reporter], int]] = {
     "pins": _pins,
     "check": _check,
     "repair": _repair,
+    "redact-secrets": _redact_secrets,
     "stats": _stats,
     "add": _add,
     "query": _query,

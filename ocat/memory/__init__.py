@@ -18,7 +18,7 @@ import-linter layers contract keeps the order, docs/ARCHITECTURE.md draws them):
 - `retrieval/`: ranking, neighbours, the gate with its per-store floor (probed with generic
   questions), filters, a prompt's time range and project, searching several stores;
 - `ingest/`: adding texts, files and knowledge folders, finishing an add cut short;
-- `opening`, `store_counts`, `store_check`, `named_stores`: what the faces call;
+- `opening`, `store_counts`, `store_check`, `store_secrets`, `named_stores`: what the faces call;
 - `store_repair`: `ocat --repair-store`, above them all.
 
 Every name the rest of ocat uses is listed below under `TYPE_CHECKING` (what the type checker
@@ -81,12 +81,14 @@ if TYPE_CHECKING:
     from ocat.memory.storage.pins import pinned, Pinned, set_pinned
     from ocat.memory.storage.primary import StoreShrunk
     from ocat.memory.storage.reconcile import catch_up, rebuild_derived
+    from ocat.memory.storage.redaction import counting_secrets, kept_exchange, SecretsSeen
     from ocat.memory.storage.store import MemoryStore
     from ocat.memory.storage.thread_titles import set_thread_title, titled_threads
     from ocat.memory.storage.link_records import count_links, link_of, linked_keys, LinkCounts, Version
     from ocat.memory.storage.versions import link, link_many, newest, unlink, versions
     from ocat.memory.storage.writes import replace_exchanges
     from ocat.memory.store_check import check_store, StoreHealth, unopened_health
+    from ocat.memory.store_secrets import redact_store, secrets_in_store, SecretsInStore
     from ocat.memory.store_counts import store_stats
     from ocat.memory.store_repair import repair_store, RepairResult, set_aside_derived
 
@@ -135,12 +137,14 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "storage.pins": ("pinned", "Pinned", "set_pinned"),
     "storage.primary": ("StoreShrunk",),
     "storage.reconcile": ("catch_up", "rebuild_derived"),
+    "storage.redaction": ("counting_secrets", "kept_exchange", "SecretsSeen"),
     "storage.store": ("MemoryStore",),
     "storage.thread_titles": ("set_thread_title", "titled_threads"),
     "storage.link_records": ("count_links", "link_of", "linked_keys", "LinkCounts", "Version"),
     "storage.versions": ("link", "link_many", "newest", "unlink", "versions"),
     "storage.writes": ("replace_exchanges",),
     "store_check": ("check_store", "StoreHealth", "unopened_health"),
+    "store_secrets": ("redact_store", "secrets_in_store", "SecretsInStore"),
     "store_counts": ("store_stats",),
     "store_repair": ("repair_store", "RepairResult", "set_aside_derived"),
 }

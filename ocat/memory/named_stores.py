@@ -69,6 +69,7 @@ def open_stores(
                 # Same folder: a second lock on it would wait for ourselves; reuse the first client.
                 store = MemoryStore.reconciled(first.client, first.embedder, name=name, location=first.location)
                 store.lease = first.lease
+                store.secrets = first.secrets
             stores.append(store)
     except BaseException:
         for store in opened.values():

@@ -50,6 +50,7 @@ def open_store(
     if location.host:
         store = MemoryStore.open(location, chosen, name=settings.vector_store.collection, notify=notify, upkeep=upkeep)
         store.link_versions = settings.memory.link_versions
+        store.secrets = settings.memory.secrets
         return store
     assert location.path is not None
     lease = acquire(location.path, serve=serve, notify=notify, wait_seconds=wait_seconds)
@@ -62,4 +63,5 @@ def open_store(
         raise
     store.lease = lease
     store.link_versions = settings.memory.link_versions
+    store.secrets = settings.memory.secrets
     return store

@@ -19,6 +19,7 @@ from ocat.memory.storage.chroma import StoreLocation
 from ocat.memory.storage.primary import SHRUNK_ADVICE, StoreShrunk, lost_records, primary_problem
 from ocat.memory.storage.link_records import count_links, LinkCounts
 from ocat.memory.storage.store import MemoryStore
+from ocat.memory.store_secrets import SecretsInStore, secrets_in_store
 from ocat.records import RECORD_KINDS, RecordKind
 from ocat.text.terminal import count_of
 
@@ -70,6 +71,9 @@ class StoreHealth:
     model_graph: str | None = None
     # The links between versions of a fact, by how they were made, and the dangling ones (None: not read).
     links: LinkCounts | None = None
+    # The records that hold a secret, by kind (ocat.memory.store_secrets): never the secrets
+    # themselves. Not a problem a repair mends: `ocat --redact-secrets` takes them out.
+    secrets: SecretsInStore | None = None
 
     @property
     def healthy(self) -> bool:
@@ -106,6 +110,8 @@ class StoreHealth:
                 line += (f"; {len(links.dangling)} dangling (the newer version is gone: "
                          "`ocat --repair-store` clears them, keeping every memory)")
             lines.append(line)
+        if self.secrets is not None:
+            lines.append(self.secrets.line())
         for p in self.partial_documents:
             lines.append(f"partial document: {p.label}: {p.stored_chunks} of {p.total_chunks} chunks "
                          "(its add was cut short)")
@@ -141,6 +147,7 @@ def check_store(store: MemoryStore) -> StoreHealth:
         primary_damaged=primary_problem(local) if local is not None else None,
         shrunk=_shrunk(derived, {kind: len(ids) for kind, ids in chroma.items()}),
         links=count_links(store),
+        secrets=secrets_in_store(store),
     )
 
 

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from ocat.config.locations import display_path
 from ocat import memory
+from ocat.text.secrets import count_kinds
 from ocat.text.terminal import count_of
 
 if TYPE_CHECKING:
@@ -34,6 +35,10 @@ class AddSummary:
     ids: tuple[str, ...] = ()
     # Warnings met on the way (an empty file, one not in UTF-8, one that could not be read).
     notes: tuple[str, ...] = ()
+    # The secrets found in what was stored, one kind per secret (`memory.secrets`), and whether
+    # they were kept as they were (`keep`) rather than replaced by placeholders.
+    secrets: tuple[str, ...] = ()
+    secrets_kept: bool = False
 
     @property
     def already_stored(self) -> int:
@@ -45,7 +50,7 @@ class AddSummary:
         if self.path is None:
             if self.added_chunks == 0:
                 return "Already remembered."
-            return f"Remembered ({chunks(self.added_chunks)})."
+            return f"Remembered ({chunks(self.added_chunks)}{self._secrets_words()})."
         shown = display_path(self.path) if short_path else self.path
         text = f"Added {chunks(self.added_chunks)} from {shown}"
         if self.files > 1:
@@ -56,7 +61,10 @@ class AddSummary:
             text += f"; {chunks(self.replaced_chunks)} of an earlier version removed"
         if self.removed_chunks:
             text += f"; {chunks(self.removed_chunks)} of files no longer in the folder removed"
-        return text + "."
+        return text + self._secrets_words() + "."
+
+    def _secrets_words(self) -> str:
+        return secrets_clause(self.secrets, self.secrets_kept)
 
     def to_json(self) -> dict[str, Any]:
         """The JSON result of an add."""
@@ -67,6 +75,8 @@ class AddSummary:
             "replaced_chunks": self.replaced_chunks,
             "removed_chunks": self.removed_chunks,
             "files": self.files,
+            "secrets": list(self.secrets),
+            "secrets_kept": self.secrets_kept,
         }
 
 
@@ -93,21 +103,23 @@ def add_file_or_folder(
     `notify` as they happen and are kept in the summary's `notes`.
     """
     notes: list[str] = []
+    seen: memory.SecretsSeen
 
     def note(message: str) -> None:
         notes.append(message)
         if notify is not None:
             notify(message)
 
-    outcome = memory.add_path(
-        store,
-        path,
-        settings,
-        source=source,
-        progress=file_started,
-        notify=note,
-        chunks_stored=(lambda file, done, total: chunks_stored(file.name, done, total)) if chunks_stored else None,
-    )
+    with memory.counting_secrets() as seen:
+        outcome = memory.add_path(
+            store,
+            path,
+            settings,
+            source=source,
+            progress=file_started,
+            notify=note,
+            chunks_stored=(lambda file, done, total: chunks_stored(file.name, done, total)) if chunks_stored else None,
+        )
     return AddSummary(
         path=str(path),
         added_chunks=outcome.added_chunks,
@@ -117,6 +129,8 @@ def add_file_or_folder(
         files=len(outcome.files),
         ids=tuple(i for f in outcome.files for i in f.ids),
         notes=tuple(notes),
+        secrets=tuple(seen.kinds.elements()),
+        secrets_kept=seen.mode == "keep",
     )
 
 
@@ -127,12 +141,24 @@ def add_note(
     *,
     source: Source,
     extra: Mapping[str, Any] | None = None,
+    credentials_only: bool = False,
 ) -> AddSummary:
     """Remember a text, chunked like a document; the same text twice is stored once.
-    `extra` is metadata for every chunk."""
-    outcome = memory.add_text(store, text, settings, source=source, manual_entry=True, extra=extra)
+    `extra` is metadata for every chunk. `credentials_only`: a text the user typed to be
+    remembered (`/remember`) keeps passwords said in prose even under `memory.secrets: strict`."""
+    with memory.counting_secrets(credentials_only=credentials_only) as seen:
+        outcome = memory.add_text(store, text, settings, source=source, manual_entry=True, extra=extra)
     return AddSummary(path=None, added_chunks=outcome.added_chunks, total_chunks=outcome.total_chunks,
-                      replaced_chunks=outcome.replaced_chunks, ids=outcome.ids)
+                      replaced_chunks=outcome.replaced_chunks, ids=outcome.ids,
+                      secrets=tuple(seen.kinds.elements()), secrets_kept=seen.mode == "keep")
+
+
+def secrets_clause(kinds: tuple[str, ...], kept: bool) -> str:
+    """'; 2 secrets not kept (AWS key, password)', or kept as they were (`memory.secrets: keep`);
+    '' when none was found."""
+    if not kinds:
+        return ""
+    return f"; {count_of(len(kinds), 'secret')} {'kept as they were' if kept else 'not kept'} ({count_kinds(kinds)})"
 
 
 def progress_printer(say: Callable[[str], None]) -> ChunkProgress:

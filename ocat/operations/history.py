@@ -32,6 +32,7 @@ from ocat.history_import import (
 )
 from ocat.operations.history_sessions import SessionLedger
 from ocat.operations.history_turns import grown_turns
+from ocat.operations.add import secrets_clause
 
 if TYPE_CHECKING:
     from ocat.history_import import ImportedConversation
@@ -93,6 +94,10 @@ class HistoryImport:
     # Lines passed over inside conversations that were read ("FILE:LINE: not a JSON line").
     warnings: list[str] = field(default_factory=list)
     stopped: bool = False
+    # The secrets found in what was written, one kind per secret (`memory.secrets`), and whether
+    # they were kept as they were (`keep`) rather than replaced by placeholders.
+    secrets: tuple[str, ...] = ()
+    secrets_kept: bool = False
 
     def sentence(self) -> str:
         """'412 conversations: 398 already here, 14 new, 1,203 exchanges', and what could not be read."""
@@ -114,6 +119,7 @@ class HistoryImport:
             said += f"; {count_of(len(self.problems), 'conversation')} could not be read"
         if self.warnings:
             said += f"; {count_of(len(self.warnings), 'line')} skipped"
+        said += secrets_clause(self.secrets, self.secrets_kept)
         if self.stopped:
             said += "; stopped: run the same command again to import the rest"
         return said
@@ -132,6 +138,8 @@ class HistoryImport:
             "updated": self.updated,
             "unfinished": self.unfinished,
             "stopped": self.stopped,
+            "secrets": list(self.secrets),
+            "secrets_kept": self.secrets_kept,
             "problems": [{"id": p.source_id, "title": p.title, "problem": p.problem} for p in self.problems],
             "warnings": list(self.warnings),
         }
@@ -209,8 +217,19 @@ def import_history(
     conversation that was read (a coding agent's session: "FILE:LINE: not a JSON line").
 
     A coding agent's session file is noted (size, modification time) once its exchanges are
-    written; the next import of it reads it again only when it changed.
+    written; the next import of it reads it again only when it changed. Secrets are taken out of
+    what is written as `memory.secrets` says, and counted in the result.
     """
+    with memory.counting_secrets() as seen:
+        result = _imported(store, path, fmt, progress=progress, problem=problem, warn=warn)
+    result.secrets, result.secrets_kept = tuple(seen.kinds.elements()), seen.mode == "keep"
+    return result
+
+
+def _imported(
+    store: MemoryStore, path: Path, fmt: str | None, *, progress: Progress | None,
+    problem: Callable[[ConversationProblem], None] | None, warn: Callable[[str], None] | None,
+) -> HistoryImport:
     chosen = fmt or detect_format(path)
     ledger = SessionLedger.of(store) if chosen in AGENT_FORMATS else None
     items = read_history(path, chosen, unchanged=ledger.unchanged if ledger else None)

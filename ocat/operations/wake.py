@@ -20,7 +20,7 @@ from ocat.records import ONE_SHOT, SUPERSEDED_KEY, Exchange
 from ocat.text.terminal import count_of, local_time, shorten
 from ocat import memory
 from ocat.config.locations import display_path
-from ocat.operations.add import add_note
+from ocat.operations.add import add_note, secrets_clause
 from ocat.operations.lookup import recent_threads, resolve_id, short_id
 from ocat.operations.notes import bring_back
 from ocat.operations.versions import shown_record
@@ -260,17 +260,20 @@ class Remembered:
 
     ids: tuple[str, ...]
     had_replaced_it: str | None = None
+    # '; 1 secret not kept (OpenAI key)' when the note held one (operations.add.secrets_clause), else ''.
+    secrets: str = ""
 
 
 def remember(store: MemoryStore, text: str, settings: Settings) -> Remembered:
     """Store `text` as a note and pin it (every chunk of it, should it be long). A note with
     these words that a newer note replaced is given to the model again: a pin on a replaced
     note would never reach it."""
-    added = add_note(store, text, settings.chunking, source="remember_command")
+    # Typed on purpose: prose is kept even under `memory.secrets: strict`; credentials never are.
+    added = add_note(store, text, settings.chunking, source="remember_command", credentials_only=True)
     newer = bring_back(store, added.ids)
     for record_id in added.ids:
         memory.set_pinned(store, record_id, 0)
-    return Remembered(tuple(added.ids), newer)
+    return Remembered(tuple(added.ids), newer, secrets_clause(added.secrets, added.secrets_kept))
 
 
 def pins(store: MemoryStore) -> list[tuple[str, str]]:

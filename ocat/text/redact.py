@@ -2,6 +2,9 @@
 
 A provider's error body can echo the key it was sent, and `llm.api_base` can carry
 `user:password@`. Every message ocat shows or logs about a failure goes through `redact`.
+The shapes of keys and tokens are ocat.text.secrets' (what memory keeps out); what is here is
+what only a message needs: known values, whole URL userinfo, and a looser `api_key=` (a mask
+too many costs a log nothing).
 """
 
 from __future__ import annotations
@@ -9,6 +12,8 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable, Mapping
+
+from ocat.text.secrets import find_secrets
 
 MASK = "***"
 # Shorter values are not credentials, and masking them would garble ordinary words.
@@ -22,9 +27,8 @@ _known: set[str] = set()
 _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
     # `https://user:pass@host`: keep the scheme and host, drop the userinfo.
     (re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s@]+@"), rf"\1{MASK}@"),
+    # Any word after Bearer or Basic (ocat.text.secrets wants a token-like one; a message need not).
     (re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{4,}"), rf"\1 {MASK}"),
-    # OpenAI/Anthropic-style keys: sk-..., sk-proj-..., sk-ant-...
-    (re.compile(r"\bsk-[A-Za-z0-9_-]{8,}"), MASK),
     # `api_key=...`, `"api-key": "..."` and `?key=...` in echoed requests.
     (re.compile(r"(?i)(\bapi[_-]?key[\"']?\s*[=:]\s*[\"']?|[?&]key=)[A-Za-z0-9._~+/-]{8,}"), rf"\1{MASK}"),
 )
@@ -50,6 +54,8 @@ def redact(text: str, secrets: Iterable[str | None] = (), env: Mapping[str, str]
     # Longest first, so a key that contains another is masked whole.
     for value in sorted(values, key=len, reverse=True):
         text = text.replace(value, MASK)
+    for found in reversed(find_secrets(text)):  # every key shape memory keeps out, from the end
+        text = text[: found.start] + MASK + text[found.end :]
     for pattern, replacement in _PATTERNS:
         text = pattern.sub(replacement, text)
     return text

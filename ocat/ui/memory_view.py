@@ -27,7 +27,7 @@ from ocat.config.locations import display_path
 from ocat.text.terminal import count_of
 from ocat.ui.widgets import NoticeMessage, TaskProgress, plain
 from ocat import memory
-from ocat.chat.outcomes import remembered_words
+from ocat.chat.outcomes import remembered_words, secrets_words
 from ocat.logs import log_failure
 from ocat.chat.memory_loading import load_memory, MemoryLoaded, warm_up
 from ocat.process_end import keep_on_signals, leave_now
@@ -290,6 +290,8 @@ class MemoryView(Widget):
         if recorded is None:
             return
         said = remembered_words(recorded)
+        if (secrets := secrets_words(recorded)) is not None:
+            self.conversation.notice(secrets)
         if recorded.memory_off and self.state.pending:
             return  # still loading, or its model downloading: the header says so already
         if said is not None:

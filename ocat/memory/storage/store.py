@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Se
 
 from ocat.errors import StoreError
 from ocat.memory.storage.chroma import StoreLocation, collection_names, open_client, open_collection
-from ocat.memory.storage.batches import column
+from ocat.memory.storage.batches import Row, column
 from ocat.memory.storage.derived import DerivedFileError, beside_index, checked, lexical_index_path
 from ocat.memory.storage.foreground import Foreground
 from ocat.memory.embedding.embedders import Embedder
@@ -76,6 +76,9 @@ class MemoryStore:
             )
             for collection_name in (exchanges_name, documents_name)
         )
+        # What a write takes out of the records it stores (`memory.secrets`, set by open_store):
+        # credentials by default, whoever opens the store (ocat.memory.storage.redaction).
+        self.secrets: str = "redact"
         # Set by open_store: this process's hold on the store folder (see ocat.memory.sharing.owner_lock).
         self.lease: StoreLease | None = None
         # Derived files a search found failing since they were opened: rebuilt by `rebuild_derived`.
@@ -322,6 +325,13 @@ class MemoryStore:
         for got in self._pages(collection, ["documents", "metadatas"], page):
             rows = zip(got["ids"], got["documents"] or [], got["metadatas"] or [])
             yield from (self._record(collection, i, t, m) for i, t, m in rows)
+
+    def iter_rows(self, kind: RecordKind, *, page: int = READ_PAGE) -> Iterator[Row]:
+        """Every record of one kind as stored: id, text and metadata whole (keys ocat does not know too)."""
+        for got in self._pages(self._collection(kind), ["documents", "metadatas"], page):
+            ids = list(got["ids"])
+            rows = zip(ids, column(got["documents"], len(ids)), column(got["metadatas"], len(ids)))
+            yield from ((i, t or "", dict(m or {})) for i, t, m in rows)
 
     def iter_ids(self, kind: RecordKind, *, page: int = 10 * READ_PAGE) -> Iterator[str]:
         """Every record's id, read page by page."""

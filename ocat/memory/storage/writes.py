@@ -16,6 +16,7 @@ from ocat.memory.embedding.embedders import has_passages
 from ocat.memory.storage.batches import Row, batches, unique_by_id
 from ocat.memory.storage.derived import DerivedFileError
 from ocat.memory.storage.prompt_vectors import Sides, other_sides, split_sides
+from ocat.memory.storage.redaction import kept_rows, kept_titles
 from ocat.memory.storage.thread_titles import carry_titles
 from ocat.memory.linking.finder import link_note_versions, link_versions
 from ocat.records import Exchange, RecordKind, searched_text
@@ -54,13 +55,14 @@ def add_rows(
     added = handled = 0
     deferred = False
     step = EMBED_STEP if progress else WRITE_BATCH
+    titles = kept_titles(store.secrets, titles)  # an imported thread's title is its first prompt, often
     for batch in batches(rows, WRITE_BATCH):
         # Embedded by length, as the embedder orders its input: then steps pad as little as
         # one call for the batch would (unordered steps of 16 embedded 10% slower). Written in
         # the order given, so an export imported again exports byte for byte the same.
         unique = unique_by_id(batch)
         present = set(store.existing_ids(kind, [r[0] for r in unique]))
-        fresh = [r for r in unique if r[0] not in present]
+        fresh = kept_rows(store.secrets, kind, [r for r in unique if r[0] not in present])  # no secret is kept
         by_length = sorted(range(len(fresh)), key=lambda i: len(fresh[i][1]))
         handled += len(batch) - len(fresh)
         vectors: dict[int, Sequence[float]] = {}
@@ -97,15 +99,21 @@ def replace_exchanges(store: MemoryStore, exchanges: Iterable[Exchange]) -> int:
     rows in every derived file. An id not stored is left alone. Returns how many were replaced."""
     rows = unique_by_id([(e.exchange_id, searched_text(e.text), e.to_metadata()) for e in exchanges])
     present = set(store.existing_ids("exchange", [row[0] for row in rows]))
-    rows = [row for row in rows if row[0] in present]
+    rows = kept_rows(store.secrets, "exchange", [row for row in rows if row[0] in present])
+    replace_rows(store, "exchange", rows)
+    return len(rows)
+
+
+def replace_rows(store: MemoryStore, kind: RecordKind, rows: list[Row]) -> None:
+    """Write rows over stored records of the same ids: text, vector, the metadata given (Chroma
+    keeps the keys a row lacks), and their rows in every derived file, embedded again."""
     inline = len(rows) <= PASSAGES_INLINE or not has_passages(store.embedder)
     for start in range(0, len(rows), WRITE_BATCH):
         part = rows[start : start + WRITE_BATCH]
-        vectors, sides = _embedded(store, "exchange", part, inline)
-        _write(store, "exchange", part, vectors, sides, passages=inline, replace=True)
-    if rows and not inline:
+        vectors, sides = _embedded(store, kind, part, inline)
+        _write(store, kind, part, vectors, sides, passages=inline, replace=True)
+    if rows and kind == "exchange" and not inline:
         store.start_backfill()
-    return len(rows)
 
 
 def _embedded(
