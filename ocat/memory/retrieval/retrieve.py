@@ -25,7 +25,7 @@ from ocat.memory.storage.derived import DerivedFileError
 from ocat.memory.storage.scoring import Calibration
 from ocat.memory.storage.store import MemoryStore
 from ocat.memory.storage.terms import queries_terms
-from ocat.memory.linking.follow import asks_for_past, lift_versions, with_newest
+from ocat.memory.linking.follow import asks_about_now, lift_newer, with_newest
 from ocat.records import SUPERSEDED_KEY, RecordKind, SearchHit
 
 if TYPE_CHECKING:
@@ -211,7 +211,7 @@ def _search(
         if count <= 0 or (store.count(kind) if mode == "vectors" else store.lexical.count(kind)) == 0:
             continue
         search = _KindSearch(store, kind, query_terms, vectors, count, threshold, limits, exclude_ids, mode,
-                             past=asks_for_past(queries[0]))
+                             asks_now=asks_about_now(queries[0]))
         # `only` a project keeps its exchanges; documents and notes are not a project's.
         kind_where = _both(where, _project_where(store, limits.project)) if kind == "exchange" else where
         found = search.hits(kind_where) if dated is None else _within(search, dated, kind_where, limits)
@@ -239,8 +239,8 @@ class _KindSearch:
     limits: RetrievalLimits
     exclude_ids: Collection[str]
     mode: Mode
-    # The question asks about an earlier version of something: older versions are lifted.
-    past: bool = False
+    # The question asks how things are now: the newer of two versions found together is lifted.
+    asks_now: bool = False
 
     @property
     def shown(self) -> int:
@@ -289,7 +289,8 @@ class _KindSearch:
         records = {i: (t or "", dict(m or {})) for i, t, m in zip(got["ids"], got["documents"], got["metadatas"])}
         if lifting:
             candidates = self._project_lifted(candidates, scope, records)
-        candidates = lift_versions(candidates, records, self.judged, past=self.past)
+        if self.asks_now:
+            candidates = lift_newer(candidates, records, self.judged)
         kept = [c for c in candidates[: 2 * self.shown] if c.id in records][: self.shown]
         return _verdicts(kept, records, self.kind, self.threshold, self.judged, reach=self.count)
 
