@@ -38,7 +38,7 @@ DOCUMENTED_DEFAULTS = {
              "copy_answer": "ctrl+o", "copy_code": "ctrl+b",
              "editor": "ctrl+g", "memory": "ctrl+r", "messages": "alt+up", "fork": "f"},
     "memory": {"wake": True, "wake_tokens": 400, "wake_threads": 5, "profile": None, "model_may_remember": True,
-               "max_notes_per_turn": 10, "secrets": "redact"},
+               "max_notes_per_turn": 10, "link_versions": True, "secrets": "redact"},
     "tools": {"enabled": "auto", "max_steps": 6, "max_calls_per_step": 10, "result_tokens": 1500, "mcp_servers_file": None},
 }
 

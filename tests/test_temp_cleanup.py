@@ -35,9 +35,9 @@ from pathlib import Path
 
 
 def test_holds_memory(tmp_path):
-    (tmp_path / f"{os.environ['OCAT_TEST_NAME']}.bin").write_bytes(b"x" * (1 << 20))
-    Path(os.environ["OCAT_TEST_READY"]).write_text(str(tmp_path))
-    if os.environ.get("OCAT_TEST_WAIT"):
+    (tmp_path / f"{os.environ['CLEANUP_TEST_NAME']}.bin").write_bytes(b"x" * (1 << 20))
+    Path(os.environ["CLEANUP_TEST_READY"]).write_text(str(tmp_path))
+    if os.environ.get("CLEANUP_TEST_WAIT"):
         time.sleep(120)
 """
 
@@ -64,9 +64,9 @@ def start_run(
     (folder / "test_inner.py").write_text(INNER_TEST, encoding="utf-8")
     ready = folder / "ready"
     env = {key: value for key, value in os.environ.items() if key != "TMPDIR"}
-    env |= {SHM_VARIABLE: str(shm), "OCAT_TEST_READY": str(ready), "OCAT_TEST_NAME": name, "PYTHONPATH": str(REPO)}
+    env |= {SHM_VARIABLE: str(shm), "CLEANUP_TEST_READY": str(ready), "CLEANUP_TEST_NAME": name, "PYTHONPATH": str(REPO)}
     if wait:
-        env["OCAT_TEST_WAIT"] = "1"
+        env["CLEANUP_TEST_WAIT"] = "1"
     run = subprocess.Popen(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_inner.py"],
         cwd=folder, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,

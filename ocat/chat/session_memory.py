@@ -57,9 +57,8 @@ class SessionMemory:
         # `ocat.chat.memory_loading.load_memory`, for the faces to report).
         self.fetched: FetchResult | None = None
         self.loaded: MemoryLoaded | None = None
-        # Exchanges of this conversation not yet in memory (made while memory loaded, the model
-        # downloaded, or a write failed); tried again on every turn, and kept in a file under
-        # the state folder if the chat ends first (ocat.chat.unsaved).
+        # Exchanges not yet in memory (made while memory loaded, or a write failed): tried again on
+        # every turn, and kept in a file if the chat ends first (ocat.chat.unsaved).
         self.unsaved: list[Exchange] = []
         # Exchanges whose answer was shown in full and whose write has not committed yet, by id
         # (`hold`): with `unsaved`, what every way out keeps in a file first (`spool`).
@@ -73,16 +72,13 @@ class SessionMemory:
         self._unsaved_lock = threading.Lock()
         # Re-entrant: a signal handler may keep the exchanges while this thread was doing so.
         self._spool_lock = threading.RLock()
-        # Held while an exchange is written, so closing the store waits for that write.
-        self._writing = threading.RLock()
+        self._writing = threading.RLock()  # held while an exchange is written: closing waits for it
         self._closed = False
         self._opens_its_store = False  # True once `open` ran: a store handed in is never reopened
-        # How the store was opened (to open it again after a failure), and when to try that.
-        self._serve = False
+        self._serve = False  # how the store was opened (to open it again after a failure), and when
         self._notify: Callable[[str], None] | None = None
         self._revive_at: float | None = None
-        # Whether memory is opening (ocat.chat.memory_loading.load_memory): the first turn's wake
-        # block waits for it, so it is the same sent at once or later.
+        # Whether memory is opening (load_memory): the first turn's wake block waits for it.
         self.opening = OpeningGate(self)
 
     def open(
@@ -249,8 +245,8 @@ class SessionMemory:
         return self.spooled
 
     def keep(self, exchange: Exchange) -> Recorded:
-        """Write a finished exchange to memory (never in dummy mode, or with memory disabled), without its
-        secrets (the conversation keeps it as typed); says whether it was stored, kept or not, and why."""
+        """Write a finished exchange to memory (not in dummy mode or with memory off) without its secrets
+        (the conversation keeps it as typed); whether it was stored, kept or not, and why."""
         if self.dummy or not self.settings.vector_store.enabled:
             return Recorded(exchange, Remembered.NOT_STORED)
         said, (exchange, found) = exchange, self._redacted(exchange)

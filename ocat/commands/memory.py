@@ -154,7 +154,7 @@ def _exchange_rows(store: MemoryStore, exchanges: list[Exchange]) -> list[tuple[
             for e in exchanges]
 
 
-@command("vget", "show a memory by id (with its versions), or this session's or thread's exchanges", group="memory",
+@command("vget", "show a memory and its versions, or this session's or thread's exchanges", group="memory",
          arguments=(Arg("target", "an id, 'session' or 'thread'", metavar="ID|session|thread"),),
          example="/vget session")
 def _vget(session: ChatSession, target: str) -> CommandResult:

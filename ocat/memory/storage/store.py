@@ -76,9 +76,10 @@ class MemoryStore:
             )
             for collection_name in (exchanges_name, documents_name)
         )
-        # What a write takes out of the records it stores (`memory.secrets`, set by open_store):
-        # credentials by default, whoever opens the store (ocat.memory.storage.redaction).
+        # What a write takes out of what it stores, and whether it links what it may update
+        # (memory.secrets: ocat.memory.storage.redaction; memory.link_versions; set by open_store).
         self.secrets: str = "redact"
+        self.link_versions = True
         # Set by open_store: this process's hold on the store folder (see ocat.memory.sharing.owner_lock).
         self.lease: StoreLease | None = None
         # Derived files a search found failing since they were opened: rebuilt by `rebuild_derived`.
@@ -88,12 +89,8 @@ class MemoryStore:
         self.backfill: PassageBackfill | None = None
         # The searches running on it: the backfill steps aside for them (ocat.memory.storage.foreground).
         self.foreground = Foreground()
-        # Derived files that cannot be written (read-only, another user's, a full disk): what is
-        # stored goes to Chroma, and they catch up once they can be written (`derived_failed`).
+        # Derived files that cannot be written (read-only, a full disk): they catch up later (`derived_failed`).
         self.lagging: dict[str, str] = {}
-        # Whether a write links the earlier exchanges it may update (ocat.memory.linking.finder;
-        # the setting memory.link_versions).
-        self.link_versions = True
         if not check_derived:
             self.lexical = LexicalIndex(":memory:")
             self.prompts = PromptVectors(":memory:", embedder)
