@@ -209,7 +209,11 @@ def test_snapshot_tools_at_80x24(snap_compare: Any, llm_server: FakeLLMServer, t
     servers = parse_servers({"household": entry}, "test", tmp_path)
 
     async def settle(pilot: Any) -> None:
+        from ocat.ui.widgets import PromptInput
+
         app = pilot.app
+        # A blinking cursor would make the picture depend on the moment it is taken (as memory_ready does).
+        app.query_one(PromptInput).cursor_blink = False
         await wait_for(pilot, lambda: app.session.server_tools.statuses()[0].state == "ready", "the server",
                        seconds=60)
         await start_turn(app, pilot, "/tools")
