@@ -26,9 +26,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from ocat.errors import NotFound, UsageError
+from ocat.memory.storage.link_records import link_of
 from ocat.memory.storage.versions import link_many
 from ocat.memory.linking.values import Statement, Value, statements
-from ocat.records import UPDATED_BY_KEY
 
 if TYPE_CHECKING:
     from ocat.memory.storage.store import MemoryStore
@@ -47,8 +47,6 @@ CANDIDATES = 2
 NEIGHBOURS = 12
 # How far a chain of versions is followed forward (a guard: links never make a circle).
 MAX_CHAIN = 16
-# Older stores may name several newer ids, comma-separated.
-SEPARATOR = ","
 
 
 @dataclass(frozen=True)
@@ -69,9 +67,10 @@ class _Written:
 
 
 def newer_ids(metadata: Mapping[str, Any] | None) -> list[str]:
-    """The ids a record's metadata says may update it (`updated_by`, several comma-separated)."""
-    value = (metadata or {}).get(UPDATED_BY_KEY)
-    return [i for i in str(value).split(SEPARATOR) if i] if isinstance(value, str) else []
+    """The newer version a record's metadata says may update it, as a list (none or one): the
+    link as ocat.memory.storage.link_records.link_of reads it."""
+    link = link_of(metadata or {})
+    return [link[0]] if link is not None else []
 
 
 def link_versions(
