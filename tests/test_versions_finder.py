@@ -253,3 +253,28 @@ def test_the_memory_block_names_a_notes_newer_version_by_the_id_it_gives_that_ve
     assert message is not None
     newer = re.search(r'<memory id="([^"]+)"[^>]*>\nNew gate code', message["content"])
     assert newer is not None and f'updated-by="{newer.group(1)}"' in message["content"]
+
+
+def test_an_admitted_old_note_brings_its_newer_note_named_by_its_document_key(store: Any) -> None:
+    """A note's link names the newer note's document id, not a chunk id: following reads it as its first chunk."""
+    from ocat.config.loading import load_settings
+    from ocat.operations.add import add_note
+    from ocat.operations.versions import shown_record
+
+    chunking = load_settings(env={}).chunking
+    store.link_versions = False
+    old = add_note(store, "The gate code is 4821.", chunking, source="vadd_command").ids[0]
+    new = add_note(store, "The new gate code is 7730.", chunking, source="vadd_command").ids[0]
+    memory_link(store, old, new)
+    got = store.fetch("document", [old], vectors=False)
+    note = SearchHit(id=old, kind="document", score=0.9, text=got["documents"][0], metadata=dict(got["metadatas"][0]),
+                     threshold=0.7, rank=0.9)
+    found = with_newest(store, [note])
+    assert [h.id for h in found] == [old, new] and found[1].newest_of == old and found[1].admitted
+    assert shown_record("document", str(got["metadatas"][0]["updated_by"])) == new
+
+
+def memory_link(store: Any, older: str, newer: str) -> None:
+    from ocat import memory
+
+    memory.link(store, older, newer, "user", "4821 -> 7730")

@@ -30,8 +30,9 @@ EVIDENCE_WORDS = 4
 
 def shown_record(kind: str, key: str) -> str:
     """The id of the record a link's key stands for, as every face shows and `/vget` takes it:
-    an exchange's own id; a note's first chunk (doc-KEY-0) for its document id."""
-    return f"doc-{key}-0" if kind == "document" and _DOCUMENT_KEY.fullmatch(key) else key
+    an exchange's own id; a note's first chunk for its document id (a chunk's id holds the key's
+    first 32 characters: ocat.memory.ingest.documents.chunk_id)."""
+    return f"doc-{key[:32]}-0" if kind == "document" and _DOCUMENT_KEY.fullmatch(key) else key
 
 
 def updated_by(hit: SearchHit) -> str | None:

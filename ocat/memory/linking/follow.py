@@ -15,6 +15,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Collection, Sequence
 
 from ocat.memory.linking.finder import MAX_CHAIN, newer_ids
+from ocat.memory.storage.link_records import chunk_index, read_rows
 from ocat.memory.retrieval.neighbours import Candidate
 from ocat.records import SUPERSEDED_KEY, SearchHit
 
@@ -40,20 +41,19 @@ def with_newest(
     times: dict[str, float] = {}
     newest = {h.id: _leaves(store, kind, h.id, _newer(h.metadata), times) for h in older}
     shown = {h.id for h in hits if h.admitted} | set(exclude_ids)
-    wanted = {h.id: [i for i in sorted(ids, key=lambda i: -times.get(i, 0.0)) if i not in shown][:MAX_NEWEST]
-              for h, ids in ((h, newest[h.id]) for h in older)}
+    # A link names a version by its key (an exchange's id, a note's document id): read as records.
+    records = _read(store, kind, sorted({k for keys in newest.values() for k in keys}), where)
+    wanted = {old: [records[k][0] for k in sorted(keys, key=lambda k: -times.get(k, 0.0))
+                    if k in records and records[k][0] not in shown][:MAX_NEWEST]
+              for old, keys in newest.items()}
     listed = {h.id: h for h in hits}
-    missing = sorted({i for ids in wanted.values() for i in ids if i not in listed})
-    read = store.fetch(kind, missing, where=where, vectors=False) if missing else {"ids": []}
-    records = {i: (t or "", dict(m or {}))
-               for i, t, m in zip(read["ids"], read.get("documents", []), read.get("metadatas", []))}
+    by_id = {rid: (text, metadata) for rid, text, metadata in records.values()}
     # Each newer version is given once, right after the first older one that brings it (a
     # listed one moves there from wherever it was ranked).
     bringer: dict[str, str] = {}
     for hit in hits:
         for newer in wanted.get(hit.id, []):
-            if newer in listed or newer in records:
-                bringer.setdefault(newer, hit.id)
+            bringer.setdefault(newer, hit.id)
     result: list[SearchHit] = []
     for hit in hits:
         if hit.id in bringer:
@@ -65,8 +65,8 @@ def with_newest(
             rank = (hit.score if hit.rank is None else hit.rank) - 1e-9
             if newer in listed:
                 result.append(replace(listed[newer], newest_of=hit.id, rank=rank, beyond=False))
-            elif newer in records:
-                text, metadata = records[newer]
+            else:
+                text, metadata = by_id[newer]
                 result.append(SearchHit(id=newer, kind=kind, score=hit.score, text=text, metadata=metadata,
                                         threshold=hit.threshold, newest_of=hit.id, rank=rank))
     return result
@@ -79,9 +79,26 @@ def _newer(metadata: dict[str, Any]) -> list[str]:
     return ids + [replaced] if isinstance(replaced, str) and replaced and replaced not in ids else ids
 
 
+def _read(
+    store: MemoryStore, kind: str, keys: Sequence[str], where: dict[str, Any] | None = None,
+) -> dict[str, tuple[str, str, dict[str, Any]]]:
+    """Each version key's record, text and metadata: an exchange by its id, a note by its first chunk."""
+    if not keys:
+        return {}
+    if kind == "exchange":
+        got = store.fetch("exchange", list(keys), where=where, vectors=False)
+        return {i: (i, t or "", dict(m or {})) for i, t, m in zip(got["ids"], got["documents"], got["metadatas"])}
+    within: dict[str, Any] = {"document_id": {"$in": list(keys)}}
+    rows = read_rows(store, "document", where={"$and": [within, where]} if where else within, texts=True)
+    first: dict[str, tuple[str, str, dict[str, Any]]] = {}
+    for rid, metadata, text in sorted(rows, key=lambda r: chunk_index(r[1])):
+        first.setdefault(str(metadata.get("document_id")), (rid, text, metadata))
+    return first
+
+
 def _leaves(store: MemoryStore, kind: str, start: str, first: list[str], times: dict[str, float]) -> list[str]:
-    """The newest versions reached from `start` by following links forward: those with no newer
-    one, and the version before each. A wrong link at the end of a chain (a new subject taken
+    """The keys of the newest versions reached from `start` by following links forward: those with
+    no newer one, and the version before each. A wrong link at the end of a chain (a new subject taken
     for a new value) then still brings the fact's true newest version."""
     leaves: list[str] = []
     seen = {start}
@@ -93,18 +110,16 @@ def _leaves(store: MemoryStore, kind: str, start: str, first: list[str], times: 
         if not frontier:
             break
         seen.update(frontier)
-        got = store.fetch(kind, frontier, vectors=False)  # type: ignore[arg-type]
         following: list[str] = []
-        for i, metadata in zip(got["ids"], got["metadatas"]):
-            metadata = dict(metadata or {})
-            times[i] = _time(metadata)
+        for key, (_, _, metadata) in _read(store, kind, frontier).items():
+            times[key] = _time(metadata)
             after = [n for n in _newer(metadata) if n not in seen]
             for n in after:
-                before.setdefault(n, i)
+                before.setdefault(n, key)
             if after:
                 following.extend(after)
             else:
-                leaves.append(i)
+                leaves.append(key)
         frontier = list(dict.fromkeys(following))
     second = [before[i] for i in leaves if before.get(i, start) != start]
     return list(dict.fromkeys(leaves + second))

@@ -191,7 +191,7 @@ def read_versions(store: MemoryStore, kind: RecordKind, keys: Sequence[str]) -> 
     for part in id_parts(list(dict.fromkeys(keys))):
         rows = (read_rows(store, kind, ids=part, texts=True) if kind == "exchange"
                 else read_rows(store, kind, where={"document_id": {"$in": part}}, texts=True))
-        for record_id, metadata, text in sorted(rows, key=lambda r: _chunk_index(r[1])):
+        for record_id, metadata, text in sorted(rows, key=lambda r: chunk_index(r[1])):
             key = version_key(kind, record_id, metadata)
             if key in shown:
                 continue
@@ -204,7 +204,7 @@ def read_versions(store: MemoryStore, kind: RecordKind, keys: Sequence[str]) -> 
     return shown
 
 
-def _chunk_index(metadata: Mapping[str, Any]) -> int:
+def chunk_index(metadata: Mapping[str, Any]) -> int:
     index = metadata.get("chunk_index")
     return index if isinstance(index, int) and not isinstance(index, bool) else 0
 
