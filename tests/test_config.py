@@ -38,7 +38,7 @@ DOCUMENTED_DEFAULTS = {
              "copy_answer": "ctrl+o", "copy_code": "ctrl+b",
              "editor": "ctrl+g", "memory": "ctrl+r", "messages": "alt+up", "fork": "f"},
     "memory": {"wake": True, "wake_tokens": 400, "wake_threads": 5, "profile": None, "model_may_remember": True,
-               "max_notes_per_turn": 10, "link_versions": True, "secrets": "redact"},
+               "max_notes_per_turn": 10, "link_versions": True, "consolidate": "off", "secrets": "redact"},
     "tools": {"enabled": "auto", "max_steps": 6, "max_calls_per_step": 10, "result_tokens": 1500, "mcp_servers_file": None},
 }
 
@@ -385,3 +385,14 @@ def test_a_key_binding_is_remapped_and_a_bad_key_name_is_refused(tmp_path: Path)
     config.write_text("keys:\n  send: 'ctrl enter'\n")
     with pytest.raises(ConfigError, match=r"config.yaml:2: keys.send must be key names"):
         load_settings(str(config))
+
+
+def test_a_bare_off_in_yaml_is_the_word_off_for_a_setting_that_offers_it(tmp_path: Path) -> None:
+    """YAML 1.1 reads `off` as false: for `context_mode` and `consolidate` it is what the user meant."""
+    config = tmp_path / "config.yaml"
+    config.write_text("memory:\n  consolidate: off\ndisplay:\n  context_mode: on\n", encoding="utf-8")
+    settings = load_settings(str(config), env={})
+    assert (settings.memory.consolidate, settings.display.context_mode) == ("off", "on")
+    config.write_text("memory:\n  consolidate: on\n", encoding="utf-8")  # not one of its words
+    with pytest.raises(ConfigError, match="must be one of off, model"):
+        load_settings(str(config), env={})

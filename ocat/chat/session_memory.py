@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Callable
 from ocat.chat.outcomes import Recall, Recorded, Remembered
 from ocat.errors import OcatError
 from ocat import memory
+from ocat.chat.consolidation import Consolidator, model_judge
 from ocat.chat.memory_loading import OpeningGate
 from ocat.chat.unsaved import Spooled, save_unsaved_files, spool_exchanges, spooled_words
 from ocat.text.terminal import count_of
@@ -80,6 +81,8 @@ class SessionMemory:
         self._revive_at: float | None = None
         # Whether memory is opening (load_memory): the first turn's wake block waits for it.
         self.opening = OpeningGate(self)
+        # The chat model's background checks of versions (memory.consolidate: model), made on first use.
+        self.consolidator: Consolidator | None = None
 
     def open(
         self, *, serve: bool, notify: Callable[[str], None] | None = None, wait_seconds: float = 600.0
@@ -274,7 +277,15 @@ class SessionMemory:
             if exchange not in self.unsaved:
                 return Recorded(said, Remembered.STORED, secrets=taken)
             return Recorded(said, Remembered.KEPT, self.error or "memory is off", memory_off=True, secrets=taken)
+        self._check_links(exchange.exchange_id)
         return Recorded(said, Remembered.STORED, secrets=taken)
+
+    def _check_links(self, exchange_id: str) -> None:
+        """With memory.consolidate: model, queue the stored exchange for the model's check of its versions."""
+        if self.settings.memory.consolidate == "model" and not self.dummy:
+            if self.consolidator is None:
+                self.consolidator = Consolidator(lambda: self.store, model_judge(self.settings.llm), self._notify)
+            self.consolidator.submit(exchange_id)
 
     def forget(self, exchange_id: str) -> None:
         """Drop an exchange that waits to be written (it was deleted meanwhile)."""
@@ -322,6 +333,8 @@ class SessionMemory:
         taken, in words (also kept as `unsaved_note`), or None when there were none.
         """
         self.spool()  # first, and quickly: a window closing may not wait for a slow store
+        if self.consolidator is not None:
+            self.consolidator.close()  # a check under way ends on the closed store, changing nothing
         with self._unsaved_lock:
             left = list(self.unsaved) if not self.dummy and self.settings.vector_store.enabled else []
         if left and self.on:

@@ -131,6 +131,10 @@ def _check_type(spec: Spec, value: Any) -> Any:
     if value is None and spec.nullable:
         return None
     written = value
+    # YAML 1.1 reads a bare `off` as false and `on` as true: for a setting whose choices are
+    # those words (`context_mode: off`, `consolidate: off`), that is what the user wrote.
+    if spec.kind == "str" and isinstance(value, bool) and ("on" if value else "off") in spec.meta.get("choices", ()):
+        value = "on" if value else "off"
     if spec.kind == "float" and isinstance(value, str) and _NUMBER.fullmatch(value.strip()):
         value = float(value)
     if spec.kind == "float" and isinstance(value, float) and not math.isfinite(value):

@@ -17,6 +17,8 @@ from ocat.text.secrets import SECRETS_MODES
 
 # How retrieved memories are shown in the chat: not at all, in full, or as a count.
 CONTEXT_MODES: tuple[str, ...] = ("off", "on", "summary")
+# Whether the chat model checks the links between versions of a fact: off, or model (paid calls).
+CONSOLIDATE_MODES: tuple[str, ...] = ("off", "model")
 _URL = (re.compile(r"(https?|file)://\S+"), "an http://, https:// or file:// URL")
 _SHA256 = (re.compile(r"[0-9A-Fa-f]{64}"), "64 hexadecimal digits")
 # A collection name Chroma accepts, and how a message words it.
@@ -124,6 +126,9 @@ class MemorySettings:
     max_notes_per_turn: int = _field("Most notes the chat model may store with remember in one turn.", lo=1, hi=100)
     link_versions: bool = _field(
         "Link each exchange written to the earlier ones it may update (same subject, another value).")
+    consolidate: str = _field("off, or model: the chat model checks in the background which earlier exchanges "
+                              "each new one updates (a model call per exchange; its cost is shown).",
+                              choices=CONSOLIDATE_MODES)
     secrets: str = _field("Credentials in what is stored: redact (keys, tokens), strict (also passwords said in "
                           "prose), keep.", choices=SECRETS_MODES)
 
