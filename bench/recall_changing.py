@@ -11,6 +11,7 @@ what the chat would give the model.
     python bench/recall_changing.py --folds          # the same, with links fitted on other folds
     python bench/recall_changing.py --links          # how well the link finder finds the versions
     python bench/recall_changing.py --json
+    python bench/recall_changing.py --consolidate    # memory.consolidate: model, with a judge that is always right
     python bench/recall_changing.py --data ../shared/eval/chats-dev   # its 10 questions about a changed fact
 
 The figures (docs/RETRIEVAL.md, "Facts that change"):
@@ -250,6 +251,45 @@ def gold_links(folder: Path) -> set[tuple[str, str]]:
     return pairs
 
 
+def consolidate_right(store: Any, folder: Path) -> dict[str, Any]:
+    """`memory.consolidate: model` over every exchange, oldest first, with a judge that answers as
+    the README's table of versions says: the most a model's checks can give the links, and what
+    they cost (checks made, tokens asked per check, counted as the chat model's tokenizer would)."""
+    from statistics import median
+
+    from ocat.memory import apply_verdict, check_for, messages_for
+    from ocat.memory.linking.consolidate import Change
+    from ocat.text.tokens import count_tokens
+
+    gold = gold_links(folder)
+    later: dict[str, set[str]] = {}
+    for older, newer in gold:
+        later.setdefault(older, set()).add(newer)
+
+    def onwards(key: str) -> set[str]:
+        seen: set[str] = set()
+        todo = [key]
+        while todo:
+            for n in later.get(todo.pop(), ()):
+                if n not in seen:
+                    seen.add(n)
+                    todo.append(n)
+        return seen
+
+    rows = sorted(store.iter_metadata("exchange"), key=lambda r: float(r[1]["timestamp"]))
+    tokens = []
+    for exchange_id, _ in rows:
+        check = check_for(store, exchange_id)
+        if check is None:
+            continue
+        tokens.append(sum(count_tokens(m["content"]) for m in messages_for(check)))
+        right = [Change(n, "as the README says") for n, e in enumerate(check.earlier, 1) if exchange_id in onwards(e.id)]
+        apply_verdict(store, check, right)
+    linked = {(i, m["updated_by"]) for i, m in store.iter_metadata("exchange") if m.get("updated_by")}
+    return {"exchanges": len(rows), "checks": len(tokens), "median_tokens_per_check": median(tokens) if tokens else 0,
+            "links": len(linked), "links_right": len(linked & gold), "links_in_readme": len(gold)}
+
+
 def main(argv: list[str] | None = None) -> int:
     """Print the table (or JSON)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -258,6 +298,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--folds", action="store_true", help="cross-validate the constants over months")
     parser.add_argument("--show", action="store_true", help="list each question's outcome")
+    parser.add_argument("--consolidate", action="store_true",
+                        help="check every exchange's links as memory.consolidate: model would, with a judge always right")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="ocat-changing-") as tmp:
         if args.folds:
@@ -265,10 +307,11 @@ def main(argv: list[str] | None = None) -> int:
             print(json.dumps(result, indent=2))
             return 0
         store, questions, _ = open_store(args.data, args.model, Path(tmp))
+        checked = consolidate_right(store, args.data) if args.consolidate else {}
         table = Table(ask(store, questions, CHATS_NOW if args.data.name.startswith("chats") else CHANGING_NOW))
         links = sum(1 for _, m in store.iter_metadata("exchange") if m.get("updated_by"))
         store.close()
-    row = table.row() | {"linked_exchanges": links}
+    row = table.row() | {"linked_exchanges": links} | ({"consolidated": checked} if checked else {})
     if args.show:
         for o in table.outcomes:
             print(o.id, o.facet, "reached" if o.reached else "-", "stale" if o.stale else "", len(o.shown))
