@@ -182,3 +182,28 @@ def test_model_judge_returns_the_answer_and_its_usage() -> None:
         settings = load_settings(env={"OCAT_LLM_MODEL": "openai/fake-model", "OCAT_LLM_API_BASE": server.api_base})
         answer, usage = model_judge(settings.llm)([{"role": "user", "content": "which?"}])
     assert answer == '{"updates": []}' and usage is not None and usage.total_tokens >= 0
+
+
+@pytest.mark.slow
+@pytest.mark.anyio
+async def test_the_full_screen_chat_shows_a_check_on_a_line_of_its_own(llm_server: FakeLLMServer) -> None:
+    from ocat.ui.widgets import NoticeMessage
+    from tests.support.pilot import make_app, memory_ready, send, wait_for
+
+    first = make_app(llm_server)
+    async with first.run_test(size=(100, 30)) as pilot:
+        await memory_ready(first, pilot)
+        await send(first, pilot, "Rainwater plan: one 5,000 L underground concrete tank next to the shed.")
+    llm_server.script = ["Two tanks it is.", '{"updates": [{"n": 1, "old": "one underground tank", "new": "two tanks"}]}']
+    second = make_app(llm_server, **{"memory.consolidate": "model"})
+    async with second.run_test(size=(100, 30)) as pilot:
+        await memory_ready(second, pilot)
+        await send(second, pilot, "Changed my mind on the rainwater: two 3,000 L tanks above ground next to the shed.")
+
+        def told() -> list[str]:
+            return [str(w.render()) for w in second.query(NoticeMessage) if "the model checked" in str(w.render())]
+
+        await wait_for(pilot, lambda: bool(told()), "the check's line", seconds=30)
+        assert "it updates 1 earlier exchange (one underground tank -> two tanks)" in told()[0]
+        assert "this chat's checks: 1 check" in told()[0]
+    assert len(llm_server.requests) == 3 and "Earlier messages" in llm_server.requests[-1]["messages"][-1]["content"]

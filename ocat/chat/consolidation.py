@@ -34,6 +34,11 @@ ANSWER_TOKENS = 200
 Judge = Callable[[list[Message]], tuple[str, Usage | None]]
 
 
+class LinksChecked(str):
+    """A check's line for the user, of a type a face tells from memory's other notes (the
+    full-screen chat gives it a notice of its own, where a store's wait updates one in place)."""
+
+
 @dataclass
 class Spent:
     """What this chat's checks have cost so far."""
@@ -150,7 +155,7 @@ class Consolidator:
         return applied
 
 
-def _words(applied: memory.Applied, spent: Spent) -> str:
+def _words(applied: memory.Applied, spent: Spent) -> LinksChecked:
     """What a check changed, in one line, with what this chat's checks cost so far."""
     parts = []
     if applied.linked:
@@ -159,4 +164,5 @@ def _words(applied: memory.Applied, spent: Spent) -> str:
     if applied.dropped:
         many = len(applied.dropped) != 1
         parts.append(f"{len(applied.dropped)} link{'s' * many} the finder made {'were' if many else 'was'} undone")
-    return f"memory: the model checked the last exchange: {'; '.join(parts)} · this chat's checks: {spent.words()}"
+    return LinksChecked(f"memory: the model checked the last exchange: {'; '.join(parts)} · "
+                        f"this chat's checks: {spent.words()}")

@@ -27,6 +27,7 @@ from ocat.config.locations import display_path
 from ocat.text.terminal import count_of
 from ocat.ui.widgets import NoticeMessage, TaskProgress, plain
 from ocat import memory
+from ocat.chat.consolidation import LinksChecked
 from ocat.chat.outcomes import remembered_words, secrets_words
 from ocat.logs import log_failure
 from ocat.chat.memory_loading import load_memory, MemoryLoaded, warm_up
@@ -219,6 +220,11 @@ class MemoryView(Widget):
         self.show(MemoryStatus(MemoryState.DOWNLOADING, downloaded=message.done, download_size=message.total))
 
     def on_memory_view_memory_note(self, message: MemoryNote) -> None:
+        if isinstance(message.text, LinksChecked):  # a background check of versions: a line of its own
+            pane = self.conversation.pane()
+            if pane is not None:
+                pane.mount(NoticeMessage(message.text))
+            return
         # One notice, updated in place as the wait goes on.
         if self._memory_note is None:
             self._memory_note = NoticeMessage(message.text)
