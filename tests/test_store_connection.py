@@ -383,3 +383,22 @@ def test_two_machines_writing_one_thread_at_once_keep_both_exchanges(
     for store in stores:
         assert {e.exchange_id for e in store.get_thread("shared")} == {e.exchange_id for e in said}
         store.close()
+
+
+def test_the_line_mode_with_a_wrong_token_goes_on_without_memory_and_keeps_every_word(
+    cli: Cli, proxy: TokenProxy, llm_server: FakeLLMServer, tmp_path: Path
+) -> None:
+    config = write_config(tmp_path, proxy.url)
+    llm_server.reply = "Noted."
+    chat = ["--config", str(config), "--plain", "--model", "openai/fake-model",
+            "--set", f"llm.api_base={llm_server.api_base}", "--set", "llm.api_key=sk-test"]
+    run = cli(*chat, input="the ladder is in the shed\n/quit\n", env={TOKEN_ENV: "tok-wrong-2222222222222222"})
+    assert run.returncode == 0, run.stderr
+    assert "Noted." in run.stdout
+    assert f"memory is off: the memory server at {proxy.url} refused ocat: HTTP 401 Unauthorized" in run.stderr
+    assert "kept in ~/.local/state/ocat/unsaved/" in run.stderr
+    assert "tok-wrong-2222" not in run.stderr + run.stdout
+    # With the right token, the next start writes what was kept.
+    later = cli(*chat, input="/quit\n", env={TOKEN_ENV: TOKEN})
+    assert later.returncode == 0 and "1 exchange kept by an earlier chat was written to memory" in later.stderr
+    nowhere_but_here(cli.home, run.stdout, run.stderr, later.stdout, later.stderr)
