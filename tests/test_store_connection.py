@@ -204,7 +204,9 @@ def test_a_missing_or_wrong_token_is_one_line_naming_the_server_and_status_then_
     assert f"the memory server at {proxy.url} refused ocat: HTTP 401 Unauthorized" in lines[0]
     assert "vector_store.headers" in lines[0]
     assert proxy.refused >= 1 and not proxy.forwarded
-    nowhere_but_here(cli.home, run.stdout, run.stderr)
+    as_json = cli("--config", str(config), *action, "--output", "json", env={TOKEN_ENV: token or TOKEN})
+    assert as_json.json()["error"]["type"] == "StoreError" and as_json.json()["error"]["exit_code"] == 1
+    nowhere_but_here(cli.home, run.stdout, run.stderr, as_json.stdout, as_json.stderr)
     if token:
         assert token not in run.stderr
 
@@ -398,7 +400,13 @@ def test_the_line_mode_with_a_wrong_token_goes_on_without_memory_and_keeps_every
     assert f"memory is off: the memory server at {proxy.url} refused ocat: HTTP 401 Unauthorized" in run.stderr
     assert "kept in ~/.local/state/ocat/unsaved/" in run.stderr
     assert "tok-wrong-2222" not in run.stderr + run.stdout
+    # --ask, as the chats: an answer, memory off in one line, the exchange kept.
+    ask = cli(*[a for a in chat if a != "--plain"], "--ask", "the bike is in the garage",
+              env={TOKEN_ENV: "tok-wrong-2222222222222222"})
+    assert ask.returncode == 0 and "Noted." in ask.stdout, ask.stderr
+    assert "refused ocat: HTTP 401 Unauthorized" in ask.stderr and "kept in ~/.local/state/ocat/unsaved/" in ask.stderr
     # With the right token, the next start writes what was kept.
     later = cli(*chat, input="/quit\n", env={TOKEN_ENV: TOKEN})
-    assert later.returncode == 0 and "1 exchange kept by an earlier chat was written to memory" in later.stderr
-    nowhere_but_here(cli.home, run.stdout, run.stderr, later.stdout, later.stderr)
+    assert later.returncode == 0 and "2 exchanges kept by an earlier chat were written to memory" in later.stderr, \
+        later.stderr
+    nowhere_but_here(cli.home, run.stdout, run.stderr, ask.stdout, ask.stderr, later.stdout, later.stderr)
