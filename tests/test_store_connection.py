@@ -410,3 +410,14 @@ def test_the_line_mode_with_a_wrong_token_goes_on_without_memory_and_keeps_every
     assert later.returncode == 0 and "2 exchanges kept by an earlier chat were written to memory" in later.stderr, \
         later.stderr
     nowhere_but_here(cli.home, run.stdout, run.stderr, ask.stdout, ask.stderr, later.stdout, later.stderr)
+
+
+def test_a_name_that_does_not_resolve_is_not_called_a_server_that_is_down(monkeypatch: pytest.MonkeyPatch) -> None:
+    def unknown(*args: object, **kwargs: object) -> Any:
+        raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+
+    monkeypatch.setattr(socket, "getaddrinfo", unknown)  # no lookup leaves this machine
+    with pytest.raises(StoreError) as caught:
+        open_client(server_location("https://memory.invalid:8443", None, 8000))
+    assert "the memory server at https://memory.invalid:8443 cannot be found: its name does not resolve" in str(
+        caught.value)

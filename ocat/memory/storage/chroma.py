@@ -19,6 +19,7 @@ import sqlite3
 from ocat.errors import StoreError
 from ocat.memory.storage.server_access import (
     ServerNotAnswering,
+    absence,
     check_answer,
     expanded_headers,
     problem_in,
@@ -223,7 +224,7 @@ def _limit_http_requests() -> None:
                 if untrusted is not None:
                     raise untrusted from exc
                 raise ServerNotAnswering(
-                    f"the memory server at {server_of(self._api_url)} is not running ({redact(str(exc))})"
+                    f"the memory server at {server_of(self._api_url)} {absence(exc)} ({redact(str(exc))})"
                 ) from exc
 
         FastAPI.__init__ = __init__  # type: ignore[method-assign]

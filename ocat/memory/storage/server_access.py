@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import socket
 import ssl
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
@@ -122,6 +123,16 @@ def untrusted_certificate(exc: BaseException, server: str) -> ServerProblem | No
             )
         current = current.__cause__ or current.__context__
     return None
+
+
+def absence(exc: BaseException) -> str:
+    """Why a connection failed, in words: a name that does not resolve is not a server that is down."""
+    current: BaseException | None = exc
+    while current is not None:
+        if isinstance(current, socket.gaierror):
+            return "cannot be found: its name does not resolve (is it right? is this machine offline?)"
+        current = current.__cause__ or current.__context__
+    return "is not running"
 
 
 def server_of(url: str) -> str:
