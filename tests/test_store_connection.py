@@ -184,8 +184,11 @@ def test_the_token_gets_in_and_the_store_works_through_the_proxy(
     assert run.json()["result"]["exchanges"] == 1
     found = cli("--config", str(config), "--query-vector-store", "where did I leave the spare key?")
     assert found.returncode == 0 and "blue pot" in found.stdout, found.stderr
+    # Named stores are read on the same server, through the same proxy and token.
+    named = cli("--config", str(config), "--store", "work", "--vector-store-stats")
+    assert named.returncode == 1 and "no store named 'work'; the stores are: default" in named.stderr, named.stderr
     assert proxy.forwarded and proxy.refused == 0
-    nowhere_but_here(cli.home, run.stdout, run.stderr, found.stdout, found.stderr)
+    nowhere_but_here(cli.home, run.stdout, run.stderr, found.stdout, found.stderr, named.stdout, named.stderr)
 
 
 @pytest.mark.parametrize("token", [None, "tok-wrong-0000000000000000"])
