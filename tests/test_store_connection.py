@@ -245,6 +245,11 @@ def test_https_with_the_ca_from_a_setting_or_ssl_cert_file(cli: Cli, tls_proxy: 
     run = cli("--config", str(with_setting), "--vector-store-stats", "--output", "json", env={TOKEN_ENV: TOKEN})
     assert run.returncode == 0, run.stderr
     assert run.json()["result"]["exchanges"] == 0
+    # The same by host, port and ssl.
+    run = cli("--config", str(with_setting), "--set", "vector_store.url=null", "--set", "vector_store.host=127.0.0.1",
+              "--set", f"vector_store.port={tls_proxy.port}", "--set", "vector_store.ssl=true",
+              "--vector-store-stats", env={TOKEN_ENV: TOKEN})
+    assert run.returncode == 0 and f"https://127.0.0.1:{tls_proxy.port}" in run.stdout, run.stderr
     # Or the CA through SSL_CERT_FILE, which the HTTP client reads.
     plain = write_config(tmp_path, tls_proxy.url)
     run = cli("--config", str(plain), "--vector-store-stats", env={TOKEN_ENV: TOKEN, "SSL_CERT_FILE": ca})
