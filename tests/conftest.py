@@ -14,7 +14,9 @@ from typing import Any, Generator, Iterator
 
 import pytest
 
+from ocat.memory import StoreLocation
 from tests.support import CLOSED_URL, MODEL_DIR
+from tests.support.chroma_server import ChromaServer
 from tests.support.cli import Cli
 from tests.support.derived_cache import link_derived_cache, make_derived_cache
 from tests.support.examples import BUDGET, is_quick_loop
@@ -276,6 +278,22 @@ def llm_server() -> Iterator[FakeLLMServer]:
     """A fake OpenAI-compatible server on loopback, for the whole test."""
     with serving(FakeLLMServer()) as state:
         yield state
+
+
+@pytest.fixture
+def chroma_run(tmp_path: Path) -> Iterator[ChromaServer]:
+    """A real Chroma server (`chroma run`) on a free loopback port, which a test may stop and start again."""
+    server = ChromaServer(tmp_path / "server-data").start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def chroma_server(chroma_run: ChromaServer) -> StoreLocation:
+    """Where the `chroma_run` server is reached: plain HTTP on loopback."""
+    return chroma_run.location
 
 
 @pytest.fixture

@@ -107,7 +107,7 @@ def test_mcp_with_deep_yaml_exits_3_with_a_line_on_stderr(cli: Cli) -> None:
 def test_an_unknown_ocat_variable_is_refused_like_an_unknown_key() -> None:
     assert config_error(env={"OCAT_NOSUCH_KEY": "1"}) == (
         "config error: OCAT_NOSUCH_KEY: unknown variable 'OCAT_NOSUCH_KEY'; "
-        "OCAT_* variables are settings (OCAT_<SECTION>_<KEY>) or OCAT_CONFIG"
+        "OCAT_* variables are settings (OCAT_<SECTION>_<KEY>) or OCAT_CONFIG, OCAT_STORE_TOKEN"
     )
     assert "(did you mean OCAT_LLM_MODEL?)" in config_error(env={"OCAT_LMM_MODEL": "x"})
     assert "unknown key 'llm.modle'" in config_error(env={"OCAT_LLM_MODLE": "x"})

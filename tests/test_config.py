@@ -17,7 +17,8 @@ from ocat.errors import ConfigError
 
 DOCUMENTED_DEFAULTS = {
     "vector_store": {
-        "enabled": True, "path": None, "host": None, "port": 8000, "collection": "default",
+        "enabled": True, "path": None, "host": None, "port": 8000, "url": None, "ssl": False, "headers": {},
+        "tenant": None, "database": None, "insecure": False, "ca_file": None, "collection": "default",
         "similarity_threshold": 0.65, "chat_window": 3, "context_results": 5,
         "search_context_window": 3, "time_in_prompt": True, "memory_threshold": 0.7, "memory_results": 3, "memory_token_budget": 1500, "docs_folder": None,
     },

@@ -1,14 +1,6 @@
-"""The same store API over a real ChromaDB server (`chroma run` on loopback)."""
+"""The same store API over a real ChromaDB server (`chroma run` on loopback: the `chroma_server` fixture)."""
 
 from __future__ import annotations
-
-import shutil
-import socket
-import subprocess
-import sys
-import time
-from pathlib import Path
-from typing import Iterator
 
 import pytest
 
@@ -17,37 +9,6 @@ from ocat.records import Exchange
 from tests.support.fakes import FakeEmbedder
 
 pytestmark = pytest.mark.slow
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-@pytest.fixture
-def chroma_server(tmp_path: Path) -> Iterator[StoreLocation]:
-    chroma = shutil.which("chroma", path=str(Path(sys.executable).parent)) or shutil.which("chroma")
-    assert chroma, "the chroma command ships with chromadb and should be installed"
-    port = free_port()
-    process = subprocess.Popen(
-        [chroma, "run", "--path", str(tmp_path / "server-data"), "--host", "127.0.0.1", "--port", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            with socket.socket() as sock:
-                if sock.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            time.sleep(0.2)
-        else:
-            pytest.fail("chroma run did not start listening within 60 s")
-        yield StoreLocation(host="127.0.0.1", port=port)
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
 
 
 def test_the_store_works_the_same_over_a_chroma_server(chroma_server: StoreLocation) -> None:

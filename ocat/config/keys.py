@@ -21,7 +21,8 @@ from typing import Any
 import yaml
 
 from ocat.errors import ConfigError
-from ocat.config.settings import SECTION_CLASSES, SECTIONS
+from ocat.text.redact import url_without_credentials
+from ocat.config.settings import HEADER_NAME, SECTION_CLASSES, SECTIONS
 
 ENV_PREFIX = "OCAT_"
 
@@ -31,7 +32,7 @@ class Spec:
     """One key of the config: its dotted name, its type and the checks its value must pass."""
 
     dotted: str  # section.key
-    kind: str  # bool, int, float, str or list
+    kind: str  # bool, int, float, str, list or dict (names to strings)
     nullable: bool
     meta: Mapping[str, Any]  # the field's metadata: doc, path, and the checks (see ocat.config.settings)
 
@@ -43,7 +44,8 @@ def _spec_for(section: str, cls: type) -> dict[str, Spec]:
         hint = hints[f.name]
         args = typing.get_args(hint) if isinstance(hint, types.UnionType) else (hint,)
         base = next(a for a in args if a is not type(None))
-        kind = "list" if typing.get_origin(base) is list else base.__name__
+        origin = typing.get_origin(base)
+        kind = "list" if origin is list else "dict" if origin is dict else base.__name__
         specs[f.name] = Spec(f"{section}.{f.name}", kind, type(None) in args, f.metadata)
     return specs
 
@@ -102,7 +104,7 @@ def lookup(dotted: str, where: str, show: Callable[[str], str] = _quoted) -> Spe
 # ---- validation ------------------------------------------------------------
 
 _KIND_NAMES = {"bool": "true or false", "int": "an integer", "float": "a number",
-               "str": "a string", "list": "a list of strings"}
+               "str": "a string", "list": "a list of strings", "dict": "a mapping of names to strings"}
 
 
 class _Invalid(Exception):
@@ -146,7 +148,11 @@ def _check_type(spec: Spec, value: Any) -> Any:
         "float": isinstance(value, (int, float)) and not isinstance(value, bool),
         "str": isinstance(value, str),
         "list": isinstance(value, list) and all(isinstance(v, str) for v in value),
+        "dict": isinstance(value, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()),
     }[spec.kind]
+    if not ok and spec.kind == "dict" and isinstance(value, dict):
+        name = next(k for k, v in value.items() if not (isinstance(k, str) and isinstance(v, str)))
+        raise _Invalid(f"{name} must be a string (quote it)")  # the value itself may be a secret: not shown
     if not ok:
         expected = _KIND_NAMES[spec.kind] + (" or null" if spec.nullable else "")
         raise _Invalid(f"must be {expected}, got {_describe(value)}")
@@ -155,10 +161,14 @@ def _check_type(spec: Spec, value: Any) -> Any:
 
 def _check_value(spec: Spec, value: Any) -> None:
     m = spec.meta
+    if isinstance(value, dict):
+        _check_headers(value)
+        return
     if "choices" in m and value not in m["choices"]:
         raise _Invalid(f"must be one of {', '.join(m['choices'])}, got {value!r}")
     if "pattern" in m and not m["pattern"][0].fullmatch(value):
-        raise _Invalid(f"must be {m['pattern'][1]}, got {value!r}")
+        # A URL's user:password@ is masked: the message is shown and logged.
+        raise _Invalid(f"must be {m['pattern'][1]}, got {url_without_credentials(value)!r}")
     lo, hi = m.get("lo"), m.get("hi")
     # Written as `not ...` so that NaN fails every range.
     if lo is not None and hi is not None and not lo <= value <= hi:
@@ -167,6 +177,15 @@ def _check_value(spec: Spec, value: Any) -> None:
         raise _Invalid(f"must be at least {lo}, got {value}")
     if "above" in m and not value > m["above"]:
         raise _Invalid(f"must be greater than {m['above']}, got {value}")
+
+
+def _check_headers(value: dict[str, str]) -> None:
+    """HTTP header names and values (the one mapping setting): a bad one is named, its value never shown."""
+    for name, text in value.items():
+        if not HEADER_NAME.fullmatch(name):
+            raise _Invalid(f"has {name!r}, which is not an HTTP header name")
+        if any(ch in text for ch in "\r\n\0"):
+            raise _Invalid(f"{name} holds a line break or NUL, which no header value may")
 
 
 def _resolve(text: str, base_dir: Path) -> str:

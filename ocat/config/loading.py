@@ -29,6 +29,7 @@ from ocat.config.keys import (
 )
 from ocat.config.settings import (
     CONTEXT_MODES,
+    HEADER_VARIABLE,
     SECTION_CLASSES,
     SECTIONS,
     ChunkingSettings,
@@ -56,6 +57,7 @@ CONFIG_ENV = "OCAT_CONFIG"
 # setting (OCAT_<SECTION>_<KEY>), so that a misspelt one is an error, never silently ignored.
 NON_SETTING_ENV: dict[str, str] = {
     CONFIG_ENV: "names the config file",
+    "OCAT_STORE_TOKEN": "holds the Chroma server's token that vector_store.headers reads (docs/two-machines.md)",
 }
 COMMAND_LINE = "command line"
 DEFAULTS_FILE = locations.shipped_dir("config") / "default.yaml"  # shipped, documented key by key
@@ -63,12 +65,12 @@ DEFAULTS_FILE = locations.shipped_dir("config") / "default.yaml"  # shipped, doc
 
 # ---- environment and command line ---------------------------------------------
 
-def _env_layer(env: Mapping[str, str]) -> Layer:
+def _env_layer(env: Mapping[str, str], read_by_headers: frozenset[str] = frozenset()) -> Layer:
     # Longest prefix first, in case one section's name ever starts with another's.
     prefixes = sorted(((f"{ENV_PREFIX}{s.upper()}_", s) for s in SECTIONS), key=lambda p: -len(p[0]))
     layer: Layer = {}
     for name in sorted(env):
-        if not name.startswith(ENV_PREFIX) or name in NON_SETTING_ENV:
+        if not name.startswith(ENV_PREFIX) or name in NON_SETTING_ENV or name in read_by_headers:
             continue
         match = next(((p, s) for p, s in prefixes if name.startswith(p)), None)
         if match is None:
@@ -78,6 +80,16 @@ def _env_layer(env: Mapping[str, str]) -> Layer:
         source = Source(name, Path.cwd(), 2)
         layer[spec.dotted] = (validate(spec, parse_text(spec, env[name], name), source), source)
     return layer
+
+
+def _header_variables(layers: list[Layer]) -> frozenset[str]:
+    """The variables `vector_store.headers` reads (`${OCAT_STORE_TOKEN}`): not settings, though named OCAT_*."""
+    names: set[str] = set()
+    for layer in layers:
+        headers: dict[str, str] = layer["vector_store.headers"][0] if "vector_store.headers" in layer else {}
+        for value in (headers or {}).values():
+            names.update(HEADER_VARIABLE.findall(value))
+    return frozenset(names)
 
 
 def _unknown_variable(name: str) -> str:
@@ -146,7 +158,8 @@ def load_settings(config_path: str | None = None, *, env: Mapping[str, str] | No
     layers = [_shipped_layer()]
     if user_file is not None:
         layers.append(file_layer(user_file, 1, origin))
-    layers += [_env_layer(env), _override_layer(overrides or {})]
+    given = _override_layer(overrides or {})
+    layers += [_env_layer(env, _header_variables([*layers, given])), given]
     settings = _assemble(layers, config_path=str(user_file) if user_file is not None else None)
     _remember_secrets(settings)
     return settings

@@ -20,6 +20,14 @@ CONTEXT_MODES: tuple[str, ...] = ("off", "on", "summary")
 # Whether the chat model checks the links between versions of a fact: off, or model (paid calls).
 CONSOLIDATE_MODES: tuple[str, ...] = ("off", "model")
 _URL = (re.compile(r"(https?|file)://\S+"), "an http://, https:// or file:// URL")
+# A Chroma server's address: no userinfo (credentials go in headers), query or fragment; a path prefix may follow.
+_SERVER_URL = (re.compile(r"https?://[^\s/?#@]+(/[^\s?#@]*)?"),
+               "an http:// or https:// URL with no user:password@, query or fragment (a token goes in "
+               "vector_store.headers)")
+# HTTP header names (RFC 9110 tokens), as vector_store.headers is checked.
+HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+# `${NAME}` in a header's value: the environment variable NAME, read when the store opens.
+HEADER_VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _SHA256 = (re.compile(r"[0-9A-Fa-f]{64}"), "64 hexadecimal digits")
 # A collection name Chroma accepts, and how a message words it.
 COLLECTION_NAME = (
@@ -49,6 +57,16 @@ class VectorStoreSettings:
     path: str | None = _field("Local store folder (absolute once loaded); null: the XDG data folder.", path=True)
     host: str | None = _field("ChromaDB server host; when set it replaces the local store.")
     port: int = _field("ChromaDB server port.", lo=1, hi=65535)
+    url: str | None = _field("ChromaDB server URL (https://host:port/prefix); when set it replaces host and port.",
+                             pattern=_SERVER_URL)
+    ssl: bool = _field("Reach `host` over HTTPS (a `url` says so by its scheme).")
+    headers: dict[str, str] = _field("HTTP headers sent to the server (a proxy's token); ${VAR} reads the "
+                                     "environment when the store opens. Never logged.", secret=True)
+    tenant: str | None = _field("Chroma tenant on the server; null: Chroma's default_tenant.")
+    database: str | None = _field("Chroma database on the server; null: Chroma's default_database.")
+    insecure: bool = _field("Allow plain HTTP to a server that is not on this machine (loopback).")
+    ca_file: str | None = _field("CA certificate (PEM) the server's TLS certificate is checked against; "
+                                 "null: the system's.", path=True)
     collection: str = _field("Name of the collection that holds this memory.", pattern=COLLECTION_NAME)
     similarity_threshold: float = _field(
         "Calibrated relevance (0-1) a past exchange needs to reach the model.", lo=0, hi=1

@@ -116,7 +116,7 @@ class Reporter:
         self.stderr.write(f"ocat: {printable(message)}\n")
         self.stderr.flush()
         if self.output == "json":
-            error = {"type": type(exc).__name__, "message": message, "exit_code": exc.exit_code}
+            error = {"type": _family(exc), "message": message, "exit_code": exc.exit_code}
             self.stdout.write(dump_json(self.envelope(ok=False, error=error)) + "\n")
             self.stdout.flush()
         return exc.exit_code
@@ -178,3 +178,9 @@ def stop_on_interrupt(reporter: Reporter) -> Iterator[threading.Event]:
         yield stopping
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+def _family(exc: OcatError) -> str:
+    """The error's documented type (a class of ocat.errors): a finer one made elsewhere, such as a
+    Chroma server's refusal (a StoreError), is reported as the family a script matches on."""
+    return next(cls.__name__ for cls in type(exc).__mro__ if cls.__module__ == OcatError.__module__)

@@ -17,7 +17,6 @@ from ocat.errors import StoreError, UsageError
 from ocat.memory.storage.chroma import (
     DOCUMENTS_SUFFIX,
     EXCHANGES_SUFFIX,
-    StoreLocation,
     collection_names,
     collections_in_folder,
     open_client,
@@ -122,10 +121,10 @@ def missing_store(settings: Settings) -> StoreError:
 
 def _collections(settings: Settings) -> set[str] | None:
     """The collection names where the configured store lives, or None when they cannot be read."""
-    vector_store = settings.vector_store
-    if vector_store.host:
+    location = location_for(settings)
+    if location.host:
         try:
-            client = open_client(StoreLocation(host=vector_store.host, port=vector_store.port))
+            client = open_client(location)
             return {str(getattr(c, "name", c)) for c in client.list_collections()}
         except Exception:  # the open that follows names the server and what failed
             return None
@@ -144,7 +143,7 @@ def _stores_in(collections: Iterable[str]) -> set[str]:
 
 def _sibling_stores(settings: Settings) -> set[str]:
     """In the default layout (a folder per store), the stores of the other folders."""
-    if settings.vector_store.path is not None or settings.vector_store.host:
+    if settings.vector_store.path is not None or location_for(settings).host:
         return set()
     root = locations.default_store_path("x").parent
     names: set[str] = set()

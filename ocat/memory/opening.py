@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Callable
 from ocat.errors import StoreError
 from ocat.memory.embedding.embedders import Embedder, embedder_for
 from ocat.memory.sharing.owner_lock import acquire
-from ocat.memory.storage.chroma import StoreLocation
+from ocat.memory.storage.chroma import StoreLocation, server_location
 from ocat.memory.storage.store import MemoryStore
 
 if TYPE_CHECKING:
@@ -20,10 +20,13 @@ if TYPE_CHECKING:
 
 
 def location_for(settings: Settings) -> StoreLocation:
-    """Where the configured store lives: a Chroma server if `vector_store.host` is set, else a folder."""
-    vector_store = settings.vector_store
-    if vector_store.host:
-        return StoreLocation(host=vector_store.host, port=vector_store.port)
+    """Where the configured store lives: a Chroma server if `vector_store.url` or `host` is set, else a folder.
+
+    Nothing is looked up or read here (a header's `${VAR}` waits for the client's opening)."""
+    vs = settings.vector_store
+    if vs.url or vs.host:
+        return server_location(vs.url, vs.host, vs.port, ssl=vs.ssl, headers=vs.headers, tenant=vs.tenant,
+                               database=vs.database, insecure=vs.insecure, ca_file=vs.ca_file)
     return StoreLocation(path=settings.store_path)
 
 

@@ -262,8 +262,11 @@ class MemoryView(Widget):
         """The header line fitted to `width` columns (the window's, less the padding, when None)."""
         settings = self.session.settings
         config = display_path(settings.config_path) if settings.config_path else "default config"
-        if settings.vector_store.host:
-            where = f"http://{settings.vector_store.host}:{settings.vector_store.port}"
+        vector_store = settings.vector_store
+        if vector_store.url:  # never the headers: a token is not shown
+            where = vector_store.url
+        elif vector_store.host:
+            where = f"{'https' if vector_store.ssl else 'http'}://{vector_store.host}:{vector_store.port}"
         else:
             where = display_path(str(settings.store_path))
         model = "dummy" if self.session.dummy else settings.llm.model

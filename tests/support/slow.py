@@ -11,8 +11,8 @@ import platform
 import sys
 from typing import Any, Sequence
 
-# Fixtures that start processes (`cli` runs `python -m ocat`) or run the real model.
-SLOW_FIXTURES = frozenset({"cli", "real_embedder", "real_store"})
+# Fixtures that start processes (`cli` runs `python -m ocat`, `chroma_run` a Chroma server) or run the real model.
+SLOW_FIXTURES = frozenset({"cli", "real_embedder", "real_store", "chroma_run", "chroma_server"})
 
 # The audit events raised when a process starts. subprocess and asyncio both go through
 # subprocess.Popen; the os functions are the ways around it.

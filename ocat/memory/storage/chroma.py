@@ -6,15 +6,29 @@ same on either. chromadb is imported here, lazily, and nowhere else.
 
 from __future__ import annotations
 
+import ssl
 import threading
+from collections.abc import Mapping
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 import sqlite3
 
 from ocat.errors import StoreError
+from ocat.memory.storage.server_access import (
+    ServerNotAnswering,
+    absence,
+    check_answer,
+    expanded_headers,
+    problem_in,
+    refuse_clear_text,
+    server_of,
+    tls_context,
+    untrusted_certificate,
+)
+from ocat.text.redact import redact
 
 if TYPE_CHECKING:
     from chromadb.api import ClientAPI
@@ -39,34 +53,70 @@ HEARTBEAT_SECONDS = 3.0
 HEARTBEAT_PATH = "/api/v2/heartbeat"
 
 
-class ServerNotAnswering(StoreError):
-    """A Chroma server did not answer a request in time, or refused the connection."""
-
-
 @dataclass(frozen=True)
 class StoreLocation:
     """Where a store lives: a folder for the embedded client, or a server address (or both:
-    a folder whose owning process serves it, reached through that server)."""
+    a folder whose owning process serves it, reached through that server).
+
+    A server's address may carry what `vector_store` says of it: https, a path prefix, headers
+    (as configured: `${VAR}` is read when the client opens, and no message ever shows them),
+    a tenant and a database, and whether plain HTTP off this machine is allowed."""
 
     path: Path | None = None
     host: str | None = None
     port: int = 8000
+    scheme: str = "http"
+    prefix: str = ""  # a URL's path, e.g. /chroma behind a proxy that serves more than Chroma
+    headers: tuple[tuple[str, str], ...] = field(default=(), repr=False)
+    tenant: str | None = None
+    database: str | None = None
+    insecure: bool = False
+    ca_file: str | None = None
+
+    def server_url(self) -> str:
+        """The server's address as a URL (no headers, no credentials): `https://host:port/prefix`."""
+        host = f"[{self.host}]" if self.host and ":" in self.host else self.host
+        return f"{self.scheme}://{host}:{self.port}{self.prefix}"
 
     def describe(self) -> str:
-        """The location as a user reads it: a path, `http://host:port`, or a path reached through its owner."""
+        """The location as a user reads it: a path, the server's URL (with its tenant and
+        database when not Chroma's defaults), or a path reached through its owner."""
         if self.host and self.path is not None:
-            return f"{self.path} (through its owner at http://{self.host}:{self.port})"
+            return f"{self.path} (through its owner at {self.server_url()})"
         if self.host:
-            return f"http://{self.host}:{self.port}"
+            named = [f"{what} {value}" for what, value in (("tenant", self.tenant), ("database", self.database))
+                     if value]
+            return self.server_url() + (f" ({', '.join(named)})" if named else "")
         return str(self.path)
+
+
+def server_location(url: str | None, host: str | None, port: int, *, ssl: bool = False,
+                    headers: Mapping[str, str] | None = None, tenant: str | None = None,
+                    database: str | None = None, insecure: bool = False,
+                    ca_file: str | None = None) -> StoreLocation:
+    """The location of a Chroma server from `vector_store`'s settings: `url` when set, else host and port."""
+    scheme, prefix = ("https" if ssl else "http"), ""
+    if url:
+        parts = urlsplit(url)
+        scheme, host, prefix = parts.scheme, parts.hostname, parts.path.rstrip("/")
+        port = parts.port or (443 if scheme == "https" else 80)
+    return StoreLocation(host=host, port=port, scheme=scheme, prefix=prefix,
+                         headers=tuple((headers or {}).items()), tenant=tenant, database=database,
+                         insecure=insecure, ca_file=ca_file)
 
 
 def open_client(location: StoreLocation, *, timeout: float = REQUEST_SECONDS) -> ClientAPI:
     """A ChromaDB client for the location, with telemetry off (this machine has no network).
 
-    Each request to a server gets `timeout` seconds (connecting: at most CONNECT_SECONDS);
-    one that gets no answer in time raises ServerNotAnswering (a StoreError) naming the server.
+    A server is refused before any lookup when it would take plain HTTP off this machine
+    (`vector_store.insecure`); its headers are read from the environment now. Each request gets
+    `timeout` seconds (connecting: at most CONNECT_SECONDS); one that gets no answer in time
+    raises ServerNotAnswering, a refusal (401, 403) ServerRefused: StoreErrors naming the server.
     """
+    if location.host:
+        refuse_clear_text(location)
+        headers = expanded_headers(location)
+        context = tls_context(location.ca_file) if location.ca_file else None
     try:
         import chromadb
         from chromadb.config import Settings as ChromaSettings
@@ -76,21 +126,29 @@ def open_client(location: StoreLocation, *, timeout: float = REQUEST_SECONDS) ->
     try:
         if location.host:
             _limit_http_requests()
-            token = _request_seconds.set(timeout)
+            token = _session_options.set(_SessionOptions(timeout, context))
             try:
-                return chromadb.HttpClient(host=location.host, port=location.port, settings=chroma_settings)
+                # The whole URL as the host: chromadb then keeps its path (a proxy's prefix), and an IPv6 address.
+                return chromadb.HttpClient(
+                    host=location.server_url(), port=location.port, ssl=location.scheme == "https", headers=headers,
+                    settings=chroma_settings,
+                    **{key: value for key, value in (("tenant", location.tenant), ("database", location.database))
+                       if value},
+                )
             finally:
-                _request_seconds.reset(token)
+                _session_options.reset(token)
         assert location.path is not None
         location.path.mkdir(parents=True, exist_ok=True)
         return chromadb.PersistentClient(path=str(location.path), settings=chroma_settings)
     except Exception as exc:
         # chromadb's constructor turns errors of its first requests into ValueErrors, some
-        # with a message of their own; a timeout or a refused connection says more.
-        cause = _unanswered(exc)
-        if cause is not None:
-            raise ServerNotAnswering(f"cannot open the memory store at {location.describe()}: {cause}") from exc
-        raise StoreError(f"cannot open the memory store at {location.describe()}: {exc}") from exc
+        # with a message of their own; a timeout, a refused connection or a refusal says more.
+        problem = problem_in(exc)
+        if isinstance(problem, ServerNotAnswering):
+            raise ServerNotAnswering(f"cannot open the memory store at {location.describe()}: {problem}") from exc
+        if problem is not None:
+            raise problem from exc
+        raise StoreError(f"cannot open the memory store at {location.describe()}: {redact(str(exc))}") from exc
 
 
 def server_answers(host: str, port: int, timeout: float = HEARTBEAT_SECONDS) -> bool:
@@ -111,17 +169,25 @@ def server_answers(host: str, port: int, timeout: float = HEARTBEAT_SECONDS) -> 
         connection.close()
 
 
-# The limit for the HTTP clients being made in this context (see open_client).
-_request_seconds: ContextVar[float] = ContextVar("ocat_chroma_request_seconds", default=REQUEST_SECONDS)
+@dataclass(frozen=True)
+class _SessionOptions:
+    """What the HTTP clients being made in this context are given beyond chromadb's own (see open_client)."""
+
+    seconds: float = REQUEST_SECONDS
+    tls: ssl.SSLContext | None = None  # trusts `vector_store.ca_file`; None: chromadb's (the system's)
+
+
+_session_options: ContextVar[_SessionOptions] = ContextVar("ocat_chroma_session", default=_SessionOptions())
 _limiting = threading.Lock()
 
 
 def _limit_http_requests() -> None:
-    """Give chromadb's HTTP client a time limit on every request, and name the server when it runs out.
+    """Give chromadb's HTTP client a time limit on every request, the CA it is told to trust, and
+    a check of every answer (a refusal, a proxy's 'server away'); name the server when it fails.
 
-    chromadb 1.5.9 builds its httpx client with `timeout=None`, has no setting for it, and
-    sends its first requests from inside the HttpClient constructor; so the limit is set
-    where that httpx client is made, once per process, for every HTTP client after it.
+    chromadb 1.5.9 builds its httpx client with `timeout=None`, has no setting for a time limit
+    or a TLS context, and sends its first requests from inside the HttpClient constructor; so
+    they are set where that httpx client is made, once per process, for every HTTP client after it.
     """
     import httpx
     from chromadb.api.fastapi import FastAPI
@@ -133,8 +199,15 @@ def _limit_http_requests() -> None:
 
         def __init__(self: Any, system: Any) -> None:
             make(self, system)
-            seconds = _request_seconds.get()
-            self._session.timeout = httpx.Timeout(seconds, connect=min(CONNECT_SECONDS, seconds))
+            options = _session_options.get()
+            timeout = httpx.Timeout(options.seconds, connect=min(CONNECT_SECONDS, options.seconds))
+            if options.tls is not None:
+                # chromadb's own verify= takes a path only through a deprecated httpx argument.
+                headers = self._session.headers
+                self._session.close()
+                self._session = httpx.Client(limits=self.http_limits, verify=options.tls, headers=headers)
+            self._session.timeout = timeout
+            self._session.event_hooks = {"request": [], "response": [check_answer]}
 
         def _make_request(self: Any, method: str, path: str, **kwargs: Any) -> Any:
             try:
@@ -143,34 +216,20 @@ def _limit_http_requests() -> None:
                 limit = self._session.timeout
                 seconds = limit.connect if isinstance(exc, httpx.ConnectTimeout) else limit.read
                 raise ServerNotAnswering(
-                    f"the memory server at {_server_url(self._api_url)} did not answer within {seconds:g} s; "
+                    f"the memory server at {server_of(self._api_url)} did not answer within {seconds:g} s; "
                     "its process may be stopped (Ctrl+Z: resume it with fg) or stuck"
                 ) from exc
             except httpx.ConnectError as exc:
+                untrusted = untrusted_certificate(exc, server_of(self._api_url))
+                if untrusted is not None:
+                    raise untrusted from exc
                 raise ServerNotAnswering(
-                    f"the memory server at {_server_url(self._api_url)} is not running ({exc})"
+                    f"the memory server at {server_of(self._api_url)} {absence(exc)} ({redact(str(exc))})"
                 ) from exc
 
         FastAPI.__init__ = __init__  # type: ignore[method-assign]
         FastAPI._make_request = _make_request  # type: ignore[method-assign]
         FastAPI._ocat_limited = True  # type: ignore[attr-defined]
-
-
-def _server_url(api_url: str) -> str:
-    parts = urlsplit(api_url)
-    return f"{parts.scheme}://{parts.netloc}"
-
-
-def _unanswered(exc: BaseException) -> ServerNotAnswering | None:
-    """The ServerNotAnswering behind an exception, if any (chromadb re-raises some as ValueError)."""
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen:
-        if isinstance(current, ServerNotAnswering):
-            return current
-        seen.add(id(current))
-        current = current.__cause__ or current.__context__
-    return None
 
 
 # The file an embedded Chroma store keeps its catalogue in (collections, their metadata).
@@ -224,7 +283,10 @@ def open_collection(
             configuration={"hnsw": {"space": "cosine"}},
         )
     except Exception as exc:
-        raise StoreError(f"cannot open collection {name!r} at {location}: {exc}") from exc
+        problem = problem_in(exc)
+        if problem is not None:
+            raise problem from exc  # its one line names the server and what went wrong
+        raise StoreError(f"cannot open collection {name!r} at {location}: {redact(str(exc))}") from exc
     existing = collection.metadata or {}
     stored_model = existing.get("embedding_model")
     stored_dims = existing.get("dimensions")
