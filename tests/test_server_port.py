@@ -53,3 +53,27 @@ def test_the_server_child_is_out_of_reach_of_the_terminals_ctrl_c(tmp_path: Path
         assert os.getpgid(server.pid) != os.getpgid(0)
     finally:
         stop_server(server)
+
+
+@pytest.mark.slow
+def test_the_server_child_runs_chromas_rust_server_without_its_python_package(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`chroma run` is ChromaDB's Rust server; the child calls it without importing chromadb's
+    Python package, which held ~70 MB of the idle chat's memory (docs/PERFORMANCE.md, "Idle
+    memory"). A chromadb that cannot be imported is shadowed in front of the real one: the child
+    still serves the store, and a client reaches it."""
+    import chromadb
+
+    shadow = tmp_path / "shadow" / "chromadb"
+    shadow.mkdir(parents=True)
+    (shadow / "__init__.py").write_text("raise ImportError('the server child imported chromadb')\n")
+    monkeypatch.setenv("PYTHONPATH", str(shadow.parent))
+    server = None
+    try:
+        server, port = start_server(tmp_path / "store")
+        client = chromadb.HttpClient(host="127.0.0.1", port=port)
+        client.get_or_create_collection("probe").add(ids=["a"], embeddings=[[0.1, 0.2, 0.3]], documents=["x"])
+        assert client.get_collection("probe").count() == 1
+    finally:
+        stop_server(server)

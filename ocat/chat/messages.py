@@ -209,6 +209,16 @@ def fit_history(history: Sequence[Exchange], budget: int) -> list[Exchange]:
     return kept[::-1]
 
 
+def _surely_fits(messages: Sequence[dict[str, Any]], prompt: str, history: Sequence[Exchange], limit: int) -> bool:
+    """Whether everything fits in `limit` tokens without counting: a token is at least one byte of
+    UTF-8, so a request of fewer bytes (with fit_history's and build_request's overheads) has
+    fewer tokens. A chat's history is then kept whole, as counting would keep it, and the
+    tokenizer is never loaded (docs/PERFORMANCE.md, "Idle memory")."""
+    size = sum(len(m["content"].encode()) + 4 for m in messages) + len(prompt.encode()) + 4
+    size += sum(len(e.user_prompt.encode()) + len(answer_as_sent(e).encode()) + 8 for e in history)
+    return size <= limit
+
+
 def build_request(
     prompt: str,
     *,
@@ -230,9 +240,9 @@ def build_request(
     quoted = memory_message(memories)
     if quoted:
         messages.append(quoted)
-    if token_limit is not None and history:
-        # Counting needs the tokenizer's tables (26 MB, a tenth of a second): only when there
-        # is history to trim (never for --ask).
+    if token_limit is not None and history and not _surely_fits(messages, prompt, history, token_limit):
+        # Counting needs the tokenizer's tables (~50 MB held for the process's life, a tenth of a
+        # second to load): only when there is history that may have to be trimmed (never for --ask).
         fixed = sum(count_tokens(m["content"]) + 4 for m in messages) + count_tokens(prompt) + 4
         history = fit_history(history, token_limit - fixed)
     for exchange in history:

@@ -22,7 +22,6 @@ from ocat.llm.model_table import model_facts
 from ocat.llm.openai_compatible import stream_chat
 from ocat.llm.tool_errors import refused_tool, refuses_tools
 from ocat.text.redact import redact
-from ocat.text.tokens import count_tokens
 
 if TYPE_CHECKING:
     from ocat.config.loading import LLMSettings
@@ -126,12 +125,13 @@ def _openai_key(settings: LLMSettings) -> str | None:
 
 def warm_up(settings: LLMSettings) -> None:
     """Do now, in the background, the slow first-use work of an answer: import the SDK that
-    reaches the model (and litellm, for its providers), read its facts, load the token counter,
-    so the first answer starts as fast as the later ones."""
+    reaches the model (and litellm, for its providers), read its facts, so the first answer
+    starts as fast as the later ones. The token counter is not loaded: a chat counts tokens only
+    when its history may not fit the window (ocat.chat.messages.build_request), and its tables
+    would hold ~50 MB for the chat's life."""
     if settings.model == DUMMY_MODEL:
         return
     input_token_limit(settings)
-    count_tokens("warm")
     if openai_road(settings):
         import httpx  # noqa: F401  (the road's one import: ready before the first answer)
 

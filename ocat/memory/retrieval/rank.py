@@ -104,6 +104,15 @@ def rank_candidates(
     return sorted(ranked, key=lambda c: c.rank, reverse=True)
 
 
+def lifted(ranked: list[Candidate], inside: set[str], boost: float, judged: Calibration) -> list[Candidate]:
+    """`ranked` with `boost` added to the fused score of the candidates `inside`, ranked again
+    (a preferred project's exchanges, a time the question names: ocat.memory.retrieval.retrieve)."""
+    if not inside or not boost:
+        return ranked
+    raised = [Candidate(c.id, judged.relevance_of(c.z + boost), c.z + boost) if c.id in inside else c for c in ranked]
+    return sorted(raised, key=lambda c: c.rank, reverse=True)
+
+
 def _add_prompt_side(
     store: MemoryStore, candidates: list[str], vectors: list[list[float]], cosines: list[dict[str, float]]
 ) -> None:

@@ -16,9 +16,10 @@ from functools import cached_property
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Collection, Literal, Sequence
 
+from ocat.memory.retrieval.answer_types import AnswerType, asked_types, typed_lift
 from ocat.memory.retrieval.neighbours import Candidate
 from ocat.memory.retrieval.project_scope import PROJECT_KEY, ProjectScope, stored_projects
-from ocat.memory.retrieval.rank import MIN_POOL, POOL_FACTOR, Mode, rank_candidates
+from ocat.memory.retrieval.rank import MIN_POOL, POOL_FACTOR, Mode, lifted, rank_candidates
 from ocat.memory.retrieval.store_floor import floor_of
 from ocat.memory.retrieval.time_range import TimeRange, time_range
 from ocat.memory.storage.derived import DerivedFileError
@@ -211,7 +212,8 @@ def _search(
         if count <= 0 or (store.count(kind) if mode == "vectors" else store.lexical.count(kind)) == 0:
             continue
         search = _KindSearch(store, kind, query_terms, vectors, count, threshold, limits, exclude_ids, mode,
-                             asks_now=asks_about_now(queries[0]))
+                             asks_now=asks_about_now(queries[0]),
+                             asked=asked_types(queries[0]) if kind == "document" and mode == "hybrid" else ())
         # `only` a project keeps its exchanges; documents and notes are not a project's.
         kind_where = _both(where, _project_where(store, limits.project)) if kind == "exchange" else where
         found = search.hits(kind_where) if dated is None else _within(search, dated, kind_where, limits)
@@ -241,6 +243,8 @@ class _KindSearch:
     mode: Mode
     # The question asks how things are now: the newer of two versions found together is lifted.
     asks_now: bool = False
+    # What the question asks for (a phone number, who supplies ...): a document may hold it (answer_types).
+    asked: tuple[AnswerType, ...] = ()
 
     @property
     def shown(self) -> int:
@@ -291,9 +295,11 @@ class _KindSearch:
             candidates = self._project_lifted(candidates, scope, records)
         if self.asks_now:
             candidates = lift_newer(candidates, records, self.judged)
+        if self.asked:
+            candidates = typed_lift(candidates[: 2 * self.shown], records, self.query_terms[0], self.asked,
+                                    self.store, self.judged)
         kept = [c for c in candidates[: 2 * self.shown] if c.id in records][: self.shown]
         return _verdicts(kept, records, self.kind, self.threshold, self.judged, reach=self.count)
-
 
     def _project_lifted(
         self, ranked: list[Candidate], scope: ProjectScope, records: dict[str, tuple[str, dict[str, Any]]]
@@ -302,15 +308,7 @@ class _KindSearch:
         found = [c.id for c in ranked if c.source is None]  # a lifted neighbour is scored by its own hit
         projects = {i: str(records[i][1].get(PROJECT_KEY) or "") for i in found if i in records}
         inside, boost = scope.lift(found, projects)
-        return _lifted(ranked, inside, boost, self.judged)
-
-
-def _lifted(ranked: list[Candidate], inside: set[str], boost: float, judged: Calibration) -> list[Candidate]:
-    """`ranked` with `boost` added to the fused score of the candidates `inside`, ranked again."""
-    if not inside or not boost:
-        return ranked
-    lifted = [Candidate(c.id, judged.relevance_of(c.z + boost), c.z + boost) if c.id in inside else c for c in ranked]
-    return sorted(lifted, key=lambda c: c.rank, reverse=True)
+        return lifted(ranked, inside, boost, self.judged)
 
 
 def _within(
@@ -350,7 +348,7 @@ def _boosted(search: _KindSearch, dated: TimeRange, where: dict[str, Any] | None
     boost = size * (len(found) - len(inside)) / len(found) if found else 0.0
     if not inside or not boost:
         return search.hits(where, ranked)
-    ranking = _lifted(ranked, inside, boost, search.judged)
+    ranking = lifted(ranked, inside, boost, search.judged)
     said = f"memories {dated.said()} ranked higher"
     return [replace(h, dated=said) if h.id in inside else h for h in search.hits(where, ranking)]
 

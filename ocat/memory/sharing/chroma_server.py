@@ -25,6 +25,9 @@ SERVER_START_SECONDS = 60.0
 # the owner is gone (even after kill -9), so an orphan never keeps the folder open while a
 # new owner starts another server on it. (PR_SET_PDEATHSIG would follow the starting
 # *thread*, and the chat starts the server from a worker thread.)
+# `chroma run` is ChromaDB's Rust server: called as chromadb.cli.cli.app calls it, without
+# importing chromadb's Python package (~70 MB and a second of start-up this child never uses:
+# docs/PERFORMANCE.md, "Idle memory").
 _SERVER_CODE = """
 import os, sys, threading, time
 path, port, owner = sys.argv[1], sys.argv[2], int(sys.argv[3])
@@ -33,9 +36,11 @@ def watch():
         time.sleep(0.5)
     os._exit(0)
 threading.Thread(target=watch, daemon=True).start()
-from chromadb.cli.cli import app
-sys.argv = ["chroma", "run", "--path", path, "--host", "127.0.0.1", "--port", port]
-app()
+import chromadb_rust_bindings
+try:
+    chromadb_rust_bindings.cli(["chroma", "run", "--path", path, "--host", "127.0.0.1", "--port", port])
+except KeyboardInterrupt:
+    pass
 """
 
 
