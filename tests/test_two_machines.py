@@ -248,8 +248,26 @@ def test_a_reopened_machine_levels_by_ids_and_applies_what_was_logged_meanwhile(
     set_thread_title(a, "t1", "Named on A")
     a.changes = None
     a.add_exchanges([_exchange(n) for n in range(100, 103)])
+    read: list[str] = []
+    fetch, records, metadata = MemoryStore.fetch, MemoryStore.iter_records, MemoryStore.iter_metadata
+
+    def fetched(self: MemoryStore, kind: Any, ids: Any, **options: Any) -> Any:
+        read.extend(ids)
+        return fetch(self, kind, ids, **options)
+
+    def every(each: Any) -> Any:
+        def counted(self: MemoryStore, kind: Any, **options: Any) -> Any:
+            for record in each(self, kind, **options):
+                read.append(kind)
+                yield record
+        return counted
+
+    monkeypatch.setattr(MemoryStore, "fetch", fetched)
+    monkeypatch.setattr(MemoryStore, "iter_records", every(records))
+    monkeypatch.setattr(MemoryStore, "iter_metadata", every(metadata))
     again = _machine(monkeypatch, tmp_path / "b", chroma_server, FakeEmbedder())
     assert again.threads.titles(["t1"]) == {"t1": "Named on A"}
+    assert len(read) == 3  # the three it lacked, not the store's 33 (and no second read for the titles)
     assert again.lexical.count("exchange") == 33 and again.prompts.count() == 33
 
 
