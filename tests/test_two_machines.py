@@ -241,11 +241,12 @@ def test_a_reopened_machine_levels_by_ids_and_applies_what_was_logged_meanwhile(
     a.add_exchanges([_exchange(n) for n in range(30)])
     b = _machine(monkeypatch, tmp_path / "b", chroma_server, FakeEmbedder())
     b.close()
-    # While B is away: A renames a thread (the counts stay as they were), and a client that logs
-    # nothing (an older ocat) adds three exchanges.
+    # While B is away: A renames a thread (the counts stay as they were) and deletes two threads,
+    # and a client that logs nothing (an older ocat) adds three exchanges.
     from ocat.memory import set_thread_title
 
     set_thread_title(a, "t1", "Named on A")
+    a.delete([e.exchange_id for e in a.get_thread("t0") + a.get_thread("t2")])  # 20 of 30: not a damaged store
     a.changes = None
     a.add_exchanges([_exchange(n) for n in range(100, 103)])
     read: list[str] = []
@@ -267,8 +268,8 @@ def test_a_reopened_machine_levels_by_ids_and_applies_what_was_logged_meanwhile(
     monkeypatch.setattr(MemoryStore, "iter_metadata", every(metadata))
     again = _machine(monkeypatch, tmp_path / "b", chroma_server, FakeEmbedder())
     assert again.threads.titles(["t1"]) == {"t1": "Named on A"}
-    assert len(read) == 3  # the three it lacked, not the store's 33 (and no second read for the titles)
-    assert again.lexical.count("exchange") == 33 and again.prompts.count() == 33
+    assert len(read) == 3  # the three it lacked, not the store's 13 (and no second read for the titles)
+    assert again.lexical.count("exchange") == 13 and again.prompts.count() == 13
 
 
 def test_vectors_shared_by_another_model_are_never_read(

@@ -96,7 +96,7 @@ class MemoryStore:
         self.lagging: dict[str, str] = {}
         # A store on a server shares its derived vectors and logs its changes for the other
         # machines that use it (ocat.memory.storage.shared_sides, change_log, remote_sync).
-        on_server = location.path is None
+        on_server = location.path is None and check_derived
         self.sides = SharedSides.open(client, name, embedder) if on_server else None
         self.changes = ChangeLog.open(client, name) if on_server else None
         if not check_derived:
