@@ -284,3 +284,18 @@ def test_vectors_shared_by_another_model_are_never_read(
     assert store.sides is None
     store.add_exchanges([_exchange(n) for n in range(3)])
     assert store.prompts.count() == 3  # embedded here, as before vectors were shared
+
+
+def test_a_server_stores_prompt_file_is_not_its_lexical_index(
+    tmp_path: Path, chroma_server: StoreLocation, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = _machine(monkeypatch, tmp_path / "a", chroma_server, FakeEmbedder())
+    store.add_exchanges([_exchange(n) for n in range(3)])
+    assert Path(store.prompts.path) != Path(store.lexical.path)
+    assert Path(store.prompts.path).parent == Path(store.lexical.path).parent
+    # What the index keeps about itself outlives the prompt file being made again (another model's cache).
+    store.lexical.set_meta("kept", "yes")
+    from ocat.memory.storage.prompt_vectors import PromptVectors
+
+    PromptVectors(store.prompts.path, FakeEmbedder(name="another-model"))
+    assert store.lexical.get_meta("kept") == "yes"
