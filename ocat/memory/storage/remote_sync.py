@@ -15,7 +15,7 @@ Three ways, cheapest first:
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from ocat.errors import StoreError
 from ocat.memory.storage.batches import Row, batches
@@ -101,8 +101,7 @@ def take_records(store: MemoryStore, kind: RecordKind, ids: Sequence[str], *, re
         ids = list(dict.fromkeys(ids))
     for part in batches(ids, LEVEL_PAGE):
         got = store.fetch(kind, part, vectors=False)
-        rows: list[Row] = [(i, t or "", dict(m or {})) for i, t, m in zip(got["ids"], got["documents"],
-                                                                           got["metadatas"])]
+        rows = _rows(got)
         if replace:
             store.lexical.delete(kind, got["ids"])
             if kind == "exchange":
@@ -124,9 +123,7 @@ def level_by_ids(store: MemoryStore, kind: RecordKind) -> None:
             missing.append(record_id)
     store.lexical.delete(kind, list(local - there))
     for part in batches(missing, LEVEL_PAGE):
-        got = store.fetch(kind, part, vectors=False)
-        store.lexical.add(kind, [(i, t or "", dict(m or {})) for i, t, m in zip(got["ids"], got["documents"],
-                                                                                got["metadatas"])])
+        store.lexical.add(kind, _rows(store.fetch(kind, part, vectors=False)))
 
 
 def fill_prompts(store: MemoryStore, ids: Sequence[str], rows: Sequence[Row] | None = None) -> int:
@@ -147,14 +144,17 @@ def fill_prompts(store: MemoryStore, ids: Sequence[str], rows: Sequence[Row] | N
         return 0
     known = {row[0]: row for row in rows or []}
     if any(i not in known for i in todo):
-        got = store.fetch("exchange", todo, vectors=False)
-        known.update((i, (i, t or "", dict(m or {}))) for i, t, m in zip(got["ids"], got["documents"],
-                                                                          got["metadatas"]))
+        known.update((row[0], row) for row in _rows(store.fetch("exchange", todo, vectors=False)))
     todo = [i for i in todo if i in known]
     vectors = store.embedder.embed([str(known[i][2].get("user_prompt", "")) for i in todo])
     store.prompts.write(todo, vectors)
     share(store, todo, vectors, [None] * len(todo))
     return len(todo)
+
+
+def _rows(got: dict[str, Any]) -> list[Row]:
+    """A fetch's records as rows (id, text, metadata)."""
+    return [(i, t or "", dict(m or {})) for i, t, m in zip(got["ids"], got["documents"], got["metadatas"])]
 
 
 def share(store: MemoryStore, ids: Sequence[str], prompts: Sequence[Sequence[float]],
