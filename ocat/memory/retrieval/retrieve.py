@@ -139,10 +139,6 @@ def _retrieve(
     if not queries:
         return []
     dated = _dated(queries[0], limits, where, now)
-    # A store other machines write (a server) first takes what they wrote since the last search.
-    keep_current = getattr(store, "keep_current", None)
-    if keep_current is not None:
-        keep_current()
     # Background work on the store (the passage backfill) steps aside while this runs.
     foreground = getattr(store, "foreground", None)
     with foreground.searching() if foreground is not None else nullcontext():

@@ -90,8 +90,9 @@ class MemoryStore:
         self.calibration: Calibration = shipped
         # The passages of an older store's exchanges, made in the background (ocat.memory.storage.reconcile).
         self.backfill: PassageBackfill | None = None
-        # The searches running on it: the backfill steps aside for them (ocat.memory.storage.foreground).
-        self.foreground = Foreground()
+        # The searches running on it: each first takes what other machines wrote (a server's store),
+        # and the backfill steps aside for them (ocat.memory.storage.foreground).
+        self.foreground = Foreground(before=self.keep_current)
         # Derived files that cannot be written (read-only, a full disk): they catch up later (`derived_failed`).
         self.lagging: dict[str, str] = {}
         # A store on a server shares its derived vectors and logs its changes for the other
@@ -210,8 +211,7 @@ class MemoryStore:
             self.backfill = PassageBackfill(self).start()
 
     def keep_current(self) -> bool:
-        """Before a search: catch up with what other machines wrote to a shared server since this one
-        last looked (one small request when nothing; ocat.memory.storage.remote_sync). True if it did."""
+        """Take what other machines wrote to a server since the last look (ocat.memory.storage.remote_sync)."""
         return keep_current(self)
 
     def wait_for_passages(self, timeout: float | None = None) -> bool:
