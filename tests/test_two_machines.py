@@ -194,8 +194,10 @@ class Reads:
             finally:
                 self.catching_up = False
 
+        from ocat.memory.storage.foreground import Foreground
+
         store.fetch = counted  # type: ignore[method-assign]
-        store.keep_current = catch_up  # type: ignore[method-assign]
+        store.foreground = Foreground(before=catch_up)  # what each search runs first
 
 
 def _exchange(n: int, words: str = "") -> Exchange:
