@@ -234,6 +234,11 @@ def test_catching_up_reads_what_changed_not_the_store(
     assert reads.ids == [fresh.exchange_id]  # one record read, not the store's 41
     assert joining.calls[embedded:] == []  # a lexical search: the new prompt's vector was read, not embedded
     assert b.prompts.vectors([fresh.exchange_id]) == a.prompts.vectors([fresh.exchange_id])
+    # A pin is user data in the record itself: B reads it from the server, with nothing to catch up.
+    from ocat.memory.storage.pins import pinned, set_pinned
+
+    set_pinned(a, fresh.exchange_id, 0)
+    assert [p.id for p in pinned(b)] == [fresh.exchange_id]
 
 
 def test_a_reopened_machine_levels_by_ids_and_applies_what_was_logged_meanwhile(
