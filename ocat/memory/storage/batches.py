@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Iterator, TypeVar
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, TypeVar, cast
+
+from ocat.errors import StoreError
+
+if TYPE_CHECKING:
+    from chromadb.api.models.Collection import Collection
+    from chromadb.api.types import Include
 
 # An id, a text and its metadata, as a write sends them.
 Row = tuple[str, str, dict[str, Any]]
@@ -36,3 +42,17 @@ def unique_by_id(rows: list[Row]) -> list[Row]:
             seen.add(row[0])
             unique.append(row)
     return unique
+
+
+def pages(collection: Collection, include: list[str], page: int) -> Iterator[Any]:
+    """A collection read `page` records at a time, with the columns in `include`."""
+    offset = 0
+    while True:
+        try:
+            got = collection.get(include=cast("Include", include), limit=page, offset=offset)
+        except Exception as exc:
+            raise StoreError(f"cannot read the memory store: {exc}") from exc
+        yield got
+        if len(got["ids"]) < page:
+            return
+        offset += page

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Sequence, cast
 from ocat.errors import StoreError
 from ocat.memory.storage.batches import column
 from ocat.memory.storage.link_records import forget_links
+from ocat.memory.storage.remote_sync import log_change
 from ocat.memory.storage.writes import mark_documents
 from ocat.records import RECORD_KINDS, SHORTENED_BY_DELETE, SHORTENED_KEY, SUPERSEDED_KEY, RecordKind
 
@@ -42,6 +43,7 @@ def delete_ids(store: MemoryStore, ids: Sequence[str]) -> int:
             collection.delete(ids=found)
         except Exception as exc:
             raise StoreError(f"cannot delete from the memory store: {exc}") from exc
+        log_change(store, "delete", kind, found)  # for the other machines of a server (ocat.memory.storage.remote_sync)
         if kind == "document":
             metadatas = column(got["metadatas"], len(found))
             documents = [str((m or {}).get("document_id") or "") for m in metadatas]
@@ -69,6 +71,7 @@ def delete_where(store: MemoryStore, where: dict[str, Any]) -> int:
             store.documents.delete(ids=found)
         except Exception as exc:
             raise StoreError(f"cannot delete from the memory store: {exc}") from exc
+        log_change(store, "delete", "document", found)
         metadatas = column(got["metadatas"], len(found))
         forget_links(store, "document", [str((m or {}).get("document_id") or i) for m, i in zip(metadatas, found)])
     return len(found)
@@ -99,6 +102,8 @@ def _forget_derived(store: MemoryStore, kind: RecordKind, ids: list[str]) -> Non
     try:
         if kind == "exchange":
             store.prompts.delete(ids)
+            if store.sides is not None:
+                store.sides.delete(ids)
         store.lexical.delete(kind, ids)
     except StoreError as exc:
         raise StoreError(f"nothing was deleted: {exc}") from exc

@@ -109,9 +109,14 @@ def lexical_index_path(location: StoreLocation, name: str) -> Path:
 
 def beside_index(index: Path | str, what: str) -> Path:
     """A file of derived data beside the lexical index: `ocat-<what>-<store>.sqlite3` next to
-    `ocat-lexical-<store>.sqlite3` (in the store's folder, or the cache for a server)."""
+    `ocat-lexical-<store>.sqlite3` in the store's folder, `ocat-<what>-<host>-<port>-<store>.sqlite3`
+    next to `<host>-<port>-<store>.sqlite3` in the cache for a server."""
     index = Path(index)
-    return index.with_name(index.name.replace("ocat-lexical-", f"ocat-{what}-", 1))
+    if index.name.startswith("ocat-lexical-"):
+        return index.with_name(index.name.replace("ocat-lexical-", f"ocat-{what}-", 1))
+    # A server's index in the cache (`<host>-<port>-<store>.sqlite3`): a file of its own beside it
+    # too, never the index's own file (whose `meta` table the prompt file would empty).
+    return index.with_name(f"ocat-{what}-{index.name}")
 
 
 # The derived files written in this process. ocat's commands end without Python's teardown

@@ -1,4 +1,5 @@
-"""Searches come first: background work on a store (the passage backfill) steps aside for them.
+"""Searches come first: background work on a store (the passage backfill) steps aside for them,
+and what other machines wrote is taken before each (a store on a server).
 
 After a big import the backfill embeds passages for minutes, and a search that runs beside it
 shares the two cores and the interpreter's lock with it: at 100,000 exchanges a chat turn's
@@ -12,7 +13,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 # How long after a search the backfill waits before its next step: a chat turn's searches come
@@ -22,19 +23,23 @@ QUIET_SECONDS = 0.3
 
 
 class Foreground:
-    """The searches running on one store, and when the last one ended."""
+    """The searches running on one store, and when the last one ended. `before` runs as each search
+    begins: a store other machines write catches up with them (ocat.memory.storage.remote_sync)."""
 
-    def __init__(self) -> None:
+    def __init__(self, before: Callable[[], object] | None = None) -> None:
         self._changed = threading.Condition()
         self._running = 0
         self._last_end = 0.0
+        self._before = before
 
     @contextmanager
     def searching(self) -> Iterator[None]:
-        """Mark a search as running for the time of the block."""
+        """Mark a search as running for the time of the block (after `before`, inside it)."""
         with self._changed:
             self._running += 1
         try:
+            if self._before is not None:
+                self._before()
             yield
         finally:
             with self._changed:

@@ -175,6 +175,23 @@ class LexicalIndex:
                 self._counts[kind] = int(self._db.execute(f"SELECT count(*) FROM ids_{kind}").fetchone()[0])
             return self._counts[kind]
 
+    def ids(self, kind: str) -> set[str]:
+        """The ids of every indexed record of a kind (for levelling by ids: ocat.memory.storage.remote_sync)."""
+        with self.guarded():
+            return {row[0] for row in self._db.execute(f"SELECT record_id FROM ids_{kind}")}
+
+    def missing(self, kind: str, record_ids: Sequence[str]) -> list[str]:
+        """Which of these ids are not indexed, in their order."""
+        unique = list(dict.fromkeys(record_ids))
+        found: set[str] = set()
+        with self.guarded():
+            for start in range(0, len(unique), IDS_PER_SELECT):
+                part = unique[start : start + IDS_PER_SELECT]
+                marks = ",".join("?" * len(part))
+                found.update(row[0] for row in self._db.execute(
+                    f"SELECT record_id FROM ids_{kind} WHERE record_id IN ({marks})", part))
+        return [i for i in unique if i not in found]
+
     def search(self, kind: str, query_terms: Sequence[str], k: int) -> list[tuple[str, float]]:
         """The k best BM25 matches for any of the terms, as (id, bm25 score >= 0), best first.
 

@@ -226,6 +226,17 @@ class PromptVectors:
         """The ids of every exchange that has a prompt vector."""
         return {row[0] for row in self._read("SELECT record_id FROM prompt_vectors", ())}
 
+    def missing(self, ids: Sequence[str]) -> list[str]:
+        """Which of these exchanges have no prompt vector here, in their order."""
+        unique = list(dict.fromkeys(ids))
+        found: set[str] = set()
+        for start in range(0, len(unique), IDS_PER_SELECT):
+            part = unique[start : start + IDS_PER_SELECT]
+            marks = ",".join("?" * len(part))
+            found.update(row[0] for row in self._read(
+                f"SELECT record_id FROM prompt_vectors WHERE record_id IN ({marks})", part))
+        return [i for i in unique if i not in found]
+
     def get_meta(self, key: str) -> str | None:
         """A value kept beside the vectors (the store's floor: ocat.memory.retrieval.store_floor), or None."""
         found = self._read("SELECT value FROM meta WHERE key = ?", (key,))

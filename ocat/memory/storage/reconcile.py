@@ -20,13 +20,13 @@ from ocat.memory.storage.derived import beside_index, DerivedFileError, move_asi
 from ocat.memory.storage.primary import StoreShrunk, shrink_findings
 from ocat.memory.storage.prompt_vectors import PromptVectors, regroup
 from ocat.memory.storage.scoring import Calibration
-from ocat.memory.storage.thread_titles import sync_titles
-from ocat.records import RECORD_KINDS, Exchange
+from ocat.memory.storage.remote_sync import SEEN_KEY, fill_prompts, keep_current, level_by_ids, share
+from ocat.memory.storage.thread_titles import TITLES_IN_STORE, sync_titles
+from ocat.records import RECORD_KINDS
 from ocat.memory.storage.foreground import lowest_priority
 from ocat.memory.storage.lexical_index import LexicalIndex
 
 if TYPE_CHECKING:
-    from ocat.memory.storage.batches import Row
     from ocat.memory.storage.store import MemoryStore
 
 # A backfill of prompt vectors at least this long is announced: about 4 s of embedding on two
@@ -39,36 +39,34 @@ BACKFILL_STEP = 256
 PASSAGE_STEP = 16
 # Passages the backfill embeds between two looks for a search (about 50 ms of the model on two cores).
 PASSAGE_SLICE = 8
-# Records written to a rebuilt lexical index per step.
-REINDEX_PAGE = 500
 
 
 def sync_lexical(store: MemoryStore, *, force: bool = False) -> bool:
-    """Rebuild a kind's lexical index when it disagrees with Chroma (every kind's, with `force`:
-    a repair, where the counts may agree over different records); True if the exchanges' index
-    was rebuilt.
+    """Bring the lexical index level with Chroma; with `force` (a repair, where the counts may agree
+    over different records) every kind's is emptied and read again. True if the exchanges' index
+    was rebuilt so (its titles are then read again from Chroma: ocat.memory.storage.thread_titles).
 
-    That happens for a store made before the index existed, after a crash between the
-    two writes, when a Chroma server was written by another client, or when the index file
-    was deleted (it is derived: nothing is lost).
+    A store on a server first applies the changes other machines logged since this one last
+    looked (a rename or a delete and add leave the counts as they were). Then a kind whose count
+    differs from Chroma's (a store made before the index existed, a crash between the two writes,
+    a client that logs nothing, a deleted index file) is levelled by comparing ids, reading only
+    the records missing here (ocat.memory.storage.remote_sync).
     """
-    rebuilt = False
+    joining = not force and store.lexical.count("exchange") == 0 and store.lexical.count("document") == 0
+    if store.changes is not None and not force and not joining:
+        keep_current(store)
+    logged = store.changes.count() if store.changes is not None else None
     for kind in RECORD_KINDS:
-        if not force and store.lexical.count(kind) == store.count(kind):
+        if force:
+            store.lexical.clear(kind)
+        elif store.lexical.count(kind) == store.count(kind):
             continue
-        rebuilt = rebuilt or kind == "exchange"
-        store.lexical.clear(kind)
-        page: list[Row] = []
-        for record in store.iter_records(kind):
-            if isinstance(record, Exchange):
-                page.append((record.exchange_id, record.text, record.to_metadata()))
-            else:
-                page.append((record.id, record.text, record.metadata))
-            if len(page) >= REINDEX_PAGE:
-                store.lexical.add(kind, page)
-                page = []
-        store.lexical.add(kind, page)
-    return rebuilt
+        level_by_ids(store, kind)
+    if joining:
+        store.lexical.set_meta(TITLES_IN_STORE, "1")  # a new index took its titles with its records
+    if logged is not None and (joining or force):
+        store.lexical.set_meta(SEEN_KEY, str(logged))  # what was logged before it read Chroma is in it
+    return force
 
 
 def sync_prompts(store: MemoryStore, notify: Callable[[str], None] | None = None, *, force: bool = False) -> bool:
@@ -102,9 +100,10 @@ def _sync_prompt_rows(store: MemoryStore, notify: Callable[[str], None] | None) 
         if record_id not in have:
             todo.append(record_id)
     if notify and len(todo) >= ANNOUNCE_BACKFILL:
-        notify(f"embedding the prompts of {len(todo):,} earlier exchanges (once, for the memory gate)…")
+        notify(f"reading the vectors of {len(todo):,} exchanges from the memory server…" if store.sides is not None
+               else f"embedding the prompts of {len(todo):,} earlier exchanges (once, for the memory gate)…")
     for start in range(0, len(todo), BACKFILL_STEP):
-        _embed_prompts(store, todo[start : start + BACKFILL_STEP])
+        fill_prompts(store, todo[start : start + BACKFILL_STEP])
     store.prompts.delete(list(have - seen))
 
 
@@ -168,18 +167,18 @@ class PassageBackfill:
         return not self.thread.is_alive()
 
 
-def _embed_prompts(store: MemoryStore, ids: list[str]) -> None:
-    """Embed some exchanges' prompts (read from Chroma) and write them, their passages marked to
-    be made by the background backfill, as after a bulk write."""
-    got = store.fetch("exchange", ids, vectors=False)
-    prompts = [str((meta or {}).get("user_prompt", "")) for meta in got["metadatas"]]
-    store.prompts.write(got["ids"], store.embedder.embed(prompts))
-
-
 def _embed_passages(store: MemoryStore, ids: list[str], stop: threading.Event | None = None) -> None:
     """Embed some exchanges' passages from their text in Chroma and write them (one transaction).
     With `stop` (the background backfill), a search that comes meanwhile is waited for between
     slices of PASSAGE_SLICE passages; a stop then leaves the step to be made again."""
+    # Those another machine made are read from the server (ocat.memory.storage.shared_sides).
+    shared = store.sides.get(ids) if store.sides is not None else {}
+    ready = [i for i in ids if i in shared and shared[i][1] is not None]
+    if ready:
+        store.prompts.write_passages(ready, [shared[i][1] or [] for i in ready])
+        ids = [i for i in ids if i not in set(ready)]
+        if not ids:
+            return
     got = store.fetch("exchange", ids, vectors=False)
     done = list(got["ids"])
     texts = [passages_of(store.embedder, text or "") for text in got["documents"]]
@@ -195,6 +194,9 @@ def _embed_passages(store: MemoryStore, ids: list[str], stop: threading.Event | 
     # An id Chroma no longer holds (deleted meanwhile) is marked done with none.
     gone = [i for i in ids if i not in set(done)]
     store.prompts.write_passages(done + gone, passages + [[] for _ in gone])
+    prompts = store.prompts.vectors(done)
+    made = [n for n, i in enumerate(done) if i in prompts]
+    share(store, [done[n] for n in made], [prompts[done[n]] for n in made], [passages[n] for n in made])
 
 
 def start_passages(store: MemoryStore) -> None:
@@ -262,7 +264,10 @@ def reconcile(store: MemoryStore, notify: Callable[[str], None] | None = None) -
     titles it mirrors, the prompt vectors) and settle its calibration.
 
     Raises StoreShrunk, changing nothing, when a derived file holds more than Chroma: Chroma lost
-    records, and levelling would erase the traces of what it held (ocat.memory.storage.primary)."""
+    records, and levelling would erase the traces of what it held (ocat.memory.storage.primary).
+    On a server, the deletes other machines logged meanwhile are applied first: they are not a loss."""
+    if store.lexical.count("exchange") or store.lexical.count("document"):
+        keep_current(store)
     findings = shrink_findings(store)
     if findings:
         raise StoreShrunk(store.location.describe(), findings)

@@ -8,11 +8,11 @@ records, and enforces, which embedding model built it.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Sequence, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Sequence, TypeVar
 
 from ocat.errors import StoreError
 from ocat.memory.storage.chroma import StoreLocation, collection_names, open_client, open_collection
-from ocat.memory.storage.batches import Row, column
+from ocat.memory.storage.batches import Row, column, pages
 from ocat.memory.storage.derived import DerivedFileError, beside_index, checked, lexical_index_path
 from ocat.memory.storage.foreground import Foreground
 from ocat.memory.embedding.embedders import Embedder
@@ -24,6 +24,9 @@ from ocat.memory.storage.writes import add_rows, EMBED_STEP, mark_documents, PAS
 from ocat.records import RECORD_KINDS, DocumentChunk, Exchange, RecordKind, searched_text
 from ocat.memory.storage.deletes import delete_ids, delete_where, mark_shortened
 from ocat.memory.storage.reconcile import PassageBackfill, reconcile
+from ocat.memory.storage.change_log import ChangeLog
+from ocat.memory.storage.remote_sync import keep_current
+from ocat.memory.storage.shared_sides import SharedSides
 
 _Derived = TypeVar("_Derived", LexicalIndex, PromptVectors)
 
@@ -87,10 +90,16 @@ class MemoryStore:
         self.calibration: Calibration = shipped
         # The passages of an older store's exchanges, made in the background (ocat.memory.storage.reconcile).
         self.backfill: PassageBackfill | None = None
-        # The searches running on it: the backfill steps aside for them (ocat.memory.storage.foreground).
-        self.foreground = Foreground()
+        # The searches running on it: each first takes what other machines wrote (a server's store),
+        # and the backfill steps aside for them (ocat.memory.storage.foreground).
+        self.foreground = Foreground(before=self.keep_current)
         # Derived files that cannot be written (read-only, a full disk): they catch up later (`derived_failed`).
         self.lagging: dict[str, str] = {}
+        # A store on a server shares its derived vectors and logs its changes for the other
+        # machines that use it (ocat.memory.storage.shared_sides, change_log, remote_sync).
+        on_server = location.path is None and check_derived
+        self.sides = SharedSides.open(client, name, embedder) if on_server else None
+        self.changes = ChangeLog.open(client, name) if on_server else None
         if not check_derived:
             self.lexical = LexicalIndex(":memory:")
             self.prompts = PromptVectors(":memory:", embedder)
@@ -200,6 +209,10 @@ class MemoryStore:
         unless one is running."""
         if self.backfill is None or not self.backfill.thread.is_alive():
             self.backfill = PassageBackfill(self).start()
+
+    def keep_current(self) -> bool:
+        """Take what other machines wrote to a server since the last look (ocat.memory.storage.remote_sync)."""
+        return keep_current(self)
 
     def wait_for_passages(self, timeout: float | None = None) -> bool:
         """Wait for a background backfill of passages, if one runs; True when none is left running."""
@@ -319,40 +332,27 @@ class MemoryStore:
     def iter_records(self, kind: RecordKind, *, page: int = READ_PAGE) -> Iterator[Exchange | DocumentChunk]:
         """Every record of one kind, read page by page (never the whole collection at once)."""
         collection = self._collection(kind)
-        for got in self._pages(collection, ["documents", "metadatas"], page):
+        for got in pages(collection, ["documents", "metadatas"], page):
             rows = zip(got["ids"], got["documents"] or [], got["metadatas"] or [])
             yield from (self._record(collection, i, t, m) for i, t, m in rows)
 
     def iter_rows(self, kind: RecordKind, *, page: int = READ_PAGE) -> Iterator[Row]:
         """Every record of one kind as stored: id, text and metadata whole (keys ocat does not know too)."""
-        for got in self._pages(self._collection(kind), ["documents", "metadatas"], page):
+        for got in pages(self._collection(kind), ["documents", "metadatas"], page):
             ids = list(got["ids"])
             rows = zip(ids, column(got["documents"], len(ids)), column(got["metadatas"], len(ids)))
             yield from ((i, t or "", dict(m or {})) for i, t, m in rows)
 
     def iter_ids(self, kind: RecordKind, *, page: int = 10 * READ_PAGE) -> Iterator[str]:
         """Every record's id, read page by page."""
-        for got in self._pages(self._collection(kind), [], page):
+        for got in pages(self._collection(kind), [], page):
             yield from got["ids"]
 
     def iter_metadata(self, kind: RecordKind, *, page: int = READ_PAGE) -> Iterator[tuple[str, dict[str, Any]]]:
         """Every record's id and metadata, read page by page without texts or vectors."""
-        for got in self._pages(self._collection(kind), ["metadatas"], page):
+        for got in pages(self._collection(kind), ["metadatas"], page):
             ids = list(got["ids"])
             yield from zip(ids, (dict(m or {}) for m in column(got["metadatas"], len(ids))))
-
-    def _pages(self, collection: Collection, include: list[str], page: int) -> Iterator[Any]:
-        """A collection read `page` records at a time, with the columns in `include`."""
-        offset = 0
-        while True:
-            try:
-                got = collection.get(include=cast("Include", include), limit=page, offset=offset)
-            except Exception as exc:
-                raise StoreError(f"cannot read the memory store: {exc}") from exc
-            yield got
-            if len(got["ids"]) < page:
-                return
-            offset += page
 
     def count(self, kind: RecordKind) -> int:
         """How many records of one kind the store holds."""

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Mapping, cast
 
 from ocat.errors import StoreError
 from ocat.memory.storage.derived import DerivedFileError
+from ocat.memory.storage.remote_sync import log_change
 from ocat.records import THREAD_TITLE_KEY
 
 if TYPE_CHECKING:
@@ -57,6 +58,7 @@ def set_thread_title(store: MemoryStore, thread_id: str, title: str | None) -> i
     except Exception as exc:
         raise StoreError(f"cannot name the thread in the memory store: {exc}") from exc
     store.threads.set_title(thread_id, title)
+    log_change(store, "title", "exchange", thread=thread_id, title=title)  # for the other machines of a server
     return len(ids)
 
 

@@ -17,6 +17,7 @@ from ocat.memory.storage.batches import Row, batches, unique_by_id
 from ocat.memory.storage.derived import DerivedFileError
 from ocat.memory.storage.prompt_vectors import Sides, other_sides, split_sides
 from ocat.memory.storage.redaction import kept_rows, kept_titles
+from ocat.memory.storage.remote_sync import log_change, share
 from ocat.memory.storage.thread_titles import carry_titles
 from ocat.memory.linking.finder import link_note_versions, link_versions
 from ocat.records import Exchange, RecordKind, searched_text
@@ -164,14 +165,18 @@ def _write(
     # Chroma first: if we die between the writes, the next open sees the counts differ and
     # rebuilds the lexical index, or embeds the missing prompts and passages. A derived file
     # that fails here costs the write nothing: the records are stored, and it catches up.
+    # Without `passages` the rows are marked for the background to make them.
+    later = None if not passages else [s[1] for s in sides]
     try:
         if sides:
-            # Without `passages` the rows are marked for the background to make them.
-            later = None if not passages else [s[1] for s in sides]
             store.prompts.write(ids[: len(sides)], [s[0] for s in sides], later)
         store.lexical.add(kind, rows)
     except DerivedFileError as exc:
         store.derived_failed(exc)
+    # On a server, the other machines read these vectors instead of embedding them again, and
+    # hear of the write at their next search (ocat.memory.storage.remote_sync).
+    share(store, ids[: len(sides)], [s[0] for s in sides], later or [None] * len(sides))
+    log_change(store, "update" if replace else "add", kind, ids)
     if store.link_versions and not replace:
         if kind == "exchange":
             prompts = [s[0] for s in sides] if len(sides) == len(rows) else [None] * len(rows)
