@@ -429,3 +429,16 @@ def test_a_name_that_does_not_resolve_is_not_called_a_server_that_is_down(monkey
         open_client(server_location("https://memory.invalid:8443", None, 8000))
     assert "the memory server at https://memory.invalid:8443 cannot be found: its name does not resolve" in str(
         caught.value)
+
+
+def test_two_stores_of_one_name_in_two_databases_never_share_a_derived_file() -> None:
+    """The lexical index of a server store is named by host, port and, when set, a digest of the
+    prefix, tenant and database; the plain case keeps the name it always had."""
+    from ocat.memory.storage.chroma import StoreLocation
+    from ocat.memory.storage.derived import lexical_index_path
+
+    plain = StoreLocation(host="127.0.0.1", port=8000)
+    assert lexical_index_path(plain, "memory").name == "127.0.0.1-8000-memory.sqlite3"
+    named = {lexical_index_path(StoreLocation(host="127.0.0.1", port=8000, **where), "memory")
+             for where in ({"database": "work"}, {"database": "home"}, {"tenant": "team"}, {"prefix": "/chroma"})}
+    assert len(named) == 4 and lexical_index_path(plain, "memory") not in named

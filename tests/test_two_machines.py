@@ -5,13 +5,10 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
@@ -65,38 +62,6 @@ for line in sys.stdin:
         said = {"texts": embedded, "prompts": store.prompts.count(), "passages": store.prompts.passage_count()}
     print(json.dumps(said), flush=True)
 """
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@pytest.fixture
-def chroma_server(tmp_path: Path) -> Iterator[StoreLocation]:
-    """`chroma run` on a free loopback port, for one test."""
-    chroma = shutil.which("chroma", path=str(Path(sys.executable).parent)) or shutil.which("chroma")
-    assert chroma, "the chroma command ships with chromadb and should be installed"
-    port = free_port()
-    process = subprocess.Popen(
-        [chroma, "run", "--path", str(tmp_path / "server-data"), "--host", "127.0.0.1", "--port", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            with socket.socket() as sock:
-                if sock.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            time.sleep(0.2)
-        else:
-            pytest.fail("chroma run did not start listening within 60 s")
-        yield StoreLocation(host="127.0.0.1", port=port)
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
 
 
 class Machine:

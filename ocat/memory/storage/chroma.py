@@ -6,6 +6,7 @@ same on either. chromadb is imported here, lazily, and nowhere else.
 
 from __future__ import annotations
 
+import hashlib
 import ssl
 import threading
 from collections.abc import Mapping
@@ -77,6 +78,16 @@ class StoreLocation:
         """The server's address as a URL (no headers, no credentials): `https://host:port/prefix`."""
         host = f"[{self.host}]" if self.host and ":" in self.host else self.host
         return f"{self.scheme}://{host}:{self.port}{self.prefix}"
+
+    def cache_key(self) -> str:
+        """What names this server's files on this machine (its lexical index, its import lock):
+        `host-port`, and a short digest of the prefix, tenant and database when any is set, so two
+        stores of one name on one server, in two databases or behind two prefixes, never share a file."""
+        key = f"{self.host}-{self.port}"
+        where = (self.prefix, self.tenant or "", self.database or "")
+        if any(where):
+            key += "-" + hashlib.sha256("\0".join(where).encode()).hexdigest()[:10]
+        return key
 
     def describe(self) -> str:
         """The location as a user reads it: a path, the server's URL (with its tenant and

@@ -104,7 +104,7 @@ def lexical_index_path(location: StoreLocation, name: str) -> Path:
         return location.path / f"ocat-lexical-{name}.sqlite3"
     folder = cache_dir() / "ocat" / "lexical"
     folder.mkdir(parents=True, exist_ok=True)
-    return folder / f"{location.host}-{location.port}-{name}.sqlite3"
+    return folder / f"{location.cache_key()}-{name}.sqlite3"
 
 
 def beside_index(index: Path | str, what: str) -> Path:

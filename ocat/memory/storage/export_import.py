@@ -264,7 +264,7 @@ def _write_lock(store: MemoryStore) -> Any:
     if location.path is not None:
         folder, name = location.path, f".ocat-import-{store.name}.lock"
     else:
-        folder, name = cache_dir() / "ocat" / "locks", f"import-{location.host}-{location.port}-{store.name}.lock"
+        folder, name = cache_dir() / "ocat" / "locks", f"import-{location.cache_key()}-{store.name}.lock"
     folder.mkdir(parents=True, exist_ok=True)
     return FileLock(str(folder / name), timeout=LOCK_WAIT_SECONDS, thread_local=False)
 
