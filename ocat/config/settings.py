@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ocat.config import locations
-from ocat.mcp_client.config import McpServerConfig
+from ocat.config.mcp_servers import McpServerConfig
 from ocat.text.secrets import SECRETS_MODES
 
 # How retrieved memories are shown in the chat: not at all, in full, or as a count.

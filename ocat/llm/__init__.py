@@ -17,7 +17,7 @@ import asyncio
 
 from ocat.errors import ProviderError
 from ocat.tools.calls import CallAssembler, chunk_field
-from ocat.litellm_offline import litellm as load_litellm
+from ocat.llm.litellm_offline import litellm as load_litellm
 from ocat.llm.model_table import model_facts
 from ocat.llm.openai_compatible import stream_chat
 from ocat.llm.tool_errors import refused_tool, refuses_tools
