@@ -97,7 +97,8 @@ class Timers:
 async def round_trip(box: Any, settings: Any, question: str, dated: bool, timer: Timers) -> dict[str, float]:
     """One round trip as the turn makes it; milliseconds per part, the search taken out of `run`."""
     from ocat.llm import _call_args
-    from ocat.tools import CallAssembler
+    from ocat.llm.call_assembler import CallAssembler
+    from ocat.tools import ToolCall
 
     arguments = json.dumps({"query": question, **({"after": AFTER, "before": BEFORE} if dated else {})})
     messages: list[dict[str, Any]] = [{"role": "system", "content": "..."}, {"role": "user", "content": question}]
@@ -106,7 +107,7 @@ async def round_trip(box: Any, settings: Any, question: str, dated: bool, timer:
     assembler = CallAssembler()
     for piece in deltas("call_0", arguments):
         assembler.feed(piece)
-    calls = assembler.calls()
+    calls = [ToolCall(asked.id, asked.name, asked.arguments) for asked in assembler.calls()]
     messages.append({"role": "assistant", "content": None, "tool_calls": [c.request_message() for c in calls]})
     t1 = time.perf_counter()
     for call in calls:
