@@ -38,6 +38,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
+import smoke  # noqa: E402
 from recall_chats import CHATS_NOW, bench_settings, load_chats, pct  # noqa: E402
 
 DEFAULT_SET = REPO.parent / "shared" / "eval" / "changing-dev"
@@ -258,7 +259,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--folds", action="store_true", help="cross-validate the constants over months")
     parser.add_argument("--show", action="store_true", help="list each question's outcome")
+    smoke.add_flag(parser)
     args = parser.parse_args(argv)
+    smoke.start(args.smoke)
     with tempfile.TemporaryDirectory(prefix="ocat-changing-") as tmp:
         if args.folds:
             result = cross_validate(args.data, args.model, Path(tmp))

@@ -60,6 +60,7 @@ for _path in (REPO, REPO / "bench"):
     if str(_path) not in sys.path:
         sys.path.insert(0, str(_path))
 
+import smoke  # noqa: E402
 from recall_folds import FOLD_ORDER, Asked, Gate, Hit  # noqa: E402
 
 # The gates compared: the shipped one is the first of each axis; every other is stricter.
@@ -606,7 +607,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="keep the questions asked (scores and the model's searches) in this file, and reuse it")
     parser.add_argument("--every-gate", action="store_true", help="list every gate of the grid on the whole sets")
     parser.add_argument("--json", action="store_true", help="print one JSON document")
+    smoke.add_flag(parser)
     args = parser.parse_args(argv)
+    smoke.start(args.smoke)
     sets = {s.strip() for s in args.sets.split(",") if s.strip()}
     gates = grid()
     if args.asked is not None and args.asked.is_file():
