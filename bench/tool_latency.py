@@ -38,6 +38,7 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+from bench import smoke  # noqa: E402
 from bench.latency import DEFAULT_DATA, DEFAULT_MODEL, _load, build_store, load_conversations, percentile  # noqa: E402
 
 # Characters per streamed piece of a call's arguments (providers send a few tokens at a time).
@@ -196,7 +197,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--served", action="store_true", help="also time through the owner's server, as the chat does")
     parser.add_argument("--goal-ms", type=float, default=50.0, help="the p50 goal for ocat's own time")
     parser.add_argument("--json", action="store_true", help="print one JSON document")
+    smoke.add_flag(parser)
     args = parser.parse_args(argv)
+    smoke.start(args.smoke)
     from ocat.memory.embedding.embedders import OnnxMiniLMEmbedder
 
     conversations = load_conversations(args.data)

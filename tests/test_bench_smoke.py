@@ -38,7 +38,7 @@ RUNS: dict[str, tuple[list[str], set[str]]] = {
     "big_file": (["--mb", "0.05"], {"model"}),
     "import_history": (["--mb", "0.05"], {"model"}),
     "ingest": (["--prose-mb", "0.02", "--import-exchanges", "20"], {"model"}),
-    "latency": (["--exchanges", "20", "--vectors", "synthetic", "--queries", "3"], {"model", "eval"}),
+    "latency": ([*SMOKE, "--exchanges", "20", "--vectors", "synthetic", "--queries", "3"], {"model", "eval"}),
     "limits": (SMOKE, {"model"}),
     "link_cost": (SMOKE, {"model", "eval"}),
     "passage_cost": ([*SMOKE, "--runs", "1"], {"model", "eval"}),
@@ -51,7 +51,7 @@ RUNS: dict[str, tuple[list[str], set[str]]] = {
     "secrets": (SMOKE, {"eval"}),
     "startup": (["--runs", "1"], {"model", "tmux"}),
     "store_properties": (["--runs", "1", "--steps", "3"], set()),
-    "tool_latency": (["--exchanges", "20", "--queries", "3"], {"model", "eval"}),
+    "tool_latency": ([*SMOKE, "--exchanges", "20", "--queries", "3"], {"model", "eval"}),
     "tool_recall": (SMOKE, {"model", "eval"}),
 }
 # Files of bench/ that run as scripts but are not benches.
