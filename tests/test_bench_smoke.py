@@ -31,6 +31,8 @@ NEEDS = {
 SMOKE = ["--smoke"]
 # Each bench's smallest run and what it needs beyond the repository. A bench not named here
 # runs with --smoke and needs nothing more.
+# (recall_dated and recall_projects smoke chats-dev alone: their LoCoMo side reads it with the
+# loader that recall and tool_recall smoke.)
 RUNS: dict[str, tuple[list[str], set[str]]] = {
     "agent_import": (["--sessions", "4", "--mb", "0.02", "--grow", "1", "--skip-raw"], {"model"}),
     "ask_mcp_cache": (["--runs", "1"], set()),
@@ -45,9 +47,9 @@ RUNS: dict[str, tuple[list[str], set[str]]] = {
     "quit": (["--runs", "1"], {"model", "tmux"}),
     "recall": ([*SMOKE, "--modes", "hybrid"], {"model", "eval"}),
     "recall_changing": (SMOKE, {"model", "eval"}),
-    "recall_dated": ([*SMOKE, "--boosts", "0.5"], {"model", "eval"}),
+    "recall_dated": ([*SMOKE, "--boosts", "0.5", "--sets", "chats"], {"model", "eval"}),
     "recall_notes": (SMOKE, {"model"}),
-    "recall_projects": ([*SMOKE, "--boosts", "0.5"], {"model", "eval"}),
+    "recall_projects": ([*SMOKE, "--boosts", "0.5", "--sets", "chats"], {"model", "eval"}),
     "secrets": (SMOKE, {"eval"}),
     "startup": (["--runs", "1"], {"model", "tmux"}),
     "store_properties": (["--runs", "1", "--steps", "3"], set()),
