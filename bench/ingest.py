@@ -108,15 +108,16 @@ def raw_embed(texts: list[str], model: Path) -> float:
 
 
 def prose_chunks(files: list[Path]) -> list[str]:
-    """The chunk texts `--add-to-vector-store` makes of the files with the default config."""
+    """The chunk texts `--add-to-vector-store` makes of the files (a folder of them) with the default
+    config: a knowledge folder's markdown is split at its headings (`folder_file_chunks`)."""
     from ocat.config.loading import load_settings
-    from ocat.memory.ingest.documents import document_chunks
+    from ocat.memory.ingest.folders import folder_file_chunks
 
     options = load_settings(env={}).chunking
     texts = []
     for path in files:
         text = path.read_text(encoding="utf-8")
-        texts.extend(c.text for c in document_chunks(text, options, source="cli", source_file=str(path.resolve())))
+        texts.extend(c.text for c in folder_file_chunks(path.parent, path, text, options, source="cli"))
     return texts
 
 

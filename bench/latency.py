@@ -44,6 +44,7 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+from bench import smoke  # noqa: E402
 from bench.recall import DEFAULT_DATA, DEFAULT_MODEL, load_conversations  # noqa: E402
 
 # Response k of a synthetic copy n comes from dev exchange (k + n * STRIDE) mod len(base):
@@ -340,7 +341,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--during-backfill", action="store_true",
                         help="time chat turns while the passage backfill runs, and after it (--gap apart)")
     parser.add_argument("--gap", type=float, default=1.0, help="with --during-backfill: seconds between turns")
+    smoke.add_flag(parser)
     args = parser.parse_args(argv)
+    smoke.start(args.smoke)
     if args.checkout:
         sys.path.insert(0, str(args.checkout.resolve()))  # before anything imports ocat
     import ocat

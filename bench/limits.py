@@ -31,6 +31,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
+import smoke  # noqa: E402
 from ingest import ocat_command, ocat_env, run_cli  # noqa: E402
 
 DEFAULT_MODEL = REPO.parent / "shared" / "models" / "all-MiniLM-L6-v2-int8"
@@ -54,7 +55,7 @@ def linear(conversation_id: str, turns: list[tuple[str, str]]) -> dict[str, Any]
 
 def big_message(folder: Path, model: Path) -> None:
     rng = random.Random(1)
-    text = " ".join(f"{rng.choice(WORDS)}{rng.randint(0, 99_999)}" for _ in range(4_500_000))
+    text = " ".join(f"{rng.choice(WORDS)}{rng.randint(0, 99_999)}" for _ in range(smoke.size(4_500_000, 20_000)))
     export = folder / "big.json"
     export.write_text(json.dumps([linear("big", [("user", "read this log"), ("assistant", text)]),
                                   linear("small", [("user", "hi"), ("assistant", "hello")])]))
@@ -104,7 +105,7 @@ def wake_with_a_big_profile(folder: Path) -> None:
 
     profile = folder / "profile.md"
     profile.write_text("\n".join(f"- fact {n}: I prefer metric units and short answers about bridges."
-                                 for n in range(10_000)))  # about 660 KB
+                                 for n in range(smoke.size(10_000, 200))))  # about 660 KB
     settings = load_settings(env={}, overrides={"memory.profile": str(profile), "memory.wake_tokens": 100_000})
     build_wake(settings, None)  # the tokenizer loads once
     times, block = timed_ms(lambda: build_wake(settings, None))
@@ -119,12 +120,12 @@ def time_in_long_prompts() -> None:
     from ocat.memory.retrieval.time_range import time_range
 
     log = "\n".join(f"2025-{n % 12 + 1:02d}-{n % 28 + 1:02d}T12:00:{n % 60:02d} INFO job {n} done in {n % 97} ms "
-                    f"on worker-{n % 7}" for n in range(11_000))
+                    f"on worker-{n % 7}" for n in range(smoke.size(11_000, 200)))
     prompts = {
         f"a {len(log) // 1024} KB log, the question last": f"{log}\nwhat did we decide about these jobs last week?",
         "the same, the question first": f"last week you saw a log like this:\n{log}",
-        "40,000 months named": " ".join(["since the end of last march"] * 40_000),
-        "one line of 300,000 words": " ".join(f"qx{n:06d}" for n in range(300_000)),
+        "40,000 months named": " ".join(["since the end of last march"] * smoke.size(40_000, 100)),
+        "one line of 300,000 words": " ".join(f"qx{n:06d}" for n in range(smoke.size(300_000, 1000))),
     }
     now = datetime(2026, 11, 27, 12)
     time_range("what did we say last week", now)  # dateparser loads once (~0.6 s), as in any process
@@ -141,7 +142,9 @@ def main() -> None:
     parser.add_argument("--only", choices=("big", "stop", "wake", "time"))
     parser.add_argument("--runs", type=int, default=3, help="Ctrl+C runs (default 3)")
     parser.add_argument("--model", type=Path, default=DEFAULT_MODEL)
+    smoke.add_flag(parser)
     args = parser.parse_args()
+    smoke.start(args.smoke)
     with tempfile.TemporaryDirectory(prefix="ocat-limits-") as tmp:
         folder = Path(tmp)
         (folder / "home").mkdir()
@@ -149,7 +152,7 @@ def main() -> None:
             time_in_long_prompts()
         if args.only in (None, "wake"):
             wake_with_a_big_profile(folder)
-        if args.only in (None, "stop"):
+        if args.only in (None, "stop") and not smoke.on():  # a small import ends before a Ctrl+C lands
             stop_inside_a_conversation(folder, args.model, args.runs)
         if args.only in (None, "big"):
             big_message(folder, args.model)

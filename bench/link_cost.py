@@ -10,6 +10,7 @@ embedded with the real model; passages are left to the background, as after an i
 
 from __future__ import annotations
 
+import argparse
 import sys
 import tempfile
 import time
@@ -20,14 +21,18 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
+import smoke  # noqa: E402
 from recall import DEFAULT_DATA, DEFAULT_MODEL, load_conversations  # noqa: E402
 from recall_chats import load_chats  # noqa: E402
 
 EVAL = REPO.parent / "shared" / "eval"
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     """Write the exchanges twice (linking on, then off) and print each write's time and the linking's share."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    smoke.add_flag(parser)
+    smoke.start(parser.parse_args(argv).smoke)
     from ocat.memory import MemoryStore, StoreLocation
     from ocat.memory.embedding.embedders import OnnxMiniLMEmbedder
     from ocat.memory.linking import finder
@@ -39,7 +44,7 @@ def main() -> int:
         exchanges += load_chats(EVAL / name)[0]
     for conversation in load_conversations(DEFAULT_DATA):
         exchanges += conversation.exchanges
-    exchanges.sort(key=lambda e: e.timestamp)
+    exchanges = smoke.first(sorted(exchanges, key=lambda e: e.timestamp), 40)
     spent = [0.0]
 
     def timed(*args: Any, **kwargs: Any) -> int:

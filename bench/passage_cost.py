@@ -25,6 +25,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
+import smoke  # noqa: E402
 from recall import DEFAULT_MODEL  # noqa: E402
 from recall_chats import DEFAULT_CHATS, load_chats  # noqa: E402
 
@@ -39,8 +40,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--chats", type=Path, default=DEFAULT_CHATS)
     parser.add_argument("--model", type=Path, default=DEFAULT_MODEL)
+    smoke.add_flag(parser)
     args = parser.parse_args(argv)
-    exchanges, _ = load_chats(args.chats)
+    smoke.start(args.smoke)
+    exchanges = smoke.first(load_chats(args.chats)[0], 8)
     embedder = OnnxMiniLMEmbedder(args.model)
     embedder.embed(["warm up"])
     rates: dict[str, list[float]] = {

@@ -37,6 +37,7 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
 import recall_chats  # noqa: E402
+import smoke  # noqa: E402
 from recall_chats import DEFAULT_CHATS, bench_settings, evaluate_chats, format_chats, pct  # noqa: E402
 DEFAULT_DATA = REPO.parent / "shared" / "eval" / "locomo-dev.json"
 DEFAULT_MODEL = REPO.parent / "shared" / "models" / "all-MiniLM-L6-v2-int8"
@@ -87,6 +88,8 @@ def load_conversations(path: Path) -> list[Conversation]:
         sessions = sorted(
             (int(m.group(1)), key) for key in conv if (m := re.fullmatch(r"session_(\d+)", key))
         )
+        kept = set(smoke.kept_sessions([number for number, _ in sessions]))
+        sessions = [(number, key) for number, key in sessions if number in kept]
         for number, key in sessions:
             turns = conv[key]
             when = parse_date(conv.get(f"{key}_date_time", ""))
@@ -105,6 +108,8 @@ def load_conversations(path: Path) -> list[Conversation]:
                 exchanges.append(exchange)
                 dia_ids[exchange.exchange_id] = {t["dia_id"] for t in pair}
         questions = [q for q in item["qa"] if q.get("category") in CATEGORIES]
+        covered = set().union(*dia_ids.values()) if dia_ids else set()
+        questions = smoke.kept_questions(questions, covered, lambda q: normalise_evidence(q.get("evidence", ())))
         conversations.append(Conversation(item["sample_id"], exchanges, dia_ids, questions))
     return conversations
 
@@ -266,7 +271,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--weights", help="with --folds: also fit the coverage weight among these (e.g. 0.6,0.8,1.2)")
     parser.add_argument("--time", choices=("on", "off"), default="on",
                         help="off: do not read a time the question names (vector_store.time_in_prompt false)")
+    smoke.add_flag(parser)
     args = parser.parse_args(argv)
+    smoke.start(args.smoke)
     if args.time == "off":
         recall_chats.SETTINGS_ENV["OCAT_VECTOR_STORE_TIME_IN_PROMPT"] = "false"
     sets = {s.strip() for s in args.sets.split(",") if s.strip()}

@@ -39,6 +39,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
+import smoke  # noqa: E402
 from recall_chats import CHATS_NOW, bench_settings, load_chats, pct  # noqa: E402
 
 DEFAULT_SET = REPO.parent / "shared" / "eval" / "changing-dev"
@@ -300,7 +301,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--show", action="store_true", help="list each question's outcome")
     parser.add_argument("--consolidate", action="store_true",
                         help="check every exchange's links as memory.consolidate: model would, with a judge always right")
+    smoke.add_flag(parser)
     args = parser.parse_args(argv)
+    smoke.start(args.smoke)
     with tempfile.TemporaryDirectory(prefix="ocat-changing-") as tmp:
         if args.folds:
             result = cross_validate(args.data, args.model, Path(tmp))

@@ -14,6 +14,7 @@ injects: the admitted hits among `context_results`, within the memory token budg
 from __future__ import annotations
 
 import json
+import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -23,6 +24,12 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 REPO = Path(__file__).resolve().parent.parent
+for _path in (REPO, REPO / "bench"):
+    if str(_path) not in sys.path:
+        sys.path.insert(0, str(_path))
+
+import smoke  # noqa: E402
+
 DEFAULT_CHATS = REPO.parent / "shared" / "eval" / "chats-dev"
 KS = (1, 3, 5, 10)
 DIFFICULTIES = ("easy", "medium", "hard")
@@ -59,7 +66,8 @@ def load_chats(folder: Path) -> tuple[list[Any], list[dict[str, Any]]]:
             record.pop("thread_session_id", None)
             exchanges.append(Exchange.from_metadata(record))
     questions = json.loads((folder / "questions.json").read_text(encoding="utf-8"))
-    return exchanges, questions
+    exchanges = smoke.kept_threads(exchanges)
+    return exchanges, smoke.kept_questions(questions, {e.exchange_id for e in exchanges})
 
 
 @dataclass

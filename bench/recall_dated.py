@@ -36,6 +36,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
+import smoke  # noqa: E402
 from recall import DEFAULT_DATA, DEFAULT_MODEL, load_conversations, locomo_now, normalise_evidence  # noqa: E402
 from recall_chats import DEFAULT_CHATS, bench_settings, load_chats, pct  # noqa: E402
 
@@ -92,8 +93,8 @@ def ask_chats(folder: Path, dated: Path, model_dir: Path, names: Sequence[str], 
     from ocat.memory.retrieval.store_floor import floor_of
 
     exchanges, _ = load_chats(folder)
-    questions = json.loads(dated.read_text(encoding="utf-8"))
     month = {e.exchange_id: datetime.fromtimestamp(e.timestamp, MONTREAL).strftime("%m") for e in exchanges}
+    questions = smoke.kept_questions(json.loads(dated.read_text(encoding="utf-8")), set(month))
     vector_store = bench_settings().vector_store
     store = MemoryStore.open(StoreLocation(path=tmp / "chats"), OnnxMiniLMEmbedder(model_dir), name="eval")
     out: list[tuple[str, Outcome]] = []
@@ -269,7 +270,9 @@ def boost_bench(doc: str, boosts: Sequence[float], run: Any, report: Any, argv: 
     parser.add_argument("--sets", default="chats,locomo", help="comma-separated: chats,locomo")
     parser.add_argument("--boosts", default=",".join(f"{b:g}" for b in boosts), help="boost sizes (z units) to try")
     parser.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    smoke.add_flag(parser)
     args = parser.parse_args(argv)
+    smoke.start(args.smoke)
     sets = {s.strip() for s in args.sets.split(",") if s.strip()}
     found = run(args.data if "locomo" in sets else None, args.chats if "chats" in sets else None, args.model,
                 [float(b) for b in args.boosts.split(",") if b.strip()])

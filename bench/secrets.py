@@ -25,6 +25,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+import smoke  # noqa: E402
 from ocat.memory.storage.redaction import kept_exchange, kept_rows  # noqa: E402
 from ocat.records import Exchange, searched_text  # noqa: E402
 from ocat.config.loading import load_settings  # noqa: E402
@@ -41,8 +42,8 @@ def records() -> dict[str, list[str]]:
         path = EVAL / name / "exchanges.jsonl"
         if path.exists():
             lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-            sets[name] = [f"User: {r['user_prompt']}\nAssistant: {r['assistant_response']}" for r in lines
-                          if r.get("kind") == "exchange"]
+            sets[name] = smoke.first([f"User: {r['user_prompt']}\nAssistant: {r['assistant_response']}" for r in lines
+                                      if r.get("kind") == "exchange"], 40)
     locomo = EVAL / "locomo-dev.json"
     if locomo.exists():
         turns = []
@@ -52,7 +53,7 @@ def records() -> dict[str, list[str]]:
                 if key.startswith("session_") and isinstance(session, list):
                     turns += [str(turn.get("text", "")) + " " + str(turn.get("blip_caption", "") or "")
                               for turn in session]
-        sets["locomo-dev"] = turns
+        sets["locomo-dev"] = smoke.first(turns, 40)
     options = load_settings(env={}).chunking
     sets["docs/*.md chunks"] = [c.text for page in sorted((REPO / "docs").glob("*.md"))
                                 for c in chunk_text(page.read_text(encoding="utf-8"), options)]
@@ -77,7 +78,8 @@ def turn_cost(mode: str) -> dict[str, float]:
     """Milliseconds a chat turn's redaction takes: the chat's pass on the exchange, then the store's on its row."""
     path = EVAL / "chats-dev" / "exchanges.jsonl"
     lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-    exchanges = [Exchange.from_metadata({**r, "prior_exchange_ids": "[]"}) for r in lines if r.get("kind") == "exchange"]
+    exchanges = smoke.first([Exchange.from_metadata({**r, "prior_exchange_ids": "[]"})
+                             for r in lines if r.get("kind") == "exchange"], 20)
     redact_secrets("warm up: detect-secrets is imported on the first scan")
     times = []
     for exchange in exchanges:
@@ -99,7 +101,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mode", choices=("redact", "strict"), default="redact")
     parser.add_argument("--json", action="store_true")
+    smoke.add_flag(parser)
     args = parser.parse_args(argv)
+    smoke.start(args.smoke)
     report = {"mode": args.mode, "false_alarms": false_alarms(args.mode), "turn": turn_cost(args.mode)}
     if args.json:
         print(json.dumps(report, indent=2))

@@ -38,6 +38,7 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+from bench import smoke  # noqa: E402
 from bench.latency import DEFAULT_DATA, DEFAULT_MODEL, _load, build_store, load_conversations, percentile  # noqa: E402
 
 # Characters per streamed piece of a call's arguments (providers send a few tokens at a time).
@@ -97,7 +98,8 @@ class Timers:
 async def round_trip(box: Any, settings: Any, question: str, dated: bool, timer: Timers) -> dict[str, float]:
     """One round trip as the turn makes it; milliseconds per part, the search taken out of `run`."""
     from ocat.llm import _call_args
-    from ocat.tools import CallAssembler
+    from ocat.llm.call_assembler import CallAssembler
+    from ocat.tools import ToolCall
 
     arguments = json.dumps({"query": question, **({"after": AFTER, "before": BEFORE} if dated else {})})
     messages: list[dict[str, Any]] = [{"role": "system", "content": "..."}, {"role": "user", "content": question}]
@@ -106,7 +108,7 @@ async def round_trip(box: Any, settings: Any, question: str, dated: bool, timer:
     assembler = CallAssembler()
     for piece in deltas("call_0", arguments):
         assembler.feed(piece)
-    calls = assembler.calls()
+    calls = [ToolCall(asked.id, asked.name, asked.arguments) for asked in assembler.calls()]
     messages.append({"role": "assistant", "content": None, "tool_calls": [c.request_message() for c in calls]})
     t1 = time.perf_counter()
     for call in calls:
@@ -195,7 +197,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--served", action="store_true", help="also time through the owner's server, as the chat does")
     parser.add_argument("--goal-ms", type=float, default=50.0, help="the p50 goal for ocat's own time")
     parser.add_argument("--json", action="store_true", help="print one JSON document")
+    smoke.add_flag(parser)
     args = parser.parse_args(argv)
+    smoke.start(args.smoke)
     from ocat.memory.embedding.embedders import OnnxMiniLMEmbedder
 
     conversations = load_conversations(args.data)

@@ -60,6 +60,7 @@ for _path in (REPO, REPO / "bench"):
     if str(_path) not in sys.path:
         sys.path.insert(0, str(_path))
 
+import smoke  # noqa: E402
 from recall_folds import FOLD_ORDER, Asked, Gate, Hit  # noqa: E402
 
 # The gates compared: the shipped one is the first of each axis; every other is stricter.
@@ -208,18 +209,20 @@ def _month(year: int, month: int) -> tuple[str, str]:
 
 @contextmanager
 def searches_kept() -> Iterator[dict[Any, Any]]:
-    """`ocat.operations.search.search` remembers what it found for the same store, query, filters
-    and count while this runs: the tool is run for every gate's context with one search each."""
-    import ocat.operations.search as searching
+    """The search_memory tool's search (`ocat.operations.search.search`, patched where the tool
+    reads it) remembers what it found for the same store, query and options while this runs: the
+    tool is run for every gate's context with one search each."""
+    import ocat.tools.memory_tools as searching
 
     original = searching.search
     kept: dict[Any, Any] = {}
 
-    def search(stores: Any, query: str, settings: Any, *, count: int | None = None, filters: Any = None,
-               short_ids: bool = False) -> Any:
-        key = (tuple(id(s) for s in stores), query, repr(filters), count, short_ids)
+    def search(stores: Any, query: str, settings: Any, **options: Any) -> Any:
+        # Every option the caller gives is passed on and is part of the key, whatever the
+        # search learns next (it once learned `project`, and a stand-in that named its options failed).
+        key = (tuple(id(s) for s in stores), query, repr(sorted(options.items())))
         if key not in kept:
-            kept[key] = original(stores, query, settings, count=count, filters=filters, short_ids=short_ids)
+            kept[key] = original(stores, query, settings, **options)
         return kept[key]
 
     searching.search = search  # type: ignore[assignment]
@@ -604,7 +607,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="keep the questions asked (scores and the model's searches) in this file, and reuse it")
     parser.add_argument("--every-gate", action="store_true", help="list every gate of the grid on the whole sets")
     parser.add_argument("--json", action="store_true", help="print one JSON document")
+    smoke.add_flag(parser)
     args = parser.parse_args(argv)
+    smoke.start(args.smoke)
     sets = {s.strip() for s in args.sets.split(",") if s.strip()}
     gates = grid()
     if args.asked is not None and args.asked.is_file():

@@ -118,7 +118,7 @@ def make_app(server: FakeLLMServer, folder: Path, **overrides: Any) -> Any:
     `notes` server (its note file in `folder`)."""
     from ocat.chat.session import ChatSession
     from ocat.config.loading import load_settings
-    from ocat.mcp_client.config import parse_servers
+    from ocat.config.mcp_servers import parse_servers
     from ocat.ui.app import OcatApp
 
     settings = load_settings(overrides={"llm.model": MODEL, "llm.api_base": server.api_base,

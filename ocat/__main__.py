@@ -1,5 +1,5 @@
 """Entry point for `python -m ocat`."""
 
-from ocat.cli import run
+from ocat.cli.dispatch import run
 
 run()

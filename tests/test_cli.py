@@ -260,8 +260,8 @@ def test_version_and_help_and_python_dash_m(cli: Cli) -> None:
 @pytest.mark.parametrize(
     ("code", "forbidden"),
     [
-        ("import ocat.cli", ("textual", "litellm", "chromadb")),
-        ("import ocat.cli, ocat.config.loading, ocat.memory, ocat.chat.messages, ocat.headless.actions", ("textual", "litellm", "chromadb")),
+        ("import ocat.cli.dispatch", ("textual", "litellm", "chromadb")),
+        ("import ocat.cli.dispatch, ocat.config.loading, ocat.memory, ocat.chat.messages, ocat.headless.actions", ("textual", "litellm", "chromadb")),
         ("import ocat.chat.session, ocat.commands, ocat.repl", ("textual", "litellm", "chromadb")),
         (
             "import ocat.mcp_server.tools, ocat.operations.search, ocat.memory.retrieval.across_stores, ocat.memory.ingest.folders, ocat.memory.named_stores",
@@ -284,7 +284,7 @@ def test_stats_never_imports_litellm(cli: Cli) -> None:
     code = (
         "import sys, runpy\n"
         "sys.argv = ['ocat', '--vector-store-stats']\n"
-        "from ocat.cli import main\n"
+        "from ocat.cli.dispatch import main\n"
         "code = main()\n"
         "print('LITELLM' if 'litellm' in sys.modules else 'CLEAN', code)\n"
     )

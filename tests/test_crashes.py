@@ -118,7 +118,7 @@ def test_vdoc_and_the_cli_add_use_the_same_ingest_function(
 ) -> None:
     import ocat.headless.actions
     import ocat.memory.ingest.paths
-    from ocat.cli import main
+    from ocat.cli.dispatch import main
     from ocat.commands import run_command
     from ocat.config.loading import load_settings
     from ocat.chat.session import ChatSession
@@ -189,7 +189,7 @@ def write(self, *args):
         os.kill(os.getpid(), signal.SIGKILL)
     return real(self, *args)
 setattr(owner, method, write)
-from ocat.cli import main
+from ocat.cli.dispatch import main
 sys.exit(main(["--import-memory", sys.argv[1]]))
 """
 

@@ -11,15 +11,15 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ocat import cli_reference
-from ocat.cli import build_mcp_parser, build_parser
+from ocat.cli import reference as cli_reference
+from ocat.cli.parser import build_mcp_parser, build_parser
 from tests.test_docs_names import resolves
 
 REPO = Path(__file__).resolve().parent.parent
 DOCS = REPO / "docs"
 DEFAULTS = REPO / "config" / "default.yaml"
 DOC_FILES = sorted(DOCS.glob("*.md")) + [REPO / "README.md"]
-REGENERATE = "python -m ocat.cli_reference --write docs/cli.md"
+REGENERATE = "python -m ocat.cli.reference --write docs/cli.md"
 
 
 def _cli_doc() -> str:

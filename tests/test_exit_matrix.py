@@ -75,7 +75,7 @@ def held(self, exchanges, **options):
 
 MemoryStore.add_exchanges = held
 sys.argv = ["ocat", *sys.argv[3:]]
-from ocat.cli import run
+from ocat.cli.dispatch import run
 run()
 """
 

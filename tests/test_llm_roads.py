@@ -18,7 +18,7 @@ from tests.support.fakes import FakeLLMServer
 # The --ask path of an OpenAI-compatible model, in a fresh interpreter: which heavy modules it imported.
 ASK_IMPORTS = r"""
 import sys
-from ocat.cli import main
+from ocat.cli.dispatch import main
 code = main()
 print("IMPORTED", sorted(m for m in ("litellm", "openai", "textual", "tiktoken") if m in sys.modules), code, file=sys.stderr)
 """

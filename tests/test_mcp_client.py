@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from ocat.errors import ConfigError
-from ocat.mcp_client.config import Allow, McpServerConfig, parse_servers, read_servers_file
+from ocat.config.mcp_servers import Allow, McpServerConfig, parse_servers, read_servers_file
 from ocat.mcp_client.consent import DENIED, Answer, Consent, ConsentRequest, always_allowed, take_back
 from ocat.mcp_client.servers import McpServers, qualified_name, result_text
 from ocat.tools.calls import result_gist

@@ -20,7 +20,7 @@ from typing import Any, Iterator
 import pytest
 
 from ocat.config.loading import load_settings
-from ocat.mcp_client.config import parse_servers
+from ocat.config.mcp_servers import parse_servers
 from ocat.mcp_client.consent import DENIED, always_allowed
 from ocat.chat.session import ChatSession
 from ocat.ui.app import OcatApp

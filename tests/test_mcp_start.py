@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from ocat.mcp_client.config import parse_servers
+from ocat.config.mcp_servers import parse_servers
 from ocat.mcp_client.servers import McpServers
 from tests.support.cli import Cli
 from tests.support.fakes import FakeLLMServer

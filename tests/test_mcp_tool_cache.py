@@ -16,7 +16,7 @@ import pytest
 
 from ocat.errors import UsageError
 from ocat.mcp_client.allow_check import check_allowed_tools
-from ocat.mcp_client.config import parse_servers
+from ocat.config.mcp_servers import parse_servers
 from ocat.mcp_client.servers import ServerTool
 from ocat.mcp_client.tool_cache import ToolCache, cache_file, entry_key
 from tests.support.cli import Cli

@@ -35,7 +35,7 @@ from ocat.operations.add import add_note
 from ocat.operations.lookup import delete_records
 from ocat.operations.threads import rename_thread
 from ocat.records import THREAD_TITLE_KEY, Exchange
-from ocat.config.settings import ChunkingSettings
+from ocat.text.chunking import ChunkingSettings
 from tests.support.cli import Cli, stats
 from tests.support.fakes import FakeEmbedder
 from tests.test_trust_derived import cli_store

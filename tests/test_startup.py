@@ -90,7 +90,7 @@ def probe(self, *args, **kwargs):
 
 ocat.ui.app.OcatApp.run = probe
 sys.argv = ["ocat", "--dummy-mode"]
-from ocat.cli import main
+from ocat.cli.dispatch import main
 main()
 """
 
@@ -108,7 +108,7 @@ def test_help_and_version_load_neither_textual_nor_heavy_libraries(flag: str, tm
     code = (
         "import sys\n"
         f"sys.argv = ['ocat', {flag!r}]\n"
-        "from ocat.cli import main\n"
+        "from ocat.cli.dispatch import main\n"
         "try:\n"
         "    main()\n"
         "except SystemExit:\n"

@@ -32,7 +32,7 @@ from ocat.operations.lookup import delete_records
 from ocat.operations.threads import rename_thread
 from ocat.operations.wake import pin
 from ocat.records import Exchange
-from ocat.config.settings import ChunkingSettings
+from ocat.text.chunking import ChunkingSettings
 from tests.support.fakes import FakeEmbedder
 from tests.support.history_fixtures import gpt_linear, write_json
 from tests.support.examples import examples

@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from bench.recall_folds import Asked, Hit, _hits, _z
-from bench.tool_recall import Case, Costs, ToolGate, question_range, score, shipped_gate, simulate
+from bench.tool_recall import Case, Costs, ToolGate, call_tool, question_range, score, searches_kept, shipped_gate, simulate
 from ocat.config.loading import load_settings
 from ocat.memory import MemoryStore, RetrievalLimits
 from ocat.records import Exchange
@@ -112,3 +112,15 @@ def test_an_off_topic_question_is_quiet_only_when_nothing_is_injected(store: Mem
     assert score([case], SHUT, COSTS)["off tokens"] == 0.0
     if OPEN.shown(case.asked):
         assert score([case], OPEN, COSTS)["quiet off"] == 0.0
+
+
+def test_the_tool_runs_while_searches_are_kept_and_a_second_call_reuses_the_first(store: MemoryStore) -> None:
+    # The bench's stand-in for `search` once refused the tool's `project` argument (TypeError):
+    # `--asked FILE` failed at its first question. It takes whatever the tool passes now.
+    stored(store)
+    settings = load_settings(env={})
+    with searches_kept() as kept:
+        first = call_tool(store, settings, {"query": "kitchen floor tiles"}, frozenset(), lambda i: {i} & {"tiles"})
+        again = call_tool(store, settings, {"query": "kitchen floor tiles"}, frozenset(), lambda i: {i} & {"tiles"})
+    assert first.ids[0] == "tiles" and again == first
+    assert len(kept) == 1  # the second call's search came from the first

@@ -150,7 +150,7 @@ def test_check_finds_what_is_wrong_and_repair_makes_it_whole(tmp_path: Path) -> 
     def finish(whole: MemoryStore, partial: Any) -> Finished:
         if partial.document_id == "gone":
             from ocat.memory.ingest.finishing import finish_document
-            from ocat.config.settings import ChunkingSettings
+            from ocat.text.chunking import ChunkingSettings
 
             return finish_document(whole, partial, ChunkingSettings("semantic", 1000, 0, 2000, True))
         finished.append(partial.file)

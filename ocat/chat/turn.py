@@ -161,7 +161,8 @@ class Turn:
                     self.steps -= 1
                     continue
                 self.usage = _added(self.usage, stream.usage)
-                calls = list(stream.tool_calls) if offered else []
+                asked = stream.tool_calls if offered else []
+                calls = [ToolCall(call.id, call.name, call.arguments) for call in asked]
                 if not calls:
                     break
                 if box is None:  # for the type checker: calls come only when tools were offered

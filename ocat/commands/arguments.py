@@ -11,13 +11,10 @@ import re
 import shlex
 from dataclasses import dataclass
 from itertools import pairwise
-from typing import TYPE_CHECKING, Literal
+from typing import Literal, Protocol
 
 from ocat.errors import UsageError
 from ocat.text.limits import whole_number
-
-if TYPE_CHECKING:
-    from ocat.commands.registry import Command
 
 # word:   one word; quotes group words into one ("two words"), as in a shell.
 # text:   several words, joined with single spaces (a query); quotes as in a shell.
@@ -79,6 +76,23 @@ class Arg:
         return f"{self.help}: {takes}; optional" + (f", default {default}" if default else "")
 
 
+class Declared(Protocol):
+    """What the parser reads of a command: a registered `ocat.commands.registry.Command` is one
+    (the registry imports this module, so the parser names only what it needs, never the registry)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def arguments(self) -> tuple[Arg, ...]: ...
+
+    @property
+    def usage(self) -> str: ...
+
+    @property
+    def example(self) -> str: ...
+
+
 def check_declaration(name: str, arguments: tuple[Arg, ...]) -> None:
     """Refuse a declaration the parser could not read unambiguously (a programming error)."""
     names = [a.name for a in arguments]
@@ -103,7 +117,7 @@ def check_declaration(name: str, arguments: tuple[Arg, ...]) -> None:
             raise ValueError(f"/{name}: {arg.shown} has no choices")
 
 
-def parse_arguments(command: Command, text: str) -> dict[str, Value]:
+def parse_arguments(command: Declared, text: str) -> dict[str, Value]:
     """The values of `command`'s arguments in `text` (what follows the name), keyed by name.
 
     Raises UsageError with one line that says what is wrong and shows the usage.
@@ -120,25 +134,25 @@ def parse_arguments(command: Command, text: str) -> dict[str, Value]:
     return flags | _positional(command, [a for a in command.arguments if a.kind != "flag"], words)
 
 
-def _bad(command: Command, what: str) -> UsageError:
+def _bad(command: Declared, what: str) -> UsageError:
     return UsageError(f"/{command.name}: {what}; usage: {command.usage}")
 
 
-def _missing(command: Command, arg: Arg) -> Value:
+def _missing(command: Declared, arg: Arg) -> Value:
     """An argument left out: its default, or the error that it is needed (with an example)."""
     if arg.optional:
         return arg.default
     raise UsageError(f"/{command.name} needs {arg.help}: {command.example}")
 
 
-def _whole_line(command: Command, arg: Arg, text: str) -> Value:
+def _whole_line(command: Declared, arg: Arg, text: str) -> Value:
     # A path may hold spaces and quotes and backslashes: it is taken as typed, not split.
     if arg.kind == "path" and len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'":
         text = text[1:-1].strip()
     return text if text else _missing(command, arg)
 
 
-def _split(command: Command, text: str) -> list[str]:
+def _split(command: Declared, text: str) -> list[str]:
     try:
         return shlex.split(text)
     except ValueError as exc:  # shlex's own words ("No closing quotation") say too little
@@ -149,7 +163,7 @@ def _split(command: Command, text: str) -> list[str]:
         raise _bad(command, what) from None
 
 
-def _take_flags(command: Command, words: list[str]) -> tuple[dict[str, Value], list[str]]:
+def _take_flags(command: Declared, words: list[str]) -> tuple[dict[str, Value], list[str]]:
     """The declared flags' values, and the words that are not flags."""
     flags = {a.shown: a for a in command.arguments if a.kind == "flag"}
     if not flags:
@@ -166,7 +180,7 @@ def _take_flags(command: Command, words: list[str]) -> tuple[dict[str, Value], l
     return values, rest
 
 
-def _positional(command: Command, arguments: list[Arg], words: list[str]) -> dict[str, Value]:
+def _positional(command: Declared, arguments: list[Arg], words: list[str]) -> dict[str, Value]:
     """Words to arguments, in order; a text argument takes every word its followers leave."""
     values: dict[str, Value] = {}
     words = list(words)
@@ -189,7 +203,7 @@ def _positional(command: Command, arguments: list[Arg], words: list[str]) -> dic
     return values
 
 
-def _convert(command: Command, arg: Arg, word: str) -> Value:
+def _convert(command: Declared, arg: Arg, word: str) -> Value:
     if not word.strip():
         return _missing(command, arg)  # `/continue ""` is `/continue`
     if arg.kind == "int":

@@ -14,7 +14,7 @@ from ocat.text.limits import MAX_RESULTS, MIN_RESULTS
 from ocat.config.locations import display_path
 from ocat.records import Exchange
 from ocat.text.terminal import count_of, local_time
-from ocat.history_import.folders import exports_in
+from ocat.history_import import exports_in
 from ocat.operations.add import add_file_or_folder, add_note
 from ocat.operations.history import import_history
 from ocat.operations.history_exports import import_exports

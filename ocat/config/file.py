@@ -14,7 +14,7 @@ import yaml
 
 from ocat.config.keys import SPECS, Layer, Source, Spec, config_error, lookup, unknown_name, validate, yaml_failure
 from ocat.errors import ConfigError
-from ocat.mcp_client.config import parse_servers
+from ocat.config.mcp_servers import parse_servers
 from ocat.config.settings import MCP_SERVERS, SECTIONS
 
 # libyaml's parser, when PyYAML has it, reads the shipped config (valid, and read before the
@@ -110,7 +110,7 @@ def _walk(loader: yaml.SafeLoader, root: yaml.Node, path: Path, rank: int) -> La
     for section, section_key, section_node in _pairs(loader, root, path, "section"):
         where = f"{path}:{_node_line(section_key)}"
         if section == MCP_SERVERS:
-            # Not keys of a section but named entries of any name (ocat.mcp_client.config checks them).
+            # Not keys of a section but named entries of any name (ocat.config.mcp_servers checks them).
             entries = _construct_entries(loader, section_node, where)
             layer[MCP_SERVERS] = (parse_servers(entries, where, path.parent), Source(where, path.parent, rank))
             continue

@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 
 from ocat.config import locations
 from ocat.config.file import file_layer
-from ocat.mcp_client.config import McpServerConfig, merged as merge_servers, read_servers_file
+from ocat.config.mcp_servers import McpServerConfig, merged as merge_servers, read_servers_file
 from ocat.config.keys import (
     ENV_PREFIX,
     SPECS,

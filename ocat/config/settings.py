@@ -1,7 +1,8 @@
 """The settings ocat is configured with: one frozen dataclass per config section.
 
 Field metadata holds each key's one-line doc and the checks `ocat.config.keys` applies; the
-default values live in `config/default.yaml`, documented key by key.
+default values live in `config/default.yaml`, documented key by key. The `chunking` section is
+`ocat.text.chunking.ChunkingSettings`, beside the code that splits by it (text is below config).
 """
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from ocat.config import locations
-from ocat.mcp_client.config import McpServerConfig
+from ocat.config.mcp_servers import McpServerConfig
+from ocat.text.chunking import ChunkingSettings
 from ocat.text.secrets import SECRETS_MODES
 
 # How retrieved memories are shown in the chat: not at all, in full, or as a count.
@@ -35,9 +37,6 @@ COLLECTION_NAME = (
     "3-63 characters of letters, digits, '_' or '-', starting and ending with a letter or digit",
 )
 
-
-# The chunking strategies (ocat.text.chunking writes each of them).
-STRATEGIES: tuple[str, ...] = ("truncate", "fixed_size", "semantic", "hybrid", "markdown")
 
 
 def _field(doc: str, *, path: bool = False, secret: bool = False, **checks: Any) -> Any:
@@ -79,18 +78,6 @@ class VectorStoreSettings:
     memory_results: int = _field("Document chunks and /vadd memories retrieved per prompt.", lo=1)
     memory_token_budget: int = _field("Most tokens of memory given to the model per turn.", lo=0)
     docs_folder: str | None = _field("Folder that `/vdoc docs:NAME` reads from; null: none.", path=True)
-
-
-@dataclass(frozen=True)
-class ChunkingSettings:
-    """How imported documents are split before they are embedded; sizes are in characters.
-    The one chunking type: `chunk_text` takes it (and checks it: a script may build one by hand)."""
-
-    strategy: str = _field("How text is split.", choices=STRATEGIES)
-    chunk_size: int = _field("Target chunk length in characters.", lo=1)
-    chunk_overlap: int = _field("Characters shared by neighbouring chunks; less than chunk_size.", lo=0)
-    max_chunk_size: int = _field("Longest a chunk may be, in characters.", lo=1)
-    preserve_sentence_boundaries: bool = _field("Prefer to cut between sentences rather than inside one.")
 
 
 @dataclass(frozen=True)

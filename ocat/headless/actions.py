@@ -161,7 +161,7 @@ def _query(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> 
         raise UsageError("the query is empty")
     _ready_model(settings, reporter)
     stores = _open_stores(settings, args)
-    _write_kept(settings, stores[0], reporter)  # the first is the configured store (ocat.cli.overrides_from)
+    _write_kept(settings, stores[0], reporter)  # the first is the configured store (ocat.cli.dispatch.overrides_from)
     for index, query in enumerate(queries):
         reporter.restart_clock()
         found = search(stores, query, settings.vector_store, count=args.results, filters=filters,

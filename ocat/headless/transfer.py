@@ -15,9 +15,7 @@ from ocat.headless.common import open_store, ready_model, write_kept
 from ocat.headless.output import EtaPrinter, Reporter, stop_on_interrupt
 from ocat.text.terminal import count_of
 from ocat import memory
-from ocat.history_import import ConversationProblem, detect_format
-from ocat.history_import.agent_sessions import hook_transcript
-from ocat.history_import.folders import exports_in
+from ocat.history_import import ConversationProblem, detect_format, exports_in, hook_transcript
 from ocat.input_files import refuse_special, spooled_stdin, STDIN
 from ocat.operations.history import import_history, is_ocat_export
 from ocat.operations.history_exports import import_exports
@@ -26,7 +24,7 @@ from ocat.operations.transfer import check_import, export_to_file, export_to_str
 
 if TYPE_CHECKING:
     from ocat.config.loading import Settings
-    from ocat.history_import.folders import FolderExports
+    from ocat.history_import import FolderExports
 
 
 def export_action(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> int:

@@ -1,7 +1,8 @@
 """Reading old chats for `ocat --import-history`: a ChatGPT or Claude data export, llm's logs.db,
 or a coding agent's sessions (Claude Code, Codex).
 
-This is the front door:
+This is the front door (the rest of ocat imports from here, never from a room: an
+import-linter contract keeps it):
 
     from ocat.history_import import read_history
 
@@ -25,8 +26,16 @@ from pathlib import Path
 
 from ocat.errors import InputFileError, UsageError
 from ocat.history_import import chatgpt, claude, claude_code, codex
-from ocat.history_import.agent_sessions import AGENT_FORMATS, agent_format, session_files, stamp
+from ocat.history_import.agent_sessions import (
+    AGENT_FORMATS,
+    agent_format,
+    default_folder,
+    hook_transcript,
+    session_files,
+    stamp,
+)
 from ocat.history_import.detection import detect_format, format_of, not_an_export
+from ocat.history_import.folders import FolderExports, exports_in
 from ocat.history_import.json_stream import TooDeep
 from ocat.history_import.llm_logs import count_llm, read_llm
 from ocat.history_import.model import (
@@ -47,14 +56,19 @@ __all__ = [
     "AGENT_FORMATS",
     "FORMATS",
     "ConversationProblem",
+    "FolderExports",
     "HistoryItem",
     "ImportedConversation",
     "ImportedExchange",
     "SessionFile",
     "UnchangedSession",
     "count_conversations",
+    "default_folder",
     "detect_format",
+    "exports_in",
+    "hook_transcript",
     "read_history",
+    "session_files",
 ]
 
 # Whether a session file was read before, unchanged since (an import's own record of them).

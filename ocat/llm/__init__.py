@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any, AsyncIterator
 import asyncio
 
 from ocat.errors import ProviderError
-from ocat.tools.calls import CallAssembler, chunk_field
-from ocat.litellm_offline import litellm as load_litellm
+from ocat.llm.call_assembler import AskedCall, CallAssembler, chunk_field
+from ocat.llm.litellm_offline import litellm as load_litellm
 from ocat.llm.model_table import model_facts
 from ocat.llm.openai_compatible import stream_chat
 from ocat.llm.tool_errors import refused_tool, refuses_tools
@@ -25,7 +25,6 @@ from ocat.text.redact import redact
 
 if TYPE_CHECKING:
     from ocat.config.loading import LLMSettings
-    from ocat.tools.calls import ToolCall
 
 DUMMY_MODEL = "dummy"
 # A chat message: role and content, and for tool calls their ids and arguments (OpenAI's shape).
@@ -190,7 +189,7 @@ def credentials_problem(settings: LLMSettings) -> str | None:
 
 class AnswerStream:
     """One model call's answer piece by piece (`async for`); once it has finished, `usage` is
-    set, and `tool_calls` holds the tools it asked to call (ocat.tools), if it was offered any."""
+    set, and `tool_calls` holds the calls it asked for (`AskedCall`), if it was offered tools."""
 
     def __init__(
         self,
@@ -205,7 +204,7 @@ class AnswerStream:
         self.dummy = dummy
         self.tools = tools
         self.usage: Usage | None = None
-        self.tool_calls: list[ToolCall] = []
+        self.tool_calls: list[AskedCall] = []
 
     def __aiter__(self) -> AsyncIterator[str]:
         return self._pieces()

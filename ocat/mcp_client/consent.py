@@ -22,7 +22,7 @@ from ocat.config.locations import state_dir
 from ocat.text.terminal import printable
 
 if TYPE_CHECKING:
-    from ocat.mcp_client.config import Allow
+    from ocat.config.mcp_servers import Allow
 
 DENIED = "the user did not allow this tool"
 _STATE_FILE = "tool_consent.json"
@@ -96,7 +96,7 @@ class Consent:
         """Why this tool may run without asking ("config", "--allow-tool", "always"), or None."""
         allow = self.allow.get(server)
         # `allow: read-only` is a keyword and `allow: [names]` names tools: a tool *named*
-        # "read-only" is only ever a name (ocat.mcp_client.config.Allow).
+        # "read-only" is only ever a name (ocat.config.mcp_servers.Allow).
         if allow is not None and allow.allows(tool, read_only):
             return "config"
         if f"{server}.{tool}" in self.allowed_tools:

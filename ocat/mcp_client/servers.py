@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 from typing import Any, AsyncIterator, Callable, Iterable, Sequence
 
-from ocat.mcp_client.config import McpServerConfig
+from ocat.config.mcp_servers import McpServerConfig
 from ocat.mcp_client.server_output import StrayOutput, keep_sdk_log
 from ocat.mcp_client.server_processes import (children, end, family, kill_on_sigterm, own_group, record_group,
                                               remember, running, writes_errors_to)

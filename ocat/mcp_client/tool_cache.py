@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ocat.config.locations import cache_dir
-from ocat.mcp_client.config import McpServerConfig
+from ocat.config.mcp_servers import McpServerConfig
 from ocat.mcp_client.servers import ServerTool, qualified_name
 
 log = logging.getLogger(__name__)

@@ -15,7 +15,7 @@ from ocat.text.terminal import count_of
 if TYPE_CHECKING:
     from ocat.memory import MemoryStore
     from ocat.memory import Source
-    from ocat.config.settings import ChunkingSettings
+    from ocat.text.chunking import ChunkingSettings
 
 # Progress of a long add: (label, chunks stored so far, chunks in all).
 ChunkProgress = Callable[[str, int, int], None]

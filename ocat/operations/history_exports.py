@@ -14,8 +14,7 @@ from ocat.operations.history import HistoryImport, Progress, import_history
 from ocat.errors import InputFileError
 
 if TYPE_CHECKING:
-    from ocat.history_import import ConversationProblem
-    from ocat.history_import.folders import FolderExports
+    from ocat.history_import import ConversationProblem, FolderExports
     from ocat.memory import MemoryStore
 
 

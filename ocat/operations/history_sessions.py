@@ -18,9 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from ocat.config.locations import display_path, state_dir
 from ocat.errors import InputFileError, UsageError
-from ocat.history_import import AGENT_FORMATS
-from ocat.history_import.agent_sessions import default_folder, session_files
-from ocat.history_import.folders import FolderExports
+from ocat.history_import import AGENT_FORMATS, FolderExports, default_folder, session_files
 
 if TYPE_CHECKING:
     from ocat.history_import import SessionFile

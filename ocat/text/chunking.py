@@ -1,13 +1,12 @@
-"""Splitting documents into chunks for the memory store: five strategies
-(ocat.config.settings.STRATEGIES), pure functions."""
+"""Splitting documents into chunks for the memory store: five strategies (STRATEGIES), pure
+functions, and the one chunking type (`ChunkingSettings`, the config's `chunking` section)."""
 
 from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass
-
-from ocat.config.settings import STRATEGIES, ChunkingSettings
+from dataclasses import dataclass, field
+from typing import Any
 
 # A sentence ends at . ! or ? (plus any closing quotes or brackets) when whitespace follows.
 _SENTENCE_END = re.compile(r"[.!?]['\"’”)\]]*(?=\s)")
@@ -23,6 +22,27 @@ _FENCE_OPEN = re.compile(r" {0,3}(`{3,}|~{3,})")
 _FENCE_CLOSE = re.compile(r" {0,3}(`{3,}|~{3,})\s*$")
 
 Span = tuple[int, int]
+
+# The chunking strategies (each is written below).
+STRATEGIES: tuple[str, ...] = ("truncate", "fixed_size", "semantic", "hybrid", "markdown")
+
+
+def _setting(doc: str, **checks: Any) -> Any:
+    """A field of the config's `chunking` section: its one-line doc and the checks
+    `ocat.config.keys` applies (as `ocat.config.settings` writes its own fields)."""
+    return field(metadata={"doc": doc, "path": False, **checks})
+
+
+@dataclass(frozen=True)
+class ChunkingSettings:
+    """How imported documents are split before they are embedded; sizes are in characters.
+    The one chunking type: `chunk_text` takes it (and checks it: a script may build one by hand)."""
+
+    strategy: str = _setting("How text is split.", choices=STRATEGIES)
+    chunk_size: int = _setting("Target chunk length in characters.", lo=1)
+    chunk_overlap: int = _setting("Characters shared by neighbouring chunks; less than chunk_size.", lo=0)
+    max_chunk_size: int = _setting("Longest a chunk may be, in characters.", lo=1)
+    preserve_sentence_boundaries: bool = _setting("Prefer to cut between sentences rather than inside one.")
 
 
 @dataclass(frozen=True)

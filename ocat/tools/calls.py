@@ -1,9 +1,8 @@
-"""One tool call the model made: assembled from a streamed answer, then run, timed and summed up.
+"""One tool call the model made: run, timed and summed up.
 
-Providers stream a call in pieces, OpenAI's way: the first delta of call `index` brings its id
-and name, the next ones bring its arguments a few characters at a time, and several calls may
-come in one step. `CallAssembler` puts them together; a `ToolCall` then carries everything the
-faces show and the exchange keeps: name, arguments, result, time, error.
+The model layer puts a call together from the streamed answer (`ocat.llm.call_assembler`); a
+`ToolCall` made from it then carries everything the faces show and the exchange keeps: name,
+arguments, result, time, error.
 """
 
 from __future__ import annotations
@@ -127,48 +126,6 @@ class ToolCall:
         except ValueError:
             pass  # kept as the model wrote it
         return CalledTool(self.name, arguments, self.count, self.ids, self.ms, self.error)
-
-
-class CallAssembler:
-    """The tool calls of one streamed answer, put together from their deltas."""
-
-    def __init__(self) -> None:
-        self._calls: dict[int, ToolCall] = {}
-
-    def feed(self, deltas: Any) -> None:
-        """Take a chunk's `delta.tool_calls` (objects or dicts, OpenAI's shape)."""
-        for position, delta in enumerate(deltas or []):
-            index = chunk_field(delta, "index")
-            index = index if isinstance(index, int) else position
-            call = self._calls.setdefault(index, ToolCall(id="", name=""))
-            call_id = chunk_field(delta, "id")
-            if call_id:
-                call.id = str(call_id)
-            function = chunk_field(delta, "function")
-            name = chunk_field(function, "name") if function is not None else None
-            if name:
-                # Some providers send the whole name at once, some repeat it: never doubled.
-                call.name = name if not call.name or name.startswith(call.name) else call.name + name
-            pieces = chunk_field(function, "arguments") if function is not None else None
-            if pieces:
-                call.arguments += str(pieces)
-
-    def calls(self) -> list[ToolCall]:
-        """The calls, in their order; one without an id gets one (a provider that sends none)."""
-        found = [self._calls[i] for i in sorted(self._calls)]
-        for n, call in enumerate(found):
-            call.id = call.id or f"call_{n}"
-        return [call for call in found if call.name or call.arguments]
-
-
-def chunk_field(value: Any, name: str) -> Any:
-    """A field of a streamed chunk (or a delta, a call), whether it is a dict (the OpenAI road) or an
-    object (litellm's)."""
-    if value is None:
-        return None
-    if isinstance(value, dict):
-        return value.get(name)
-    return getattr(value, name, None)
 
 
 def result_gist(text: str, width: int = 80) -> str:

@@ -7,7 +7,7 @@ What it did is said twice, in the same facts: to the model (the tool's result) a
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Protocol, TypeVar
 
 from ocat.errors import UsageError
 from ocat.records import DocumentChunk
@@ -18,7 +18,8 @@ from ocat.operations.lookup import get_record
 from ocat.operations.notes import chain, check_replaceable, replace_note
 
 if TYPE_CHECKING:
-    from ocat.tools.memory_tools import MemoryToolContext
+    from ocat.config.settings import Settings
+    from ocat.memory import MemoryStore
 
 T = TypeVar("T")
 # The most characters a note the model stores may have (a longer one is a document: /vdoc).
@@ -46,7 +47,20 @@ REMEMBER_PARAMETERS: dict[str, Any] = {
 }
 
 
-def remember(context: MemoryToolContext, args: dict[str, Any]) -> ToolOutcome:
+class NoteContext(Protocol):
+    """What `remember` works on: the memory tools' context of one turn
+    (`ocat.tools.memory_tools.MemoryToolContext`, which imports this module) is one."""
+
+    store: MemoryStore
+    settings: Settings
+    notes_stored: int  # notes stored this turn, counted up here
+
+    def shown_id(self, record_id: str) -> str:
+        """The id to show for a record."""
+        ...
+
+
+def remember(context: NoteContext, args: dict[str, Any]) -> ToolOutcome:
     """Store a note (source `model`); with `replaces`, the older note is marked replaced by it
     (kept, never deleted), and a pin it had moves to the new one. A replace that would leave no
     note given to the model (a circle, a note replacing itself) is refused, storing nothing."""
@@ -102,7 +116,7 @@ def _quoted(text: str) -> str:
     return repr(shorten(" ".join(text.split()), 80))
 
 
-def _note(context: MemoryToolContext, given: str) -> DocumentChunk:
+def _note(context: NoteContext, given: str) -> DocumentChunk:
     """The note `replaces` names (a note the user or the model stored), or ToolFailed."""
     try:
         record = get_record(context.store, given)

@@ -22,7 +22,7 @@ from ocat.mcp_client.tool_cache import ToolCache
 from ocat.tools.mcp_tools import server_tools
 
 if TYPE_CHECKING:
-    from ocat.mcp_client.config import McpServerConfig
+    from ocat.config.mcp_servers import McpServerConfig
     from ocat.mcp_client.servers import ServerStatus, ServerTool
     from ocat.config.settings import Settings
     from ocat.tools.box import ToolSpec

@@ -1,6 +1,6 @@
 """Text embedders: the local ONNX MiniLM model (default) and any litellm embedding model.
 
-Heavy libraries (onnxruntime, tokenizers, numpy; litellm through ocat.litellm_offline) are imported
+Heavy libraries (onnxruntime, tokenizers, numpy; litellm through ocat.llm.litellm_offline) are imported
 when an embedder is first used, never at module import, so opening the CLI stays fast.
 """
 
@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Callable, Protocol, Sequence
 
 from ocat.errors import ConfigError, EmbeddingError
 from ocat.memory.embedding.model_files import ensure_model, find_model, LOCAL_MODEL_NAME
-from ocat.litellm_offline import embed
+from ocat.llm.litellm_offline import embed
 from ocat.memory.embedding.lean_cache import is_cached_graph, remake, session_source
 
 if TYPE_CHECKING:

@@ -12,7 +12,7 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, NoReturn, Sequence
 
-from ocat.cli_parser import ACTIONS, build_mcp_parser, build_parser
+from ocat.cli.parser import ACTIONS, build_mcp_parser, build_parser
 from ocat.errors import OcatError, UsageError
 from ocat.process_end import leave_now, run_and_end
 from ocat.text.terminal import printable
