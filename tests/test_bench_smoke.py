@@ -18,8 +18,6 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.slow
-
 REPO = Path(__file__).resolve().parent.parent
 BENCH = REPO / "bench"
 SHARED = REPO.parent / "shared"
@@ -80,6 +78,7 @@ def test_every_bench_is_found_and_every_named_one_exists() -> None:
     assert set(RUNS) <= set(found), "RUNS names a bench that is not in bench/"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("bench", benches())
 def test_the_bench_runs_at_its_smallest_and_prints_its_table(bench: str, tmp_path: Path) -> None:
     arguments, needs = RUNS.get(bench, (SMOKE, set()))
