@@ -240,8 +240,8 @@ async def test_escape_cancels_a_running_call_and_the_server_hears_it(
         pid = calls_made(tmp_path)[0]["pid"]
         assert pid_alive(pid)  # the server stays up for the next call
         await pilot.press("ctrl+q")
-    assert app.memory.closing is not None
-    app.memory.closing.join(30)
+    assert app.memory_view.closing is not None
+    app.memory_view.closing.join(30)
     assert not pid_alive(pid)
 
 
@@ -255,8 +255,8 @@ async def test_ctrl_q_mid_call_leaves_no_server_behind(llm_server: FakeLLMServer
         await start_turn(app, pilot, "wait forever")
         await wait_for(pilot, lambda: any(c["tool"] == "hang" for c in calls_made(tmp_path)), "the call", seconds=60)
         await pilot.press("ctrl+q")
-    assert app.memory.closing is not None
-    app.memory.closing.join(30)
+    assert app.memory_view.closing is not None
+    app.memory_view.closing.join(30)
     assert not pid_alive(calls_made(tmp_path)[0]["pid"])
 
 

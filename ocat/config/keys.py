@@ -43,7 +43,9 @@ def _spec_for(section: str, cls: type) -> dict[str, Spec]:
         hint = hints[f.name]
         args = typing.get_args(hint) if isinstance(hint, types.UnionType) else (hint,)
         base = next(a for a in args if a is not type(None))
-        kind = "list" if typing.get_origin(base) is list else base.__name__
+        origin = typing.get_origin(base)
+        # A Literal of words (display.context_mode) is a string whose choices the field names.
+        kind = "list" if origin is list else "str" if origin is typing.Literal else base.__name__
         specs[f.name] = Spec(f"{section}.{f.name}", kind, type(None) in args, f.metadata)
     return specs
 

@@ -9,14 +9,15 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
 from ocat.config import locations
 from ocat.mcp_client.config import McpServerConfig
 from ocat.text.secrets import SECRETS_MODES
 
 # How retrieved memories are shown in the chat: not at all, in full, or as a count.
-CONTEXT_MODES: tuple[str, ...] = ("off", "on", "summary")
+ContextMode = Literal["off", "on", "summary"]
+CONTEXT_MODES: tuple[ContextMode, ...] = get_args(ContextMode)
 _URL = (re.compile(r"(https?|file)://\S+"), "an http://, https:// or file:// URL")
 _SHA256 = (re.compile(r"[0-9A-Fa-f]{64}"), "64 hexadecimal digits")
 # A collection name Chroma accepts, and how a message words it.
@@ -107,7 +108,7 @@ class DisplaySettings:
     """How the terminal UI looks."""
 
     theme: str = _field("Textual theme name, shipped or user-defined.")
-    context_mode: str = _field("Retrieved memories shown: off, on (in full), summary.", choices=CONTEXT_MODES)
+    context_mode: ContextMode = _field("Retrieved memories shown: off, on (in full), summary.", choices=CONTEXT_MODES)
 
 
 @dataclass(frozen=True)
@@ -129,14 +130,15 @@ class MemorySettings:
 
 
 # Whether the chat model is offered tools: auto (when the model can call them), on, off.
-TOOL_MODES: tuple[str, ...] = ("auto", "on", "off")
+ToolMode = Literal["auto", "on", "off"]
+TOOL_MODES: tuple[ToolMode, ...] = get_args(ToolMode)
 
 
 @dataclass(frozen=True)
 class ToolsSettings:
     """The tools the chat model may call (searching and reading memory, remembering) and their limits."""
 
-    enabled: str = _field("auto: offer tools when the model can call them; on: always; off: never.",
+    enabled: ToolMode = _field("auto: offer tools when the model can call them; on: always; off: never.",
                           choices=TOOL_MODES)
     max_steps: int = _field("Most model calls with tools in one turn; one last call without tools follows.",
                             lo=1, hi=50)

@@ -20,13 +20,12 @@ from ocat.headless.common import write_kept as _write_kept
 from ocat.process_end import end_by_signal, keep_on_signals
 from ocat.headless.output import Reporter, read_stdin
 from ocat import llm, memory
-from ocat.chat.outcomes import remembered_words, secrets_words
+from ocat.chat.outcomes import TextPiece, ToolFinished, ToolStarted, remembered_words, secrets_words
 from ocat.chat.session import open_chat
 from ocat.operations.search import ADMITTED_LEGEND, dated_note, hit_record, HitLine, reasons, search
 from ocat.operations.wake import build_wake, pin, pins, unpin
 from ocat.records import ONE_SHOT
 from ocat.text.terminal import printable
-from ocat.tools.calls import CallState
 from ocat.tools.server_tools import ServerTools
 from ocat.logs import log_failure
 from ocat.operations.stores import check_named_stores, made_note
@@ -197,21 +196,21 @@ def _ask(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> in
     session.origin = ONE_SHOT  # the wake block groups one-shot questions (operations.wake)
     session.now = getattr(args, "now", None)  # --now: time words in the question read against that day
     # SIGTERM or SIGHUP: what memory has not taken is kept in a file, then the closing below runs.
-    restore = keep_on_signals(session.memory, end_by_signal)
+    restore = keep_on_signals(session.session_memory, end_by_signal)
     try:
         # Before the question: a name no server has is refused (exit 2), its servers' lists at hand.
         for warning in session.server_tools.check_allowed(args.allow_tool, learn=True):
             reporter.note(f"ocat: warning: {warning}")
-        if session.memory.loaded is not None and session.memory.loaded.recovered:
-            reporter.note(f"ocat: {session.memory.loaded.recovered}")
+        if session.session_memory.loaded is not None and session.session_memory.loaded.recovered:
+            reporter.note(f"ocat: {session.session_memory.loaded.recovered}")
         turn = session.turn(prompt)
         turn.recall()
         if turn.problem:  # the search failed; the question is still answered, and remembered
             reporter.note(f"ocat: warning: {turn.problem}")
         asyncio.run(_answer_with_tool_lines(turn, reporter))
         turn.finish()
-        if session.memory.error:  # memory never came up (dummy mode too), or went down in this turn
-            reporter.note(f"ocat: warning: memory is off: {session.memory.error}")
+        if session.session_memory.error:  # memory never came up (dummy mode too), or went down in this turn
+            reporter.note(f"ocat: warning: memory is off: {session.session_memory.error}")
         elif turn.recorded is not None and (said := remembered_words(turn.recorded)) is not None:
             reporter.note(f"ocat: warning: {said[0]}")
         if turn.recorded is not None and (secrets := secrets_words(turn.recorded)) is not None:
@@ -237,8 +236,11 @@ def _ask(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> in
 async def _answer_with_tool_lines(turn: Turn, reporter: Reporter) -> None:
     """The whole answer; each tool call, once it has its result, is one line on stderr."""
     async for event in turn:
-        if not isinstance(event, str) and event.state in (CallState.DONE, CallState.FAILED):
-            reporter.note(f"ocat: · {printable(event.line())}")
+        match event:
+            case ToolFinished(call):
+                reporter.note(f"ocat: · {printable(call.line())}")
+            case TextPiece() | ToolStarted():
+                pass  # the answer is printed whole, at the end (`turn.text`)
     for note in turn.tool_notes:
         reporter.note(f"ocat: note: {printable(note)}")
 

@@ -23,6 +23,7 @@ from ocat.tools.mcp_tools import server_tools
 
 if TYPE_CHECKING:
     from ocat.mcp_client.config import McpServerConfig
+    from ocat.mcp_client.consent import Ask
     from ocat.mcp_client.servers import ServerStatus, ServerTool
     from ocat.config.settings import Settings
     from ocat.tools.box import ToolSpec
@@ -31,9 +32,10 @@ if TYPE_CHECKING:
 class ServerTools:
     """The configured servers (none: every method is a no-op) and the consent their calls need."""
 
-    def __init__(self, settings: Settings, cache: ToolCache | None = None) -> None:
+    def __init__(self, settings: Settings, cache: ToolCache | None = None, *, ask: Ask | None = None) -> None:
+        """`ask`: the face's way of asking the user's consent (None: a call not allowed beforehand is denied)."""
         self.configs = settings.mcp_servers
-        self.consent = Consent({c.name: c.allow for c in self.configs}, settings.allowed_tools)
+        self.consent = Consent({c.name: c.allow for c in self.configs}, settings.allowed_tools, ask=ask)
         self.cache = cache if cache is not None else ToolCache()
         self._servers: McpServers | None = None
         self._said: set[tuple[str, str]] = set()
