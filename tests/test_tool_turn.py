@@ -80,6 +80,26 @@ def test_a_search_call_streamed_in_pieces_reaches_the_model_as_a_tool_result(
     assert store.get(exchange.exchange_id).tool_calls == exchange.tool_calls  # type: ignore[union-attr]
 
 
+def test_a_call_is_started_once_and_its_time_runs_from_the_line_shown(
+    store: MemoryStore, llm_server: FakeLLMServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The turn starts a call when it shows it (ToolStarted); running it does not start it again."""
+    ticks = iter(range(1000))
+    monkeypatch.setattr("ocat.tools.calls.clock", lambda: float(next(ticks)))
+    kitchen(store)
+    llm_server.script = [[{"name": "search_memory", "arguments": {"query": "cabinets"}}], "Berg."]
+    turn = session_on(store, llm_server).turn("hello again")
+    started: list[float | None] = []
+
+    async def go() -> None:
+        async for event in turn:
+            if isinstance(event, (ToolStarted, ToolFinished)):
+                started.append(event.call.started)
+
+    asyncio.run(go())
+    assert len(started) == 2 and started[0] is not None and started[0] == started[1]
+
+
 def test_several_calls_in_one_step_and_read_thread_oldest_first(store: MemoryStore, llm_server: FakeLLMServer) -> None:
     kitchen(store)
     llm_server.script = [[{"name": "read_thread", "arguments": {"id": "kitchen-th"}},
