@@ -192,15 +192,20 @@ async def _send(app: Any, pilot: Any, text: str) -> None:
 
 def measure() -> Walk:
     """Walk one first turn, Enter to the stored exchange, in a fresh HOME."""
-    with tempfile.TemporaryDirectory(prefix="ocat-walk-") as home:
-        from tests.support import MODEL_DIR
+    from tests.support import MODEL_DIR
 
+    saved = dict(os.environ)
+    with tempfile.TemporaryDirectory(prefix="ocat-walk-") as home:
         os.environ.update({"HOME": home, "XDG_CONFIG_HOME": f"{home}/.config", "XDG_DATA_HOME": f"{home}/.local/share",
                            "XDG_STATE_HOME": f"{home}/.local/state", "XDG_CACHE_HOME": f"{home}/.cache",
                            "OCAT_EMBEDDING_MODEL_PATH": os.environ.get("OCAT_EMBEDDING_MODEL_PATH", str(MODEL_DIR)),
                            "OCAT_EMBEDDING_THREADS": "1"})
         walk = Walk()
-        asyncio.run(_drive(walk))
+        try:
+            asyncio.run(_drive(walk))
+        finally:
+            os.environ.clear()
+            os.environ.update(saved)
     if not walk.stopped:
         raise SystemExit(f"the turn never stored its exchange (calls seen: {walk.calls[:40]})")
     return walk

@@ -100,7 +100,7 @@ class ServerTools:
             tools = self.cache.tools(config)
             if tools is None and config.name in learning:
                 status = self.ready(config.name)
-                tools = status.tools if status.state == "ready" else None
+                tools = status.tools if status.state is ServerState.READY else None
             known[config.name] = None if tools is None else tuple(tool.name for tool in tools)
         return check_allowed_tools(names, known)
 
@@ -126,7 +126,7 @@ class ServerTools:
                     and self.cache.tools(config) is None):
                 self._starting_said.add(status.name)  # once: it is not stopped, and comes when ready
                 lines.append(starting_line(config))
-            if status.state in ("failed", "crashed") and status.error is not None:
+            if status.state in (ServerState.FAILED, ServerState.CRASHED) and status.error is not None:
                 said = (status.name, status.error)
                 if said not in self._said:
                     self._said.add(said)
