@@ -15,7 +15,7 @@ import asyncio
 import os
 
 from ocat.errors import InputFileError, OcatError, ProviderError, UsageError
-from ocat.headless.common import open_store as _open_store, ready_model as _ready_model, say_to_stderr as _say_to_stderr
+from ocat.headless.common import open_configured_store, ready_model as _ready_model, say_to_stderr as _say_to_stderr
 from ocat.headless.common import write_kept as _write_kept
 from ocat.process_end import end_by_signal, keep_on_signals
 from ocat.headless.output import Reporter, read_stdin
@@ -94,7 +94,7 @@ def _open_stores(settings: Settings, args: argparse.Namespace) -> list[MemorySto
     """The stores `--store` named (`ocat.cli` parsed them into `args.stores`; several are for
     reading), else the configured one."""
     if len(args.stores) <= 1:
-        return [_open_store(settings)]
+        return [open_configured_store(settings)]
     return memory.open_stores(settings, args.stores, notify=_say_to_stderr)
 
 
@@ -118,7 +118,7 @@ def _add(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> in
     if not path.exists():  # before the model's download or a wait for the store
         raise InputFileError(f"no such file or folder: {path}")
     _ready_model(settings, reporter)
-    store = _open_store(settings)
+    store = open_configured_store(settings)
     _write_kept(settings, store, reporter)
     outcome = add_file_or_folder(
         store,
@@ -249,7 +249,7 @@ def _wake(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> i
     store = None
     if settings.vector_store.enabled:
         _ready_model(settings, reporter)
-        store = _open_store(settings)
+        store = open_configured_store(settings)
     block = build_wake(settings, store, project=settings.project)
     for note in block.notes:
         reporter.note(f"ocat: {note}")
@@ -257,7 +257,7 @@ def _wake(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> i
 
 
 def _pin(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> int:
-    store = _open_store(settings)
+    store = open_configured_store(settings)
     if args.pin is not None:
         record_id = pin(store, args.pin)
         return reporter.succeed({"id": record_id, "pinned": True}, f"Pinned {record_id}")
@@ -266,7 +266,7 @@ def _pin(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> in
 
 
 def _pins(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> int:
-    found = pins(_open_store(settings))
+    found = pins(open_configured_store(settings))
     text = "\n".join(line for _, line in found) or "No pinned memories."
     return reporter.succeed({"pins": [{"id": i, "line": line} for i, line in found]}, text)
 
@@ -288,7 +288,7 @@ def _repair(args: argparse.Namespace, settings: Settings, reporter: Reporter) ->
 
 
 def _redact_secrets(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> int:
-    store = _open_store(settings)
+    store = open_configured_store(settings)
     found = memory.secrets_in_store(store)
     if not found.records:
         return reporter.succeed(asdict(found), found.sentence())
