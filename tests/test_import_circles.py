@@ -29,6 +29,21 @@ def _is_type_checking(node: ast.If) -> bool:
     )
 
 
+def imported_names(node: ast.AST, base: list[str]) -> set[str]:
+    """The names an import statement imports (a module, or a module and each name from it, any of
+    which may be a module); `base`: the package the importing module is in. Empty for other nodes."""
+    if isinstance(node, ast.Import):
+        return {alias.name for alias in node.names}
+    if isinstance(node, ast.ImportFrom):
+        if node.level:
+            prefix = ".".join(base[: len(base) - node.level + 1])
+            target = f"{prefix}.{node.module}" if node.module else prefix
+        else:
+            target = node.module or ""
+        return {target, *(f"{target}.{alias.name}" for alias in node.names)}
+    return set()
+
+
 def _imports(tree: ast.AST, module: str, is_package: bool) -> set[str]:
     """Every ocat module `module` imports at run time (imports under TYPE_CHECKING left out)."""
     found: set[str] = set()
@@ -39,16 +54,7 @@ def _imports(tree: ast.AST, module: str, is_package: bool) -> set[str]:
             for child in node.orelse:
                 visit(child)
             return
-        if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                prefix = ".".join(base[: len(base) - node.level + 1])
-                target = f"{prefix}.{node.module}" if node.module else prefix
-            else:
-                target = node.module or ""
-            found.add(target)
-            found.update(f"{target}.{alias.name}" for alias in node.names)
+        found.update(imported_names(node, base))
         for child in ast.iter_child_nodes(node):
             visit(child)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from tests.test_import_circles import circles
+from tests.test_import_circles import circles, imported_names
 
 ROOT = Path(__file__).resolve().parent.parent
 # The packages whose files never import each other in a circle (type-only imports too).
@@ -26,20 +26,8 @@ def _module_name(path: Path) -> str:
 
 def every_import(tree: ast.AST, module: str, is_package: bool) -> set[str]:
     """Every module name `module` imports, wherever the import stands (TYPE_CHECKING too)."""
-    found: set[str] = set()
     base = module.split(".") if is_package else module.split(".")[:-1]
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                prefix = ".".join(base[: len(base) - node.level + 1])
-                target = f"{prefix}.{node.module}" if node.module else prefix
-            else:
-                target = node.module or ""
-            found.add(target)
-            found.update(f"{target}.{alias.name}" for alias in node.names)
-    return found
+    return {name for node in ast.walk(tree) for name in imported_names(node, base)}
 
 
 def package_graph(package: str) -> dict[str, set[str]]:
