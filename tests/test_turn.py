@@ -129,3 +129,14 @@ def test_no_face_calls_a_turn_s_steps_on_the_session() -> None:
                   if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in relays
                   and isinstance(node.func.value, ast.Name) and node.func.value.id == "session"]
         assert not called, (path, called)
+
+
+def test_consent_is_given_when_the_session_is_made_never_set_on_it_after() -> None:
+    """A face gives the session its way to ask (`ChatSession(..., ask=)`), as llm passes `before_call`;
+    no module reaches into a session to set `consent.ask` once it is built."""
+    for path in OCAT.rglob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        set_after = [node.lineno for node in ast.walk(tree) if isinstance(node, ast.Assign)
+                     for target in node.targets if isinstance(target, ast.Attribute) and target.attr == "ask"
+                     and isinstance(target.value, ast.Attribute) and target.value.attr == "consent"]
+        assert not set_after, (path, set_after)
