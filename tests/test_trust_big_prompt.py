@@ -157,7 +157,7 @@ def test_what_memory_cannot_take_at_the_end_is_kept_and_the_next_start_writes_it
 
     store.add_exchanges, store.count = real_add, real_count  # type: ignore[method-assign]
     later = ChatSession(session.settings, store=store)
-    said = later.memory.save_unsaved_files() or ""
+    said = later.session_memory.save_unsaved_files() or ""
     assert "1 exchange kept by an earlier chat was written to memory" in said
     assert store.count("exchange") == 1 and not list(unsaved_folder(session.settings).glob("*.jsonl"))
 
