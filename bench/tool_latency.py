@@ -144,6 +144,7 @@ def measure(folder: Path, embedder: Any, questions: list[str], *, served: bool) 
     from ocat.operations.lookup import short_id
     from ocat.text.tokens import count_tokens
     from ocat.tools import ToolBox
+    import ocat.tools.memory_tools
     from ocat.tools.memory_tools import MemoryToolContext, memory_tools
 
     settings = load_settings(env={})
@@ -154,11 +155,13 @@ def measure(folder: Path, embedder: Any, questions: list[str], *, served: bool) 
         stack.callback(store.close)
 
         timer = Timers()
-        short = timer.timed("short ids", lambda i: short_id(store, i))
+        # The tools show short ids with operations.lookup.short_id: timed where they call it.
+        stack.callback(setattr, ocat.tools.memory_tools, "short_id", short_id)
+        ocat.tools.memory_tools.short_id = timer.timed("short ids", short_id)
         count = timer.timed("token counts", count_tokens)
 
         def toolbox() -> Any:
-            context = MemoryToolContext(store, settings, short=short)
+            context = MemoryToolContext(store, settings)
             return ToolBox(memory_tools(context), result_tokens=settings.tools.result_tokens, count=count)
 
         async def run_all() -> dict[str, Any]:

@@ -235,12 +235,11 @@ def searches_kept() -> Iterator[dict[Any, Any]]:
 def call_tool(store: Any, settings: Any, arguments: dict[str, Any], in_context: frozenset[str],
               covers: Callable[[str], set[str]]) -> Searched:
     """Run search_memory as a turn does (ToolBox.run), and what the model can read of its result."""
-    from ocat.operations.lookup import short_id
     from ocat.text.tokens import count_tokens, estimate_tokens
     from ocat.tools import ToolBox, ToolCall
     from ocat.tools.memory_tools import MemoryToolContext, memory_tools
 
-    context = MemoryToolContext(store, settings, in_context=set(in_context), short=lambda i: short_id(store, i))
+    context = MemoryToolContext(store, settings, in_context=set(in_context))
     box = ToolBox(memory_tools(context), result_tokens=settings.tools.result_tokens, count=estimate_tokens)
     call = box.run(ToolCall(id="call_0", name="search_memory", arguments=json.dumps(arguments)))
     if call.error is not None:

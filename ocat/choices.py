@@ -52,13 +52,13 @@ def with_saved_choices(settings: Settings) -> Settings:
     A saved value that is no longer valid (a context mode from another version) is ignored; a
     theme is checked by the window, which reports an unknown one.
     """
-    changes: dict[str, str] = {}
+    display = settings.display
     for key, value in saved_choices().items():
         if key in settings.named:
             continue
-        if key == "display.context_mode" and value not in CONTEXT_MODES:
-            continue
-        changes[key.split(".", 1)[1]] = value
-    if not changes:
-        return settings
-    return dataclasses.replace(settings, display=dataclasses.replace(settings.display, **changes))
+        if key == "display.theme":
+            display = dataclasses.replace(display, theme=value)
+        for mode in CONTEXT_MODES:  # a saved mode no longer known is left out
+            if key == "display.context_mode" and value == mode:
+                display = dataclasses.replace(display, context_mode=mode)
+    return settings if display == settings.display else dataclasses.replace(settings, display=display)

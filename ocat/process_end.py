@@ -89,7 +89,7 @@ def leave_now(code: int, closing: threading.Thread | None, session: ChatSession 
     # One way out at a time: the window's own, or the one a hung-up terminal takes
     # (ocat.ui.memory_view); a second caller waits here for the first to end the process.
     _leaving.acquire()
-    note = settle(closing, session.memory if session is not None else None)
+    note = settle(closing, session.session_memory if session is not None else None)
     if note:
         # Said once the window is gone, on the terminal it leaves: what became of what memory could not take.
         _say(note)

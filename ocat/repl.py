@@ -17,12 +17,12 @@ from ocat.commands import (REGISTRY, Choose, CommandResult, Confirm, Send, ShowT
 from ocat.commands.results import BrowseMemory, EditFile, EditPrompt, Request
 from ocat.errors import OcatError
 from ocat.mcp_client.line_consent import line_asker
-from ocat.chat.outcomes import remembered_words, secrets_words
+from ocat.chat.outcomes import TextPiece, ToolFinished, ToolStarted, remembered_words, secrets_words
 from ocat.chat.prompt_history import history_file, kept_prompt
 from ocat.records import SearchHit
 from ocat.operations.add import progress_printer
-from ocat.chat.session import ChatSession
-from ocat.tools.calls import CallState
+from ocat.chat.session import ChatSession, open_chat
+from ocat.config.settings import ContextMode, Settings
 from ocat.chat.turn import Turn
 from ocat.text.terminal import packed_columns, printable, shorten
 from ocat.config.locations import display_path
@@ -147,44 +147,52 @@ def _line_reader(interactive: bool, session: ChatSession | None = None) -> Calla
     return lambda message="› ", default="": prompt_session.prompt(message, default=default)
 
 
-async def _stream_answer(turn: Turn, out: IO[str], err: IO[str]) -> None:
+async def _stream_answer(turn: Turn, context_mode: ContextMode, out: IO[str], err: IO[str]) -> None:
     turn.recall()
-    if turn.wake_is_new and turn.wake is not None and turn.session.settings.display.context_mode == "on":
+    if turn.wake_is_new and turn.wake is not None and context_mode == "on":
         err.write(f"· Wake block for this thread ({turn.wake.tokens} tokens)\n")
         err.writelines(f"  {printable(line)}\n" for line in turn.wake.text().splitlines())
     if turn.problem:  # this turn's search failed; memory stays on
         err.write(f"ocat: note: {printable(turn.problem)}\n")
     # Which memories were used is a status, not the answer: stderr, so `echo ... | ocat` gives
     # the answer alone on stdout.
-    for line in memory_summary(turn.memories, turn.session.settings.display.context_mode):
+    for line in memory_summary(turn.memories, context_mode):
         err.write(line + "\n")
     err.flush()
-    show_results = turn.session.settings.display.context_mode == "on"
     async for event in turn:
-        if isinstance(event, str):
-            # The model may repeat escape sequences it read in a memory; they are shown, not obeyed.
-            out.write(printable(event))
-            out.flush()
-        elif event.state in (CallState.DONE, CallState.FAILED):
-            # One line per call, on stderr beside the memories used: the answer alone is on stdout.
-            err.write(f"· {printable(event.line())}\n")
-            if show_results and event.result:
-                err.writelines(f"  {printable(line)}\n" for line in event.result.splitlines())
-            err.flush()
+        match event:
+            case TextPiece(text):
+                # The model may repeat escape sequences it read in a memory; they are shown, not obeyed.
+                out.write(printable(text))
+                out.flush()
+            case ToolFinished(call):
+                # One line per call, on stderr beside the memories used: the answer alone is on stdout.
+                err.write(f"· {printable(call.line())}\n")
+                if context_mode == "on" and call.result:
+                    err.writelines(f"  {printable(line)}\n" for line in call.result.splitlines())
+                err.flush()
+            case ToolStarted():
+                pass  # the line mode writes a call's line once it has its result
     for note in turn.tool_notes:
         err.write(f"ocat: note: {printable(note)}\n")
 
 
-def run_repl(session: ChatSession, *, out: IO[str] | None = None, err: IO[str] | None = None) -> int:
-    """Chat until /quit or end of input, then give memory up, saying what became of any exchange
-    it could not take (ocat.chat.unsaved); returns the exit code."""
+def run_repl(settings: Settings, *, dummy: bool, out: IO[str] | None = None, err: IO[str] | None = None) -> int:
+    """Open the chat (memory and all: `ocat.chat.session.open_chat`), chat until /quit or end of
+    input, then give memory up, saying what became of any exchange it could not take
+    (ocat.chat.unsaved); returns the exit code."""
     out = out or sys.stdout
     err = err or sys.stderr
+    # What a consent question set aside (typed before it, or no answer): the next prompt starts with it.
+    set_aside: list[str] = []
+    # An MCP server's tool not allowed beforehand asks on the terminal; piped, nobody is asked (no).
+    ask = line_asker(err, set_aside) if sys.stdin.isatty() else None
+    session = open_chat(settings, dummy=dummy, serve=True, stream=err, ask=ask)
     # SIGTERM, or the terminal closing (SIGHUP): what memory has not taken is kept in a file at once,
     # and the chat ends as with /quit (closing below says what became of it).
-    restore = keep_on_signals(session.memory, end_by_signal)
+    restore = keep_on_signals(session.session_memory, end_by_signal)
     try:
-        return _chat(session, out, err)
+        return _chat(session, set_aside, out, err)
     finally:
         note = session.close(wait_seconds=KEEP_WAIT_SECONDS)
         if note:
@@ -200,12 +208,13 @@ def banner(model: str, *, memory_on: bool) -> str:
     return f"ocat · {model} · {state} · /{named['help']} for commands, /{named['quit']} to leave"
 
 
-def _chat(session: ChatSession, out: IO[str], err: IO[str]) -> int:
+def _chat(session: ChatSession, set_aside: list[str], out: IO[str], err: IO[str]) -> int:
     interactive = sys.stdin.isatty()
     read_line = _line_reader(interactive, session)
     if interactive:
-        out.write(banner(session.settings.llm.model, memory_on=session.memory.on) + "\n")
-    notice = session.memory.loaded.notice(len(session.memory.unsaved)) if session.memory.loaded else None
+        out.write(banner(session.settings.llm.model, memory_on=session.session_memory.on) + "\n")
+    loaded = session.session_memory.loaded
+    notice = loaded.notice(len(session.session_memory.unsaved)) if loaded else None
     if notice:
         text, _ = notice
         # The same words as the full-screen chat's notice, in the CLI's "ocat: lower case" form.
@@ -216,10 +225,6 @@ def _chat(session: ChatSession, out: IO[str], err: IO[str]) -> int:
     session.progress.start(progress_printer(say))
     # The MCP servers start in the background: the first prompt is not kept waiting for them.
     session.server_tools.start()
-    # What a consent question set aside (typed before it, or no answer): the next prompt starts with it.
-    set_aside: list[str] = []
-    if interactive:
-        session.server_tools.consent.ask = line_asker(err, set_aside)
     # What the next prompt starts with (/edit), and the exchange it replaces when sent (/edit last).
     prefill, editing_last = "", ""
     while True:
@@ -253,7 +258,7 @@ def _chat(session: ChatSession, out: IO[str], err: IO[str]) -> int:
                 out.write(printable(f"› {prompt}") + "\n")
         turn = session.turn(prompt)
         try:
-            asyncio.run(_stream_answer(turn, out, err))
+            asyncio.run(_stream_answer(turn, session.settings.display.context_mode, out, err))
         except KeyboardInterrupt:
             if not turn.complete:
                 # A cancelled turn keeps what was shown but is not remembered.
@@ -290,7 +295,7 @@ def _finish(turn: Turn, err: IO[str]) -> bool:
         writer.join()
         return True
     except (KeyboardInterrupt, SystemExit) as leaving:
-        kept = turn.session.memory.spool().path
+        kept = turn.session_memory.spool().path
         where = f"; it is kept in {display_path(kept)} meanwhile" if kept else ""
         err.write(f"ocat: leaving once this exchange is written to memory (up to {KEEP_WAIT_SECONDS:g} s{where})\n")
         err.flush()

@@ -149,7 +149,7 @@ async def test_vdoc_shows_the_bar_before_the_first_batch_and_esc_stops_it_within
                                   "chunking.chunk_overlap": 0, "chunking.max_chunk_size": 40})
     async with app.run_test(size=(80, 24)) as pilot:
         await memory_ready(app, pilot)
-        store = app.session.memory.store
+        store = app.session.session_memory.store
         assert store is not None and store.embedder is slow
         await send(app, pilot, f"/vdoc {big}")
         await wait_for(pilot, lambda: app.query(TaskProgress), "the progress bar")

@@ -30,12 +30,12 @@ async def test_a_turn_streams_the_answer_and_remembers_it(llm_server: FakeLLMSer
     app = make_app(llm_server)
     async with app.run_test(size=(100, 30)) as pilot:
         await memory_ready(app, pilot)
-        assert app.memory.status == MemoryStatus(MemoryState.READY, exchanges=0)
+        assert app.memory_view.status == MemoryStatus(MemoryState.READY, exchanges=0)
         await send(app, pilot, "hello there")
         kinds = [type(w) for w in conversation(app)]
         assert kinds == [UserMessage, AssistantMessage]
         assert app.last_answer == "# Title\n\nSome **bold** text."
-        assert app.memory.status == MemoryStatus(MemoryState.READY, exchanges=1)
+        assert app.memory_view.status == MemoryStatus(MemoryState.READY, exchanges=1)
         assert "· 1 exchange ·" in str(app.query_one("#header").render())
         assert app.query_one(PromptInput).text == ""
         assert "11 tokens in, 7 out" in str(app.query_one("#status").render())
@@ -51,7 +51,7 @@ async def test_a_provider_error_shows_in_the_chat_and_puts_the_prompt_back(llm_s
         notices = [w for w in conversation(app) if isinstance(w, NoticeMessage)]
         assert notices and "error" in notices[-1].classes
         assert app.query_one(PromptInput).text == "will this work?"
-        assert app.session.memory.store is not None and app.session.memory.store.count("exchange") == 0
+        assert app.session.session_memory.store is not None and app.session.session_memory.store.count("exchange") == 0
         assert not any(isinstance(w, AssistantMessage) for w in conversation(app))
 
 
@@ -77,7 +77,7 @@ async def test_escape_cancels_keeps_the_partial_answer_and_stores_nothing(llm_se
         partial = app.query_one(AssistantMessage).source
         assert partial and partial != llm_server.reply
         assert any("Cancelled" in str(w.render()) for w in app.query(NoticeMessage))
-        assert app.session.memory.store is not None and app.session.memory.store.count("exchange") == 0
+        assert app.session.session_memory.store is not None and app.session.session_memory.store.count("exchange") == 0
         assert app.session.history == []
 
 
@@ -173,7 +173,7 @@ def test_snapshot_memory_indicator(snap_compare: Any, mode: str) -> None:
         from ocat.records import Exchange
 
         # Fixed ids and time, so the picture is the same on every run.
-        app.session.memory.store.add_exchange(
+        app.session.session_memory.store.add_exchange(
             Exchange(user_prompt="my favourite colour is teal", assistant_response="Noted: teal.",
                      thread_id="0d5e1a2b-thread", session_id="s", exchange_id="e1", timestamp=1700000000.0)
         )

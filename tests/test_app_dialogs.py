@@ -22,7 +22,7 @@ def remember(app: Any, thread: str, *pairs: tuple[str, str]) -> None:
     from ocat.records import Exchange
 
     for seq, (prompt, answer) in enumerate(pairs):
-        app.session.memory.store.add_exchange(Exchange(
+        app.session.session_memory.store.add_exchange(Exchange(
             user_prompt=prompt, assistant_response=answer, thread_id=thread, session_id="old-session",
             exchange_id=f"{thread}-{seq}", timestamp=1700000000.0 + seq * 60 + len(thread)))
 
@@ -71,7 +71,7 @@ async def test_delete_asks_first_and_no_keeps_the_memory() -> None:
     async with app.run_test(size=(100, 30)) as pilot:
         await memory_ready(app, pilot)
         remember(app, "garden-thread", ("plan the garden", "tomatoes first"))
-        store = app.session.memory.store
+        store = app.session.session_memory.store
         await send(app, pilot, "/vdelete garden-thread-0")
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmDialog), "the dialog opens")
         assert "plan the garden" in app.screen.question
@@ -294,7 +294,7 @@ async def test_a_corrupt_store_is_reported_and_the_chat_works_without_memory(tmp
     app = make_app(dummy=True, **{"vector_store.path": str(store_dir)})
     async with app.run_test(size=(100, 30)) as pilot:
         await memory_ready(app, pilot)
-        assert app.memory.state is MemoryState.OFF
+        assert app.memory_view.state is MemoryState.OFF
         assert any("Memory is off" in str(w.render()) for w in app.query(NoticeMessage))
         await send(app, pilot, "hello")
         assert "You said: hello" in app.query(AssistantMessage).last().source
@@ -314,7 +314,7 @@ async def test_a_long_vdoc_shows_progress_and_esc_stops_it_keeping_what_was_stor
                                   "chunking.chunk_overlap": 0, "chunking.max_chunk_size": 40})
     async with app.run_test(size=(100, 30)) as pilot:
         await memory_ready(app, pilot)
-        store = app.session.memory.store
+        store = app.session.session_memory.store
         await send(app, pilot, f"/vdoc {big}")
         await wait_for(pilot, lambda: app.query(TaskProgress), "the progress bar")
         await pilot.press("escape")

@@ -115,7 +115,7 @@ def test_the_cli_lists_the_chats_retrieval_hit_by_hit(cli: Cli, real_embedder: A
             # Past the chat's list: more of the same ranking, never given to the model.
             assert all(not h["admitted"] and h["why"] == "past the chat's count" for h in cli_hits[len(mine):])
             # What the chat gives the model is exactly what the CLI marks as given.
-            given = [h.id for h in chat.recall(query).hits]
+            given = [h.id for h in chat.turn(query).recall()]
             assert given == [h["id"] for h in cli_hits if h["admitted"]], query
             lifted += sum(1 for h in mine if h["context_of"])
         assert lifted, "the data should make some neighbour context, or the test proves less than it says"

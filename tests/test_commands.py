@@ -41,7 +41,7 @@ def test_vstats_shows_the_config_path_documents_and_chunks_and_what_the_floor_is
         str(Path.home()), "~")
     config = tmp_path / "config.yaml"
     config.write_text("display:\n  context_mode: summary\n")
-    configured = ChatSession(load_settings(str(config), env={}), store=session.memory.store)
+    configured = ChatSession(load_settings(str(config), env={}), store=session.session_memory.store)
     result = run_command(configured, "/vstats")
     assert dict(result.rows)["config"] == str(config)
     assert "floor_raise: how much more" in result.markdown
@@ -139,7 +139,7 @@ def test_conversation_commands(session: ChatSession) -> None:
 
 def test_memory_commands_say_when_memory_is_off() -> None:
     off = ChatSession(load_settings(env={}, overrides={"vector_store.enabled": False}))
-    off.memory.error = "memory is disabled"
+    off.session_memory.error = "memory is disabled"
     for line in ("/vquery x", "/vadd x", "/vstats", "/threads", "/continue abc", "/vget x"):
         result = run_command(off, line)
         assert result.error and "memory is off" in result.text, line

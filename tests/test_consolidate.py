@@ -145,7 +145,7 @@ def test_spent_words_leave_out_a_price_the_model_has_not() -> None:
 def test_off_by_default_no_model_call_is_made(session: Any) -> None:
     with serving(FakeLLMServer(reply='{"updates": []}')) as server:
         assert session.settings.memory.consolidate == "off"
-        memory = session.memory
+        memory = session.session_memory
         memory.store.link_versions = False
         memory.keep(exchange("rainwater tank: one underground tank", 0, "s1"))
         memory.keep(exchange("rainwater tank: two tanks above ground", 30, "s2"))
@@ -163,7 +163,7 @@ def test_a_chat_with_consolidate_model_asks_its_own_model(tmp_path: Any, store: 
         config.write_text(f"llm:\n  model: openai/fake-model\n  api_base: {server.api_base}\n"
                           "  system_prompt: You are a pirate.\nmemory:\n  consolidate: model\n", encoding="utf-8")
         chat = ChatSession(load_settings(str(config), env={}), store=store)
-        memory = chat.memory
+        memory = chat.session_memory
         store.link_versions = False
         old = exchange("rainwater tank plan: one underground concrete tank by the shed", 0, "s1")
         new = exchange("rainwater tank plan changed: two plastic tanks above ground by the shed", 30, "s2")

@@ -131,7 +131,7 @@ def test_vdoc_and_the_cli_add_use_the_same_ingest_function(
         return real(*args, **kwargs)
 
     monkeypatch.setattr(ocat.memory.ingest.paths, "add_path", spy)
-    monkeypatch.setattr(ocat.headless.actions, "_open_store", lambda settings: store)
+    monkeypatch.setattr(ocat.headless.actions, "open_configured_store", lambda settings: store)
     note = tmp_path / "note.md"
     note.write_text("the ferry leaves at noon")
     assert main(["--add-to-vector-store", str(note)]) == 0

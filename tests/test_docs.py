@@ -106,11 +106,21 @@ def test_every_store_method_the_docs_name_exists() -> None:
 
 
 def _mcp_tools() -> dict[str, set[str]]:
-    """Each MCP tool's name and argument names, as the server advertises them."""
-    from ocat.mcp_server.server import build_server
+    """Each MCP tool's name and argument names, as the server advertises them (its deprecated old
+    names left out: docs/mcp.md lists them in a table of their own)."""
+    from ocat.mcp_server.server import DEPRECATED_NAMES, build_server
 
     server = build_server(None)  # type: ignore[arg-type]  # the tools are only called when a client calls
-    return {tool.name: set(tool.parameters.get("properties", {})) for tool in server._tool_manager.list_tools()}
+    return {tool.name: set(tool.parameters.get("properties", {})) for tool in server._tool_manager.list_tools()
+            if tool.name not in DEPRECATED_NAMES}
+
+
+def test_mcp_md_lists_every_deprecated_name_with_the_tool_it_became() -> None:
+    from ocat.mcp_server.server import DEPRECATED_NAMES
+
+    text = (DOCS / "mcp.md").read_text(encoding="utf-8")
+    listed = dict(re.findall(r"^\| `(memory_[a-z]+)` \| `([a-z_]+)` \|", text, flags=re.MULTILINE))
+    assert listed == DEPRECATED_NAMES
 
 
 def test_mcp_md_documents_every_tool_and_argument() -> None:

@@ -146,7 +146,7 @@ async def test_edit_last_in_the_app_replaces_the_stored_exchange(llm_server: Any
         await wait_for_command(app, pilot)
         await wait_for(pilot, lambda: box.text == "what is the capital of Australia?", "the last prompt in the box")
         assert box.border_title and "editing the last prompt" in str(box.border_title)
-        store = app.session.memory.store
+        store = app.session.session_memory.store
         assert store is not None and store.count("exchange") == 1  # nothing taken back before sending
         # Cleared, the box forgets it was editing: nothing would be replaced.
         box.text = ""

@@ -219,7 +219,7 @@ async def main():
                                         "llm.api_key": "sk-test"})
     app = OcatApp(ChatSession(settings), serve=False, quick_exit=True)  # as `ocat` runs it
     async with app.run_test(size=(100, 30)) as pilot:
-        while app.memory.state.pending:
+        while app.memory_view.state.pending:
             await pilot.pause(0.05)
         MemoryStore.add_exchanges = held
         app.query_one("#prompt").text = sys.argv[2]
@@ -230,7 +230,7 @@ async def main():
     return app
 
 app = asyncio.run(main())
-process_end.leave_now(app.return_value or 0, app.memory.closing, app.session)
+process_end.leave_now(app.return_value or 0, app.memory_view.closing, app.session)
 """
 
 
@@ -294,7 +294,7 @@ async def leave_window(app: Any, pilot: Any, how: str, held: HeldWrite) -> None:
         app.query_one(PromptInput).text = ""
         await pilot.press(how)
     for _ in range(200):
-        if app.memory.closing is not None:
+        if app.memory_view.closing is not None:
             return
         await pilot.pause(0.05)
     raise AssertionError(f"{how} did not close the window")
@@ -362,10 +362,10 @@ async def test_the_window_keeps_the_answer_on_every_way_out(
                 assert held.started.is_set(), "the write never started"
             else:
                 await send(app, pilot, PROMPT)
-                assert [e.user_prompt for e in app.session.memory.unsaved] == [PROMPT]
+                assert [e.user_prompt for e in app.session.session_memory.unsaved] == [PROMPT]
             await leave_window(app, pilot, how, held)
         # What `ocat` does once the window has closed, up to the process's end (ocat.process_end.leave_now).
-        note = process_end.settle(app.memory.closing, app.session.memory)
+        note = process_end.settle(app.memory_view.closing, app.session.session_memory)
         if moment.startswith("write") and how != "/quit":
             # The write is still held: the answer is in a file, and the exit said where.
             assert kept_prompts(Path(os.environ["HOME"])) == [PROMPT]
@@ -375,15 +375,15 @@ async def test_the_window_keeps_the_answer_on_every_way_out(
         opening.set()
         if held_lock.is_locked:
             held_lock.release()
-    closing = app.memory.closing
+    closing = app.memory_view.closing
     assert closing is not None
     closing.join(60)  # the process would have ended here; the threads end now that the write is let go
     home = Path(os.environ["HOME"])
     hooks.undo()  # the next start writes as ocat does
     later = ChatSession.open(app.session.settings, serve=False)
     try:
-        store = later.memory.store
-        assert store is not None, later.memory.error
+        store = later.session_memory.store
+        assert store is not None, later.session_memory.error
         stored = store.get_session(app.session.session_id)
         assert [e.user_prompt for e in stored] == [PROMPT]  # once
         assert stored[0].assistant_response == answer

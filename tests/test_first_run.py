@@ -47,21 +47,21 @@ async def test_the_chat_downloads_the_model_shows_progress_and_remembers_what_wa
     first_run(monkeypatch, server.url("gated"), server.archive.sha256)
     app = make_app(llm_server)
     async with app.run_test(size=(80, 24)) as pilot:
-        await wait_for(pilot, lambda: app.memory.state is MemoryState.DOWNLOADING, "the download", seconds=30)
+        await wait_for(pilot, lambda: app.memory_view.state is MemoryState.DOWNLOADING, "the download", seconds=30)
         assert "downloading model" in str(app.query_one("#header").render())
         assert app.query(TaskProgress)
         # The chat answers while the model downloads; the exchange waits for memory.
         await send(app, pilot, "my sister's dog is called Biscuit")
-        assert [e.user_prompt for e in app.session.memory.unsaved] == ["my sister's dog is called Biscuit"]
+        assert [e.user_prompt for e in app.session.session_memory.unsaved] == ["my sister's dog is called Biscuit"]
         # Commands that need no embedding work meanwhile; a search says why it must wait.
         await send(app, pilot, "/vquery dog")
         await wait_for(pilot, lambda: any("still downloading" in n for n in notices(app)), "the /vquery answer")
         server.gate.set()
-        await wait_for(pilot, lambda: app.memory.status == MemoryStatus(MemoryState.READY, exchanges=1), "memory ready", seconds=30)
+        await wait_for(pilot, lambda: app.memory_view.status == MemoryStatus(MemoryState.READY, exchanges=1), "memory ready", seconds=30)
         assert not app.query(TaskProgress)
         assert any("Downloaded the embedding model" in n and "remembered too" in n for n in notices(app))
-        assert app.session.memory.unsaved == []
-        stored = app.session.memory.store.get_session(app.session.session_id)
+        assert app.session.session_memory.unsaved == []
+        stored = app.session.session_memory.store.get_session(app.session.session_id)
         assert [e.user_prompt for e in stored] == ["my sister's dog is called Biscuit"]
     assert_same_files(chroma_model_dir())
 
@@ -76,7 +76,7 @@ async def test_without_the_model_the_chat_says_what_to_do_and_picks_the_model_up
     first_run(monkeypatch, CLOSED_URL)
     app = make_app(llm_server)
     async with app.run_test(size=(100, 30)) as pilot:
-        await wait_for(pilot, lambda: app.memory.state is MemoryState.OFF, "memory off", seconds=30)
+        await wait_for(pilot, lambda: app.memory_view.state is MemoryState.OFF, "memory off", seconds=30)
         [notice] = [n for n in notices(app) if "Memory is off" in n]
         assert FETCH_COMMAND in notice and "embedding.model_path" in notice
         await send(app, pilot, "/vstats")
@@ -87,8 +87,8 @@ async def test_without_the_model_the_chat_says_what_to_do_and_picks_the_model_up
         # `ocat --fetch-model` in another terminal (or a copy put in place): the next turn finds it.
         shutil.copytree(MODEL_DIR, chroma_model_dir())
         await send(app, pilot, "second words")
-        assert app.memory.status == MemoryStatus(MemoryState.READY, exchanges=2)
-        stored = app.session.memory.store.get_session(app.session.session_id)
+        assert app.memory_view.status == MemoryStatus(MemoryState.READY, exchanges=2)
+        stored = app.session.session_memory.store.get_session(app.session.session_id)
         assert [e.user_prompt for e in stored] == ["first words", "second words"]
 
 
@@ -225,7 +225,7 @@ def test_snapshot_the_chat_while_the_model_downloads(
         app.query_one(PromptInput).cursor_blink = False
         # The gated route holds the download at its half: the picture is the same every time.
         # 49% is the last step shown before the gate (the bar moves once a percent), as the picture shows.
-        await wait_for(pilot, lambda: app.memory.status.percent == 49, "half the download", seconds=30)
+        await wait_for(pilot, lambda: app.memory_view.status.percent == 49, "half the download", seconds=30)
         await pilot.pause()
         # Once the picture is taken, the rest of the archive is sent: the app then ends at once,
         # instead of waiting for the held download to time out (NETWORK_TIMEOUT, 15 s).
@@ -261,8 +261,8 @@ def test_commands_that_need_no_embedding_work_without_the_model(
     MemoryStore.open(StoreLocation(path=settings.store_path), real_embedder).add_exchange(old)
 
     session = ChatSession(settings)
-    assert session.memory.open(serve=False)
-    assert session.memory.ready_model() is None and FETCH_COMMAND in (session.memory.error or "")
+    assert session.session_memory.open(serve=False)
+    assert session.session_memory.ready_model() is None and FETCH_COMMAND in (session.session_memory.error or "")
     for line in ("/vstats", f"/vget {old.exchange_id[:8]}", "/threads", "/continue garden-thread"):
         result = run_command(session, line)
         assert not result.error, f"{line}: {result.text}"
@@ -271,7 +271,7 @@ def test_commands_that_need_no_embedding_work_without_the_model(
         result = run_command(session, line)
         assert result.error and "memory is off" in result.text and FETCH_COMMAND in result.text, line
     assert not run_command(session, f"/vdelete {old.exchange_id} --yes").error
-    assert session.memory.store.count("exchange") == 0
+    assert session.session_memory.store.count("exchange") == 0
     assert not chroma_model_dir().exists()
 
 

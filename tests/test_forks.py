@@ -159,7 +159,7 @@ async def test_a_key_on_a_focused_message_forks_there_in_the_full_screen_chat(ll
         await send(app, pilot, "what about a tuned mass damper?")
         asked = [m["content"] for m in llm_server.requests[-1]["messages"] if m["role"] == "user"]
         assert asked == [*PROMPTS[:2], "what about a tuned mass damper?"]
-        store = app.session.memory.store
+        store = app.session.session_memory.store
         assert store is not None and len(store.get_thread(source)) == 3
         assert [e.user_prompt for e in store.get_thread(app.session.thread_id)] == ["what about a tuned mass damper?"]
         # Down past the last message is the prompt again; a fork asked while an answer runs is refused.

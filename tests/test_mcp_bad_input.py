@@ -128,11 +128,11 @@ def test_every_unreadable_line_is_answered_and_the_server_carries_on(raw_server:
     assert "tools" in raw_server.reply()["result"]
     raw_server.send("")
     listed = raw_server.request(17, "tools/list")
-    assert listed["id"] == 17 and {t["name"] for t in listed["result"]["tools"]} >= {"memory_search", "memory_stats"}
+    assert listed["id"] == 17 and {t["name"] for t in listed["result"]["tools"]} >= {"search_memory", "memory_stats"}
     # A tool's date out of range is an error result naming the argument, not an "internal error".
     for argument in ("since", "until"):
         called = raw_server.request(18, "tools/call", {
-            "name": "memory_search", "arguments": {"query": "x", argument: "0001-01-01"},
+            "name": "search_memory", "arguments": {"query": "x", argument: "0001-01-01"},
         })
         text = called["result"]["content"][0]["text"]
         assert called["result"]["isError"] is True and f"{argument}: '0001-01-01' is out of range" in text

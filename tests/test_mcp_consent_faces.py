@@ -24,7 +24,7 @@ from ocat.config.mcp_servers import parse_servers
 from ocat.mcp_client.consent import DENIED, always_allowed
 from ocat.chat.session import ChatSession
 from ocat.ui.app import OcatApp
-from ocat.ui.consent import ConsentDialog
+from ocat.ui.consent import ConsentDialog, ask_in_window
 from tests.support.warm_start import python_command
 from tests.support.cli import Cli
 from tests.support.fakes import FakeLLMServer
@@ -38,7 +38,8 @@ def app_with_fixture(server: FakeLLMServer, folder: Path, **entry: Any) -> OcatA
                                         "llm.api_key": "sk-test", "tools.enabled": "on",
                                         "vector_store.enabled": False})
     servers = parse_servers({"fx": fixture_entry(folder, **entry)}, "test", folder)
-    return OcatApp(ChatSession(dataclasses.replace(settings, mcp_servers=servers), dummy=False), serve=False)
+    return OcatApp(ChatSession(dataclasses.replace(settings, mcp_servers=servers), dummy=False, ask=ask_in_window),
+                   serve=False)
 
 
 async def start_turn(app: OcatApp, pilot: Any, text: str) -> None:
@@ -175,7 +176,8 @@ async def test_tools_descriptions_stay_indented_when_they_wrap(
                                         "vector_store.enabled": False})
     name = "household-notes-and-files-on-this-laptop"  # 40: the longest a name may be
     servers = parse_servers({name: fixture_entry(tmp_path, allow="read-only")}, "test", tmp_path)
-    app = OcatApp(ChatSession(dataclasses.replace(settings, mcp_servers=servers), dummy=False), serve=False)
+    app = OcatApp(ChatSession(dataclasses.replace(settings, mcp_servers=servers), dummy=False, ask=ask_in_window),
+                   serve=False)
     async with app.run_test(size=size) as pilot:
         await start_turn(app, pilot, "/tools")
         await wait_for_command(app, pilot)
@@ -220,7 +222,8 @@ def test_snapshot_tools_at_80x24(snap_compare: Any, llm_server: FakeLLMServer, t
         await wait_for_command(app, pilot)
         await pilot.pause(0.2)
 
-    app = OcatApp(ChatSession(dataclasses.replace(settings, mcp_servers=servers), dummy=False), serve=False)
+    app = OcatApp(ChatSession(dataclasses.replace(settings, mcp_servers=servers), dummy=False, ask=ask_in_window),
+                   serve=False)
     assert snap_compare(app, terminal_size=(80, 24), run_before=settle)
 
 
@@ -240,8 +243,8 @@ async def test_escape_cancels_a_running_call_and_the_server_hears_it(
         pid = calls_made(tmp_path)[0]["pid"]
         assert pid_alive(pid)  # the server stays up for the next call
         await pilot.press("ctrl+q")
-    assert app.memory.closing is not None
-    app.memory.closing.join(30)
+    assert app.memory_view.closing is not None
+    app.memory_view.closing.join(30)
     assert not pid_alive(pid)
 
 
@@ -255,8 +258,8 @@ async def test_ctrl_q_mid_call_leaves_no_server_behind(llm_server: FakeLLMServer
         await start_turn(app, pilot, "wait forever")
         await wait_for(pilot, lambda: any(c["tool"] == "hang" for c in calls_made(tmp_path)), "the call", seconds=60)
         await pilot.press("ctrl+q")
-    assert app.memory.closing is not None
-    app.memory.closing.join(30)
+    assert app.memory_view.closing is not None
+    app.memory_view.closing.join(30)
     assert not pid_alive(calls_made(tmp_path)[0]["pid"])
 
 

@@ -23,7 +23,7 @@ def remember(app: Any, thread: str, *pairs: tuple[str, str], start: float = 1_76
     from ocat.records import Exchange
 
     for seq, (prompt, answer) in enumerate(pairs):
-        app.session.memory.store.add_exchange(Exchange(
+        app.session.session_memory.store.add_exchange(Exchange(
             user_prompt=prompt, assistant_response=answer, thread_id=thread, session_id="old-session",
             exchange_id=f"{thread}-{seq}", timestamp=start + seq * 60))
 
@@ -34,7 +34,7 @@ def filled(app: Any) -> None:
     remember(app, "taxes-thread", ("file the taxes before April", "done by Friday"), start=1_762_000_000.0)
     from ocat.operations.add import add_note
 
-    add_note(app.session.memory.store, "the spare key is under the blue flowerpot", app.session.settings.chunking,
+    add_note(app.session.session_memory.store, "the spare key is under the blue flowerpot", app.session.settings.chunking,
              source="vadd_command")
 
 
@@ -111,9 +111,9 @@ async def test_f5_keeps_to_this_chats_project() -> None:
     app = make_app(dummy=True)
     async with app.run_test(size=(100, 30)) as pilot:
         browser = await on_the_list(app, pilot)
-        app.session.memory.store.add_exchange(Exchange("fix the ferry timetable", "done", "here-thread", "s",
+        app.session.session_memory.store.add_exchange(Exchange("fix the ferry timetable", "done", "here-thread", "s",
                                                 project=app.session.project))
-        app.session.memory.store.add_exchange(Exchange("train seat map", "done", "there-thread", "s", project="/elsewhere"))
+        app.session.session_memory.store.add_exchange(Exchange("train seat map", "done", "there-thread", "s", project="/elsewhere"))
         await pilot.press("f5")  # project: this project
         await wait_for(pilot, lambda: titles(browser) == ["fix the ferry timetable"], "this project's thread only")
         assert "F5 this project" in str(browser.query_one("#browser-filters").render())
@@ -151,10 +151,10 @@ async def test_marked_entries_are_deleted_together_after_a_confirmation() -> Non
         assert "2 entries: 2 threads" in app.screen.question
         await pilot.press("n")
         await wait_for(pilot, lambda: app.screen is browser, "no keeps them")
-        assert app.session.memory.store.count("exchange") == 3
+        assert app.session.session_memory.store.count("exchange") == 3
         await pilot.press("d", "y")
         await wait_for(pilot, lambda: [e.kind for e in browser.entries] == ["note"], "both threads are gone")
-        assert app.session.memory.store.count("exchange") == 0
+        assert app.session.session_memory.store.count("exchange") == 0
         assert app.session.thread_id != "garden-thread"  # a new thread starts, as /deletethread does
         await pilot.press("escape")
         await wait_for(pilot, lambda: any("a new thread starts" in n for n in notices(app)), "the chat says so")

@@ -93,7 +93,7 @@ def test_vget_shows_a_document_chunk_with_its_source_in_words(session: ChatSessi
     notes = tmp_path / "notes.md"
     notes.write_text("Standup moved to 9:30.")
     assert run_command(session, f"/vdoc {notes}").text.startswith("Added 1 chunk from")
-    chunk = list(session.memory.store.iter_ids("document"))[0]  # type: ignore[union-attr]
+    chunk = list(session.session_memory.store.iter_ids("document"))[0]  # type: ignore[union-attr]
     details = dict(run_command(session, f"/vget {chunk}").rows)
     assert details["source"] == "file" and details["file"] == str(notes)
     assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d", details["date"])
@@ -102,11 +102,11 @@ def test_vget_shows_a_document_chunk_with_its_source_in_words(session: ChatSessi
 def test_a_remembered_note_shows_as_a_note_and_keeps_its_stored_source(session: ChatSession) -> None:
     result = run_command(session, "/remember the spare key is under the blue flowerpot")
     assert not result.error, result.text
-    [note_id] = list(session.memory.store.iter_ids("document"))  # type: ignore[union-attr]
+    [note_id] = list(session.session_memory.store.iter_ids("document"))  # type: ignore[union-attr]
     assert dict(run_command(session, f"/vget {note_id}").rows)["source"] == "note"
     found = run_command(session, '/vquery "spare key flowerpot"')
     assert [row[4] for row in found.rows] == ["note"]
-    stored = session.memory.store.get(note_id)  # type: ignore[union-attr]
+    stored = session.session_memory.store.get(note_id)  # type: ignore[union-attr]
     assert stored is not None and stored.metadata["source"] == "remember_command"  # display only
 
 
@@ -181,7 +181,7 @@ async def test_vget_renders_the_answer_as_markdown_at_80x24() -> None:
     app = make_app(dummy=True)
     async with app.run_test(size=(80, 24)) as pilot:
         await memory_ready(app, pilot)
-        app.session.memory.store.add_exchange(exchange("garden-thread-0"))
+        app.session.session_memory.store.add_exchange(exchange("garden-thread-0"))
         await send(app, pilot, "/vget garden-thread-0")
         await wait_for_command(app, pilot)
         shown = app.query_one(".command-result").query_one(Markdown)
@@ -195,7 +195,7 @@ def test_snapshot_vget_of_an_exchange_at_80x24(snap_compare: Any) -> None:
     async def settle(pilot: Any) -> None:
         app = pilot.app
         await memory_ready(app, pilot)
-        app.session.memory.store.add_exchange(exchange("garden-thread-0"))
+        app.session.session_memory.store.add_exchange(exchange("garden-thread-0"))
         await send(app, pilot, "/vget garden-thread-0")
         await wait_for_command(app, pilot)
 

@@ -41,15 +41,15 @@ async def test_a_turn_sent_while_memory_loads_is_written_once_memory_is_ready(
     monkeypatch.setattr(SessionMemory, "open", slow_open)
     app = make_app(llm_server)
     async with app.run_test(size=(100, 30)) as pilot:
-        assert app.memory.state is MemoryState.LOADING
+        assert app.memory_view.state is MemoryState.LOADING
         await send(app, pilot, "my bike is a red gazelle")
-        assert [e.user_prompt for e in app.session.memory.unsaved] == ["my bike is a red gazelle"]
+        assert [e.user_prompt for e in app.session.session_memory.unsaved] == ["my bike is a red gazelle"]
         assert not any("Not remembered" in n for n in notices(app))  # loading: kept quietly
         opened.set()
-        await wait_for(pilot, lambda: app.memory.status == MemoryStatus(MemoryState.READY, exchanges=1), "memory ready", seconds=30)
+        await wait_for(pilot, lambda: app.memory_view.status == MemoryStatus(MemoryState.READY, exchanges=1), "memory ready", seconds=30)
         assert any("remembered too" in n for n in notices(app))
-        assert app.session.memory.unsaved == []
-        stored = app.session.memory.store.get_session(app.session.session_id)
+        assert app.session.session_memory.unsaved == []
+        stored = app.session.session_memory.store.get_session(app.session.session_id)
         assert [e.user_prompt for e in stored] == ["my bike is a red gazelle"]
 
 
@@ -69,16 +69,16 @@ async def test_a_failed_write_is_shown_on_its_turn_kept_and_written_when_the_sto
         monkeypatch.setattr(MemoryStore, "add_exchanges", full_disk)
         await send(app, pilot, "remember the boiler code 4471")
         assert any("Not remembered yet" in n and "disk is full" in n for n in notices(app))
-        assert [e.user_prompt for e in app.session.memory.unsaved] == ["remember the boiler code 4471"]
+        assert [e.user_prompt for e in app.session.session_memory.unsaved] == ["remember the boiler code 4471"]
         # The store still answers: one failed write keeps memory on (issue 23), and the next
         # turn tries the kept exchange again instead of waiting for memory to "come back".
-        assert app.session.memory.on
+        assert app.session.session_memory.on
 
         monkeypatch.setattr(MemoryStore, "add_exchanges", real_add)
         await send(app, pilot, "and the gate code is 1234")
-        stored = app.session.memory.store.get_session(app.session.session_id)
+        stored = app.session.session_memory.store.get_session(app.session.session_id)
         assert [e.user_prompt for e in stored] == ["remember the boiler code 4471", "and the gate code is 1234"]
-        assert app.session.memory.unsaved == []
+        assert app.session.session_memory.unsaved == []
 
 
 @pytest.mark.slow
@@ -97,18 +97,18 @@ async def test_when_the_store_server_child_dies_the_chat_serves_again_and_keeps_
     app = OcatApp(ChatSession(settings), serve=True)
     async with app.run_test(size=(100, 30)) as pilot:
         await memory_ready(app, pilot)
-        lease = app.session.memory.store.lease
+        lease = app.session.session_memory.store.lease
         assert lease.role == "serving owner"
         await send(app, pilot, "first words")
         lease.server_process.kill()
         lease.server_process.wait(timeout=30)
         await send(app, pilot, "second words, after the server died")
-        await wait_for(pilot, lambda: app.session.memory.unsaved == [], "the turn written", seconds=60)
-        store = app.session.memory.store
+        await wait_for(pilot, lambda: app.session.session_memory.unsaved == [], "the turn written", seconds=60)
+        store = app.session.session_memory.store
         assert store is not None and store.lease is not lease and store.lease.role == "serving owner"
         stored = store.get_session(app.session.session_id)
         assert [e.user_prompt for e in stored] == ["first words", "second words, after the server died"]
-    app.memory.closing.join(30)
+    app.memory_view.closing.join(30)
     # Given up on exit: another process can take the store over at once.
     from ocat.memory.sharing.owner_lock import acquire
 
@@ -177,7 +177,7 @@ async def test_dates_no_calendar_holds_are_shown_as_missing_not_a_crash() -> Non
     app = make_app(dummy=True)
     async with app.run_test(size=(100, 30)) as pilot:
         await memory_ready(app, pilot)
-        store = app.session.memory.store
+        store = app.session.session_memory.store
         for n, stamp in enumerate((1e300, -1e20, float("inf"))):
             odd = Exchange(user_prompt=f"odd date {n} garden", assistant_response="yes", thread_id=f"odd-{n}",
                            session_id="old", exchange_id=f"odd-{n}", timestamp=1.0)
@@ -248,15 +248,15 @@ async def test_a_chat_that_reached_the_store_through_another_window_takes_over_w
     try:
         async with app.run_test(size=(100, 30)) as pilot:
             await memory_ready(app, pilot)
-            assert app.session.memory.store.lease.role == "client"
+            assert app.session.session_memory.store.lease.role == "client"
             await send(app, pilot, "said while the other window owned the store")
             assert first.stdin is not None
             first.stdin.write("quit\n")
             first.stdin.flush()
             assert first.wait(timeout=60) == 0
             await send(app, pilot, "said after it closed")
-            await wait_for(pilot, lambda: app.session.memory.unsaved == [], "both written", seconds=60)
-            store = app.session.memory.store
+            await wait_for(pilot, lambda: app.session.session_memory.unsaved == [], "both written", seconds=60)
+            store = app.session.session_memory.store
             assert store is not None and store.lease.role == "serving owner"
             stored = store.get_session(app.session.session_id)
             assert [e.user_prompt for e in stored] == [
@@ -279,10 +279,10 @@ async def test_while_another_process_holds_the_store_the_chat_says_whom_it_waits
     try:
         app = make_app(dummy=True, **{"vector_store.path": str(store)})
         async with app.run_test(size=(100, 30)) as pilot:
-            await wait_for(pilot, lambda: app.memory.state is MemoryState.WAITING, "the wait is shown", seconds=30)
+            await wait_for(pilot, lambda: app.memory_view.state is MemoryState.WAITING, "the wait is shown", seconds=30)
             assert "memory waiting…" in str(app.query_one("#header").render())
             assert any("waiting for the store" in n and "does not share it" in n for n in notices(app))
             held.release()
-            await wait_for(pilot, lambda: app.memory.status == MemoryStatus(MemoryState.READY, exchanges=0), "memory ready", seconds=30)
+            await wait_for(pilot, lambda: app.memory_view.status == MemoryStatus(MemoryState.READY, exchanges=0), "memory ready", seconds=30)
     finally:
         held.release()

@@ -82,8 +82,8 @@ def test_ocat_wake_with_a_pipe_for_a_profile_returns_and_says_why(cli: Cli, tmp_
 async def test_mcp_on_several_stores_lists_every_pin_and_gives_their_wake_block(cli: Cli) -> None:
     for store, note in (("work", BILLING), ("personal", CAT)):
         async with mcp_session(cli, "--store", store) as session:
-            saved = await call(session, "memory_save", {"content": note})
-            await call(session, "memory_pin", {"id": saved["ids"][0]})
+            saved = await call(session, "remember", {"content": note})
+            await call(session, "pin_memory", {"id": saved["ids"][0]})
     async with mcp_session(cli, "--store", "work,personal") as session:
         pins = await call(session, "memory_pins", {})
         wake = await call(session, "memory_wake", {})

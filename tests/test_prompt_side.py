@@ -201,9 +201,9 @@ async def test_the_chat_says_while_it_embeds_an_old_stores_prompts_and_clears_it
     async with app.run_test(size=(100, 30)) as pilot:
         said = "embedding the prompts of 3 earlier exchanges (once, for the memory gate)…"
         await wait_for(pilot, lambda: said in notices(app), "the upgrade is said", seconds=30)
-        assert app.memory.state is MemoryState.LOADING  # work under way, not a wait for another process
+        assert app.memory_view.state is MemoryState.LOADING  # work under way, not a wait for another process
         seen.set()
-        await wait_for(pilot, lambda: app.memory.status == MemoryStatus(MemoryState.READY, exchanges=3), "memory ready", seconds=30)
+        await wait_for(pilot, lambda: app.memory_view.status == MemoryStatus(MemoryState.READY, exchanges=3), "memory ready", seconds=30)
         await pilot.pause()
         assert said not in notices(app)
-    assert app.session.memory.store is None or app.session.memory.store.calibration.prompt_side
+    assert app.session.session_memory.store is None or app.session.session_memory.store.calibration.prompt_side

@@ -108,8 +108,9 @@ def test_the_prompt_history_file_keeps_prompts_without_their_credentials(tmp_pat
 
 def test_the_file_a_closing_chat_keeps_holds_no_secret(store: MemoryStore, tmp_path: Path) -> None:
     session = session_on(store)
-    exchange = session.answered(CORPUS, "ok", [])  # held: every way out keeps it in a file first
-    spooled = session.memory.spool()
+    exchange = session.stamp().exchange(CORPUS, "ok", [])
+    session.session_memory.hold(exchange)  # as a turn whose answer came: every way out keeps it in a file first
+    spooled = session.session_memory.spool()
     assert spooled.path is not None
     kept = Path(spooled.path).read_text(encoding="utf-8")
     assert not [s for s in SECRETS if s in kept or json.dumps(s)[1:-1] in kept]
@@ -133,7 +134,7 @@ def test_vadd_vdoc_and_the_model_s_remember_keep_secrets_out(store: MemoryStore,
     notes = tmp_path / "env-notes.md"
     notes.write_text(CORPUS, encoding="utf-8")
     assert "not kept" in run_command(session, f"/vdoc {notes}").text
-    box = session.toolbox(set())
+    box = session.tools().box(set())
     assert box is not None
     from ocat.tools.calls import ToolCall
 
@@ -165,7 +166,7 @@ def test_remember_keeps_prose_under_strict_but_never_a_credential(store: MemoryS
     [turn] = store.get_thread(session.thread_id)
     assert prose_secret not in turn.user_prompt and placeholder("password") in turn.user_prompt
     # The wake block gives the pinned note: with its prose, without the key.
-    wake = session.wake_block()
+    wake = session.wake.for_turn(session.session_memory, session.scope().project)
     assert wake is not None and prose_secret in wake.text() and CREDENTIALS["Anthropic key"][0] not in wake.text()
 
 
@@ -233,13 +234,15 @@ def test_the_export_the_memory_block_and_search_hold_only_placeholders(store: Me
     found = search([store], "here is my .env rotate", session.settings.vector_store, count=5)
     hits = [f.hit for f in found.found]
     assert hits
-    request = session_on(store).build_request("what did I paste?", hits)
+    from ocat.chat.messages import build_request
+
+    request = build_request("what did I paste?", system="", memories=hits)  # as a turn quotes its memories
     sent = json.dumps(request.messages)
     assert not [s for s in SECRETS if s in sent] and "[secret: " in sent
     # The model's own tools read the same store: search_memory and read_thread give placeholders.
     from ocat.tools.calls import ToolCall
 
-    box = session_on(store).toolbox(set())
+    box = session_on(store).tools().box(set())
     assert box is not None
     for name, arguments in (("search_memory", {"query": "here is my .env rotate"}),
                             ("read_thread", {"id": session.thread_id})):
@@ -352,5 +355,5 @@ async def test_the_full_screen_chat_says_it_once_quietly(llm_server: Any) -> Non
         said = [n for n in notices(app) if "secret" in n]
         assert said == ["1 secret in this turn was not kept in memory (OpenAI key)."]
         assert {"role": "user", "content": f"why is {key} refused?"} in llm_server.requests[-1]["messages"]
-        store = app.session.memory.store
+        store = app.session.session_memory.store
         assert store is not None and key not in stored_text(store)

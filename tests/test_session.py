@@ -21,7 +21,7 @@ def test_recorded_exchanges_carry_the_ids_of_the_memories_used(store: MemoryStor
     first = session_on(store)
     remembered = first.record("my bike is a red gazelle", "nice bike", []).exchange
     later = session_on(store)
-    memories = later.recall("what colour is my bike").hits
+    memories = later.turn("what colour is my bike").recall()
     assert [m.id for m in memories] == [remembered.exchange_id]
     exchange = later.record("what colour is my bike", "red", memories).exchange
     stored = store.get(exchange.exchange_id)
@@ -34,10 +34,10 @@ def test_turns_beyond_the_chat_window_can_be_recalled_but_recent_ones_are_not(st
     session = session_on(store)
     old = session.record("the wifi password is hunter2", "noted", []).exchange
     recent = session.record("the printer is on floor two", "noted", []).exchange
-    ids = {m.id for m in session.recall("wifi password printer").hits}
+    ids = {m.id for m in session.turn("wifi password printer").recall()}
     assert old.exchange_id in ids  # out of the window: only memory can bring it back
     assert recent.exchange_id not in ids  # in the window: already sent as history
-    messages = session.build_request("next", []).messages
+    messages = session.turn("next").prepare().messages
     assert [m["content"] for m in messages if m["role"] == "user"] == ["the printer is on floor two", "next"]
 
 
@@ -46,7 +46,7 @@ def test_dummy_mode_streams_a_deterministic_answer_and_stores_nothing(store: Mem
     session.dummy = True
 
     async def collect() -> str:
-        return "".join([piece async for piece in session.stream(session.build_request("hello", []))])
+        return await session.turn("hello").answer()
 
     answer = asyncio.run(collect())
     assert answer.startswith("[dummy] You said: hello")
@@ -67,7 +67,7 @@ def test_a_store_failure_turns_memory_off_without_raising(store: MemoryStore) ->
     store.add_exchanges = broken  # type: ignore[method-assign]
     store.count = broken  # type: ignore[method-assign,assignment]
     session.record("hi", "hello", [])
-    assert session.memory.on is False and "disk on fire" in (session.memory.error or "")
+    assert session.session_memory.on is False and "disk on fire" in (session.session_memory.error or "")
     assert len(session.history) == 1
 
 
@@ -75,9 +75,9 @@ def test_a_follow_up_finds_memory_through_the_conversation_so_far(store: MemoryS
     earlier = session_on(store)
     remembered = earlier.record("billing ledger database choice", "postgresql", []).exchange
     now = session_on(store)
-    assert now.recall("which one was it?").hits == []  # the follow-up alone says nothing
+    assert now.turn("which one was it?").recall() == []  # the follow-up alone says nothing
     now.record("remind me of the billing ledger database choice", "let me look", [])
-    follow_up = now.recall("which one was it?").hits
+    follow_up = now.turn("which one was it?").recall()
     assert [m.id for m in follow_up] == [remembered.exchange_id]
 
 
@@ -96,7 +96,7 @@ def test_history_is_trimmed_to_the_model_window_oldest_first(store: MemoryStore)
     session = session_on(store, **{"vector_store.chat_window": 50, "llm.model": "openai/unknown-local-model"})
     for index in range(20):
         session.record(f"question {index} " + "word " * 500, f"answer {index}", [])
-    messages = session.build_request("the newest prompt", []).messages
+    messages = session.turn("the newest prompt").prepare().messages
     sent = [m["content"].split()[1] for m in messages if m["role"] == "user"][:-1]
     assert sent and sent[-1] == "19" and "0" not in sent  # the newest kept, the oldest dropped
     assert 10 <= len(sent) < 20
@@ -112,6 +112,6 @@ def test_a_larger_answer_reserve_leaves_less_history(store: MemoryStore) -> None
                                        "llm.max_tokens": max_tokens})
         for index in range(20):
             session.record(f"question {index} " + "word " * 500, "ok", [])
-        return sum(1 for m in session.build_request("next", []).messages if m["role"] == "user")
+        return sum(1 for m in session.turn("next").prepare().messages if m["role"] == "user")
 
     assert sent_with(6000) < sent_with(None)

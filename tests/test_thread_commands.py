@@ -95,7 +95,7 @@ async def test_retry_in_the_app_replaces_the_stored_answer(llm_server: Any) -> N
         await wait_for_command(app, pilot)
         await wait_for(pilot, lambda: app.turn is not None and app.turn.is_finished and app.last_answer == "Canberra",
                        "the second answer")
-        store = app.session.memory.store
+        store = app.session.session_memory.store
         assert store is not None and store.count("exchange") == 1
         [kept] = app.session.history
         assert store.get(kept.exchange_id).assistant_response == "Canberra"

@@ -15,6 +15,7 @@ import pytest
 from ocat.config.loading import load_settings
 from ocat.memory import MemoryStore
 from ocat.records import SUPERSEDED_KEY, Exchange
+from ocat.chat.outcomes import TextPiece, ToolFinished, ToolStarted, TurnEvent
 from ocat.chat.session import ChatSession
 from ocat.tools.calls import CallState
 from ocat.chat.turn import Turn
@@ -40,9 +41,18 @@ def kitchen(store: MemoryStore) -> list[Exchange]:
     return exchanges
 
 
+def seen(event: TurnEvent) -> Any:
+    """An event as the tests compare it: a piece's text, or a call's name and state as it was yielded."""
+    match event:
+        case TextPiece(text):
+            return text
+        case ToolStarted(call) | ToolFinished(call):
+            return (call.name, call.state)
+
+
 def run(turn: Turn) -> list[Any]:
     async def go() -> list[Any]:
-        return [event if isinstance(event, str) else (event.name, event.state) async for event in turn]
+        return [seen(event) async for event in turn]
 
     return asyncio.run(go())
 
@@ -68,6 +78,26 @@ def test_a_search_call_streamed_in_pieces_reaches_the_model_as_a_tool_result(
     exchange = turn.finish()
     assert turn.stored and exchange.tool_calls[0].name == "search_memory" and "k2" in exchange.tool_calls[0].ids
     assert store.get(exchange.exchange_id).tool_calls == exchange.tool_calls  # type: ignore[union-attr]
+
+
+def test_a_call_is_started_once_and_its_time_runs_from_the_line_shown(
+    store: MemoryStore, llm_server: FakeLLMServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The turn starts a call when it shows it (ToolStarted); running it does not start it again."""
+    ticks = iter(range(1000))
+    monkeypatch.setattr("ocat.tools.calls.clock", lambda: float(next(ticks)))
+    kitchen(store)
+    llm_server.script = [[{"name": "search_memory", "arguments": {"query": "cabinets"}}], "Berg."]
+    turn = session_on(store, llm_server).turn("hello again")
+    started: list[float | None] = []
+
+    async def go() -> None:
+        async for event in turn:
+            if isinstance(event, (ToolStarted, ToolFinished)):
+                started.append(event.call.started)
+
+    asyncio.run(go())
+    assert len(started) == 2 and started[0] is not None and started[0] == started[1]
 
 
 def test_several_calls_in_one_step_and_read_thread_oldest_first(store: MemoryStore, llm_server: FakeLLMServer) -> None:
@@ -197,9 +227,9 @@ def test_remember_stores_a_model_note_and_replaces_marks_the_older_one(
 
 def test_remember_can_be_turned_off_and_no_tool_deletes(store: MemoryStore, llm_server: FakeLLMServer) -> None:
     session = session_on(store, llm_server, **{"memory.model_may_remember": False})
-    box = session.toolbox(set())
+    box = session.tools().box(set())
     assert box is not None and set(box.specs) == {"search_memory", "read_thread"}
-    full = session_on(store, llm_server).toolbox(set())
+    full = session_on(store, llm_server).tools().box(set())
     assert full is not None and not any("delete" in name or "forget" in name for name in full.specs)
 
 
@@ -286,7 +316,7 @@ def test_a_schema_error_drops_that_tool_for_the_session_and_names_it(
     assert later.tool_notes == [] and "search_memory" in [t["function"]["name"] for t in llm_server.requests[-1]["tools"]]
     assert "read_thread" not in [t["function"]["name"] for t in llm_server.requests[-1]["tools"]]
     assert "Offered again: read_thread" in session.refusals.reset(session.settings.llm)
-    box = session.toolbox(set())
+    box = session.tools().box(set())
     assert box is not None and "read_thread" in box.specs
 
 
@@ -302,7 +332,7 @@ def test_a_context_length_error_naming_functions_is_the_turns_failure_not_a_refu
         run(turn)
     assert len(llm_server.requests) == 1 and turn.tool_notes == []
     assert not (isolated_home / ".local/state/ocat/tools.json").exists()
-    assert session_on(store, llm_server).toolbox(set()) is not None  # tools are still offered
+    assert session_on(store, llm_server).tools().box(set()) is not None  # tools are still offered
 
 
 def test_a_refusal_is_kept_per_model_and_server_and_tools_reset_forgets_it(
@@ -311,21 +341,21 @@ def test_a_refusal_is_kept_per_model_and_server_and_tools_reset_forgets_it(
     llm_server.refuse_tools = True
     session = session_on(store, llm_server)
     run(session.turn("hello"))
-    assert session_on(store, llm_server).toolbox(set()) is None
+    assert session_on(store, llm_server).tools().box(set()) is None
     elsewhere = session_on(store, llm_server, **{"llm.api_base": llm_server.api_base.replace("127.0.0.1", "localhost")})
-    assert elsewhere.toolbox(set()) is not None  # another server with the same model name is asked
+    assert elsewhere.tools().box(set()) is not None  # another server with the same model name is asked
     from ocat.commands.registry import run_command
 
     said = run_command(session, "/tools reset").text
-    assert "Forgot that openai/fake-model at" in said and session.toolbox(set()) is not None
-    assert session_on(store, llm_server).toolbox(set()) is not None  # and in later runs
+    assert "Forgot that openai/fake-model at" in said and session.tools().box(set()) is not None
+    assert session_on(store, llm_server).tools().box(set()) is not None  # and in later runs
     assert "Nothing to reset" in run_command(session, "/tools reset").text
 
 
 def test_a_search_marks_what_the_model_already_has(store: MemoryStore, llm_server: FakeLLMServer) -> None:
     kitchen(store)
     session = session_on(store, llm_server)
-    box = session.toolbox({"k2"})
+    box = session.tools().box({"k2"})
     assert box is not None
     from ocat.tools.calls import ToolCall
 
@@ -341,7 +371,7 @@ def test_earlier_calls_reach_the_model_compact_in_the_history(store: MemoryStore
     run(first)
     first.finish()
     turn = session.turn("and back?")
-    turn.build_request()
+    turn.prepare()
     assert turn.request is not None
     answers = [m["content"] for m in turn.request.messages if m["role"] == "assistant"]
     assert answers and answers[-1].startswith('(tools used for this answer: search_memory {"query":"ferry"} -> 3 results [t1')

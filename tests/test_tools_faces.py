@@ -42,8 +42,8 @@ async def test_each_call_is_a_line_under_the_answer_expandable_to_its_results(
     app = make_app(llm_server, **{"display.context_mode": mode})
     async with app.run_test(size=(100, 30)) as pilot:
         await memory_ready(app, pilot)
-        assert app.session.memory.store is not None
-        app.session.memory.store.add_exchange(FERRY)
+        assert app.session.session_memory.store is not None
+        app.session.session_memory.store.add_exchange(FERRY)
         await send(app, pilot, "hi there")
         [view] = app.query(ToolCallView)
         line = str(view.title)
@@ -51,7 +51,7 @@ async def test_each_call_is_a_line_under_the_answer_expandable_to_its_results(
         assert view.collapsed is (mode != "on")
         assert "The 9:10 from the harbour." in str(view.body.render())
         assert app.last_answer == "The 9:10 from the harbour, as you said."
-        stored = app.session.memory.store.get(app.session.history[-1].exchange_id)
+        stored = app.session.session_memory.store.get(app.session.history[-1].exchange_id)
         assert isinstance(stored, Exchange) and stored.tool_calls[0].ids == ("e1",)
 
 
@@ -67,7 +67,7 @@ async def test_remember_says_remembered_with_the_id_to_delete(llm_server: FakeLL
         assert str(view.title).startswith("Remembered: \"The user's cat is called Miso.\" (doc-")
         note_id = str(view.title).split("(")[1].split(")")[0]
         await send(app, pilot, f"/vdelete {note_id} --yes")
-        await wait_for(pilot, lambda: app.session.memory.store is not None and app.session.memory.store.count("document") == 0,
+        await wait_for(pilot, lambda: app.session.session_memory.store is not None and app.session.session_memory.store.count("document") == 0,
                        "the note is deleted")
 
 
@@ -98,7 +98,7 @@ async def test_escape_during_a_tool_call_cancels_the_turn_and_stores_nothing(
             await app.turn.wait()
         await pilot.pause()
         assert any("Cancelled" in str(w.render()) for w in app.query(NoticeMessage))
-        assert app.session.memory.store is not None and app.session.memory.store.count("exchange") == 0
+        assert app.session.session_memory.store is not None and app.session.session_memory.store.count("exchange") == 0
         assert "cancelled" in str(app.query_one(ToolCallView).title)
 
 
@@ -118,7 +118,7 @@ def test_snapshot_a_turn_with_a_tool_call(snap_compare: Any, llm_server: FakeLLM
     async def settle(pilot: Any) -> None:
         app = pilot.app
         await memory_ready(app, pilot)
-        app.session.memory.store.add_exchange(FERRY)
+        app.session.session_memory.store.add_exchange(FERRY)
         await send(app, pilot, "hi there")
 
     assert snap_compare(make_app(llm_server), terminal_size=(80, 24), run_before=settle)
@@ -144,7 +144,7 @@ def test_snapshot_a_long_tool_line_at_80x24_keeps_its_count_and_time(
     async def settle(pilot: Any) -> None:
         app = pilot.app
         await memory_ready(app, pilot)
-        app.session.memory.store.add_exchange(FERRY)
+        app.session.session_memory.store.add_exchange(FERRY)
         await send(app, pilot, "hi there")
         [view] = app.query(ToolCallView)
         line = str(view.title)

@@ -85,8 +85,8 @@ def test_a_search_with_more_terms_than_sqlite_takes_succeeds(store: MemoryStore)
     prompt = huge_prompt(40_000)
     # Straight at the index too: doc_freqs of 40k terms is read in slices.
     assert len(store.lexical.doc_freqs("exchange", terms(prompt))) == 40_000
-    session.recall(prompt)
-    assert session.memory.on and session.memory.problem is None
+    session.turn(prompt).recall()
+    assert session.session_memory.on and session.session_memory.problem is None
 
 
 def test_the_embedder_reads_only_what_the_model_can_use() -> None:
@@ -109,11 +109,11 @@ def test_a_failed_search_leaves_memory_on_and_the_exchange_is_stored(store: Memo
 
     store.lexical.search = failing  # type: ignore[method-assign]
     session.record("an earlier exchange about printers", "noted", [])
-    assert session.recall("where is the printer?").hits == []
-    assert session.memory.on and session.memory.error is None
-    assert "not searched" in (session.memory.problem or "") and "too many SQL variables" in (session.memory.problem or "")
+    assert session.turn("where is the printer?").recall() == []
+    assert session.session_memory.on and session.session_memory.error is None
+    assert "not searched" in (session.session_memory.problem or "") and "too many SQL variables" in (session.session_memory.problem or "")
     session.record("where is the printer?", "floor two", [])
-    assert store.count("exchange") == 2 and not session.memory.unsaved
+    assert store.count("exchange") == 2 and not session.session_memory.unsaved
 
 
 def test_a_failed_write_is_kept_and_tried_again_on_the_next_turn(store: MemoryStore) -> None:
@@ -129,10 +129,10 @@ def test_a_failed_write_is_kept_and_tried_again_on_the_next_turn(store: MemorySt
 
     store.add_exchanges = add_once_failing  # type: ignore[method-assign]
     first = session.record("first", "one", []).exchange
-    assert session.memory.unsaved == [first] and session.memory.on
-    assert "not written to memory yet" in (session.memory.problem or "")
-    session.recall("second")  # the next turn writes what waited
-    assert not session.memory.unsaved and store.count("exchange") == 1
+    assert session.session_memory.unsaved == [first] and session.session_memory.on
+    assert "not written to memory yet" in (session.session_memory.problem or "")
+    session.turn("second").recall()  # the next turn writes what waited
+    assert not session.session_memory.unsaved and store.count("exchange") == 1
     session.record("second", "two", [])
     assert store.count("exchange") == 2
 
@@ -149,7 +149,7 @@ def test_what_memory_cannot_take_at_the_end_is_kept_and_the_next_start_writes_it
     store.add_exchanges = gone  # type: ignore[method-assign]
     store.count = gone  # type: ignore[method-assign,assignment]
     session.record("remember the blue door", "noted", [])
-    assert not session.memory.on and len(session.memory.unsaved) == 1
+    assert not session.session_memory.on and len(session.session_memory.unsaved) == 1
     note = session.close() or ""
     assert "1 exchange of this chat could not be written to memory" in note and "kept in" in note
     files = list(unsaved_folder(session.settings).glob("*.jsonl"))
@@ -157,7 +157,7 @@ def test_what_memory_cannot_take_at_the_end_is_kept_and_the_next_start_writes_it
 
     store.add_exchanges, store.count = real_add, real_count  # type: ignore[method-assign]
     later = ChatSession(session.settings, store=store)
-    said = later.memory.save_unsaved_files() or ""
+    said = later.session_memory.save_unsaved_files() or ""
     assert "1 exchange kept by an earlier chat was written to memory" in said
     assert store.count("exchange") == 1 and not list(unsaved_folder(session.settings).glob("*.jsonl"))
 
@@ -237,8 +237,8 @@ async def test_the_chat_says_a_search_failed_keeps_memory_on_and_stores_the_turn
         monkeypatch.setattr(LexicalIndex, "search", failing)
         await send(app, pilot, "where did I leave the ladder?")
         assert any("memories were not searched" in n and "too many SQL variables" in n for n in notices(app))
-        assert app.session.memory.on and app.memory.state is not MemoryState.OFF
-        stored = app.session.memory.store.get_session(app.session.session_id)
+        assert app.session.session_memory.on and app.memory_view.state is not MemoryState.OFF
+        stored = app.session.session_memory.store.get_session(app.session.session_id)
         assert [e.user_prompt for e in stored] == ["the ladder is in the shed", "where did I leave the ladder?"]
 
 
@@ -260,11 +260,11 @@ async def test_quitting_the_chat_with_unsaved_exchanges_keeps_them_and_says_wher
         monkeypatch.setattr(MemoryStore, "add_exchanges", gone)
         monkeypatch.setattr(MemoryStore, "count", gone)
         await send(app, pilot, "the spare key is under the blue pot")
-        assert len(app.session.memory.unsaved) == 1
+        assert len(app.session.session_memory.unsaved) == 1
         await pilot.press("ctrl+q")
-    assert app.memory.closing is not None
-    app.memory.closing.join(30)
-    note = app.session.memory.unsaved_note or ""
+    assert app.memory_view.closing is not None
+    app.memory_view.closing.join(30)
+    note = app.session.session_memory.unsaved_note or ""
     assert "1 exchange of this chat could not be written to memory" in note and "kept in" in note
     files = list(unsaved_folder(app.session.settings).glob("*.jsonl"))
     assert len(files) == 1 and "blue pot" in files[0].read_text()
@@ -289,7 +289,7 @@ def slow_preload(settings, **options):
 
 memory.preload_embedder = slow_preload
 session = ChatSession.open(load_settings(), dummy=False, serve=False)
-assert not session.memory.on, "the store should be blocked"
+assert not session.session_memory.on, "the store should be blocked"
 """
 
 

@@ -102,12 +102,12 @@ def test_damage_met_mid_search_degrades_that_search_and_the_next_turn_rebuilds(t
     store = filled(tmp_path / "store", exchanges=50)
     session = session_on(store)
     store.lexical._db.close()  # the file fails under a running chat (any sqlite3.Error)
-    found = session.recall("where does the ladder hang?")
-    assert session.memory.on and found is not None
-    assert "found by their vectors alone" in (session.memory.problem or "")
+    found = session.turn("where does the ladder hang?").recall()
+    assert session.session_memory.on and found is not None
+    assert "found by their vectors alone" in (session.session_memory.problem or "")
     assert store.damaged
-    session.recall("and the boiler?")
-    assert "rebuilt from the store" in (session.memory.problem or "") and not store.damaged
+    session.turn("and the boiler?").recall()
+    assert "rebuilt from the store" in (session.session_memory.problem or "") and not store.damaged
     assert store.lexical.count("exchange") == 50 and store.threads.titles(["t3"]) == {"t3": "Garden"}
 
 
@@ -306,9 +306,9 @@ def test_the_chat_says_a_damaged_model_graph_was_made_again_and_remembers_its_ex
     try:
         said = [line for line in capsys.readouterr().err.splitlines() if "cached graph" in line]
         assert len(said) == 1 and "was damaged" in said[0] and "made it again" in said[0]
-        assert session.memory.on
+        assert session.session_memory.on
         recorded = session.record("where does the ladder hang?", "On the north wall of the shed.", [])
-        assert recorded.stored and not session.memory.unsaved
+        assert recorded.stored and not session.session_memory.unsaved
         assert graph.read_bytes() == good
     finally:
         session.close()

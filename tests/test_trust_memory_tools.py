@@ -47,7 +47,7 @@ def run(turn: Turn) -> None:
 
 def call(session: ChatSession, name: str, **arguments: Any) -> ToolCall:
     """One tool call, run by the session's tool box as a turn runs it."""
-    box = session.toolbox(set())
+    box = session.tools().box(set())
     assert box is not None
     return box.run(ToolCall("c", name, json.dumps(arguments)))
 
@@ -89,7 +89,7 @@ def test_a_replace_that_would_close_a_circle_is_refused_and_the_pin_stays(
     block = build_wake(session.settings, store)
     assert block.pinned_ids == [newer] and SESAME in block.text()
     assert [i for i, _ in pins(store)] == [newer]
-    sent = session_on(store, llm_server).turn("what do you know about Ana?").build_request().messages
+    sent = session_on(store, llm_server).turn("what do you know about Ana?").prepare().messages
     assert any(SESAME in str(m["content"]) for m in sent)  # the next thread's model is given the pinned note
 
 

@@ -13,7 +13,7 @@ from ocat.config.loading import load_settings
 from ocat.errors import ProviderError
 from ocat.memory import MemoryStore
 from ocat.chat.session import ChatSession
-from ocat.chat.turn import Turn, TurnError, TurnState
+from ocat.chat.turn import TurnError, TurnState
 
 OCAT = Path(__file__).resolve().parent.parent / "ocat"
 
@@ -54,7 +54,7 @@ def test_a_real_turn_is_stored_and_says_so(store: MemoryStore, monkeypatch: pyte
             for piece in ("Quartz", " it is."):
                 yield piece
 
-    monkeypatch.setattr(session, "stream", lambda request, tools=None: Answer())
+    monkeypatch.setattr("ocat.llm.stream", lambda messages, settings, dummy=False, tools=None: Answer())
     turn = session.turn("which counter top?")
     asyncio.run(turn.answer())  # iterating recalls and prepares first
     exchange = turn.finish()
@@ -78,7 +78,7 @@ def test_a_cancelled_or_failed_turn_records_nothing(store: MemoryStore, monkeypa
             yield "half an"
             raise ProviderError("the provider hung up")
 
-    monkeypatch.setattr(session, "stream", lambda request, tools=None: Failing())
+    monkeypatch.setattr("ocat.llm.stream", lambda messages, settings, dummy=False, tools=None: Failing())
     failed = session.turn("tell me everything")
     with pytest.raises(ProviderError):
         asyncio.run(failed.answer())
@@ -90,7 +90,7 @@ def test_a_cancelled_or_failed_turn_records_nothing(store: MemoryStore, monkeypa
 
 
 def test_steps_out_of_order_are_refused(store: MemoryStore) -> None:
-    turn = Turn(dummy_session(store), "hi")
+    turn = dummy_session(store).turn("hi")
     with pytest.raises(TurnError, match="this turn is new, not answered"):
         turn.finish()
     turn.recall()
@@ -98,24 +98,45 @@ def test_steps_out_of_order_are_refused(store: MemoryStore) -> None:
         turn.recall()
 
 
-def _calls_to(tree: ast.AST, names: set[str]) -> list[str]:
-    found = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in names:
-            owner = node.func.value
-            if isinstance(owner, ast.Name) and owner.id == "session" or (
-                isinstance(owner, ast.Attribute) and owner.attr == "session"
-            ):
-                found.append(node.func.attr)
-    return found
+def _calls_on(tree: ast.AST, owner: str) -> list[str]:
+    """The methods called on `self.<owner>` in `tree`, one entry per call site."""
+    return [node.func.attr for node in ast.walk(tree)
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+            and isinstance(node.func.value, ast.Attribute) and node.func.value.attr == owner
+            and isinstance(node.func.value.value, ast.Name) and node.func.value.value.id == "self"]
 
 
-def test_only_the_turn_chains_recall_build_request_stream_and_record() -> None:
-    """The turn is written once: no face (nor command) calls the session's steps itself."""
-    steps = {"recall", "build_request", "stream", "record", "answered", "remember"}
-    callers = {}
+def test_the_turn_is_given_its_collaborators_and_calls_each_once() -> None:
+    """The turn never reaches back into the session: it is handed memory, the model and the tools,
+    and each step calls its collaborator once (recall, the model's stream, the tool box)."""
+    source = (OCAT / "chat" / "turn.py").read_text(encoding="utf-8")
+    tree = ast.parse(source)
+    imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+    assert "ocat.chat.session" not in imported and "self.session." not in source
+    assert sorted(_calls_on(tree, "session_memory")) == ["hold", "keep", "recall"]
+    assert sorted(_calls_on(tree, "model")) == ["stream", "token_limit"]
+    assert _calls_on(tree, "tools") == ["box"]
+
+
+def test_no_face_calls_a_turn_s_steps_on_the_session() -> None:
+    """The turn is written once: the session has no step of its own to call (no relay), and no
+    face (nor command) calls one on it."""
+    relays = {"recall", "build_request", "prepare", "stream", "answered", "remember", "toolbox", "wake_block"}
+    assert not [name for name in relays if hasattr(ChatSession, name)]
     for path in OCAT.rglob("*.py"):
-        calls = _calls_to(ast.parse(path.read_text(encoding="utf-8")), steps)
-        if calls:
-            callers[str(path.relative_to(OCAT))] = sorted(set(calls))
-    assert callers == {"chat/turn.py": ["answered", "build_request", "recall", "remember", "stream"]}
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        called = [node.func.attr for node in ast.walk(tree)
+                  if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in relays
+                  and isinstance(node.func.value, ast.Name) and node.func.value.id == "session"]
+        assert not called, (path, called)
+
+
+def test_consent_is_given_when_the_session_is_made_never_set_on_it_after() -> None:
+    """A face gives the session its way to ask (`ChatSession(..., ask=)`), as llm passes `before_call`;
+    no module reaches into a session to set `consent.ask` once it is built."""
+    for path in OCAT.rglob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        set_after = [node.lineno for node in ast.walk(tree) if isinstance(node, ast.Assign)
+                     for target in node.targets if isinstance(target, ast.Attribute) and target.attr == "ask"
+                     and isinstance(target.value, ast.Attribute) and target.value.attr == "consent"]
+        assert not set_after, (path, set_after)

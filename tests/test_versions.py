@@ -164,7 +164,7 @@ async def test_supersede_and_unlink_in_the_full_screen_chat_and_the_browsers_ver
     app = make_app(dummy=True)
     async with app.run_test(size=(100, 30)) as pilot:
         await memory_ready(app, pilot)
-        store = app.session.memory.store
+        store = app.session.session_memory.store
         chunking = app.session.settings.chunking
         old = add_note(store, "The gate code is 1234.", chunking, source="vadd_command").ids[0]
         new = add_note(store, "The gate code is 5678.", chunking, source="vadd_command").ids[0]

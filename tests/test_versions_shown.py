@@ -160,7 +160,7 @@ async def test_mcp_memory_search_gives_the_link(cli: Cli, dated_store: Path) -> 
     from tests.test_mcp import call, mcp_session
 
     async with mcp_session(cli) as session:
-        found = await call(session, "memory_search", {"query": "metformin dose 500 mg", "k": 5})
+        found = await call(session, "search_memory", {"query": "metformin dose 500 mg", "k": 5})
     old = next(r for r in found["results"] if r["id"] == OLD_DOSE)
     assert (old["updated_by"], old["update_evidence"], old["update_how"]) == (NEW_DOSE, "500 mg -> 850 mg", "found")
     assert "updated by" in old["why"]

@@ -101,7 +101,7 @@ def test_snapshot_vquery_at_80x24_keeps_every_column_whole(snap_compare: Any) ->
     async def settle(pilot: Any) -> None:
         app = pilot.app
         await memory_ready(app, pilot)
-        store = app.session.memory.store
+        store = app.session.session_memory.store
         # Fixed ids and times, as a user's store holds them: the picture is the same on every run.
         thread = "ecccf2f5-0c1d-4e5f-9a8b-7c6d5e4f3a2b"
         for seq, (prompt, answer) in enumerate([("where did we hide the spare key?", NOTE),

@@ -1,4 +1,5 @@
-"""What a turn's memory steps came to, as values: what recall found, and whether the exchange was remembered.
+"""What a turn's memory steps take and come to, as values: the search it hands memory, what recall found,
+whether the exchange was remembered, what iterating it gives, and how opening memory went.
 
 The session returns these, the turn keeps them, and every face words them with the one
 function here (`remembered_words`): no face reads the session back to decide whether an answer
@@ -8,14 +9,18 @@ was remembered.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 from enum import Enum
 from typing import TYPE_CHECKING
 
+from ocat import memory
 from ocat.text.secrets import count_kinds
 from ocat.text.terminal import count_of
 
 if TYPE_CHECKING:
+    from ocat.memory import MemoryStore, RetrievalLimits
     from ocat.records import Exchange, SearchHit
+    from ocat.tools.calls import ToolCall
 
 
 class Remembered(Enum):
@@ -26,6 +31,28 @@ class Remembered(Enum):
     KEPT = "kept for later"
     # Never to be: dummy mode, or memory disabled.
     NOT_STORED = "not stored"
+
+
+@dataclass(frozen=True)
+class MemorySearch:
+    """A turn's search, as data memory runs (`SessionMemory.recall`): the queries (the prompt, and
+    the prompt after the last prompts), the chat's limits and project scope, what is already in
+    view (left out), the day time words are read against, and the budget of what is kept."""
+
+    queries: tuple[str, ...]
+    limits: RetrievalLimits
+    in_view: frozenset[str] = frozenset()
+    now: datetime | None = None
+    token_budget: int = 0
+
+    def leaving_out(self, ids: set[str] | frozenset[str]) -> MemorySearch:
+        """The same search, leaving out `ids` too (the wake block's pins: the model has them)."""
+        return MemorySearch(self.queries, self.limits, self.in_view | frozenset(ids), self.now, self.token_budget)
+
+    def run(self, store: MemoryStore) -> list[SearchHit]:
+        """The memories this search admits from `store`, within its token budget."""
+        found = memory.retrieve_any(store, list(self.queries), self.limits, exclude_ids=set(self.in_view), now=self.now)
+        return memory.within_budget(memory.admitted(found), self.token_budget)
 
 
 @dataclass(frozen=True)
@@ -84,3 +111,65 @@ def remembered_words(recorded: Recorded) -> tuple[str, bool] | None:
         return f"Not remembered yet: {recorded.reason}.", True
     return (f"Not remembered yet, memory is off: {recorded.reason}. This chat keeps it, and it is written to "
             "memory when memory is back.", True)
+
+
+@dataclass(frozen=True)
+class TextPiece:
+    """A piece of the answer's text, as it came (faces escape it for the terminal)."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class ToolStarted:
+    """A tool call begins (named server.tool from now on): a face shows its line."""
+
+    call: ToolCall
+
+
+@dataclass(frozen=True)
+class ToolFinished:
+    """A tool call has its result (or failed): a face updates its line."""
+
+    call: ToolCall
+
+
+# What iterating a turn gives; every face matches on it.
+TurnEvent = TextPiece | ToolStarted | ToolFinished
+
+
+@dataclass(frozen=True)
+class MemoryLoaded:
+    """How opening memory went: `error` says why memory is off (None: it is on)."""
+
+    error: str | None
+    # Where a first-use download put the model ("Downloaded ... to ~/..."), if one ran.
+    downloaded: str | None = None
+    # Exchanges said while memory loaded, written to it once it was ready.
+    saved: int = 0
+    # What became of the exchanges earlier chats kept in a file (ocat.chat.unsaved), in words, if any.
+    recovered: str | None = None
+
+    def notice(self, unsaved: int = 0) -> tuple[str, bool] | None:
+        """What to tell the user, and whether it is an error; None when there is nothing to say.
+
+        `unsaved` counts the exchanges this chat holds that memory could not take yet.
+        """
+        if self.error:
+            said = "What you say"
+            if unsaved:
+                said = f"The {count_of(unsaved, 'exchange')} said so far, and what you say next,"
+            # Unsaved exchanges are written if memory comes back (the model arrives, or the store
+            # opens again on a later turn).
+            still = f" {said} stays in this chat and is remembered if memory comes back."
+            return f"Memory is off: {self.error}. The chat works without it.{still}", True
+        verb = "is" if self.saved == 1 else "are"
+        saved = f"; the {count_of(self.saved, 'exchange')} made meanwhile {verb} remembered too" if self.saved else ""
+        recovered = f" {self.recovered[:1].upper()}{self.recovered[1:]}" if self.recovered else ""
+        if self.downloaded:
+            return f"{self.downloaded} Memory is on{saved}.{recovered}", False
+        if self.saved:
+            return f"Memory is ready{saved}.{recovered}", False
+        if recovered:
+            return recovered.strip(), False
+        return None

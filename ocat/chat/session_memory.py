@@ -1,8 +1,8 @@
 """A chat session's hold on memory: opening it, readying the model, searching it for a turn and
 writing its exchange, keeping what memory could not take, giving the store up on failure and on close.
 
-`ocat.chat.session.ChatSession` owns one (`session.memory`); the conversation itself (history,
-thread, wake block, tools) lives there and hands this object what to search and what to keep.
+`ocat.chat.session.ChatSession` owns one (`session.session_memory`); a turn hands it its search (as
+data: an `ocat.chat.outcomes.MemorySearch`) and its exchange.
 """
 
 from __future__ import annotations
@@ -15,16 +15,15 @@ from ocat.chat.outcomes import Recall, Recorded, Remembered
 from ocat.errors import OcatError
 from ocat import memory
 from ocat.chat.consolidation import Consolidator, model_judge
-from ocat.chat.memory_loading import OpeningGate
+from ocat.chat.opening_gate import OpeningGate
 from ocat.chat.unsaved import Spooled, save_unsaved_files, spool_exchanges, spooled_words
 from ocat.text.terminal import count_of
 
 if TYPE_CHECKING:
-    from ocat.chat.memory_loading import MemoryLoaded
+    from ocat.chat.outcomes import MemoryLoaded, MemorySearch
     from ocat.config.loading import Settings
-    from ocat.memory import MemoryStore
-    from ocat.memory import DownloadProgress, FetchResult
-    from ocat.records import Exchange, SearchHit
+    from ocat.memory import DownloadProgress, FetchResult, MemoryStore
+    from ocat.records import Exchange
 
 
 # After a store failure the store is given up at once (so another ocat process can take it
@@ -36,7 +35,7 @@ REOPEN_WAIT_SECONDS = 5.0
 
 class SessionMemory:
     """Memory as one chat session holds it: the store, the embedding model's readiness, the
-    exchanges memory could not take yet, and what went wrong. `ChatSession` owns one (`session.memory`)."""
+    exchanges memory could not take yet, and what went wrong. `ChatSession` owns one (`session.session_memory`)."""
 
     def __init__(self, settings: Settings, *, session_id: str, store: MemoryStore | None = None,
                  dummy: bool = False) -> None:
@@ -80,7 +79,7 @@ class SessionMemory:
         self._notify: Callable[[str], None] | None = None
         self._revive_at: float | None = None
         # Whether memory is opening (load_memory): the first turn's wake block waits for it.
-        self.opening = OpeningGate(self)
+        self.opening = OpeningGate(lambda: self.model_download is not None)
         # The chat model's background checks of versions (memory.consolidate: model), made on first use.
         self.consolidator: Consolidator | None = None
 
@@ -179,7 +178,7 @@ class SessionMemory:
             self.save_unsaved()
         return self.model_ready
 
-    def recall(self, search: Callable[[MemoryStore], list[SearchHit]]) -> Recall:
+    def recall(self, search: MemorySearch) -> Recall:
         """Memories for a turn: `search` runs on the store (once memory is on), after what memory
         could not take before is written and failing derived files are rebuilt. A failed search
         leaves memory on and says so; a store that stopped answering is opened again once."""
@@ -196,7 +195,7 @@ class SessionMemory:
             store = self.store
             assert store is not None
             try:
-                hits = search(store)
+                hits = search.run(store)
                 if store.damaged:
                     failed = "; ".join(store.damaged.values())
                     self.problem = (f"{failed}; this turn's memories were found by their vectors alone, "

@@ -1,12 +1,16 @@
-"""One chat turn, written once: recall -> request -> (model step -> tool calls)* -> record.
+"""One chat turn, written once: recall -> prepare -> (model step -> tool calls)* -> finish.
 
 The full-screen chat, the line mode, `--ask` and `/retry` (which sends its prompt again as a
 new turn) all drive a `Turn` and only render it, as every face of simonw/llm iterates one
-`Response`. A turn is a loop: a model call, then the tools it asked for (ocat.tools), then the
-next call with their results, until there is an answer; at most `tools.max_steps` calls offer
-tools, and one last call without them follows. The turn owns everything that happened to it:
-what recall found (`recalled`), every step and tool call, the answer's pieces, usage and
-timings, and whether the exchange was remembered (`recorded`).
+`Response`. A turn is given its collaborators by the session (`ChatSession.turn`): the
+session's memory (searched once, and given the exchange), the model (ocat.chat.turn_inputs.Model),
+the tools and the thread's wake block, and what the conversation gives it
+as values (ocat.chat.turn_inputs.TurnContext); it never calls back into the session. A turn is a
+loop: a model call, then the tools it asked for (ocat.tools), then the next call with their
+results, until there is an answer; at most `tools.max_steps` calls offer tools, and one last
+call without them follows. The turn owns everything that happened to it: what recall found
+(`recalled`), every step and tool call, the answer's pieces, usage and timings, and whether the
+exchange was remembered (`recorded`). Iterating it gives `TurnEvent`s (ocat.chat.outcomes).
 """
 
 from __future__ import annotations
@@ -17,20 +21,17 @@ import threading
 from enum import Enum
 from typing import TYPE_CHECKING, AsyncIterator
 
-from ocat.chat.outcomes import Recall, Recorded
-from ocat.tools.calls import CallState, ToolCall, clock
-from ocat.chat.messages import TurnRequest
+from ocat.chat.messages import TurnRequest, build_request, system_prompt
+from ocat.chat.outcomes import Recall, Recorded, TextPiece, ToolFinished, ToolStarted, TurnEvent
 from ocat.llm import ToolRejected, ToolsRefused, Usage
+from ocat.tools.calls import CallState, ToolCall, clock
 
 if TYPE_CHECKING:
+    from ocat.chat.session_memory import SessionMemory
+    from ocat.chat.turn_inputs import Model, ThreadWake, TurnContext, TurnTools
     from ocat.operations.wake import WakeBlock
     from ocat.records import Exchange, SearchHit
-    from ocat.chat.session import ChatSession
     from ocat.tools import ToolBox
-
-# What iterating a turn gives: a piece of the answer's text, or a tool call (once when it
-# starts, once when it has its result: its `state` says which).
-TurnEvent = str | ToolCall
 
 
 class TurnState(Enum):
@@ -60,9 +61,14 @@ class Turn:
     stops the turn at once, a call under way finishing in its thread with no one to read it.
     """
 
-    def __init__(self, session: ChatSession, prompt: str) -> None:
-        self.session = session
+    def __init__(self, prompt: str, *, context: TurnContext, session_memory: SessionMemory, model: Model,
+                 tools: TurnTools, wake: ThreadWake) -> None:
         self.prompt = prompt
+        self.context = context
+        self.session_memory = session_memory
+        self.model = model
+        self.tools = tools
+        self.thread_wake = wake
         self.state = TurnState.NEW
         self.recalled = Recall()
         # The thread's wake block, as the model is given it with this turn (None when off), and
@@ -91,8 +97,8 @@ class Turn:
         self.answered_at: float | None = None
         # Memory's state as the turn began: a face says so when a turn turned it off, or when
         # memory that had failed (not memory still loading) is back.
-        self._had_memory = session.memory.on
-        self._memory_had_failed = session.memory.error is not None
+        self._had_memory = session_memory.on
+        self._memory_had_failed = session_memory.error is not None
 
     # -- the steps -------------------------------------------------------------------
 
@@ -100,40 +106,49 @@ class Turn:
         """Search memory for this prompt (what is already in view is left out); a failed search
         leaves the turn without memories and says so in `problem`."""
         self._expect(TurnState.NEW)
-        before = self.session.wake
-        self.wake = self.session.wake_block()
+        before = self.thread_wake.block
+        self.wake = self.thread_wake.for_turn(self.session_memory, self.context.search.limits.project.project)
         # Built on this turn: the thread's first, or the first with memory after one without it.
         built = self.wake is not None and self.wake is not before
         self.wake_is_new = built and self.wake is not None and not self.wake.empty
-        self.recalled = self.session.recall(self.prompt)
+        search = self.context.search
+        if self.wake is not None:
+            search = search.leaving_out(set(self.wake.pinned_ids))  # the model has them in the wake block already
+        self.recalled = self.session_memory.recall(search)
         notes = list(self.wake.notes) if self.wake is not None and built and before is None else []
         # What the user should know about the block (a profile left out or cut), once a thread.
         self.problem = "; ".join([*notes, *([self.recalled.problem] if self.recalled.problem else [])]) or None
         self.state = TurnState.RECALLED
         return self.recalled.hits
 
-    def build_request(self) -> TurnRequest:
-        """Build the messages the model is sent (recalling first if that has not run)."""
+    def prepare(self) -> TurnRequest:
+        """Build the messages the model is sent (recalling first if that has not run): system
+        prompt, the wake block, the memories, the history that fits the model's window, the prompt.
+        May import litellm (the model's window), so the full-screen chat runs it off its loop."""
         if self.state is TurnState.NEW:
             self.recall()
         self._expect(TurnState.RECALLED)
         if self.request is None:
-            self.request = self.session.build_request(self.prompt, self.memories)
+            wake = self.wake.text() if self.wake is not None and not self.wake.empty else None
+            self.request = build_request(
+                self.prompt, system=system_prompt(self.context.llm, self.context.started),
+                history=list(self.context.recent), memories=self.memories,
+                token_limit=self.model.token_limit(), wake=wake)
         return self.request
 
     def __aiter__(self) -> AsyncIterator[TurnEvent]:
         return self._answer()
 
     async def _answer(self) -> AsyncIterator[TurnEvent]:
-        request = self.build_request()
+        request = self.prepare()
         self.state = TurnState.ANSWERING
         box = self.box = await asyncio.to_thread(self._toolbox)
-        limit = self.session.settings.tools.max_steps
+        limit = self.tools.max_steps
         messages = list(request.messages)
         try:
             while True:
                 offered = box.schemas() if box is not None and self.steps < limit else None
-                stream = self.session.stream(TurnRequest(messages, request.memories), tools=offered)
+                stream = self.model.stream(messages, tools=offered)
                 self.steps += 1
                 said: list[str] = []
                 try:
@@ -144,18 +159,18 @@ class Turn:
                             piece = "\n\n" + piece  # a step after tool calls starts a paragraph of its own
                         said.append(piece)
                         self.pieces.append(piece)
-                        yield piece
+                        yield TextPiece(piece)
                 except ToolsRefused:
                     if said:
                         raise
-                    self.tool_notes.append(self.session.refusals.all_tools(self.session.settings.llm))
+                    self.tool_notes.append(self.tools.refusals.all_tools(self.model.settings))
                     box = None
                     self.steps -= 1
                     continue
                 except ToolRejected as rejected:  # one tool's definition: asked again without it
                     if said or box is None:
                         raise
-                    self.tool_notes.append(self.session.refusals.one_tool(rejected.tool, str(rejected)))
+                    self.tool_notes.append(self.tools.refusals.one_tool(rejected.tool, str(rejected)))
                     box.drop(rejected.tool)
                     box = box or None
                     self.steps -= 1
@@ -173,12 +188,12 @@ class Turn:
                 for call in calls:
                     self.calls.append(call)
                     box.start(call)  # named server.tool from its first line on
-                    yield call
+                    yield ToolStarted(call)
                     await asyncio.to_thread(box.run, call)
                     messages.append(call.result_message())
-                    yield call
+                    yield ToolFinished(call)
                 messages.extend(call.result_message() for call in refused)
-                self.tool_notes.extend(self.session.server_tools.stray_news())  # said during a call
+                self.tool_notes.extend(self.tools.servers.stray_news())  # said during a call
                 if self.steps >= limit:
                     self.tool_notes.append(
                         f"the model asked for tools {limit} times (tools.max_steps): it answers now without them")
@@ -191,14 +206,15 @@ class Turn:
         # Held before anything else can happen to the turn: from here on, every way out of the
         # chat keeps the exchange (in memory or in a file), whatever becomes of the face.
         kept = tuple(call.kept() for call in self.calls)
-        self.answered = self.session.answered(self.prompt, self.text, self.memories, kept)
+        self.answered = self.context.stamp.exchange(self.prompt, self.text, self.memories, kept)
+        self.session_memory.hold(self.answered)
         self.state = TurnState.ANSWERED
 
     def _within_cap(self, calls: list[ToolCall]) -> tuple[list[ToolCall], list[ToolCall]]:
         """The calls of one step to run (the first `tools.max_calls_per_step`), and those past them,
         refused: each is a tool error, not run (a provider wants every call answered), and is not
         kept with the exchange; the faces say, once, how many."""
-        most = self.session.settings.tools.max_calls_per_step
+        most = self.tools.max_calls_per_step
         for call in calls[most:]:
             call.fail(f"at most {most} calls per step; this call was not run")
         if len(calls) > most:
@@ -211,8 +227,8 @@ class Turn:
         in_context = {hit.id for hit in self.memories}
         if self.wake is not None:
             in_context |= set(self.wake.pinned_ids)
-        box = self.session.toolbox(in_context)
-        self.tool_notes.extend(self.session.server_tools.news())  # a server that failed to start: said once
+        box = self.tools.box(in_context)
+        self.tool_notes.extend(self.tools.servers.news())  # a server that failed to start: said once
         return box
 
     async def answer(self) -> str:
@@ -228,7 +244,8 @@ class Turn:
             self._expect(TurnState.ANSWERED)
             self.state = TurnState.RECORDING
         assert self.answered is not None  # set with the state
-        recorded = self.session.remember(self.answered)
+        self.context.history.append(self.answered)  # the exchange joins the conversation
+        recorded = self.session_memory.keep(self.answered)
         if recorded.stored and self._memory_had_failed:
             recorded = dataclasses.replace(recorded, memory_back=True)
         self.recorded = recorded

@@ -252,7 +252,6 @@ def _run_app(args: argparse.Namespace) -> int:
             # Imported on this branch only: the full-screen chat paints before it needs any of them.
             from ocat import llm
             from ocat.repl import run_repl
-            from ocat.chat.session import open_chat
 
             for note in notes:
                 print(f"ocat: {note}", file=sys.stderr)
@@ -261,19 +260,20 @@ def _run_app(args: argparse.Namespace) -> int:
                 # The chat still opens: the person may fix the key, or only browse memory.
                 print(f"ocat: {problem}", file=sys.stderr)
             # Line mode by request, or when piped: the same chat, scriptable.
-            return run_repl(open_chat(settings, dummy=args.dummy_mode, serve=True, stream=sys.stderr))
+            return run_repl(settings, dummy=args.dummy_mode)
         from ocat.chat.session import ChatSession
         from ocat.ui.app import OcatApp
+        from ocat.ui.consent import ask_in_window
         from ocat.ui.terminal_restore import restore_on_signals, restore_terminal
 
         # The window paints first; litellm, chromadb and the embedding model load in
         # workers after it, and the app reports missing credentials in the chat.
-        session = ChatSession(settings, dummy=args.dummy_mode)
+        session = ChatSession(settings, dummy=args.dummy_mode, ask=ask_in_window)
         app = OcatApp(session, quick_exit=True, notes=notes)
         restore_on_signals()  # SIGTERM, SIGHUP: the terminal given back before the signal ends the chat
         code = app.run() or 0
         restore_terminal()  # whatever closed the window (a signal's quit too): the terminal as it was found
-        leave_now(code, app.memory.closing, session)
+        leave_now(code, app.memory_view.closing, session)
     except OcatError as exc:
         _say("ocat", str(exc))
         return exc.exit_code

@@ -201,7 +201,7 @@ def build_mcp_parser() -> argparse.ArgumentParser:
     """The parser of `ocat mcp`: serve the memory to MCP clients over stdio."""
     parser = argparse.ArgumentParser(
         prog="ocat mcp",
-        description="Serve ocat's memory over MCP (stdio): memory_search, memory_save, memory_forget, memory_stats.",
+        description="Serve ocat's memory over MCP (stdio): search_memory, remember, forget_memory, memory_stats.",
         epilog="Exit codes: 0 ok, 1 runtime failure, 2 usage error, 3 configuration error, "
     "4 --check-store found problems.",
     )

@@ -157,23 +157,24 @@ def _quit(session: ChatSession) -> CommandResult:
 
 def require_store(session: ChatSession):  # noqa: ANN201 - MemoryStore, imported lazily
     """The session's store, or an error saying why memory cannot be used."""
-    if session.memory.store is None:
-        session.memory.revive()  # after a failure: try the store again (at most every half minute)
-    if session.memory.store is None:
-        raise OcatError(f"memory is off: {session.memory.error or 'not ready yet'}")
-    return session.memory.store
+    if session.session_memory.store is None:
+        session.session_memory.revive()  # after a failure: try the store again (at most every half minute)
+    if session.session_memory.store is None:
+        raise OcatError(f"memory is off: {session.session_memory.error or 'not ready yet'}")
+    return session.session_memory.store
 
 
 def require_model(session: ChatSession):  # noqa: ANN201 - MemoryStore, imported lazily
     """The session's store when the embedding model can run too (searching and adding need it)."""
     store = require_store(session)
-    if session.memory.model_available():
+    if session.session_memory.model_available():
         return store
-    if session.memory.model_download is not None:
+    if session.session_memory.model_download is not None:
         raise OcatError(
-            f"the embedding model is still downloading ({session.memory.model_download}); try again when it is ready"
+            f"the embedding model is still downloading ({session.session_memory.model_download}); "
+            "try again when it is ready"
         )
-    raise OcatError(f"memory is off: {session.memory.error or 'the embedding model is not ready yet'}")
+    raise OcatError(f"memory is off: {session.session_memory.error or 'the embedding model is not ready yet'}")
 
 
 # Registering the commands is importing them.

@@ -81,7 +81,7 @@ def fork_at(session: ChatSession, exchange_id: str) -> CommandResult:
 
 
 def _forked(session: ChatSession, back: int) -> CommandResult:
-    store = session.memory.store
+    store = session.session_memory.store
     was, count = session.thread_id, len(session.history)
     title = thread_title(store, was, session.history) if store is not None and session.history else ""
     point = session.fork(back)
@@ -146,8 +146,8 @@ def _export(session: ChatSession, path: str | None) -> CommandResult:
     if not session.history:
         return CommandResult(text="Nothing to export yet: this conversation is empty.", error=True)
     title = default_title(session.history[0].user_prompt)
-    if session.memory.store is not None:
-        title = thread_title(session.memory.store, session.thread_id, session.history)
+    if session.session_memory.store is not None:
+        title = thread_title(session.session_memory.store, session.thread_id, session.history)
     target = export_conversation(title, session.history, path)
     return CommandResult(text=f"Wrote {count_of(len(session.history), 'exchange')} to {display_path(str(target))}.")
 
@@ -180,7 +180,7 @@ def _project(session: ChatSession, where: str = "") -> CommandResult:
                                       "(or '.', 'all', 'auto'); the project is unchanged.", error=True)
         session.project_policy, session.project_path = "only", memory.project_of(folder)
     if where:
-        session.wake = None  # the next thread's wake block lists the threads in the new order
+        session.wake.forget()  # the next thread's wake block lists the threads in the new order
     scope = memory.describe_scope(session.scope())
     return CommandResult(text=f"This chat's project is {display_path(session.project)}; its searches use "
                               f"{scope}. /project PATH keeps to one project's exchanges, "

@@ -19,7 +19,8 @@ if TYPE_CHECKING:
 @command("wake", "show what the model knows at the start of every thread: pins, profile, recent threads", group="wake",
          example="/wake")
 def _wake(session: ChatSession) -> CommandResult:
-    block = session.wake_block()  # this thread's: what the model is given with every turn of it
+    # This thread's: what the model is given with every turn of it.
+    block = session.wake.for_turn(session.session_memory, session.scope().project)
     if block is None:
         return CommandResult(text="The wake block is off (memory.wake: false).")
     if block.empty:
@@ -36,7 +37,7 @@ def _wake(session: ChatSession) -> CommandResult:
 def _pin(session: ChatSession, id: str) -> CommandResult:
     store = require_store(session)
     record_id = pin(store, id)
-    session.wake = None  # the next turn gives the model the new block
+    session.wake.forget()  # the next turn gives the model the new block
     return CommandResult(text=f"Pinned {_shown(store, record_id)}: the model is given it in every thread (/pins).")
 
 
@@ -46,7 +47,7 @@ def _pin(session: ChatSession, id: str) -> CommandResult:
 def _unpin(session: ChatSession, id: str) -> CommandResult:
     store = require_store(session)
     record_id = unpin(store, id)
-    session.wake = None
+    session.wake.forget()
     return CommandResult(text=f"Unpinned {_shown(store, record_id)}; it stays in memory.")
 
 
@@ -63,7 +64,7 @@ def _pins(session: ChatSession) -> CommandResult:
 def _remember(session: ChatSession, text: str) -> CommandResult:
     store = require_model(session)
     done = remember(store, text, session.settings)
-    session.wake = None
+    session.wake.forget()
     said = f"Remembered and pinned ({', '.join(_shown(store, i) for i in done.ids)}{done.secrets})."
     if done.had_replaced_it is not None:
         said += (f" These words were a note replaced by {_shown(store, done.had_replaced_it)}; "
@@ -80,7 +81,7 @@ def _shown(store: MemoryStore, record_id: str) -> str:
          group="wake")
 def _profile(session: ChatSession) -> CommandResult:
     path = session.settings.profile_path
-    session.wake = None
+    session.wake.forget()
     return CommandResult(
         text=f"Your profile is {display_path(str(path))}; the model reads it at the start of every thread.",
         request=EditFile(path),

@@ -45,7 +45,9 @@ def _spec_for(section: str, cls: type) -> dict[str, Spec]:
         args = typing.get_args(hint) if isinstance(hint, types.UnionType) else (hint,)
         base = next(a for a in args if a is not type(None))
         origin = typing.get_origin(base)
-        kind = "list" if origin is list else "dict" if origin is dict else base.__name__
+        # A Literal of words (display.context_mode) is a string whose choices the field names.
+        kind = ("list" if origin is list else "dict" if origin is dict else "str" if origin is typing.Literal
+                else base.__name__)
         specs[f.name] = Spec(f"{section}.{f.name}", kind, type(None) in args, f.metadata)
     return specs
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
 from ocat.config import locations
 from ocat.config.mcp_servers import McpServerConfig
@@ -18,9 +18,11 @@ from ocat.text.chunking import ChunkingSettings
 from ocat.text.secrets import SECRETS_MODES
 
 # How retrieved memories are shown in the chat: not at all, in full, or as a count.
-CONTEXT_MODES: tuple[str, ...] = ("off", "on", "summary")
+ContextMode = Literal["off", "on", "summary"]
+CONTEXT_MODES: tuple[ContextMode, ...] = get_args(ContextMode)
 # Whether the chat model checks the links between versions of a fact: off, or model (paid calls).
-CONSOLIDATE_MODES: tuple[str, ...] = ("off", "model")
+ConsolidateMode = Literal["off", "model"]
+CONSOLIDATE_MODES: tuple[ConsolidateMode, ...] = get_args(ConsolidateMode)
 _URL = (re.compile(r"(https?|file)://\S+"), "an http://, https:// or file:// URL")
 # A Chroma server's address: no userinfo (credentials go in headers), query or fragment; a path prefix may follow.
 _SERVER_URL = (re.compile(r"https?://[^\s/?#@]+(/[^\s?#@]*)?"),
@@ -114,7 +116,7 @@ class DisplaySettings:
     """How the terminal UI looks."""
 
     theme: str = _field("Textual theme name, shipped or user-defined.")
-    context_mode: str = _field("Retrieved memories shown: off, on (in full), summary.", choices=CONTEXT_MODES)
+    context_mode: ContextMode = _field("Retrieved memories shown: off, on (in full), summary.", choices=CONTEXT_MODES)
 
 
 @dataclass(frozen=True)
@@ -131,22 +133,23 @@ class MemorySettings:
     max_notes_per_turn: int = _field("Most notes the chat model may store with remember in one turn.", lo=1, hi=100)
     link_versions: bool = _field(
         "Link each exchange written to the earlier ones it may update (same subject, another value).")
-    consolidate: str = _field("off, or model: the chat model checks in the background which earlier exchanges "
-                              "each new one updates (a model call per exchange; its cost is shown).",
-                              choices=CONSOLIDATE_MODES)
+    consolidate: ConsolidateMode = _field(
+        "off, or model: the chat model checks in the background which earlier exchanges each new one updates "
+        "(a model call per exchange; its cost is shown).", choices=CONSOLIDATE_MODES)
     secrets: str = _field("Credentials in what is stored: redact (keys, tokens), strict (also passwords said in "
                           "prose), keep.", choices=SECRETS_MODES)
 
 
 # Whether the chat model is offered tools: auto (when the model can call them), on, off.
-TOOL_MODES: tuple[str, ...] = ("auto", "on", "off")
+ToolMode = Literal["auto", "on", "off"]
+TOOL_MODES: tuple[ToolMode, ...] = get_args(ToolMode)
 
 
 @dataclass(frozen=True)
 class ToolsSettings:
     """The tools the chat model may call (searching and reading memory, remembering) and their limits."""
 
-    enabled: str = _field("auto: offer tools when the model can call them; on: always; off: never.",
+    enabled: ToolMode = _field("auto: offer tools when the model can call them; on: always; off: never.",
                           choices=TOOL_MODES)
     max_steps: int = _field("Most model calls with tools in one turn; one last call without tools follows.",
                             lo=1, hi=50)

@@ -15,18 +15,17 @@ import asyncio
 import os
 
 from ocat.errors import InputFileError, OcatError, ProviderError, UsageError
-from ocat.headless.common import open_store as _open_store, ready_model as _ready_model, say_to_stderr as _say_to_stderr
+from ocat.headless.common import open_configured_store, ready_model as _ready_model, say_to_stderr as _say_to_stderr
 from ocat.headless.common import write_kept as _write_kept
 from ocat.process_end import end_by_signal, keep_on_signals
 from ocat.headless.output import Reporter, read_stdin
 from ocat import llm, memory
-from ocat.chat.outcomes import remembered_words, secrets_words
+from ocat.chat.outcomes import TextPiece, ToolFinished, ToolStarted, remembered_words, secrets_words
 from ocat.chat.session import open_chat
 from ocat.operations.search import ADMITTED_LEGEND, dated_note, hit_record, HitLine, reasons, search
 from ocat.operations.wake import build_wake, pin, pins, unpin
 from ocat.records import ONE_SHOT
 from ocat.text.terminal import printable
-from ocat.tools.calls import CallState
 from ocat.tools.server_tools import ServerTools
 from ocat.logs import log_failure
 from ocat.operations.stores import check_named_stores, made_note
@@ -95,7 +94,7 @@ def _open_stores(settings: Settings, args: argparse.Namespace) -> list[MemorySto
     """The stores `--store` named (`ocat.cli` parsed them into `args.stores`; several are for
     reading), else the configured one."""
     if len(args.stores) <= 1:
-        return [_open_store(settings)]
+        return [open_configured_store(settings)]
     return memory.open_stores(settings, args.stores, notify=_say_to_stderr)
 
 
@@ -119,7 +118,7 @@ def _add(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> in
     if not path.exists():  # before the model's download or a wait for the store
         raise InputFileError(f"no such file or folder: {path}")
     _ready_model(settings, reporter)
-    store = _open_store(settings)
+    store = open_configured_store(settings)
     _write_kept(settings, store, reporter)
     outcome = add_file_or_folder(
         store,
@@ -197,21 +196,21 @@ def _ask(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> in
     session.origin = ONE_SHOT  # the wake block groups one-shot questions (operations.wake)
     session.now = getattr(args, "now", None)  # --now: time words in the question read against that day
     # SIGTERM or SIGHUP: what memory has not taken is kept in a file, then the closing below runs.
-    restore = keep_on_signals(session.memory, end_by_signal)
+    restore = keep_on_signals(session.session_memory, end_by_signal)
     try:
         # Before the question: a name no server has is refused (exit 2), its servers' lists at hand.
         for warning in session.server_tools.check_allowed(args.allow_tool, learn=True):
             reporter.note(f"ocat: warning: {warning}")
-        if session.memory.loaded is not None and session.memory.loaded.recovered:
-            reporter.note(f"ocat: {session.memory.loaded.recovered}")
+        if session.session_memory.loaded is not None and session.session_memory.loaded.recovered:
+            reporter.note(f"ocat: {session.session_memory.loaded.recovered}")
         turn = session.turn(prompt)
         turn.recall()
         if turn.problem:  # the search failed; the question is still answered, and remembered
             reporter.note(f"ocat: warning: {turn.problem}")
         asyncio.run(_answer_with_tool_lines(turn, reporter))
         turn.finish()
-        if session.memory.error:  # memory never came up (dummy mode too), or went down in this turn
-            reporter.note(f"ocat: warning: memory is off: {session.memory.error}")
+        if session.session_memory.error:  # memory never came up (dummy mode too), or went down in this turn
+            reporter.note(f"ocat: warning: memory is off: {session.session_memory.error}")
         elif turn.recorded is not None and (said := remembered_words(turn.recorded)) is not None:
             reporter.note(f"ocat: warning: {said[0]}")
         if turn.recorded is not None and (secrets := secrets_words(turn.recorded)) is not None:
@@ -237,8 +236,11 @@ def _ask(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> in
 async def _answer_with_tool_lines(turn: Turn, reporter: Reporter) -> None:
     """The whole answer; each tool call, once it has its result, is one line on stderr."""
     async for event in turn:
-        if not isinstance(event, str) and event.state in (CallState.DONE, CallState.FAILED):
-            reporter.note(f"ocat: · {printable(event.line())}")
+        match event:
+            case ToolFinished(call):
+                reporter.note(f"ocat: · {printable(call.line())}")
+            case TextPiece() | ToolStarted():
+                pass  # the answer is printed whole, at the end (`turn.text`)
     for note in turn.tool_notes:
         reporter.note(f"ocat: note: {printable(note)}")
 
@@ -247,7 +249,7 @@ def _wake(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> i
     store = None
     if settings.vector_store.enabled:
         _ready_model(settings, reporter)
-        store = _open_store(settings)
+        store = open_configured_store(settings)
     block = build_wake(settings, store, project=settings.project)
     for note in block.notes:
         reporter.note(f"ocat: {note}")
@@ -255,7 +257,7 @@ def _wake(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> i
 
 
 def _pin(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> int:
-    store = _open_store(settings)
+    store = open_configured_store(settings)
     if args.pin is not None:
         record_id = pin(store, args.pin)
         return reporter.succeed({"id": record_id, "pinned": True}, f"Pinned {record_id}")
@@ -264,7 +266,7 @@ def _pin(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> in
 
 
 def _pins(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> int:
-    found = pins(_open_store(settings))
+    found = pins(open_configured_store(settings))
     text = "\n".join(line for _, line in found) or "No pinned memories."
     return reporter.succeed({"pins": [{"id": i, "line": line} for i, line in found]}, text)
 
@@ -286,7 +288,7 @@ def _repair(args: argparse.Namespace, settings: Settings, reporter: Reporter) ->
 
 
 def _redact_secrets(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> int:
-    store = _open_store(settings)
+    store = open_configured_store(settings)
     found = memory.secrets_in_store(store)
     if not found.records:
         return reporter.succeed(asdict(found), found.sentence())

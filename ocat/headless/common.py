@@ -20,7 +20,7 @@ def say_to_stderr(message: str) -> None:
     print(f"ocat: {message}", file=sys.stderr)
 
 
-def open_store(settings: Settings) -> MemoryStore:
+def open_configured_store(settings: Settings) -> MemoryStore:
     """The configured store, opened; what opening does at length is said on stderr."""
     return memory.open_store(settings, notify=say_to_stderr)
 

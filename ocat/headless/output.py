@@ -10,7 +10,7 @@ import sys
 import threading
 import time
 from contextlib import contextmanager
-from typing import IO, Any, Callable, Iterator
+from typing import IO, Any, Callable, Iterator, Literal, get_args
 
 from ocat.errors import OcatError
 from ocat.text.redact import redact
@@ -65,10 +65,16 @@ def read_stdin(reporter: Reporter, what: str) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
+# What a headless action prints on stdout: lines for a person, or one JSON document (`--output`).
+OutputFormat = Literal["text", "json"]
+OUTPUT_FORMATS: tuple[OutputFormat, ...] = get_args(OutputFormat)
+
+
 class Reporter:
     """Writes an action's result as text or as the JSON envelope, and its failures."""
 
-    def __init__(self, *, action: str, output: str, stdout: IO[str] | None = None, stderr: IO[str] | None = None):
+    def __init__(self, *, action: str, output: OutputFormat, stdout: IO[str] | None = None,
+                 stderr: IO[str] | None = None):
         self.action = action
         self.output = output
         self.stdout = stdout or sys.stdout

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ocat.errors import Cancelled, OcatError, UsageError
-from ocat.headless.common import open_store, ready_model, write_kept
+from ocat.headless.common import open_configured_store, ready_model, write_kept
 from ocat.headless.output import EtaPrinter, Reporter, stop_on_interrupt
 from ocat.text.terminal import count_of
 from ocat import memory
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 
 def export_action(args: argparse.Namespace, settings: Settings, reporter: Reporter) -> int:
-    store = open_store(settings)
+    store = open_configured_store(settings)
     if args.export_memory == "-":
         if reporter.output == "json":
             raise UsageError("--export-memory - writes the records to stdout; it cannot be combined with --output json")
@@ -59,7 +59,7 @@ def _import_path(path: Path, settings: Settings, reporter: Reporter) -> int:
     checked = check_import(path)
     ready_model(settings, reporter)
     progress = memory.throttled_progress(lambda done, total: reporter.note(f"imported {done}/{total} records"))
-    store = open_store(settings)
+    store = open_configured_store(settings)
     write_kept(settings, store, reporter)
     outcome = import_file(store, path, checked, progress)
     skipped = outcome.records - outcome.added
@@ -106,7 +106,7 @@ def _import_hook(transcript: Path, settings: Settings, reporter: Reporter) -> in
                 said(f"skipped {p.title or p.source_id or 'the session'}: {p.problem}")
 
             outcome = import_history(
-                open_store(settings), transcript, "claude-code", progress=step, problem=skipped, warn=said
+                open_configured_store(settings), transcript, "claude-code", progress=step, problem=skipped, warn=said
             )
     except OcatError as exc:
         said(f"the Claude Code session {transcript} was not imported: {exc}")
@@ -125,7 +125,7 @@ def _import_history_path(
     # A file of another shape fails before a model download.
     chosen = None if held is not None and held.several else fmt or detect_format(path)
     ready_model(settings, reporter)
-    store = open_store(settings)
+    store = open_configured_store(settings)
     eta = EtaPrinter(reporter.note, "conversations")
     with stop_on_interrupt(reporter) as stopping:
 

@@ -14,7 +14,8 @@ becomes a ConversationProblem and the others still come through; a file that can
 raises InputFileError. Nothing here touches the store or the screen. The rooms behind it:
 `sources` (zip, folder or file), `detection` (which export a path holds), `folders` (several
 exports side by side), `json_stream` (big JSON arrays in bounded memory), `chatgpt`, `claude`,
-`llm_logs` with `llm_threads` and `llm_database`, `pairing`, `values` (loose values made text
+`llm_logs` with `llm_threads` and `llm_database`, `readers` (the formats by name: the registry the
+others are found in), `pairing`, `values` (loose values made text
 and times) and `model` (what the readers yield); the coding agents' JSON Lines in
 `agent_sessions` (files, lines, exchanges), `claude_code` and `codex`.
 """
@@ -25,7 +26,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from ocat.errors import InputFileError, UsageError
-from ocat.history_import import chatgpt, claude, claude_code, codex
 from ocat.history_import.agent_sessions import (
     AGENT_FORMATS,
     agent_format,
@@ -46,17 +46,16 @@ from ocat.history_import.model import (
     SessionFile,
     UnchangedSession,
 )
+from ocat.history_import.readers import EXPORTS, FORMATS, SESSIONS, HistoryFormat
 from ocat.history_import.sources import Located, count_key, iter_items, locate
 from ocat.input_files import refuse_special
-
-FORMATS = ("chatgpt", "claude", "llm", *AGENT_FORMATS)
-"""The formats read_history reads."""
 
 __all__ = [
     "AGENT_FORMATS",
     "FORMATS",
     "ConversationProblem",
     "FolderExports",
+    "HistoryFormat",
     "HistoryItem",
     "ImportedConversation",
     "ImportedExchange",
@@ -92,16 +91,12 @@ def read_history(
     located, fmt = _opened(path, fmt)
     if fmt == "llm" and located.database is not None:  # _opened checked they go together
         return read_llm(located.database)
-    read = chatgpt.conversation if fmt == "chatgpt" else claude.conversation
+    read = EXPORTS[fmt].conversation  # _opened checked the format is an export's
     # One item of the export's array per conversation: each is read, or names what is wrong with it.
     return (
         ConversationProblem(fmt, "", "", item.problem) if isinstance(item, TooDeep) else read(item, number)
         for number, item in enumerate(iter_items(located), 1)
     )
-
-
-# A key each conversation of a JSON export holds once, at its top level.
-_ONE_PER_CONVERSATION = {"chatgpt": b'"current_node":', "claude": b'"chat_messages":'}
 
 
 def count_conversations(path: Path, fmt: str | None = None) -> int | None:
@@ -113,8 +108,8 @@ def count_conversations(path: Path, fmt: str | None = None) -> int | None:
     located, fmt = _opened(path, fmt)
     if fmt == "llm" and located.database is not None:
         return count_llm(located.database)
-    key = _ONE_PER_CONVERSATION.get(fmt)
-    return count_key(located, key) if key else None
+    reader = EXPORTS.get(fmt)
+    return count_key(located, reader.once_per_conversation) if reader is not None else None
 
 
 def _agent_opened(path: Path, fmt: str | None) -> str | None:
@@ -133,7 +128,7 @@ def _agent_opened(path: Path, fmt: str | None) -> str | None:
 
 
 def _sessions(path: Path, fmt: str, unchanged: Unchanged | None) -> Iterator[HistoryItem | UnchangedSession]:
-    read = claude_code.read_session if fmt == claude_code.SOURCE else codex.read_session
+    read = SESSIONS[fmt].read
     for file in session_files(path):
         try:
             found = stamp(file)

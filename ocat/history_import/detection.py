@@ -8,9 +8,8 @@ from typing import Any
 
 from ocat.errors import InputFileError
 from ocat.history_import.agent_sessions import agent_format
-from ocat.history_import.chatgpt import is_chatgpt
-from ocat.history_import.claude import is_claude
 from ocat.history_import.llm_logs import is_llm_database
+from ocat.history_import.readers import export_of
 from ocat.history_import.sources import Located, first_item, locate
 
 
@@ -33,10 +32,9 @@ def format_of(located: Located) -> str:
         first = first_item(located)
     except InputFileError as exc:
         raise not_an_export(located.path, str(exc)) from None
-    if is_chatgpt(first):
-        return "chatgpt"
-    if is_claude(first):
-        return "claude"
+    found = export_of(first)
+    if found is not None:
+        return found
     if first is None:
         raise not_an_export(located.path, "it holds no conversations, so which export it is cannot be told")
     raise not_an_export(located.path, f"its first item {_described(first)}")

@@ -1,4 +1,4 @@
-"""The MCP server: the four memory tools' schemas, strict argument checks, and serving over stdio.
+"""The MCP server: the memory tools' schemas, strict argument checks, and serving over stdio.
 
 The tools are thin wrappers over `ocat.mcp_server.tools`; this module only declares their
 schemas, checks arguments, and turns ocat's errors into MCP error results. stdout carries
@@ -10,7 +10,7 @@ import logging
 import sys
 import threading
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Annotated, Any, AsyncIterator
+from typing import TYPE_CHECKING, Annotated, Any, AsyncIterator, Callable
 
 from pydantic import Field
 
@@ -27,13 +27,19 @@ log = logging.getLogger("ocat.mcp")
 
 INSTRUCTIONS = """\
 ocat's long-term memory: past chat exchanges and saved notes and documents, searched by
-meaning and keywords. Call memory_search before answering questions about earlier work,
-decisions or notes; memory_save to remember something for later; memory_forget to delete
+meaning and keywords. Call search_memory before answering questions about earlier work,
+decisions or notes; remember to save something for later; forget_memory to delete
 (it previews unless confirm is "CONFIRM"); memory_stats to see what is stored; memory_wake
 for what the user keeps at hand (pinned memories, their profile, recent threads), and
-memory_pin / memory_unpin / memory_pins to manage the pins."""
+pin_memory / unpin_memory / memory_pins to manage the pins. (memory_search, memory_save,
+memory_forget, memory_pin and memory_unpin are the old names, deprecated.)"""
 
 Scalar = str | int | float | bool
+
+# The tools' names before they took the chat's order (verb first: search_memory, as the chat's
+# model calls it): still served, for one release, each as the tool it became (docs/mcp.md).
+DEPRECATED_NAMES = {"memory_search": "search_memory", "memory_save": "remember", "memory_forget": "forget_memory",
+                    "memory_pin": "pin_memory", "memory_unpin": "unpin_memory"}
 
 
 def build_server(tools: "MemoryTools") -> Any:
@@ -60,6 +66,18 @@ def build_server(tools: "MemoryTools") -> Any:
         lifespan=lifespan,
     )
 
+    def tool(name: str, *, description: str, annotations: Any) -> Callable[[Any], Any]:
+        """Register a tool under its name, and under each old name it had (DEPRECATED_NAMES)."""
+
+        def register(fn: Any) -> Any:
+            server.add_tool(fn, name=name, description=description, annotations=annotations)
+            for alias in (old for old, new in DEPRECATED_NAMES.items() if new == name):
+                server.add_tool(fn, name=alias, annotations=annotations,
+                                description=f"Deprecated: the old name of {name}, kept for one release. {description}")
+            return fn
+
+        return register
+
     def run(operation: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
         try:
             return operation(*args, **kwargs)
@@ -69,7 +87,7 @@ def build_server(tools: "MemoryTools") -> Any:
             log.exception("memory tool failed")
             raise ToolError(f"internal error: {type(exc).__name__}: {exc}") from None
 
-    @server.tool(
+    @tool("search_memory",
         description="Search ocat's memory (past chat exchanges, saved notes and document chunks) by meaning "
         "and keywords. Returns the k most relevant memories, best first, each with text, a calibrated "
         "relevance score in [0, 1] ('admitted' means relevant enough to use), date and metadata. "
@@ -77,12 +95,12 @@ def build_server(tools: "MemoryTools") -> Any:
         "(e.g. filename, section, prefix, ocd_number, source_file).",
         annotations=ToolAnnotations(read_only_hint=True, open_world_hint=False),
     )
-    def memory_search(
+    def search_memory(
         query: Annotated[str, Field(min_length=1, max_length=10_000, description="What to look for.")],
         k: Annotated[int, Field(ge=1, le=50, description="How many memories to return.")] = 5,
         source: Annotated[
             str | None, Field(description="Only memories from this source: 'chat' (exchanges), 'cli', "
-                          "'vdoc_command', 'vadd_command', 'mcp' or a label given to memory_save.")
+                          "'vdoc_command', 'vadd_command', 'mcp' or a label given to remember.")
         ] = None,
         thread_id: Annotated[str | None, Field(description="Only exchanges of this chat thread.")] = None,
         session_id: Annotated[str | None, Field(description="Only exchanges of this chat session.")] = None,
@@ -109,17 +127,17 @@ def build_server(tools: "MemoryTools") -> Any:
         spec = memory.FilterSpec(source, thread_id, session_id, kind, since, until, dict(where or {}))
         return run(tools.search, query, k, spec, project)
 
-    @server.tool(
+    @tool("remember",
         description="Save a note or text to ocat's memory so later searches (and ocat's chat) find it. "
         "Long text is chunked. Saving the same text twice stores it once. Returns the stored chunk ids.",
         annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True,
                                     open_world_hint=False),
     )
-    def memory_save(
+    def remember(
         content: Annotated[str, Field(min_length=1, description="The text to remember.")],
         source: Annotated[
             str | None, Field(max_length=100, description="A label for where this came from (default 'mcp'); "
-                              "memory_search can filter on it.")
+                              "search_memory can filter on it.")
         ] = None,
         metadata: Annotated[
             dict[str, Scalar] | None,
@@ -128,14 +146,14 @@ def build_server(tools: "MemoryTools") -> Any:
     ) -> dict[str, Any]:
         return run(tools.save, content, source, metadata)
 
-    @server.tool(
+    @tool("forget_memory",
         description="Delete memories, by id (a unique prefix will do) or by query (the up to k most relevant "
         "memories that pass the relevance threshold). Deletes only when confirm is exactly \"CONFIRM\"; "
         "otherwise returns what it would delete, so call it first without confirm.",
         annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True,
                                     open_world_hint=False),
     )
-    def memory_forget(
+    def forget_memory(
         query: Annotated[str | None, Field(min_length=1, description="Forget what matches this.")] = None,
         id: Annotated[str | None, Field(min_length=1, description="Forget the memory with this id.")] = None,
         confirm: Annotated[str | None, Field(description='"CONFIRM" to really delete.')] = None,
@@ -143,7 +161,7 @@ def build_server(tools: "MemoryTools") -> Any:
     ) -> dict[str, Any]:
         return run(tools.forget, query=query, id=id, confirm=confirm, k=k)
 
-    @server.tool(
+    @tool("memory_stats",
         description="What ocat's memory holds: for each open store its name, location and counts of exchanges "
         "and documents, the embedding model, the relevance thresholds, and the names of all stores.",
         annotations=ToolAnnotations(read_only_hint=True, open_world_hint=False),
@@ -151,7 +169,7 @@ def build_server(tools: "MemoryTools") -> Any:
     def memory_stats() -> dict[str, Any]:
         return run(tools.stats)
 
-    @server.tool(
+    @tool("memory_wake",
         description="The wake block: what ocat's chat gives the model at the start of every thread - the "
         "memories the user pinned, their profile, their latest threads - within a token budget. Start from it.",
         annotations=ToolAnnotations(read_only_hint=True, open_world_hint=False),
@@ -159,23 +177,23 @@ def build_server(tools: "MemoryTools") -> Any:
     def memory_wake() -> dict[str, Any]:
         return run(tools.wake)
 
-    @server.tool(
+    @tool("pin_memory",
         description="Pin a memory (by id or unique prefix): it is then in the wake block of every thread.",
         annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True,
                                     open_world_hint=False),
     )
-    def memory_pin(id: Annotated[str, Field(min_length=1, description="The memory's id.")]) -> dict[str, Any]:
+    def pin_memory(id: Annotated[str, Field(min_length=1, description="The memory's id.")]) -> dict[str, Any]:
         return run(tools.pin, id, True)
 
-    @server.tool(
+    @tool("unpin_memory",
         description="Unpin a memory (by id or unique prefix); it stays in memory.",
         annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True,
                                     open_world_hint=False),
     )
-    def memory_unpin(id: Annotated[str, Field(min_length=1, description="The memory's id.")]) -> dict[str, Any]:
+    def unpin_memory(id: Annotated[str, Field(min_length=1, description="The memory's id.")]) -> dict[str, Any]:
         return run(tools.pin, id, False)
 
-    @server.tool(
+    @tool("memory_pins",
         description="The pinned memories, the latest pinned first.",
         annotations=ToolAnnotations(read_only_hint=True, open_world_hint=False),
     )

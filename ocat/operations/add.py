@@ -1,5 +1,5 @@
 """The add operations: a file or folder (`--add-to-vector-store`, `/vdoc`), a note (`/vadd`, MCP's
-`memory_save`), and the one sentence that says what an add did."""
+`remember`), and the one sentence that says what an add did."""
 
 from __future__ import annotations
 

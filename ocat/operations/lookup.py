@@ -1,6 +1,6 @@
 """The record operations: get a memory by id, describe it, delete memories, list and resolve threads.
 
-`/vget`, `/vdelete`, `/threads`, `/continue` and MCP's `memory_forget` call these and only render.
+`/vget`, `/vdelete`, `/threads`, `/continue` and MCP's `forget_memory` call these and only render.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The search operation: an explicit search of one or several stores, and the one shape of a hit.
 
-`--query-vector-store`, `/vquery` and MCP's `memory_search` all search here and render what
+`--query-vector-store`, `/vquery` and MCP's `search_memory` all search here and render what
 `search` returns; `hit_record` is the JSON form every face prints, `HitLine` the words.
 (The chat's own per-turn recall is `ChatSession.recall`: it excludes what is in view and
 keeps to a token budget.)

@@ -1,7 +1,7 @@
 """The versions operations: a memory's versions oldest to newest, `/supersede`, `/unlink`, and a hit's link in words.
 
 `/vget`, `/supersede`, `/unlink`, the memory browser, `--query-vector-store`, `search_memory`,
-MCP's `memory_search` and the memory block call these and only render (docs/memory.md, "Facts
+MCP's `search_memory` and the memory block call these and only render (docs/memory.md, "Facts
 that change").
 """
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from ocat.errors import OcatError
-from ocat.tools.calls import ToolCall
+from ocat.tools.calls import CallState, ToolCall
 
 log = logging.getLogger(__name__)
 
@@ -97,8 +97,10 @@ class ToolBox:
 
     def run(self, call: ToolCall) -> ToolCall:
         """Run one call: check it, run it, bound its result; any failure is the call's error and
-        the model's tool result, never the turn's. Returns the call, filled in."""
-        self.start(call)
+        the model's tool result, never the turn's. Returns the call, filled in. A call the turn
+        started already (`start`, when it showed it) is not started again: its time runs from then."""
+        if call.state is CallState.ASKED:
+            self.start(call)
         try:
             spec = self.specs.get(call.name)
             if spec is None:

@@ -9,6 +9,7 @@ import functools
 from typing import TYPE_CHECKING, Any, Callable
 
 from ocat.mcp_client.consent import DENIED
+from ocat.mcp_client.server_status import ServerState
 from ocat.text.terminal import printable, shorten
 from ocat.tools.box import ToolFailed, ToolOutcome, ToolSpec
 from ocat.tools.calls import result_gist
@@ -52,9 +53,9 @@ def _live(offered: ServerTool, ready: Ready, restarted: set[str]) -> ServerTool:
     """The tool as its server lists it now (a cached one may have changed or gone), its server
     started first if it was not; ToolFailed when the server no longer has it."""
     status = ready(offered.server)
-    if status.state == "failed":
+    if status.state is ServerState.FAILED:
         restarted.add(offered.server)  # it just failed to start: the call says why, not a second start
-    if status.state != "ready":
+    if status.state is not ServerState.READY:
         return offered
     for tool in status.tools:
         if tool.name == offered.name:

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from ocat.errors import UsageError
 from ocat.records import SUPERSEDED_KEY, Exchange, SearchHit
 from ocat.text.terminal import count_of, local_time, shorten
 from ocat.tools.box import ToolFailed, ToolOutcome, ToolSpec
 from ocat import memory
-from ocat.operations.lookup import get_record, recent_threads, resolve_thread
+from ocat.operations.lookup import get_record, recent_threads, resolve_thread, short_id
 from ocat.operations.search import search
 from ocat.text.tokens import estimate_tokens
 from ocat.tools.remember_tool import ID_CHARS, REMEMBER_DESCRIPTION, REMEMBER_PARAMETERS, remember
@@ -52,19 +52,16 @@ class MemoryToolContext:
     store: MemoryStore
     settings: Settings
     in_context: set[str] = field(default_factory=set)
-    # The session's unique id for a record, as /vget and /vdelete take it back (index reads).
-    short: Callable[[str], str] | None = None
     # The chat's project scope: its searches prefer (or keep only) that project's exchanges, as recall does.
     project: ProjectScope | None = None
     # Notes `remember` stored this turn (at most `memory.max_notes_per_turn`).
     notes_stored: int = 0
 
     def shown_id(self, record_id: str) -> str:
-        """The id to show for a record: its shortest unique start, else its first characters."""
-        if self.short is None:
-            return record_id[:12]
+        """The id to show for a record: its shortest unique start, as /vget and /vdelete take it
+        back (index reads), else the whole id."""
         try:
-            return self.short(record_id)
+            return short_id(self.store, record_id)
         except Exception:  # a derived file failing: the whole id still works everywhere
             return record_id
 

@@ -23,6 +23,7 @@ from ocat.tools.mcp_tools import server_tools
 
 if TYPE_CHECKING:
     from ocat.config.mcp_servers import McpServerConfig
+    from ocat.mcp_client.consent import Ask
     from ocat.mcp_client.servers import ServerStatus, ServerTool
     from ocat.config.settings import Settings
     from ocat.tools.box import ToolSpec
@@ -31,9 +32,10 @@ if TYPE_CHECKING:
 class ServerTools:
     """The configured servers (none: every method is a no-op) and the consent their calls need."""
 
-    def __init__(self, settings: Settings, cache: ToolCache | None = None) -> None:
+    def __init__(self, settings: Settings, cache: ToolCache | None = None, *, ask: Ask | None = None) -> None:
+        """`ask`: the face's way of asking the user's consent (None: a call not allowed beforehand is denied)."""
         self.configs = settings.mcp_servers
-        self.consent = Consent({c.name: c.allow for c in self.configs}, settings.allowed_tools)
+        self.consent = Consent({c.name: c.allow for c in self.configs}, settings.allowed_tools, ask=ask)
         self.cache = cache if cache is not None else ToolCache()
         self._servers: McpServers | None = None
         self._said: set[tuple[str, str]] = set()
@@ -98,7 +100,7 @@ class ServerTools:
             tools = self.cache.tools(config)
             if tools is None and config.name in learning:
                 status = self.ready(config.name)
-                tools = status.tools if status.state == "ready" else None
+                tools = status.tools if status.state is ServerState.READY else None
             known[config.name] = None if tools is None else tuple(tool.name for tool in tools)
         return check_allowed_tools(names, known)
 
@@ -124,7 +126,7 @@ class ServerTools:
                     and self.cache.tools(config) is None):
                 self._starting_said.add(status.name)  # once: it is not stopped, and comes when ready
                 lines.append(starting_line(config))
-            if status.state in ("failed", "crashed") and status.error is not None:
+            if status.state in (ServerState.FAILED, ServerState.CRASHED) and status.error is not None:
                 said = (status.name, status.error)
                 if said not in self._said:
                     self._said.add(said)

@@ -24,6 +24,7 @@ from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 from ocat.logs import failure_text
+from ocat.chat.outcomes import TextPiece, ToolFinished, ToolStarted
 from ocat.chat.session import ChatSession
 from ocat.text.terminal import count_of, printable, without_controls
 from ocat.ui.keys import default_keys, keymap
@@ -39,7 +40,6 @@ from ocat.ui.status import answering_line, usage_line
 from ocat.ui.themes import Themes
 from ocat.ui.widgets import CommandSuggestions, PromptInput, UserMessage, memory_indicator, wake_indicator, plain
 from ocat.ui import quick_exit
-from ocat.ui.consent import consent_asker
 from ocat.ui.tool_calls import ToolCallView
 
 if TYPE_CHECKING:
@@ -85,10 +85,10 @@ class OcatApp(App[int]):
         self.themes = Themes(self)
         self.prompt_focus = PromptFocus(self)
         self.model_check = ModelCheck(session, conversation=self.conversation)
-        self.memory = MemoryView(session, serve=serve, conversation=self.conversation)
+        self.memory_view = MemoryView(session, serve=serve, conversation=self.conversation)
         self.commands = CommandView(
-            session, conversation=self.conversation, memory=self.memory, themes=self.themes, send=self._send_now
-        )
+            session, conversation=self.conversation, memory_view=self.memory_view, themes=self.themes,
+            send=self._send_now)
         self.turn: Worker[None] | None = None
         # Sends the prompts held in the box while an answer or a command ran (see on_prompt_input_submitted).
         self._held_sender: Worker[None] | None = None
@@ -97,13 +97,13 @@ class OcatApp(App[int]):
 
     def compose(self) -> ComposeResult:
         # Paths and model names are text, never markup: a store called "[b]" must not break the header.
-        yield Static(plain(self.memory.header_text(self.size.width - 2)), id="header")
+        yield Static(plain(self.memory_view.header_text(self.size.width - 2)), id="header")
         yield VerticalScroll(id="conversation")
         yield Static("", id="status")
         yield CommandSuggestions(id="suggestions")
         yield PromptInput(id="prompt")
         yield ChatFooter()
-        yield self.memory  # the components show nothing themselves
+        yield self.memory_view  # the components show nothing themselves
         yield self.commands
         yield self.model_check
 
@@ -123,9 +123,9 @@ class OcatApp(App[int]):
         # Ready comes once the first frame is on screen: only then start chromadb and the
         # model, whose imports would otherwise compete with the first paint for the GIL.
         if self.session.settings.vector_store.enabled:
-            self.memory.load_in_background()
-        # The MCP servers start in the background too; a call not allowed beforehand asks here.
-        self.session.server_tools.consent.ask = consent_asker(self)
+            self.memory_view.load_in_background()
+        # The MCP servers start in the background too; a call not allowed beforehand asks here
+        # (the session was given `ocat.ui.consent.ask_in_window` when it was made).
         self.session.server_tools.start()
         if not self.session.dummy:
             self.model_check.check_model()
@@ -229,12 +229,12 @@ class OcatApp(App[int]):
         ticker = self.set_interval(0.1, lambda: status.update(answering_line(time.monotonic() - started)))
         answer = AssistantMessage()
         turn = self.session.turn(prompt)
-        shown: dict[int, ToolCallView] = {}  # each tool call's line, by the call
+        shown: list[ToolCallView] = []  # each tool call's line, in order
         try:
             memories = await asyncio.to_thread(turn.recall)
             if turn.memory_lost:
                 self.conversation.notice(f"Memory is off: {turn.memory_lost}", error=True)
-                self.memory.show(MemoryStatus(MemoryState.OFF))
+                self.memory_view.show(MemoryStatus(MemoryState.OFF))
             elif turn.problem:  # this turn's search failed; memory stays on
                 self.conversation.notice(f"Note: {turn.problem}.", error=True)
             context_mode = self.session.settings.display.context_mode
@@ -245,16 +245,17 @@ class OcatApp(App[int]):
                 await self.conversation.append(indicator)
             await self.conversation.append(answer)
             stream = AssistantMessage.get_stream(answer)
-            await asyncio.to_thread(turn.build_request)
+            await asyncio.to_thread(turn.prepare)
             try:
                 async for event in turn:
-                    if isinstance(event, str):
-                        await stream.write(printable(event))  # the stored answer stays as it came
-                    elif id(event) in shown:
-                        shown[id(event)].refresh_call()
-                    else:  # a call starts: its line goes under the answer, and is updated when it ends
-                        shown[id(event)] = ToolCallView(event, expanded=context_mode == "on")
-                        await self.conversation.append(shown[id(event)])
+                    match event:
+                        case TextPiece(text):
+                            await stream.write(printable(text))  # the stored answer stays as it came
+                        case ToolStarted(call):  # its line goes under the answer, and is updated when it ends
+                            shown.append(ToolCallView(call, expanded=context_mode == "on"))
+                            await self.conversation.append(shown[-1])
+                        case ToolFinished(call):
+                            next(view for view in shown if view.call is call).refresh_call()
             finally:
                 await stream.stop()
             for note in turn.tool_notes:
@@ -266,7 +267,7 @@ class OcatApp(App[int]):
                 threading.Thread(target=turn.finish, name="ocat-record", daemon=True).start()
                 raise
             turn.cancel()
-            for view in shown.values():
+            for view in shown:
                 view.refresh_call()  # a call under way says it was cancelled
             self.conversation.notice("Cancelled: the partial answer stays on screen and is not remembered.")
             raise
@@ -287,8 +288,8 @@ class OcatApp(App[int]):
         await asyncio.to_thread(turn.finish)
         if turn.answered is not None:  # from now on a key on either message forks there
             asked.exchange_id = answer.exchange_id = turn.answered.exchange_id
-        self.memory.say_what_was_remembered(turn)
-        await self.memory.refresh_count()
+        self.memory_view.say_what_was_remembered(turn)
+        await self.memory_view.refresh_count()
 
     # -- actions -------------------------------------------------------------------
 
@@ -378,7 +379,7 @@ class OcatApp(App[int]):
     def on_resize(self, event: events.Resize) -> None:
         # The header is fitted to the width, not wrapped: refit it whenever the window changes.
         # (This runs before App's own handler has recorded the new size: the event has it.)
-        self.memory.refresh_header(event.size.width - 2)
+        self.memory_view.refresh_header(event.size.width - 2)
 
     # -- the prompt keeps focus (ocat.ui.prompt_focus) ------------------------------
 
@@ -393,5 +394,5 @@ class OcatApp(App[int]):
 
     def exit(self, result: int | None = None, return_code: int = 0, message: RenderableType | None = None) -> None:
         """Close the window, giving the store up meanwhile (MemoryView.give_up_store)."""
-        self.memory.give_up_store()
+        self.memory_view.give_up_store()
         super().exit(result, return_code, message)

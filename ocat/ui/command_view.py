@@ -43,7 +43,7 @@ class CommandView(Widget):
         session: ChatSession,
         *,
         conversation: Conversation,
-        memory: MemoryView,
+        memory_view: MemoryView,
         themes: Themes,
         send: Callable[[str], None],
     ) -> None:
@@ -52,7 +52,7 @@ class CommandView(Widget):
         super().__init__()
         self.session = session
         self.conversation = conversation
-        self.memory = memory
+        self.memory_view = memory_view
         self.themes = themes
         self._send = send
         # The command under way, or the last one run.
@@ -121,7 +121,7 @@ class CommandView(Widget):
             await self.conversation.redraw(self.session.history)
         if result.text or result.rows:
             await self.conversation.append(command_view(result))
-        await self.memory.refresh_count()  # commands add and delete memories
+        await self.memory_view.refresh_count()  # commands add and delete memories
         if send is not None:
             # Only now: the turn mounts its prompt below what the command said ("Asking again…").
             self._send(send)
@@ -206,6 +206,6 @@ class CommandView(Widget):
                 # As if typed: while an answer or a command runs it waits its turn (never cancels it).
                 self.app.post_message(PromptInput.Submitted(f"/continue {thread_id}"))
             else:
-                self.app.call_later(self.memory.refresh_count)  # the browser may have deleted memories
+                self.app.call_later(self.memory_view.refresh_count)  # the browser may have deleted memories
 
         self.app.push_screen(MemoryBrowser(self.session, query), closed)

@@ -20,12 +20,13 @@ from typing import TYPE_CHECKING, Any
 
 from textual import events
 from textual.app import ComposeResult
+from textual.app import active_app
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
-from ocat.mcp_client.consent import Answer, Ask, ConsentRequest
+from ocat.mcp_client.consent import Answer, ConsentRequest
 from ocat.text.terminal import count_of, printable
 from ocat.ui.widgets import PromptInput, plain
 
@@ -226,31 +227,37 @@ def _names_line(rows: list[tuple[str, str]]) -> str:
     return f"{count_of(len(rows), 'argument')}: " + ", ".join(name for name, _ in rows)
 
 
-def consent_asker(app: App[Any]) -> Ask:
-    """An `Ask` for `app`: called from a worker thread, it shows the dialog and waits for it."""
+def ask_in_window(request: ConsentRequest) -> Answer | None:
+    """The full-screen chat's `Ask`, given to the session when it is made: called from the turn's
+    tool thread, it shows the dialog in the window the turn runs in and waits for it. Without a
+    window (none is running in this context) nobody is asked, and the answer is no."""
+    app = active_app.get(None)
+    if app is None:
+        return Answer.NO
+    return _ask(app, request)
 
-    def ask(request: ConsentRequest) -> Answer | None:
-        answered = threading.Event()
-        answer: list[Answer | None] = [None]
 
-        def dismissed(letter: str | None) -> None:
-            answer[0] = Answer.from_letter(letter or "n")
-            answered.set()
+def _ask(app: App[Any], request: ConsentRequest) -> Answer | None:
+    """Show the dialog for `request` in `app` and wait for its answer."""
+    answered = threading.Event()
+    answer: list[Answer | None] = [None]
 
-        dialog = ConsentDialog(request)
-        try:
-            app.call_from_thread(app.push_screen, dialog, dismissed)
-        except RuntimeError:  # the app is gone: nobody to ask
+    def dismissed(letter: str | None) -> None:
+        answer[0] = Answer.from_letter(letter or "n")
+        answered.set()
+
+    dialog = ConsentDialog(request)
+    try:
+        app.call_from_thread(app.push_screen, dialog, dismissed)
+    except RuntimeError:  # the app is gone: nobody to ask
+        return Answer.NO
+    while not answered.wait(0.2):
+        if not app.is_running:
             return Answer.NO
-        while not answered.wait(0.2):
-            if not app.is_running:
-                return Answer.NO
-            if request.abandoned.is_set():  # the turn was cancelled (Ctrl+C): the question goes too
-                try:
-                    app.call_from_thread(dialog.dismiss, "n")
-                except RuntimeError:
-                    pass
-                return Answer.NO
-        return answer[0]
-
-    return ask
+        if request.abandoned.is_set():  # the turn was cancelled (Ctrl+C): the question goes too
+            try:
+                app.call_from_thread(dialog.dismiss, "n")
+            except RuntimeError:
+                pass
+            return Answer.NO
+    return answer[0]

@@ -129,8 +129,8 @@ class MemoryBrowser(Screen[str | None]):
 
     def on_mount(self) -> None:
         self._fit(self.size.width)
-        if self.session.memory.store is None:
-            reason = self.session.memory.error or "memory is still loading"
+        if self.session.session_memory.store is None:
+            reason = self.session.session_memory.error or "memory is still loading"
             self._note = f"Memory is off: {reason}."
             self._show_filters()
             self.query_one(EntryList).display = False
@@ -149,7 +149,7 @@ class MemoryBrowser(Screen[str | None]):
         self.set_class(width < SIDE_BY_SIDE, "-narrow")
 
     def _title(self) -> str:
-        store = self.session.memory.store
+        store = self.session.session_memory.store
         where = f" · {store.name} store" if store is not None and store.name != "default" else ""
         return f"Memory{where}: Enter opens a thread, Space marks, Esc goes back to the chat"
 
@@ -170,19 +170,19 @@ class MemoryBrowser(Screen[str | None]):
 
     def reload(self) -> None:
         """List again for the search box and the filters (in a thread; the newest listing wins)."""
-        if self.session.memory.store is None:
+        if self.session.session_memory.store is None:
             return
         self._generation += 1
         self._list(self._generation, self.query_one("#browser-search", Input).value.strip(), self.filters)
 
     @work(thread=True, group="browser-list")
     def _list(self, generation: int, query: str, filters: Filters) -> None:
-        store = self.session.memory.store
+        store = self.session.session_memory.store
         if store is None:
             return
         note = ""
         try:
-            if query and self.session.memory.model_available():
+            if query and self.session.session_memory.model_available():
                 entries = search_entries(store, query, filters, self.session.settings.vector_store)
             else:
                 if query:
@@ -257,7 +257,7 @@ class MemoryBrowser(Screen[str | None]):
 
     @work(thread=True, exclusive=True, group="browser-preview")
     def _read_preview(self, entry: Entry) -> None:
-        store = self.session.memory.store
+        store = self.session.session_memory.store
         if store is None:
             return
         try:
@@ -367,7 +367,7 @@ class MemoryBrowser(Screen[str | None]):
     def _change(self, what: str, operation: Callable[[MemoryStore], _T], done: Callable[[_T], None]) -> None:
         """Run `operation` on the store in a thread, then `done` with its result on the screen;
         a failure is a notification (the browser and the chat behind it stay as they were)."""
-        store = self.session.memory.store
+        store = self.session.session_memory.store
         if store is None:
             return
         try:

@@ -30,7 +30,8 @@ from ocat import memory
 from ocat.chat.consolidation import LinksChecked
 from ocat.chat.outcomes import remembered_words, secrets_words
 from ocat.logs import log_failure
-from ocat.chat.memory_loading import load_memory, MemoryLoaded, warm_up
+from ocat.chat.memory_loading import load_memory, warm_memory
+from ocat.chat.outcomes import MemoryLoaded
 from ocat.process_end import keep_on_signals, leave_now
 
 if TYPE_CHECKING:
@@ -126,7 +127,7 @@ class MemoryView(Widget):
         opening = session.settings.vector_store.enabled
         self.status = MemoryStatus(MemoryState.LOADING if opening else MemoryState.OFF)
         if opening:  # from now, not from the worker's start: a prompt sent meanwhile waits for it too
-            session.memory.opening.begin()
+            session.session_memory.opening.begin()
         # The embedding model's download bar, while the first download runs.
         self._download: TaskProgress | None = None
         # What memory is waiting for (another process's store), while it waits.
@@ -148,7 +149,7 @@ class MemoryView(Widget):
                 threading.Thread(target=self._leave_if_stuck, args=(128 + signum,), name="ocat-hangup",
                                  daemon=True).start()
 
-        self._restore_signals = keep_on_signals(self.session.memory, leave)
+        self._restore_signals = keep_on_signals(self.session.session_memory, leave)
 
     def _leave_if_stuck(self, code: int) -> None:
         """After SIGHUP: if the window has not left within HANGUP_GRACE, leave without it. The
@@ -181,17 +182,17 @@ class MemoryView(Widget):
                 self.post_message(self.MemoryNote(text))
 
             loaded = load_memory(
-                self.session.memory,
+                self.session.session_memory,
                 serve=self.serve,
                 notify=waiting,
                 progress=self._download_progress(),
             )
         except Exception as exc:  # a bug in opening memory turns memory off, never the chat
-            self.session.memory.error = log_failure("opening memory", exc)
-            loaded = MemoryLoaded(self.session.memory.error)
+            self.session.session_memory.error = log_failure("opening memory", exc)
+            loaded = MemoryLoaded(self.session.session_memory.error)
         self.post_message(self.MemoryReady(loaded))
         if loaded.error is None:
-            warm_up(self.session.memory)
+            warm_memory(self.session.session_memory)
 
     def _download_progress(self) -> Callable[[int, int | None], None]:
         """The model download's progress as messages (one per percent); stops the download once
@@ -242,7 +243,7 @@ class MemoryView(Widget):
         if self._download is not None:
             await self._download.remove()
             self._download = None
-        store = self.session.memory.store
+        store = self.session.session_memory.store
         if self._memory_note is not None:
             await self._memory_note.remove()  # what it said (a wait, an upgrade) is over
             self._memory_note = None
@@ -252,7 +253,7 @@ class MemoryView(Widget):
         else:
             assert store is not None
             status = MemoryStatus(MemoryState.READY, exchanges=store.count("exchange"))
-        notice = loaded.notice(len(self.session.memory.unsaved))
+        notice = loaded.notice(len(self.session.session_memory.unsaved))
         if notice is not None:
             text, error = notice
             self.conversation.notice(text, error=error)
@@ -282,8 +283,8 @@ class MemoryView(Widget):
 
     async def refresh_count(self) -> None:
         """Show the store's exchange count, read off the UI thread (it may be a server round trip)."""
-        store = self.session.memory.store
-        if store is None or not self.session.memory.on:
+        store = self.session.session_memory.store
+        if store is None or not self.session.session_memory.on:
             return
         try:
             count = await asyncio.to_thread(store.count, "exchange")

@@ -28,7 +28,7 @@ async def memory_ready(app: OcatApp, pilot: Any) -> None:
     # A blinking cursor would make screenshots depend on the moment they are taken.
     app.query_one(PromptInput).cursor_blink = False
     for _ in range(300):
-        if not app.memory.state.pending:
+        if not app.memory_view.state.pending:
             return
         await pilot.pause(0.05)
     raise AssertionError("memory never became ready")

@@ -17,7 +17,7 @@ from ocat.text.limits import stored_count
 from ocat.memory.storage.store import WRITE_BATCH, MemoryStore
 from ocat.records import SHORTENED_KEY, AddResult, DocumentChunk, now
 
-# How a document arrived; an MCP `memory_save` may name its own source label instead.
+# How a document arrived; an MCP `remember` may name its own source label instead.
 Source = Literal["vdoc_command", "vadd_command", "remember_command", "cli", "import", "mcp"] | str
 # The file types a folder add picks up; a single named file may be any UTF-8 text.
 FOLDER_SUFFIXES = (".md", ".markdown", ".txt")

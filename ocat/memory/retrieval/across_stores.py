@@ -1,4 +1,4 @@
-"""An explicit search (`--query-vector-store`, `/vquery`, MCP `memory_search`): filters, several stores.
+"""An explicit search (`--query-vector-store`, `/vquery`, MCP `search_memory`): filters, several stores.
 
 The chat's per-turn retrieval calls `retrieve` directly and never filters; this wraps it
 for searches a person or a tool asks for, which may name metadata filters (a Chroma

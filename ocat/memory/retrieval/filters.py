@@ -31,7 +31,7 @@ _INT_KEYS = {"ocd_number", "chunk_index", "total_chunks", "thread_continuation_s
 _FLOAT_KEYS = {"timestamp", "date_added"}
 _BOOL_KEYS = {"manual_entry"}
 # Keys only document chunks carry (exchange keys are EXCHANGE_FIELDS); a key in neither list
-# is metadata a caller attached when saving (MCP memory_save), so it is a document key too.
+# is metadata a caller attached when saving (MCP remember), so it is a document key too.
 DOCUMENT_KEYS = frozenset(
     {"kind", "source", "source_file", "source_path", "source_folder", "filename", "section", "prefix",
      "ocd_number", "chunk_index", "total_chunks", "manual_entry", "content_hash", "document_id", "date_added"}
@@ -102,7 +102,7 @@ def _clause(condition: Condition, kind: RecordKind) -> dict[str, Any] | None | _
         matches = {"$eq": value == CHAT_SOURCE, "$ne": value != CHAT_SOURCE}.get(op)
         return _NEVER if not matches else None
     elif key == "source" and op == "$eq" and value == CHAT_SOURCE:
-        return _NEVER  # documents never come from the chat (memory_save refuses the label)
+        return _NEVER  # documents never come from the chat (remember refuses the label)
     elif key == "kind":
         matches = {"$eq": value == kind, "$ne": value != kind}.get(op)
         return _NEVER if not matches else None
