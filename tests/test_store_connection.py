@@ -307,7 +307,7 @@ REVIVE_SOON = r"""
 import sys
 import ocat.chat.session_memory as session_memory
 session_memory.REVIVE_SECONDS = 0.0
-from ocat.cli import run
+from ocat.cli.dispatch import run
 sys.argv[0] = "ocat"
 run()
 """

@@ -11,7 +11,7 @@ from typing import get_args
 
 from mypy import api as mypy_api
 
-from ocat.cli_parser import build_parser
+from ocat.cli.parser import build_parser
 from ocat.config.keys import SPECS
 from ocat.config.settings import CONTEXT_MODES, TOOL_MODES, ContextMode, ToolMode
 from ocat.headless.output import OUTPUT_FORMATS
