@@ -52,7 +52,8 @@ def one_quit(env: dict[str, str], *, turn: bool, settle: float, type_after: floa
     line = "exec env " + " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items()) + " " + shlex.join(ocat_command())
     tmux("new-session", "-d", "-s", name, "-x", str(WIDTH), "-y", str(HEIGHT), line, ";", "set", "remain-on-exit", "on")
     try:
-        wait_for_screen(name, "Send")
+        # The footer's quit key: shown at any width (a narrow window leaves out "Send", ocat.ui.footer).
+        wait_for_screen(name, "Quit")
         answered = None
         if turn:
             time.sleep(type_after)  # a person reads the window, then types

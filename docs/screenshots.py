@@ -120,6 +120,7 @@ def make_app(server: FakeLLMServer, folder: Path, **overrides: Any) -> Any:
     from ocat.config.loading import load_settings
     from ocat.config.mcp_servers import parse_servers
     from ocat.ui.app import OcatApp
+    from ocat.ui.consent import ask_in_window
 
     settings = load_settings(overrides={"llm.model": MODEL, "llm.api_base": server.api_base,
                                         "llm.api_key": "sk-screenshots", **overrides})
@@ -127,7 +128,8 @@ def make_app(server: FakeLLMServer, folder: Path, **overrides: Any) -> Any:
     notes = {"command": sys.executable, "args": [str(REPO / "tests" / "support" / "mcp_fixture_server.py")],
              "env": {"FIXTURE_NOTE_FILE": str(folder / "note.txt")}, "timeout": 5, "start_timeout": 60}
     servers = parse_servers({"notes": notes}, "screenshots", folder)
-    return OcatApp(ChatSession(dataclasses.replace(settings, mcp_servers=servers)), serve=False)
+    # As `ocat` makes it: the session asks consent in the window (ocat.cli.dispatch).
+    return OcatApp(ChatSession(dataclasses.replace(settings, mcp_servers=servers), ask=ask_in_window), serve=False)
 
 
 async def chat(app: Any, pilot: Any, server: FakeLLMServer) -> None:

@@ -54,6 +54,7 @@ RUNS: dict[str, tuple[list[str], set[str]]] = {
     "store_properties": (["--runs", "1", "--steps", "3"], set()),
     "tool_latency": ([*SMOKE, "--exchanges", "20", "--queries", "3"], {"model", "eval"}),
     "tool_recall": (SMOKE, {"model", "eval"}),
+    "turn_walk": (["--quiet"], {"model"}),
     "two_machines": (["--sizes", "50", "--rounds", "1", "--import-size", "20"], {"model"}),
 }
 # Files of bench/ that run as scripts but are not benches.
