@@ -1,5 +1,5 @@
 """The benches' smoke mode: `--smoke` runs a bench at its smallest, a few questions over a few
-exchanges, only to prove it still runs and prints its table (tests/test_bench_smoke.py runs each
+exchanges, only to prove it still runs and prints its table (tests/cli/test_bench_smoke.py runs each
 so). Its figures mean nothing. An environment variable carries the mode, so the data loaders that
 every bench shares (bench/recall.py, bench/recall_chats.py) and the processes a bench starts see it.
 """

@@ -1,4 +1,4 @@
-"""The stateful property of tests/test_store_properties.py, run long: random runs of add, note,
+"""The stateful property of tests/property/test_store_properties.py, run long: random runs of add, note,
 delete, pin, rename, history import with duplicates, export/import, damaged derived files,
 reopening and repair, each checked to lose nothing the user kept. CI runs 40 fixed runs.
 
@@ -25,7 +25,7 @@ def main() -> None:
     env = {**os.environ, "STORE_PROPERTY_EXAMPLES": str(args.runs), "STORE_PROPERTY_STEPS": str(args.steps),
            "STORE_PROPERTY_RANDOM": "1"}
     command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--hypothesis-show-statistics",
-               "tests/test_store_properties.py"]
+               "tests/property/test_store_properties.py"]
     raise SystemExit(subprocess.call(command, cwd=REPO, env=env))
 
 

@@ -16,7 +16,7 @@ a module directly in `ocat/` is its own package, named after the module; memory'
     python bench/turn_walk.py            # the files in call order, then the counts
     python bench/turn_walk.py --quiet    # the counts only
 
-tests/test_turn_walk.py runs it and holds the turn to ARCHITECTURE.md's figures.
+tests/unit/test_turn_walk.py runs it and holds the turn to ARCHITECTURE.md's figures.
 """
 
 from __future__ import annotations

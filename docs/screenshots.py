@@ -10,7 +10,7 @@ tests' MCP fixture server, and the clock shows UTC, so the same code draws the s
     python docs/screenshots.py            # write docs/screenshots/*.svg
     python docs/screenshots.py --check    # compare only: exit 1 and name the stale ones
 
-tests/test_screenshots.py runs `--check`, so a change to what these screens show fails until
+tests/unit/test_screenshots.py runs `--check`, so a change to what these screens show fails until
 the pictures are made again (and looked at) with the first command.
 """
 

@@ -2,7 +2,7 @@
 
 The parsers are the single source of the options: this module turns them into Markdown
 tables and writes them between two marker comments, so the doc cannot drift from the code
-(`tests/test_docs.py` fails when the committed text differs from what this renders).
+(`tests/unit/test_docs.py` fails when the committed text differs from what this renders).
 
     python -m ocat.cli.reference                      # print the generated Markdown
     python -m ocat.cli.reference --write docs/cli.md  # replace the text between the markers

@@ -95,7 +95,7 @@ if TYPE_CHECKING:
 
 
 # Each room and the names the door gives of it: the same names as the imports above (what the
-# type checker reads; tests/test_memory_door.py keeps the two equal). A table, not those imports,
+# type checker reads; tests/unit/test_memory_door.py keeps the two equal). A table, not those imports,
 # so that importing the door loads no room.
 _EXPORTS: dict[str, tuple[str, ...]] = {
     "embedding.embedders": ("Embedder", "preload_embedder"),

@@ -2,7 +2,7 @@
 
 all-MiniLM-L6-v2 reads 256 word pieces; each answer here opens with well over that of general
 advice on its subject, then states the fact the user will ask about weeks later, in words the
-question does not repeat. Used by tests/test_passages.py and bench/recall.py's late-fact figure
+question does not repeat. Used by tests/unit/test_passages.py and bench/recall.py's late-fact figure
 (docs/RETRIEVAL.md, "Passage vectors"). Written for ocat; no real people or businesses.
 """
 

@@ -1,5 +1,5 @@
 """An MCP server with a child of its own, for the tests that no descendant of a server outlives
-ocat (tests/test_mcp_descendants.py). It starts one child that sleeps (its pid, and the
+ocat (tests/unit/test_mcp_descendants.py). It starts one child that sleeps (its pid, and the
 server's, are written to $FAMILY_PIDS_FILE), then serves one tool over stdio.
 
 $FAMILY_CHILD: `group` (the child stays in the server's process group, as most servers' do) or

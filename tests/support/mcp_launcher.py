@@ -1,5 +1,5 @@
 """A launcher like `npm exec` or `uvx` for the tests that MCP servers start in the background and
-leave nothing behind (tests/test_mcp_start.py): it starts the command after `--` as its child
+leave nothing behind (tests/unit/test_mcp_start.py): it starts the command after `--` as its child
 (in its own process group, with its stdin and stdout) and waits for it, forwarding no signal
 (SIGTERM ends the launcher alone, as npm's leaves its child running). It writes
 "LAUNCHER_PID CHILD_PID" to the file named first.

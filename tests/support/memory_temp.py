@@ -2,7 +2,7 @@
 of a run that passed or was interrupted, and, for a run that never reached its end (killed, or
 a second Ctrl+C), at the start of the next run.
 
-tests/conftest.py calls these from its hooks; tests/test_temp_cleanup.py runs pytest itself,
+tests/conftest.py calls these from its hooks; tests/cli/test_temp_cleanup.py runs pytest itself,
 interrupts it and kills it, to prove the memory comes back.
 """
 
@@ -17,7 +17,7 @@ from pathlib import Path
 # homes and big inputs came to 4.0 GB (removed at the end of a run that passes), and this
 # leaves as much again.
 MEMORY_TEMP_BYTES = 8 << 30
-# Where the in-memory folder goes; tests/test_temp_cleanup.py points a run of its own elsewhere.
+# Where the in-memory folder goes; tests/cli/test_temp_cleanup.py points a run of its own elsewhere.
 SHM_VARIABLE = "OCAT_TESTS_SHM"
 # Written in a run's pytest folder while the run is under way: the pid of the process that owns it.
 RUNNING = ".ocat-run"

@@ -1,0 +1,94 @@
+"""Every bench in bench/ still runs: each at its smallest (a few questions over a few exchanges,
+one run), asserting only that it exits 0 and prints its table (or report). A change that breaks a bench fails
+here, not when the next person needs its figures (issue 50, part 6). Its figures mean nothing.
+
+A bench is a file of bench/ that runs as a script (`if __name__ == "__main__":`); a new one is
+picked up by itself and run with `--smoke`, its smallest run (bench/smoke.py). One that needs the
+shared data beside the repository (../shared: the real embedding model, the dev sets) or a tool
+(tmux, simonw/llm's venv) is skipped, saying why, where it is missing.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from tests.support.paths import REPO
+
+BENCH = REPO / "bench"
+SHARED = REPO.parent / "shared"
+NEEDS = {
+    "model": (SHARED / "models" / "all-MiniLM-L6-v2-int8", "the real embedding model (../shared/models)"),
+    "eval": (SHARED / "eval", "the dev sets (../shared/eval)"),
+    "llm": (BENCH / ".venv-llm", "simonw/llm's venv (bench/.venv-llm; made by hand, it needs the network)"),
+}
+SMOKE = ["--smoke"]
+# Each bench's smallest run and what it needs beyond the repository. A bench not named here
+# runs with --smoke and needs nothing more.
+# (recall_dated and recall_projects smoke chats-dev alone: their LoCoMo side reads it with the
+# loader that recall and tool_recall smoke.)
+RUNS: dict[str, tuple[list[str], set[str]]] = {
+    "agent_import": (["--sessions", "4", "--mb", "0.02", "--grow", "1", "--skip-raw"], {"model"}),
+    "ask_mcp_cache": (["--runs", "1"], set()),
+    "ask_vs_llm": (["--runs", "1"], {"model", "llm"}),
+    "big_file": (["--mb", "0.05"], {"model"}),
+    "idle_memory": (["--runs", "1", "--exchanges", "20", "--settle", "0.5"], {"model", "tmux"}),
+    "import_history": (["--mb", "0.05"], {"model"}),
+    "ingest": (["--prose-mb", "0.02", "--import-exchanges", "20"], {"model"}),
+    "latency": ([*SMOKE, "--exchanges", "20", "--vectors", "synthetic", "--queries", "3"], {"model", "eval"}),
+    "limits": (SMOKE, {"model"}),
+    "link_cost": (SMOKE, {"model", "eval"}),
+    "passage_cost": ([*SMOKE, "--runs", "1"], {"model", "eval"}),
+    "quit": (["--runs", "1"], {"model", "tmux"}),
+    "recall": ([*SMOKE, "--modes", "hybrid"], {"model", "eval"}),
+    "recall_changing": (SMOKE, {"model", "eval"}),
+    "recall_dated": ([*SMOKE, "--boosts", "0.5", "--sets", "chats"], {"model", "eval"}),
+    "recall_notes": (SMOKE, {"model"}),
+    "recall_projects": ([*SMOKE, "--boosts", "0.5", "--sets", "chats"], {"model", "eval"}),
+    "secrets": (SMOKE, {"eval"}),
+    "startup": (["--runs", "1"], {"model", "tmux"}),
+    "store_properties": (["--runs", "1", "--steps", "3"], set()),
+    "tool_latency": ([*SMOKE, "--exchanges", "20", "--queries", "3"], {"model", "eval"}),
+    "tool_recall": (SMOKE, {"model", "eval"}),
+    "turn_walk": (["--quiet"], {"model"}),
+    "two_machines": (["--sizes", "50", "--rounds", "1", "--import-size", "20"], {"model"}),
+}
+# Files of bench/ that run as scripts but are not benches.
+NOT_BENCHES = {"bare_app": "the one-line app bench/startup.py times against ocat: it runs until it is quit"}
+
+
+def benches() -> list[str]:
+    """The benches: the files of bench/ that run as scripts, but for NOT_BENCHES."""
+    return sorted(path.stem for path in BENCH.glob("*.py")
+                  if 'if __name__ == "__main__":' in path.read_text(encoding="utf-8") and path.stem not in NOT_BENCHES)
+
+
+def missing(needs: set[str]) -> list[str]:
+    """What of `needs` this machine lacks, in words."""
+    said = [NEEDS[need][1] for need in sorted(needs & set(NEEDS)) if not NEEDS[need][0].exists()]
+    return said + (["tmux"] if "tmux" in needs and shutil.which("tmux") is None else [])
+
+
+def test_every_bench_is_found_and_every_named_one_exists() -> None:
+    found = benches()
+    assert {"recall", "tool_recall", "latency"} <= set(found)
+    assert set(RUNS) <= set(found), "RUNS names a bench that is not in bench/"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("bench", benches())
+def test_the_bench_runs_at_its_smallest_and_prints_its_table(bench: str, tmp_path: Path) -> None:
+    arguments, needs = RUNS.get(bench, (SMOKE, set()))
+    lacking = missing(needs)
+    if lacking:
+        pytest.skip(f"bench/{bench}.py needs {', '.join(lacking)}")
+    env = {**os.environ, "TMPDIR": str(tmp_path), "HOME": str(tmp_path / "home")}
+    (tmp_path / "home").mkdir()
+    run = subprocess.run([sys.executable, str(BENCH / f"{bench}.py"), *arguments], cwd=REPO, env=env,
+                         capture_output=True, text=True, timeout=900)
+    assert run.returncode == 0, f"bench/{bench}.py {' '.join(arguments)} failed:\n{run.stdout[-3000:]}\n{run.stderr[-3000:]}"
+    assert run.stdout.strip(), f"bench/{bench}.py printed nothing:\n{run.stderr[-3000:]}"
