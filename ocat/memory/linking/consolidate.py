@@ -23,10 +23,17 @@ import json
 import re
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
-from ocat.memory.linking.finder import EXCHANGE_WEIGHT, MAX_CHAIN, NEIGHBOURS, newer_ids
-from ocat.memory.storage.link_records import link_of, named_by
+from ocat.memory.linking.finder import (
+    EXCHANGE_WEIGHT,
+    NEIGHBOURS,
+    Written,
+    newest_before,
+    read_records,
+    time_of,
+)
+from ocat.memory.storage.link_records import named_by
 from ocat.memory.storage.versions import link_many, unlink
 
 if TYPE_CHECKING:
@@ -85,8 +92,8 @@ def check_for(store: MemoryStore, new_id: str) -> Check | None:
     if not got["ids"]:
         return None
     metadata = dict(got["metadatas"][0] or {})
-    prompt = str(metadata.get("user_prompt") or "")
-    made, session = _time(metadata), str(metadata.get("session_id") or "")
+    new = Written(new_id, str(metadata.get("user_prompt") or ""), time_of(metadata),
+                  str(metadata.get("session_id") or ""))
     prompt_vector = store.prompts.vectors([new_id]).get(new_id)
     queries = [list(got["embeddings"][0])] + ([list(prompt_vector)] if prompt_vector is not None else [])
     near = store.nearest("exchange", queries, NEIGHBOURS)
@@ -95,24 +102,23 @@ def check_for(store: MemoryStore, new_id: str) -> Check | None:
         for i, s in store.prompts.similarities(list(near[0] | near[-1]), [prompt_vector]).items():
             alike[i] = max(alike.get(i, 0.0), s[0])
     found = set(named_by(store, "exchange", [new_id]))
-    rows = _rows(store, list(alike) + sorted(found))
+    known = read_records(store, list(alike) + sorted(found))
     chosen: list[str] = []
     for score, older in sorted(((s, i) for i, s in alike.items()), reverse=True):
         if score < CHECK_SUBJECT or len(chosen) >= CHECK_CANDIDATES:
             break
-        row = rows.get(older)
-        if row is None or older == new_id or _time(row) >= made or str(row.get("session_id") or "") == session:
+        record = known.get(older)
+        if record is None or older == new_id or record.timestamp >= new.timestamp or record.session == new.session:
             continue
-        head = _newest_before(store, older, rows, made, new_id)
+        head = newest_before(store, older, known, {}, new)
         if head is not None and head not in chosen:
             chosen.append(head)
-    chosen += [i for i in sorted(found) if i not in chosen and i in rows]
-    certain = {i for i in chosen if (link_of(rows[i]) or ("", "", ""))[2] in ("model", "user")}
-    earlier = tuple(Earlier(i, _cut(str(rows[i].get("user_prompt") or "")), _day(_time(rows[i])), i in found)
-                    for i in chosen if i not in certain)
+    chosen += [i for i in sorted(found) if i not in chosen and i in known]
+    earlier = tuple(Earlier(i, _cut(known[i].prompt), _day(known[i].timestamp), i in found)
+                    for i in chosen if known[i].how not in ("model", "user"))
     if not earlier:
         return None
-    return Check(new_id, _cut(prompt), _day(made), earlier)
+    return Check(new_id, _cut(new.prompt), _day(new.timestamp), earlier)
 
 
 def messages_for(check: Check) -> list[dict[str, Any]]:
@@ -171,36 +177,6 @@ def apply(store: MemoryStore, check: Check, changes: Sequence[Change]) -> Applie
             unlink(store, earlier.id)
             applied.dropped.append(earlier.id)
     return applied
-
-
-def _rows(store: MemoryStore, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
-    got = store.fetch("exchange", list(dict.fromkeys(ids)), vectors=False)
-    return {i: dict(m or {}) for i, m in zip(got["ids"], got["metadatas"]) if m}
-
-
-def _newest_before(
-    store: MemoryStore, older: str, rows: dict[str, dict[str, Any]], made: float, new_id: str
-) -> str | None:
-    """The newest version of `older`'s fact written before the new exchange (links followed
-    forward), or None when the new exchange is already one of them."""
-    at = older
-    for _ in range(MAX_CHAIN):
-        after = [i for i in newer_ids(rows[at]) if i != at]
-        if new_id in after:
-            return None
-        missing = [i for i in after if i not in rows]
-        if missing:
-            rows.update(_rows(store, missing))
-        after = [i for i in after if i in rows and _time(rows[i]) < made]
-        if not after:
-            return at
-        at = max(after, key=lambda i: _time(rows[i]))
-    return at
-
-
-def _time(metadata: Mapping[str, Any]) -> float:
-    value = metadata.get("timestamp")
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0.0
 
 
 def _day(stamp: float) -> str:

@@ -59,7 +59,9 @@ class Link:
 
 
 @dataclass(frozen=True)
-class _Written:
+class Written:
+    """An exchange just written, as the finder compares it: id, prompt, time, session."""
+
     id: str
     prompt: str
     timestamp: float
@@ -103,10 +105,10 @@ def link_note_versions(
         stored = {i: (t or "", dict(m or {})) for i, t, m in zip(got["ids"], got["documents"], got["metadatas"])}
         links = []
         for (new_id, text, metadata), hits in zip((r for r, _ in notes), near):
-            made = _time(metadata, "date_added")
+            made = time_of(metadata, "date_added")
             earlier = [(alike, i) for i, alike in hits.items() if i in stored and i != new_id
                        and stored[i][1].get("document_id") != metadata.get("document_id")
-                       and _time(stored[i][1], "date_added") < made and not newer_ids(stored[i][1])]
+                       and time_of(stored[i][1], "date_added") < made and not newer_ids(stored[i][1])]
             for alike, older in sorted(earlier, reverse=True)[:CANDIDATES]:
                 evidence = changed(stored[older][0], text) if alike >= SUBJECT else ""
                 if evidence:
@@ -123,14 +125,14 @@ def find_links(
 ) -> list[Link]:
     """The links from earlier exchanges to these just written (rows as written: id, text,
     metadata; with their vectors and their prompts' vectors), oldest new exchange first."""
-    written = [_Written(r[0], str(r[2].get("user_prompt") or ""), _time(r[2]), str(r[2].get("session_id") or ""))
+    written = [Written(r[0], str(r[2].get("user_prompt") or ""), time_of(r[2]), str(r[2].get("session_id") or ""))
                for r in rows]
     queries = [list(v) for v in vectors] + [list(p) for p in prompt_vectors if p is not None]
     near = store.nearest("exchange", queries, NEIGHBOURS)
     found: dict[str, float] = {}
     for hits in near:
         found.update(hits)
-    known = _read(store, list(found))
+    known = read_records(store, list(found))
     prompt_of = {i: list(p) for i, p in zip((r[0] for r in rows), prompt_vectors) if p is not None}
     prompts_alike = store.prompts.similarities(list(known), list(prompt_of.values())) if prompt_of else {}
     columns = {i: n for n, i in enumerate(prompt_of)}
@@ -149,14 +151,14 @@ def find_links(
         for alike, older in scored[:CANDIDATES]:
             if alike < SUBJECT:
                 break
-            head = _newest(store, older, known, later, new)
+            head = newest_before(store, older, known, later, new)
             if head is None:
                 continue
             evidence = changed(known[head].prompt, new.prompt)
             if evidence:
                 links.append(Link(head, new.id, evidence))
                 later[head].append(new.id)
-        known[new.id] = _Record(new.prompt, new.timestamp, new.session, [])
+        known[new.id] = Record(new.prompt, new.timestamp, new.session, [])
     return links
 
 
@@ -197,29 +199,35 @@ def _named_in(value: Value, text: str) -> bool:
 
 
 @dataclass
-class _Record:
+class Record:
+    """What the finder needs of a stored exchange: prompt, time, session, newer versions, and how
+    its link was made ("found", "model", "user"; "" without one)."""
+
     prompt: str
     timestamp: float
     session: str
     newer: list[str]
+    how: str = ""
 
 
-def _time(metadata: Mapping[str, Any], key: str = "timestamp") -> float:
+def time_of(metadata: Mapping[str, Any], key: str = "timestamp") -> float:
+    """A record's time (`timestamp`, or `key`) as a number; 0.0 when it has none."""
     value = metadata.get(key)
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0.0
 
 
-def _read(store: MemoryStore, ids: Sequence[str]) -> dict[str, _Record]:
+def read_records(store: MemoryStore, ids: Sequence[str]) -> dict[str, Record]:
     """What the finder needs of stored exchanges: prompt, time, session, newer versions."""
     got = store.fetch("exchange", list(dict.fromkeys(ids)), vectors=False)
     return {
-        i: _Record(str(m.get("user_prompt") or ""), _time(m), str(m.get("session_id") or ""), newer_ids(m))
+        i: Record(str(m.get("user_prompt") or ""), time_of(m), str(m.get("session_id") or ""), newer_ids(m),
+                  (link_of(m) or ("", "", ""))[2])
         for i, m in zip(got["ids"], got["metadatas"]) if m
     }
 
 
-def _newest(
-    store: MemoryStore, older: str, known: dict[str, _Record], later: Mapping[str, list[str]], new: _Written
+def newest_before(
+    store: MemoryStore, older: str, known: dict[str, Record], later: Mapping[str, list[str]], new: Written
 ) -> str | None:
     """The newest version of `older`'s fact written before `new` (following links forward; the
     latest of several), or None when `new` already is one of them."""
@@ -228,7 +236,7 @@ def _newest(
         after = [i for i in known[at].newer + later.get(at, []) if i != at]
         missing = [i for i in after if i not in known]
         if missing:
-            known.update(_read(store, missing))
+            known.update(read_records(store, missing))
         after = [i for i in after if i in known and known[i].timestamp < new.timestamp]
         if new.id in known[at].newer + later.get(at, []):
             return None
