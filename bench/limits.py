@@ -3,7 +3,7 @@
 - a ChatGPT export holding one 50 MB message: `ocat --import-history` peak RSS (goal: under 1 GB);
 - Ctrl+C inside one long conversation (3,000 exchanges): seconds from SIGINT to the exit
   (goal: within 2 s);
-- the wake block with a 660 KB profile and `memory.wake_tokens: 100000`: milliseconds to build
+- the wake block with a 660 KB profile and `wake.tokens: 100000`: milliseconds to build
   it (goal: under 100 ms; it was 17.5 s at 20,000 tokens and unfinished at 100,000);
 - the time a prompt names, read from a pasted 637 KB log with an ISO date on every line, and from
   other prompts built to cost (issue 44; goal: under 50 ms each; the log took 62 s).
@@ -106,7 +106,7 @@ def wake_with_a_big_profile(folder: Path) -> None:
     profile = folder / "profile.md"
     profile.write_text("\n".join(f"- fact {n}: I prefer metric units and short answers about bridges."
                                  for n in range(smoke.size(10_000, 200))))  # about 660 KB
-    settings = load_settings(env={}, overrides={"memory.profile": str(profile), "memory.wake_tokens": 100_000})
+    settings = load_settings(env={}, overrides={"wake.profile": str(profile), "wake.tokens": 100_000})
     build_wake(settings, None)  # the tokenizer loads once
     times, block = timed_ms(lambda: build_wake(settings, None))
     median = statistics.median(times)

@@ -146,13 +146,13 @@ class ThreadWake:
         self.block = None
 
     def for_turn(self, session_memory: SessionMemory, project: str | None) -> WakeBlock | None:
-        """This thread's block (built on first use; None when `memory.wake` is off). Memory that is
+        """This thread's block (built on first use; None when `wake.enabled` is off). Memory that is
         off or failing leaves its parts out: the profile is still read.
 
         The first turn waits for memory still opening, at most WAKE_WAIT_SECONDS, so its block is
         the same sent at once or later. `project`: the chat's (its recent threads are listed first)."""
         settings = session_memory.settings
-        if not settings.memory.wake:
+        if not settings.wake.enabled:
             return None
         if self.block is None:
             session_memory.opening.wait(WAKE_WAIT_SECONDS)

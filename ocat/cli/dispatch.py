@@ -145,6 +145,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         from ocat.config.loading import load_settings
 
         settings = with_allowed_tools(load_settings(args.config, overrides=overrides_from(args)), args)
+        for line in settings.deprecations:
+            reporter.note(f"ocat: {line}")
         args.configured_store = configured_store(args, settings)
     except OcatError as exc:
         return reporter.fail(exc)
@@ -219,6 +221,8 @@ def _run_mcp(argv: list[str]) -> int:
         if names:
             overrides["vector_store.collection"] = names[0]  # --store wins over --set, as flags do
         settings = load_settings(args.config, overrides=overrides)
+        for line in settings.deprecations:
+            _say("ocat mcp", line)
         if not settings.vector_store.enabled:
             raise UsageError("memory is disabled (vector_store.enabled is false): there is nothing to serve")
         from ocat.mcp_server import serve
@@ -253,7 +257,7 @@ def _run_app(args: argparse.Namespace) -> int:
             from ocat import llm
             from ocat.repl import run_repl
 
-            for note in notes:
+            for note in [*settings.deprecations, *notes]:  # the window shows both itself
                 print(f"ocat: {note}", file=sys.stderr)
             problem = None if args.dummy_mode else llm.credentials_problem(settings.llm)
             if problem:

@@ -22,13 +22,13 @@ def _wake(session: ChatSession) -> CommandResult:
     # This thread's: what the model is given with every turn of it.
     block = session.wake.for_turn(session.session_memory, session.scope().project)
     if block is None:
-        return CommandResult(text="The wake block is off (memory.wake: false).")
+        return CommandResult(text="The wake block is off (wake.enabled: false).")
     if block.empty:
         return CommandResult(text=(
             "The wake block is empty: /pin ID or /remember TEXT pins a memory, /profile writes your "
             f"profile ({block.profile_path}), and your threads are listed once you have some."
         ))
-    return CommandResult(text=f"{block.text()}\n\n({block.tokens} of {session.settings.memory.wake_tokens} "
+    return CommandResult(text=f"{block.text()}\n\n({block.tokens} of {session.settings.wake.tokens} "
                               "tokens; given to the model with every turn of this thread)")
 
 

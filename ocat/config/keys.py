@@ -14,7 +14,7 @@ import re
 import types
 import typing
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +25,16 @@ from ocat.text.redact import url_without_credentials
 from ocat.config.settings import HEADER_NAME, SECTION_CLASSES, SECTIONS
 
 ENV_PREFIX = "OCAT_"
+# Keys that moved, old dotted name -> new: the wake block's keys left `memory` for a section of
+# their own (issue 50). The old names are read for one release; each use is said in one line
+# (`Settings.deprecations`), and one key given under both names in one place is refused, as a
+# key written twice in a file is.
+MOVED_KEYS: dict[str, str] = {
+    "memory.wake": "wake.enabled",
+    "memory.wake_tokens": "wake.tokens",
+    "memory.wake_threads": "wake.threads",
+    "memory.profile": "wake.profile",
+}
 
 
 @dataclass(frozen=True)
@@ -63,6 +73,7 @@ class Source:
     label: str  # "FILE:LINE", an env var name, or "command line"
     base_dir: Path
     rank: int  # layer precedence; 0 is the shipped defaults
+    deprecation: str | None = None  # the line to say when the key was written under its old name
 
 
 # A layer maps a dotted key to its (validated value, source).
@@ -91,7 +102,9 @@ def env_name(dotted: str) -> str:
 
 
 def lookup(dotted: str, where: str, show: Callable[[str], str] = _quoted) -> Spec:
-    """The spec of a dotted key given in `where`; `show` formats a suggestion."""
+    """The spec of a dotted key given in `where` (an old name, MOVED_KEYS, gives its new key's);
+    `show` formats a suggestion."""
+    dotted = MOVED_KEYS.get(dotted, dotted)
     section, dot, key = dotted.partition(".")
     if not dot:
         raise config_error(where, f"unknown key '{dotted}' (keys look like section.key, e.g. llm.model)")
@@ -101,6 +114,30 @@ def lookup(dotted: str, where: str, show: Callable[[str], str] = _quoted) -> Spe
         known = [f"{section}.{k}" for k in SPECS[section]]
         raise config_error(where, unknown_name("key", dotted, known, show))
     return SPECS[section][key]
+
+
+def put(layer: Layer, written: str, spec: Spec, value: Any, source: Source,
+        show: Callable[[str], str] = _quoted) -> None:
+    """Set `spec`'s key in `layer` to a checked value written as `written` (the key's dotted name,
+    or its old one: then the source carries the line that says so).
+
+    The same key under both its names in one layer is a ConfigError naming both: which one was
+    meant is not for ocat to guess. (Under one name twice, the last wins: a YAML merge key's
+    value overridden, as YAML means it.)
+    """
+    new = spec.dotted
+    if new in layer and (layer[new][1].deprecation is None) != (written == new):
+        old = next(name for name, moved in MOVED_KEYS.items() if moved == new)
+        before = layer[new][1].label
+        # A file's other line is worth naming; a variable's label is its name, already said.
+        at = f" ({before})" if before not in (source.label, show(old), show(new)) else ""
+        raise config_error(source.label, f"{show(new)} is given twice: as {show(new)} and as its old name "
+                                         f"{show(old)}{at}; keep {show(new)} only")
+    if written != new:
+        where = "" if source.label == show(written) else f"{source.label}: "
+        source = replace(source, deprecation=f"config: {where}{show(written)} is deprecated, it is now {show(new)} "
+                                             "(the old name is read for this release only)")
+    layer[spec.dotted] = (value, source)
 
 
 # ---- validation ------------------------------------------------------------

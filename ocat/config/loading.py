@@ -24,6 +24,7 @@ from ocat.config.keys import (
     env_name,
     lookup,
     parse_text,
+    put,
     unknown_name,
     validate,
 )
@@ -76,9 +77,10 @@ def _env_layer(env: Mapping[str, str], read_by_headers: frozenset[str] = frozens
         if match is None:
             raise config_error(name, _unknown_variable(name))
         prefix, section = match
-        spec = lookup(f"{section}.{name[len(prefix):].lower()}", name, show=env_name)
+        written = f"{section}.{name[len(prefix):].lower()}"
+        spec = lookup(written, name, show=env_name)
         source = Source(name, Path.cwd(), 2)
-        layer[spec.dotted] = (validate(spec, parse_text(spec, env[name], name), source), source)
+        put(layer, written, spec, validate(spec, parse_text(spec, env[name], name), source), source, show=env_name)
     return layer
 
 
@@ -108,7 +110,7 @@ def _override_layer(overrides: Mapping[str, object]) -> Layer:
             value = os.fspath(value)
         if isinstance(value, str):
             value = parse_text(spec, value, COMMAND_LINE)
-        layer[spec.dotted] = (validate(spec, value, source), source)
+        put(layer, dotted, spec, validate(spec, value, source), source)
     return layer
 
 
@@ -193,8 +195,11 @@ def _assemble(layers: list[Layer], *, config_path: str | None) -> Settings:
         for section, cls in SECTION_CLASSES.items()
     }
     named = frozenset(key for key, (_, source) in merged.items() if source.rank > 0)
+    # Every old name used, in any layer (one overridden by a later layer was still written).
+    deprecations = tuple(dict.fromkeys(source.deprecation for layer in layers for _, source in layer.values()
+                                       if source.deprecation))
     return Settings(**sections, mcp_servers=_mcp_servers(merged, sections["tools"]), config_path=config_path,
-                    named=named)
+                    named=named, deprecations=deprecations)
 
 
 def _mcp_servers(merged: Layer, tools: ToolsSettings) -> tuple[McpServerConfig, ...]:

@@ -121,14 +121,8 @@ class DisplaySettings:
 
 @dataclass(frozen=True)
 class MemorySettings:
-    """What the model knows at the start of every thread (the wake block), and what memory keeps."""
+    """What memory keeps (secrets, links between versions) and what the chat model may store in it."""
 
-    wake: bool = _field("Give the model the wake block (pins, profile, recent threads) in every thread.")
-    wake_tokens: int = _field("Most tokens the wake block may take; filled pins first, then profile, then threads.",
-                              lo=0)
-    wake_threads: int = _field("Recent threads listed in the wake block, one line each.", lo=0)
-    profile: str | None = _field("Markdown file about you, in the wake block; null: profile.md beside the config.",
-                                 path=True)
     model_may_remember: bool = _field("Let the chat model store notes with its remember tool (tools.enabled on).")
     max_notes_per_turn: int = _field("Most notes the chat model may store with remember in one turn.", lo=1, hi=100)
     link_versions: bool = _field(
@@ -138,6 +132,17 @@ class MemorySettings:
         "(a model call per exchange; its cost is shown).", choices=CONSOLIDATE_MODES)
     secrets: str = _field("Credentials in what is stored: redact (keys, tokens), strict (also passwords said in "
                           "prose), keep.", choices=SECRETS_MODES)
+
+
+@dataclass(frozen=True)
+class WakeSettings:
+    """The wake block: what the model knows at the start of every thread (pins, profile, recent threads)."""
+
+    enabled: bool = _field("Give the model the wake block (pins, profile, recent threads) in every thread.")
+    tokens: int = _field("Most tokens the wake block may take; filled pins first, then profile, then threads.", lo=0)
+    threads: int = _field("Recent threads listed in the wake block, one line each.", lo=0)
+    profile: str | None = _field("Markdown file about you, in the wake block; null: profile.md beside the config.",
+                                 path=True)
 
 
 # Whether the chat model is offered tools: auto (when the model can call them), on, off.
@@ -195,6 +200,7 @@ class Settings:
     display: DisplaySettings
     keys: KeysSettings
     memory: MemorySettings
+    wake: WakeSettings
     tools: ToolsSettings
     # The MCP servers the chat may use (`mcp_servers:` and tools.mcp_servers_file, ocat.mcp_client).
     mcp_servers: tuple[McpServerConfig, ...] = ()
@@ -205,6 +211,8 @@ class Settings:
     config_path: str | None = None  # the user file that was read, or None
     # The dotted keys the user file, OCAT_* variables or flags set (the rest are the shipped defaults).
     named: frozenset[str] = frozenset()
+    # One line for each old key name the config used (`ocat.config.keys.MOVED_KEYS`), for the faces to show once.
+    deprecations: tuple[str, ...] = ()
 
     @property
     def store_path(self) -> Path:
@@ -215,9 +223,9 @@ class Settings:
 
     @property
     def profile_path(self) -> Path:
-        """The profile the wake block quotes: `memory.profile`, or profile.md beside the user config."""
-        if self.memory.profile is not None:
-            return Path(self.memory.profile)
+        """The profile the wake block quotes: `wake.profile`, or profile.md beside the user config."""
+        if self.wake.profile is not None:
+            return Path(self.wake.profile)
         return locations.user_config_file().with_name("profile.md")
 
 
@@ -230,6 +238,7 @@ SECTION_CLASSES: dict[str, type] = {
     "display": DisplaySettings,
     "keys": KeysSettings,
     "memory": MemorySettings,
+    "wake": WakeSettings,
     "tools": ToolsSettings,
 }
 SECTIONS: tuple[str, ...] = tuple(SECTION_CLASSES)

@@ -20,7 +20,7 @@ from typing import Callable
 PROFILE_TEMPLATE = (
     "# About me\n\n"
     "<!-- Who you are, what you work on, how you like answers. ocat gives this file to the model\n"
-    "at the start of every thread (memory.wake_tokens limits how much). Comments like this one\n"
+    "at the start of every thread (wake.tokens limits how much). Comments like this one\n"
     "never reach the model. -->\n"
 )
 # The most of a profile that is read: far more than any wake budget holds.

@@ -1,6 +1,6 @@
 """The wake block: what the model always knows at the start of a thread, and the pins it holds.
 
-In this order, within `memory.wake_tokens`: the memories the user pinned (latest first), their
+In this order, within `wake.tokens`: the memories the user pinned (latest first), their
 profile (a Markdown file they edit), one line for each of their latest conversations, and one
 for their latest one-shot questions (`ocat --ask`), which never push a conversation out. What does not
 fit is left out and the block says so. The chat gives it to the model in every thread (and
@@ -167,13 +167,13 @@ def build_wake(
     count = count or estimate_tokens
     stores: list[MemoryStore] = [] if store is None else list(store) if isinstance(store, Sequence) else [store]
     block = WakeBlock(profile_path=_shown_path(settings.profile_path))
-    budget = settings.memory.wake_tokens
+    budget = settings.wake.tokens
     pins = sorted(((s, p) for s in stores for p in _pins(s)), key=lambda sp: sp[1].pinned_at, reverse=True)
-    wanted = (settings.memory.wake_threads + 1) * THREADS_READ_PER_LINE
+    wanted = (settings.wake.threads + 1) * THREADS_READ_PER_LINE
     threads = sorted((t for s in stores for t in _threads(s, wanted)), key=lambda t: t.last_active, reverse=True)
     if project:  # this project's threads first, each part newest first (sorted is stable)
         threads.sort(key=lambda t: not memory.belongs(t.project, project))
-    lines = thread_lines([t for t in threads if t.thread_id != exclude_thread], settings.memory.wake_threads)
+    lines = thread_lines([t for t in threads if t.thread_id != exclude_thread], settings.wake.threads)
     used = skipped = 0
     for owner, pinned in pins:
         # A pin too long for what is left is skipped; a shorter one after it may still fit.

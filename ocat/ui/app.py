@@ -76,9 +76,10 @@ class OcatApp(App[int]):
         self, session: ChatSession, *, serve: bool = True, quick_exit: bool = False, notes: Sequence[str] = ()
     ) -> None:
         """`quick_exit` (the real chat, not tests): closing never waits for workers (ocat.ui.quick_exit).
-        `notes`: what the command line has to say, shown first in the conversation."""
+        `notes`: what the command line has to say, shown first in the conversation, after what the
+        config has to say (an old key name used: `Settings.deprecations`)."""
         super().__init__()
-        self.notes = list(notes)
+        self.notes = [*session.settings.deprecations, *notes]
         self.session = session
         self.quick_exit = quick_exit
         self.conversation = Conversation(self)

@@ -1,6 +1,6 @@
 """The chat window shows its state at ordinary sizes: the header at 80 and 60 columns and after
-resizing, ocat's commands in the palette (Ctrl+P), and the theme and context display kept
-across runs."""
+resizing, ocat's commands in the palette (Ctrl+P), the theme and context display kept
+across runs, and an old config key's name said once."""
 
 from __future__ import annotations
 
@@ -73,6 +73,16 @@ async def test_the_header_says_memory_off_at_60_columns() -> None:
         await pilot.pause()
         text = header(app)
         assert MODEL in text and "memory off" in text
+
+
+async def test_an_old_key_name_is_said_once_in_the_conversation_naming_the_new_one() -> None:
+    app = make_app(dummy=True, **{"memory.wake_threads": 2, "vector_store.enabled": False})
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        assert app.session.settings.wake.threads == 2
+        said = [text for text in notices(app) if "deprecated" in text]
+        assert said == ["config: command line: 'memory.wake_threads' is deprecated, it is now 'wake.threads' "
+                        "(the old name is read for this release only)"]
 
 
 @pytest.mark.slow

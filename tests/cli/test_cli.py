@@ -225,6 +225,31 @@ def test_configuration_errors_exit_3(cli: Cli, tmp_path: Path) -> None:
     assert env_bad.returncode == 3 and "OCAT_VECTOR_STORE_CONTEXT_RESULTS" in env_bad.stderr
 
 
+def test_an_old_key_name_is_said_once_on_stderr_naming_the_new_one_and_the_command_runs(
+    cli: Cli, tmp_path: Path
+) -> None:
+    config = tmp_path / "c.yaml"
+    config.write_text("memory:\n  wake_threads: 2\n")
+    read = "(the old name is read for this release only)"
+    # --store loads the configuration twice (ocat.cli.dispatch.configured_store): still one line.
+    run = cli("--fetch-model", "--config", str(config), "--store", "other", "--set",
+              "embedding.model=text-embedding-3-small", "--output", "json")
+    assert run.returncode == 0 and run.json()["ok"] is True, run.stderr
+    assert run.stderr.splitlines() == [f"ocat: config: {config}:2: 'memory.wake_threads' is deprecated, it is now "
+                                       f"'wake.threads' {read}"]
+    line_mode = cli("--plain", "--dummy-mode", "--no-vector-store", env={"OCAT_MEMORY_WAKE": "false"})
+    assert line_mode.returncode == 0, line_mode.stderr
+    said = [line for line in line_mode.stderr.splitlines() if "deprecated" in line]
+    assert said == [f"ocat: config: OCAT_MEMORY_WAKE is deprecated, it is now OCAT_WAKE_ENABLED {read}"]
+    mcp = cli("mcp", "--set", "memory.profile=me.md", "--set", "vector_store.enabled=false")
+    assert mcp.returncode == 2 and mcp.stderr.splitlines() == [
+        f"ocat mcp: config: command line: 'memory.profile' is deprecated, it is now 'wake.profile' {read}",
+        "ocat mcp: memory is disabled (vector_store.enabled is false): there is nothing to serve",
+    ]
+    both = cli("--fetch-model", "--set", "memory.wake=true", "--set", "wake.enabled=false")
+    assert both.returncode == 3 and "'wake.enabled' is given twice" in both.stderr
+
+
 def test_flags_beat_env_which_beats_the_config_file(cli: Cli, tmp_path: Path) -> None:
     config = tmp_path / "c.yaml"
     config.write_text("llm:\n  model: from-file\n")

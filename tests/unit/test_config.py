@@ -38,8 +38,9 @@ DOCUMENTED_DEFAULTS = {
     "keys": {"send": "enter", "newline": "ctrl+j,shift+enter", "cancel": "escape", "quit": "ctrl+q",
              "copy_answer": "ctrl+o", "copy_code": "ctrl+b",
              "editor": "ctrl+g", "memory": "ctrl+r", "messages": "alt+up", "fork": "f"},
-    "memory": {"wake": True, "wake_tokens": 400, "wake_threads": 5, "profile": None, "model_may_remember": True,
-               "max_notes_per_turn": 10, "link_versions": True, "consolidate": "off", "secrets": "redact"},
+    "memory": {"model_may_remember": True, "max_notes_per_turn": 10, "link_versions": True, "consolidate": "off",
+               "secrets": "redact"},
+    "wake": {"enabled": True, "tokens": 400, "threads": 5, "profile": None},
     "tools": {"enabled": "auto", "max_steps": 6, "max_calls_per_step": 10, "result_tokens": 1500, "mcp_servers_file": None},
 }
 
@@ -86,8 +87,8 @@ def test_defaults_match_documented_values(home: Path) -> None:
 
 def test_sections_and_schema_agree() -> None:
     assert SECTIONS == tuple(DOCUMENTED_DEFAULTS)
-    # then mcp_servers, allowed_tools, project, config_path, named
-    assert SECTIONS == tuple(f.name for f in dataclasses.fields(Settings))[:-5]
+    # then mcp_servers, allowed_tools, project, config_path, named, deprecations
+    assert SECTIONS == tuple(f.name for f in dataclasses.fields(Settings))[:-6]
     for section in SECTIONS:
         cls = type(getattr(load(), section))
         assert [f.name for f in dataclasses.fields(cls)] == list(DOCUMENTED_DEFAULTS[section])
@@ -397,3 +398,77 @@ def test_a_bare_off_in_yaml_is_the_word_off_for_a_setting_that_offers_it(tmp_pat
     config.write_text("memory:\n  consolidate: on\n", encoding="utf-8")  # not one of its words
     with pytest.raises(ConfigError, match="must be one of off, model"):
         load_settings(str(config), env={})
+
+
+# ---- keys that moved: the wake block's keys left `memory` for `wake` ----------------
+
+OLD_WAKE = {"memory.wake": False, "memory.wake_tokens": 120, "memory.wake_threads": 2, "memory.profile": "me.md"}
+NEW_WAKE = {"wake.enabled": False, "wake.tokens": 120, "wake.threads": 2, "wake.profile": "me.md"}
+
+
+def as_yaml(keys: dict[str, object]) -> str:
+    """`{"a.b": 1, "a.c": 2}` as a config file: `a:` then its keys."""
+    sections: dict[str, list[str]] = {}
+    for dotted, value in keys.items():
+        section, key = dotted.split(".")
+        sections.setdefault(section, []).append(f"  {key}: {str(value).lower() if isinstance(value, bool) else value}")
+    return "".join(f"{section}:\n" + "\n".join(lines) + "\n" for section, lines in sections.items())
+
+
+def given(layer: str, keys: dict[str, object], folder: Path) -> Settings:
+    """Settings with `keys` set in one layer: the user file, OCAT_* variables or the command line."""
+    if layer == "file":
+        return load(write(folder / "config.yaml", as_yaml(keys)))
+    if layer == "env":
+        return load(env={config.env_name(dotted): str(value).lower() for dotted, value in keys.items()})
+    return load_settings(None, env={}, overrides=keys)
+
+
+@pytest.mark.parametrize("layer", ["file", "env", "command line"])
+def test_the_wake_keys_old_names_under_memory_give_the_same_settings_and_each_says_its_new_name(
+    tmp_path: Path, layer: str
+) -> None:
+    old, new = given(layer, OLD_WAKE, tmp_path), given(layer, NEW_WAKE, tmp_path)
+    assert dataclasses.asdict(new.wake) == {"enabled": False, "tokens": 120, "threads": 2,
+                                            "profile": str(tmp_path / "me.md")}
+    assert new.deprecations == ()
+    assert dataclasses.replace(old, deprecations=()) == new
+    # One line for each old name used, naming the new one (as the layer spells names).
+    # One line for each old name used, naming the new one as the layer spells names.
+    read = "(the old name is read for this release only)"
+    expected = {
+        "file": [f"config: {tmp_path / 'config.yaml'}:{n}: '{o}' is deprecated, it is now '{k}' {read}"
+                 for n, (o, k) in enumerate(zip(OLD_WAKE, NEW_WAKE), start=2)],
+        "env": [f"config: {config.env_name(o)} is deprecated, it is now {config.env_name(k)} {read}"
+                for o, k in zip(OLD_WAKE, NEW_WAKE)],
+        "command line": [f"config: command line: '{o}' is deprecated, it is now '{k}' {read}"
+                         for o, k in zip(OLD_WAKE, NEW_WAKE)],
+    }[layer]
+    assert sorted(old.deprecations) == sorted(expected)
+
+
+def test_a_wake_key_given_under_both_names_in_one_place_is_refused_naming_both(tmp_path: Path) -> None:
+    both = write(tmp_path / "config.yaml", "memory:\n  wake_tokens: 100\nwake:\n  tokens: 200\n")
+    assert error_of(both) == (f"config error: {both}:4: 'wake.tokens' is given twice: as 'wake.tokens' and as its "
+                              f"old name 'memory.wake_tokens' ({both}:2); keep 'wake.tokens' only")
+    # The new name first, then the old: the same, at the old name's line.
+    write(both, "wake:\n  profile: a.md\nmemory:\n  profile: b.md\n")
+    assert f"{both}:4: 'wake.profile' is given twice" in error_of(both)
+    assert error_of(env={"OCAT_MEMORY_WAKE": "false", "OCAT_WAKE_ENABLED": "true"}) == (
+        "config error: OCAT_WAKE_ENABLED: OCAT_WAKE_ENABLED is given twice: as OCAT_WAKE_ENABLED and as its "
+        "old name OCAT_MEMORY_WAKE; keep OCAT_WAKE_ENABLED only")
+    assert error_of(memory__wake_threads=1, wake__threads=2) == (
+        "config error: command line: 'wake.threads' is given twice: as 'wake.threads' and as its "
+        "old name 'memory.wake_threads'; keep 'wake.threads' only")
+
+
+def test_an_old_name_in_one_layer_and_the_new_in_a_higher_one_follow_the_layers(tmp_path: Path) -> None:
+    """Not a clash: each layer says one thing, and the higher wins, as for any key; the old name is still said."""
+    user = write(tmp_path / "config.yaml", "memory:\n  wake_threads: 1\n")
+    settings = load(user, env={"OCAT_WAKE_THREADS": "7"})
+    assert settings.wake.threads == 7
+    assert settings.deprecations == (f"config: {user}:2: 'memory.wake_threads' is deprecated, it is now "
+                                     "'wake.threads' (the old name is read for this release only)",)
+    assert load(user, wake__threads=3).wake.threads == 3
+    # The old name in the higher layer wins over the new one in the lower, as its key would.
+    assert load(write(tmp_path / "new.yaml", "wake:\n  threads: 4\n"), memory__wake_threads=9).wake.threads == 9

@@ -21,7 +21,7 @@ from tests.cli.test_mcp import BILLING, CAT, call, mcp_session
 
 
 def settings_for(profile: Path | str, **overrides: Any) -> Any:
-    return load_settings(env={}, overrides={"memory.profile": str(profile), **overrides})
+    return load_settings(env={}, overrides={"wake.profile": str(profile), **overrides})
 
 
 def test_a_pipe_or_a_device_is_no_profile_and_says_so(tmp_path: Path) -> None:
@@ -73,7 +73,7 @@ def test_fitting_counts_each_line_once(tmp_path: Path) -> None:
 def test_ocat_wake_with_a_pipe_for_a_profile_returns_and_says_why(cli: Cli, tmp_path: Path) -> None:
     fifo = tmp_path / "profile.fifo"
     os.mkfifo(fifo)
-    done = subprocess.run(python_command("-m", "ocat", "--wake", "--set", f"memory.profile={fifo}", env=cli.environ()),
+    done = subprocess.run(python_command("-m", "ocat", "--wake", "--set", f"wake.profile={fifo}", env=cli.environ()),
                           capture_output=True, text=True, env=cli.environ(), cwd=cli.home, timeout=60)
     assert done.returncode == 0 and "not a regular file" in done.stderr
 

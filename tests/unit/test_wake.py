@@ -25,7 +25,7 @@ PROFILE = "I am a structural engineer in Porto.\nI like short answers with numbe
 def settings_with_profile(tmp_path: Path, **overrides: Any) -> Any:
     profile = tmp_path / "profile.md"
     profile.write_text(PROFILE)
-    return load_settings(env={}, overrides={"memory.profile": str(profile), **overrides})
+    return load_settings(env={}, overrides={"wake.profile": str(profile), **overrides})
 
 
 def two_threads(store: MemoryStore) -> None:
@@ -47,11 +47,11 @@ def test_the_block_holds_pins_then_profile_then_threads(store: MemoryStore, tmp_
     assert block.pinned_ids == ["kitchen-1", note]
     assert "structural engineer" in block.profile
     assert block.threads[0].startswith('- "a trip to Lisbon"') and "1 exchange" in block.threads[0]
-    assert block.left_out == [] and 0 < block.tokens <= settings.memory.wake_tokens
+    assert block.left_out == [] and 0 < block.tokens <= settings.wake.tokens
 
 
 def test_the_budget_cuts_in_order_and_says_what_was_left_out(store: MemoryStore, tmp_path: Path) -> None:
-    settings = settings_with_profile(tmp_path, **{"memory.wake_tokens": 40})
+    settings = settings_with_profile(tmp_path, **{"wake.tokens": 40})
     two_threads(store)
     remember(store, "Keep answers short.", settings)
     remember(store, "The office wifi password rotates every Monday. " * 3, settings)
@@ -60,7 +60,7 @@ def test_the_budget_cuts_in_order_and_says_what_was_left_out(store: MemoryStore,
     assert block.left_out[0] == "1 pinned memory"
     assert "2 recent threads" in block.left_out
     assert "(Left out to keep within the wake budget: 1 pinned memory" in block.text()
-    nothing = build_wake(settings_with_profile(tmp_path, **{"memory.wake_tokens": 0}), store)
+    nothing = build_wake(settings_with_profile(tmp_path, **{"wake.tokens": 0}), store)
     assert nothing.empty and nothing.tokens == 0
 
 
@@ -79,7 +79,7 @@ def test_a_new_thread_gets_the_block_and_pinned_memories_are_not_retrieved_again
     messages = turn.prepare().messages
     assert messages[0]["role"] == "system" and "<wake>" in messages[1]["content"]
     assert "red gazelle" in messages[1]["content"] and "structural engineer" in messages[1]["content"]
-    off = ChatSession(settings_with_profile(tmp_path, **{"memory.wake": False}), store=store)
+    off = ChatSession(settings_with_profile(tmp_path, **{"wake.enabled": False}), store=store)
     assert not any("<wake>" in m["content"] for m in off.turn("hi").prepare().messages)
 
 
@@ -124,14 +124,14 @@ def test_one_shot_questions_share_one_line_and_never_push_a_conversation_out(sto
     for n, question in enumerate(asked):
         store.add_exchange(Exchange(user_prompt=question, assistant_response="…", thread_id=f"ask-{n}",
                                     session_id=f"ask-{n}", timestamp=1_770_000_000.0 + n, origin=ONE_SHOT))
-    block = build_wake(load_settings(env={}, overrides={"memory.wake_threads": 3}), store)
+    block = build_wake(load_settings(env={}, overrides={"wake.threads": 3}), store)
     assert [line.split(" · ")[0] for line in block.threads] == [
         '- "a trip to Lisbon"', '- "plan the kitchen renovation"',
         '- one-shot questions (ocat --ask): "who wrote Dune?"; "convert 5 miles to km"; '
         '"what is the boiling point of water?"']
     assert block.threads[2].endswith("· 5 asks")
     # With room for two lines, the conversations keep them.
-    two = build_wake(load_settings(env={}, overrides={"memory.wake_threads": 2}), store)
+    two = build_wake(load_settings(env={}, overrides={"wake.threads": 2}), store)
     assert ["Lisbon" in two.threads[0], "kitchen" in two.threads[1]] == [True, True]
 
 
@@ -165,7 +165,7 @@ def test_the_line_mode_gives_the_model_the_block_and_the_cli_manages_pins(
     profile = tmp_path / "profile.md"
     profile.write_text(PROFILE)
     args = ["--plain", "--model", "openai/fake-model", "--set", f"llm.api_base={llm_server.api_base}",
-            "--set", "llm.api_key=sk-test", "--set", f"memory.profile={profile}"]
+            "--set", "llm.api_key=sk-test", "--set", f"wake.profile={profile}"]
     first = cli(*args, input="/remember my daughter Ana is allergic to peanuts\nplan the kitchen renovation\n")
     assert first.returncode == 0, first.stderr
     listed = cli("--pins", "--output", "json")
@@ -178,7 +178,7 @@ def test_the_line_mode_gives_the_model_the_block_and_the_cli_manages_pins(
     wake = messages[1]["content"]
     assert messages[1]["role"] == "system" and "<wake>" in wake
     assert wake.index("peanuts") < wake.index("structural engineer") < wake.index("plan the kitchen renovation")
-    shown = cli("--wake", "--set", f"memory.profile={profile}")
+    shown = cli("--wake", "--set", f"wake.profile={profile}")
     assert shown.returncode == 0 and "## Pinned memories" in shown.stdout and "## Recent threads" in shown.stdout
     pin_id = listed.json()["result"]["pins"][0]["id"]
     assert cli("--unpin", pin_id[:8]).returncode == 0
@@ -200,13 +200,13 @@ async def test_the_full_screen_chat_gives_the_model_the_block_and_wake_shows_it(
 
     profile = tmp_path / "profile.md"
     profile.write_text(PROFILE)
-    settings = load_settings(overrides={"memory.profile": str(profile)})
+    settings = load_settings(overrides={"wake.profile": str(profile)})
     store = open_store(settings)
     try:
         remember(store, "I prefer metric units.", settings)
     finally:
         store.close()
-    app = make_app(llm_server, **{"memory.profile": str(profile)})
+    app = make_app(llm_server, **{"wake.profile": str(profile)})
     async with app.run_test(size=(100, 30)) as pilot:
         await memory_ready(app, pilot)
         await send(app, pilot, "how far is Porto from Lisbon?")
