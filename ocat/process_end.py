@@ -108,29 +108,30 @@ def end_servers() -> None:
         end_all()
 
 
-def settle(closing: threading.Thread | None, memory: SessionMemory | None) -> str | None:
+def settle(closing: threading.Thread | None, session_memory: SessionMemory | None) -> str | None:
     """`leave_now` before the process ends: keep what memory has not taken in a file, give the
     closing (`closing` runs the session's close) its while, and return what became of those
     exchanges, in words (None: nothing to say)."""
-    if memory is not None:
-        memory.spool()  # first: whatever happens next, no answer shown in full is lost
+    if session_memory is not None:
+        session_memory.spool()  # first: whatever happens next, no answer shown in full is lost
     if closing is not None:
         closing.join(timeout=CLOSE_WAIT_SECONDS)
-        waiting = memory.waiting() if memory is not None else []
-        if closing.is_alive() and memory is not None and waiting:
-            where = f"; kept in {display_path(memory.spooled.path)} meanwhile" if memory.spooled.path else ""
+        waiting = session_memory.waiting() if session_memory is not None else []
+        if closing.is_alive() and session_memory is not None and waiting:
+            spooled = session_memory.spooled.path
+            where = f"; kept in {display_path(spooled)} meanwhile" if spooled else ""
             _say(f"writing {count_of(len(waiting), 'exchange')} to memory before leaving "
                  f"(up to {KEEP_WAIT_SECONDS:g} s{where})")
             closing.join(timeout=KEEP_WAIT_SECONDS)
-    if memory is None:
+    if session_memory is None:
         return None
     if closing is not None and not closing.is_alive():
-        return memory.unsaved_note  # closing ended: it said what became of them
-    memory.spool()  # what is still not in memory now
-    return memory.leaving_words()
+        return session_memory.unsaved_note  # closing ended: it said what became of them
+    session_memory.spool()  # what is still not in memory now
+    return session_memory.leaving_words()
 
 
-def keep_on_signals(memory: SessionMemory, leave: Callable[[int], Any]) -> Callable[[], None]:
+def keep_on_signals(session_memory: SessionMemory, leave: Callable[[int], Any]) -> Callable[[], None]:
     """On SIGTERM or SIGHUP, keep what memory has not taken in a file at once, then `leave(signum)`
     (the chat ends as if the user quit), ending the MCP servers' processes on the way. A handler
     set before (the MCP servers' own, which ends them and dies of the signal) is not run then: it
@@ -144,7 +145,7 @@ def keep_on_signals(memory: SessionMemory, leave: Callable[[int], Any]) -> Calla
     def on_signal(signum: int, frame: Any) -> None:
         previous = before.get(signum)
         signal.signal(signum, previous if previous is not None else signal.SIG_DFL)
-        memory.spool()
+        session_memory.spool()
         # The MCP servers' processes go first: a call waiting on one (in a worker thread the
         # chat's loop would wait for on its way out) then fails at once instead of holding the exit.
         end_servers()

@@ -14,8 +14,8 @@ from ocat.commands.registry import (
     command,
     commands,
     is_command,
-    require_model,
     require_store,
+    require_store_and_model,
     run_command,
     run_step,
 )
@@ -32,5 +32,5 @@ from ocat.commands import version_commands as _version_commands  # noqa: F401
 
 __all__ = [
     "REGISTRY", "Arg", "Choose", "Command", "CommandResult", "Confirm", "Send", "ShowThemes", "command", "commands",
-    "is_command", "require_model", "require_store", "run_command", "run_step",
+    "is_command", "require_store", "require_store_and_model", "run_command", "run_step",
 ]

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ocat.commands.arguments import Arg
-from ocat.commands.registry import command, require_model, require_store
+from ocat.commands.registry import command, require_store, require_store_and_model
 from ocat.commands.results import CommandResult, Confirm
 from ocat.errors import UsageError
 from ocat.text.limits import MAX_RESULTS, MIN_RESULTS
@@ -53,7 +53,8 @@ EXCERPT_CHARS = 400
     example='/vquery "what did we decide" 5',
 )
 def _vquery(session: ChatSession, query: str, count: int | None) -> CommandResult:
-    found = search([require_model(session)], query, session.settings.vector_store, count=count, short_ids=True)
+    store = require_store_and_model(session)
+    found = search([store], query, session.settings.vector_store, count=count, short_ids=True)
     rows = []
     for rank, one in enumerate(found.found, start=1):
         words = HitLine.of(one.hit, one.why)
@@ -71,7 +72,7 @@ def _vquery(session: ChatSession, query: str, count: int | None) -> CommandResul
          group="memory",
          example="/vadd the spare key is under the blue flowerpot")
 def _vadd(session: ChatSession, text: str) -> CommandResult:
-    return CommandResult(text=add_note(require_model(session), text, session.settings.chunking,
+    return CommandResult(text=add_note(require_store_and_model(session), text, session.settings.chunking,
                                        source="vadd_command").sentence())
 
 
@@ -112,7 +113,7 @@ def document_path(text: str, docs_folder: str | None) -> Path:
          example="/vdoc notes.md")
 def _vdoc(session: ChatSession, path: str) -> CommandResult:
     outcome = add_file_or_folder(
-        require_model(session),
+        require_store_and_model(session),
         document_path(path, session.settings.vector_store.docs_folder),
         session.settings.chunking,
         source="vdoc_command",
@@ -132,14 +133,14 @@ def _import(session: ChatSession, path: str) -> CommandResult:
     held = exports_in(where)
     if held.several:
         # A folder of several exports: each one, a line each (as --import-history).
-        done = import_exports(require_model(session), held, progress=session.progress)
+        done = import_exports(require_store_and_model(session), held, progress=session.progress)
         lines = done.lines()
         lines += [f"Skipped {p.title or p.source_id or 'a conversation'}: {p.problem}"
                   for _, outcome in done.imported for p in outcome.problems]
         stored = sum(outcome.exchanges for _, outcome in done.imported)
         return CommandResult(text="\n".join(lines), error=(done.stopped or bool(done.failed)) and not stored)
     outcome = import_history(
-        require_model(session),
+        require_store_and_model(session),
         where,
         # The full-screen chat shows a bar, and Esc stops the import after whole conversations.
         progress=session.progress,

@@ -164,7 +164,7 @@ def require_store(session: ChatSession):  # noqa: ANN201 - MemoryStore, imported
     return session.session_memory.store
 
 
-def require_model(session: ChatSession):  # noqa: ANN201 - MemoryStore, imported lazily
+def require_store_and_model(session: ChatSession):  # noqa: ANN201 - MemoryStore, imported lazily
     """The session's store when the embedding model can run too (searching and adding need it)."""
     store = require_store(session)
     if session.session_memory.model_available():

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ocat.commands.arguments import Arg
-from ocat.commands.registry import command, require_model, require_store
+from ocat.commands.registry import command, require_store, require_store_and_model
 from ocat.commands.results import CommandResult, EditFile
 from ocat.config.locations import display_path
 from ocat.operations.lookup import short_id
@@ -62,7 +62,7 @@ def _pins(session: ChatSession) -> CommandResult:
 @command("remember", "store a note and pin it: the model is given it at the start of every thread", group="wake",
          arguments=(Arg("text", "what to remember", kind="rest"),), example="/remember I prefer metric units")
 def _remember(session: ChatSession, text: str) -> CommandResult:
-    store = require_model(session)
+    store = require_store_and_model(session)
     done = remember(store, text, session.settings)
     session.wake.forget()
     said = f"Remembered and pinned ({', '.join(_shown(store, i) for i in done.ids)}{done.secrets})."

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ocat.errors import InputFileError
 from ocat.history_import.llm_database import LOCK_TIMEOUT, LogsDatabase
-from ocat.history_import.llm_threads import Thread, read_thread
+from ocat.history_import.llm_threads import Thread, read_llm_thread
 from ocat.history_import.model import ConversationProblem, HistoryItem, ImportedConversation
 from ocat.history_import.pairing import Message, pair_messages
 from ocat.history_import.values import ident, iso_epoch, text
@@ -119,7 +119,7 @@ class _Reader:
             thread = self.threads[entry.key]
             if not thread.name and entry.key in self.names:
                 thread = Thread(thread.id, self.names[entry.key], thread.tip, thread.started)
-            return read_thread(self.db, thread, legacy)
+            return read_llm_thread(self.db, thread, legacy)
         if entry.kind == "conversation":
             rows = self._rows("conversation_id = ?", entry.key)
             title = self.names.get(entry.key, "")

@@ -39,7 +39,7 @@ class _BrokenChain(Exception):
     """The chain of messages cannot be walked; the text says where."""
 
 
-def read_thread(db: LogsDatabase, thread: Thread, legacy: Sequence[sqlite3.Row] = ()) -> HistoryItem:
+def read_llm_thread(db: LogsDatabase, thread: Thread, legacy: Sequence[sqlite3.Row] = ()) -> HistoryItem:
     """The thread's conversation: its chain from the first message to the tip, paired.
 
     `legacy` holds the responses rows of the same conversation logged by an older llm: when

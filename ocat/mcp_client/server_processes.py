@@ -126,7 +126,7 @@ def family(groups: Iterable[int]) -> set[Process]:
     return found
 
 
-def remember(processes: Iterable[Process]) -> None:
+def end_at_exit(processes: Iterable[Process]) -> None:
     """Keep `processes` (a family taken before its server was stopped) to end at exit as well."""
     with _lock:
         _known.update(processes)

@@ -31,8 +31,8 @@ from typing import Any, AsyncIterator, Callable, Iterable, Sequence
 
 from ocat.config.mcp_servers import McpServerConfig
 from ocat.mcp_client.server_output import StrayOutput, keep_sdk_log
-from ocat.mcp_client.server_processes import (children, end, family, kill_on_sigterm, own_group, record_group,
-                                              remember, running, writes_errors_to)
+from ocat.mcp_client.server_processes import (children, end, end_at_exit, family, kill_on_sigterm, own_group,
+                                              record_group, running, writes_errors_to)
 from ocat.mcp_client.server_status import CallFailed, ServerState, ServerStatus
 from ocat.mcp_client.server_tool import ServerTool, qualified_name, result_text, tools_of
 from ocat.text.redact import redact
@@ -174,7 +174,7 @@ class _Server:
         """Stop the server, then end what is left of its family (a child the server left behind
         when it exited on stdin EOF, one that ignored SIGTERM)."""
         kin = family(self.pids)  # before the stop: a descendant is found through its parent only while it lives
-        remember(kin)
+        end_at_exit(kin)
         starting = self.state is ServerState.STARTING
         if self.stopping is not None:
             self.stopping.set()

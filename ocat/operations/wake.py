@@ -254,7 +254,7 @@ def unpin(store: MemoryStore, id_or_prefix: str) -> str:
 
 
 @dataclass(frozen=True)
-class Remembered:
+class NotePinned:
     """What `/remember` did: the note's ids, and the note that had replaced it, when its words
     were a replaced note's (brought back: the user's own note wins over the model's `replaces`)."""
 
@@ -264,7 +264,7 @@ class Remembered:
     secrets: str = ""
 
 
-def remember(store: MemoryStore, text: str, settings: Settings) -> Remembered:
+def remember(store: MemoryStore, text: str, settings: Settings) -> NotePinned:
     """Store `text` as a note and pin it (every chunk of it, should it be long). A note with
     these words that a newer note replaced is given to the model again: a pin on a replaced
     note would never reach it."""
@@ -273,7 +273,7 @@ def remember(store: MemoryStore, text: str, settings: Settings) -> Remembered:
     newer = bring_back(store, added.ids)
     for record_id in added.ids:
         memory.set_pinned(store, record_id, 0)
-    return Remembered(tuple(added.ids), newer, secrets_clause(added.secrets, added.secrets_kept))
+    return NotePinned(tuple(added.ids), newer, secrets_clause(added.secrets, added.secrets_kept))
 
 
 def pins(store: MemoryStore) -> list[tuple[str, str]]:
