@@ -472,3 +472,11 @@ def test_an_old_name_in_one_layer_and_the_new_in_a_higher_one_follow_the_layers(
     assert load(user, wake__threads=3).wake.threads == 3
     # The old name in the higher layer wins over the new one in the lower, as its key would.
     assert load(write(tmp_path / "new.yaml", "wake:\n  threads: 4\n"), memory__wake_threads=9).wake.threads == 9
+
+
+def test_a_bad_value_under_an_old_name_is_named_as_written(tmp_path: Path) -> None:
+    user = write(tmp_path / "config.yaml", "memory:\n  wake_tokens: -1\n")
+    assert error_of(user) == f"config error: {user}:2: memory.wake_tokens must be at least 0, got -1"
+    assert error_of(env={"OCAT_MEMORY_WAKE_THREADS": "many"}) == (
+        "config error: OCAT_MEMORY_WAKE_THREADS: memory.wake_threads must be an integer, got 'many' (string)")
+    assert error_of(wake__tokens=-1) == "config error: command line: wake.tokens must be at least 0, got -1"
