@@ -13,7 +13,7 @@ from typing import Any
 import yaml
 
 from ocat.config.keys import (
-    SPECS, Layer, Source, Spec, config_error, lookup, put, unknown_name, validate, yaml_failure,
+    SPECS, Layer, Source, Spec, config_error, lookup, put, unknown_name, yaml_failure,
 )
 from ocat.errors import ConfigError
 from ocat.config.mcp_servers import parse_servers
@@ -131,7 +131,7 @@ def _walk(loader: yaml.SafeLoader, root: yaml.Node, path: Path, rank: int) -> La
             if (spec.kind == "str" and value is not None and not isinstance(value, str)
                     and isinstance(value_node, yaml.ScalarNode) and not value_node.style):
                 value = value_node.value
-            put(layer, f"{section}.{key}", spec, validate(spec, value, source), source)
+            put(layer, f"{section}.{key}", spec, value, source)
     return layer
 
 

@@ -118,8 +118,8 @@ def lookup(dotted: str, where: str, show: Callable[[str], str] = _quoted) -> Spe
 
 def put(layer: Layer, written: str, spec: Spec, value: Any, source: Source,
         show: Callable[[str], str] = _quoted) -> None:
-    """Set `spec`'s key in `layer` to a checked value written as `written` (the key's dotted name,
-    or its old one: then the source carries the line that says so).
+    """Check `value` (`validate`) and set `spec`'s key to it in `layer`; `written` is how the key
+    was written: its dotted name, or its old one (then the source carries the line that says so).
 
     The same key under both its names in one layer is a ConfigError naming both: which one was
     meant is not for ocat to guess. (Under one name twice, the last wins: a YAML merge key's
@@ -137,7 +137,7 @@ def put(layer: Layer, written: str, spec: Spec, value: Any, source: Source,
         where = "" if source.label == show(written) else f"{source.label}: "
         source = replace(source, deprecation=f"config: {where}{show(written)} is deprecated, it is now {show(new)} "
                                              "(the old name is read for this release only)")
-    layer[spec.dotted] = (value, source)
+    layer[new] = (validate(spec, value, source, written), source)
 
 
 # ---- validation ------------------------------------------------------------
@@ -234,8 +234,9 @@ def _resolve(text: str, base_dir: Path) -> str:
     return os.path.abspath(path if path.is_absolute() else base_dir / path)
 
 
-def validate(spec: Spec, value: Any, source: Source) -> Any:
-    """The value checked and normalised (floats, resolved paths), or a ConfigError."""
+def validate(spec: Spec, value: Any, source: Source, written: str | None = None) -> Any:
+    """The value checked and normalised (floats, resolved paths), or a ConfigError naming the key
+    as `written` (an old name, MOVED_KEYS) or by its name."""
     try:
         value = _check_type(spec, value)
         if value is None:
@@ -247,7 +248,7 @@ def validate(spec: Spec, value: Any, source: Source) -> Any:
             return _resolve(value, source.base_dir)
         return value
     except _Invalid as exc:
-        raise config_error(source.label, f"{spec.dotted} {exc}") from None
+        raise config_error(source.label, f"{written or spec.dotted} {exc}") from None
 
 
 def _quote(text: str, limit: int = 60) -> str:

@@ -26,7 +26,6 @@ from ocat.config.keys import (
     parse_text,
     put,
     unknown_name,
-    validate,
 )
 from ocat.config.settings import (
     CONTEXT_MODES,
@@ -80,7 +79,7 @@ def _env_layer(env: Mapping[str, str], read_by_headers: frozenset[str] = frozens
         written = f"{section}.{name[len(prefix):].lower()}"
         spec = lookup(written, name, show=env_name)
         source = Source(name, Path.cwd(), 2)
-        put(layer, written, spec, validate(spec, parse_text(spec, env[name], name), source), source, show=env_name)
+        put(layer, written, spec, parse_text(spec, env[name], name), source, show=env_name)
     return layer
 
 
@@ -110,7 +109,7 @@ def _override_layer(overrides: Mapping[str, object]) -> Layer:
             value = os.fspath(value)
         if isinstance(value, str):
             value = parse_text(spec, value, COMMAND_LINE)
-        put(layer, dotted, spec, validate(spec, value, source), source)
+        put(layer, dotted, spec, value, source)
     return layer
 
 
