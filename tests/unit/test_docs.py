@@ -102,9 +102,6 @@ def test_every_config_key_the_docs_name_exists() -> None:
 # A key that moved is named by its old name only where the move is told (configuration.md's
 # "Keys that moved"), so the docs cannot go back to the old name.
 _MOVES_TOLD = ("configuration.md", "## Keys that moved\n")
-# docs/RELIABILITY.md is the lead's to edit: its row H still says memory.profile (the lead renames
-# it, and takes it out of here).
-_OLD_NAMES_LEFT = {("RELIABILITY.md", "memory.profile")}
 
 
 def old_names_named(doc: Path) -> set[str]:
@@ -119,8 +116,7 @@ def old_names_named(doc: Path) -> set[str]:
 def test_the_docs_name_a_moved_key_by_its_new_name() -> None:
     assert _MOVES_TOLD[1] in (DOCS / _MOVES_TOLD[0]).read_text(encoding="utf-8")
     named = {(doc.name, old) for doc in DOC_FILES for old in old_names_named(doc)}
-    assert sorted(named - _OLD_NAMES_LEFT) == [], "write these keys by their new names (ocat.config.keys.MOVED_KEYS)"
-    assert _OLD_NAMES_LEFT <= named, "renamed: take these out of _OLD_NAMES_LEFT"
+    assert sorted(named) == [], "write these keys by their new names (ocat.config.keys.MOVED_KEYS)"
     documented = _documented_defaults()
     assert all(new in documented and old not in documented for old, new in MOVED_KEYS.items())
 
