@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from chromadb.api.models.Collection import Collection
     from chromadb.api.types import Metadata, Where
 
-    from ocat.memory.storage.store import MemoryStore
+    from ocat.memory.storage.parts import StoreParts
 
 
 @dataclass(frozen=True)
@@ -42,7 +42,7 @@ class Pinned:
         return self.record.to_metadata() if isinstance(self.record, Exchange) else self.record.metadata
 
 
-def set_pinned(store: MemoryStore, record_id: str, pinned_at: float | None) -> RecordKind:
+def set_pinned(store: StoreParts, record_id: str, pinned_at: float | None) -> RecordKind:
     """Pin a memory (at `pinned_at`, now if 0) or unpin it (None); returns its kind.
     NotFound when no memory has this id."""
     for kind in RECORD_KINDS:
@@ -57,7 +57,7 @@ def set_pinned(store: MemoryStore, record_id: str, pinned_at: float | None) -> R
     raise NotFound(f"no memory with id {record_id}")
 
 
-def pinned(store: MemoryStore) -> list[Pinned]:
+def pinned(store: StoreParts) -> list[Pinned]:
     """Every pinned memory, the latest pinned first (one filtered read per kind)."""
     found: list[Pinned] = []
     for kind in RECORD_KINDS:
@@ -78,5 +78,5 @@ def pinned(store: MemoryStore) -> list[Pinned]:
     return sorted(found, key=lambda p: p.pinned_at, reverse=True)
 
 
-def _collection(store: MemoryStore, kind: RecordKind) -> Collection:
+def _collection(store: StoreParts, kind: RecordKind) -> Collection:
     return store.exchanges if kind == "exchange" else store.documents
