@@ -15,7 +15,6 @@ from ocat.errors import NotFound, StoreError
 from ocat.records import PINNED_KEY, RECORD_KINDS, DocumentChunk, Exchange, RecordKind
 
 if TYPE_CHECKING:
-    from chromadb.api.models.Collection import Collection
     from chromadb.api.types import Metadata, Where
 
     from ocat.memory.storage.parts import StoreParts
@@ -50,7 +49,7 @@ def set_pinned(store: StoreParts, record_id: str, pinned_at: float | None) -> Re
             when = None if pinned_at is None else (pinned_at or time.time())
             try:
                 # Chroma merges an update into the stored metadata; None removes the key.
-                _collection(store, kind).update(ids=[record_id], metadatas=[cast("Metadata", {PINNED_KEY: when})])
+                store.collection(kind).update(ids=[record_id], metadatas=[cast("Metadata", {PINNED_KEY: when})])
             except Exception as exc:
                 raise StoreError(f"cannot pin the memory in the memory store: {exc}") from exc
             return kind
@@ -62,8 +61,8 @@ def pinned(store: StoreParts) -> list[Pinned]:
     found: list[Pinned] = []
     for kind in RECORD_KINDS:
         try:
-            got = _collection(store, kind).get(where=cast("Where", {PINNED_KEY: {"$gt": 0}}),
-                                               include=["documents", "metadatas"])
+            got = store.collection(kind).get(where=cast("Where", {PINNED_KEY: {"$gt": 0}}),
+                                             include=["documents", "metadatas"])
         except Exception as exc:
             raise StoreError(f"cannot read the memory store: {exc}") from exc
         for record_id, text, metadata in zip(got["ids"], got["documents"] or [], got["metadatas"] or []):
@@ -76,7 +75,3 @@ def pinned(store: StoreParts) -> list[Pinned]:
             )
             found.append(Pinned(record, float(when), dict(metadata or {})))
     return sorted(found, key=lambda p: p.pinned_at, reverse=True)
-
-
-def _collection(store: StoreParts, kind: RecordKind) -> Collection:
-    return store.exchanges if kind == "exchange" else store.documents
