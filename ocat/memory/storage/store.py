@@ -10,7 +10,7 @@ do it are given the parts, never the store.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Protocol, Sequence
 
 from ocat.errors import StoreError
 from ocat.memory.storage.chroma import open_client
@@ -33,8 +33,19 @@ if TYPE_CHECKING:
     from chromadb.api.models.Collection import Collection
 
     from ocat.memory.embedding.embedders import Embedder
-    from ocat.memory.sharing.owner_lock import StoreLease
     from ocat.memory.storage.location import StoreLocation
+
+
+class Lease(Protocol):
+    """This process's hold on a store's folder, as the store keeps it (an
+    ocat.memory.sharing.owner_lock.StoreLease: sharing is above storage, so it is named, not imported)."""
+
+    @property
+    def role(self) -> str:
+        """"owner", "serving owner" or "client"."""
+
+    def release(self) -> None:
+        """Give the hold up."""
 
 
 class MemoryStore(StoreParts):
@@ -58,7 +69,7 @@ class MemoryStore(StoreParts):
         super().__init__(client, embedder, name=name, location=location, lexical=lexical, notify=notify,
                          check_derived=check_derived, before_search=self.keep_current)
         # Set by open_store: this process's hold on the store folder (see ocat.memory.sharing.owner_lock).
-        self.lease: StoreLease | None = None
+        self.lease: Lease | None = None
 
     @classmethod
     def open(
