@@ -73,7 +73,7 @@ if TYPE_CHECKING:
     from ocat.memory.retrieval.retrieve import RetrievalLimits, retrieve, retrieve_any
     from ocat.memory.retrieval.store_floor import floor_of, MIN_EXCHANGES
     from ocat.memory.sharing.owner_lock import StoreWait
-    from ocat.memory.storage.chroma import StoreLocation
+    from ocat.memory.storage.location import StoreLocation
     from ocat.memory.storage.derived import DerivedFileError
     from ocat.memory.storage.export_import import check_import_file, export_memory, import_memory, TransferResult
     from ocat.memory.storage.export_lines import parse_line
@@ -131,7 +131,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "retrieval.retrieve": ("RetrievalLimits", "retrieve", "retrieve_any"),
     "retrieval.store_floor": ("floor_of", "MIN_EXCHANGES"),
     "sharing.owner_lock": ("StoreWait",),
-    "storage.chroma": ("StoreLocation",),
+    "storage.location": ("StoreLocation",),
     "storage.derived": ("DerivedFileError",),
     "storage.export_import": ("check_import_file", "export_memory", "import_memory", "TransferResult"),
     "storage.export_lines": ("parse_line",),

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Callable
 from ocat.errors import StoreError
 from ocat.memory.embedding.embedders import Embedder, embedder_for
 from ocat.memory.sharing.owner_lock import acquire
-from ocat.memory.storage.chroma import StoreLocation, server_location
+from ocat.memory.storage.location import StoreLocation, server_location
 from ocat.memory.storage.store import MemoryStore
 
 if TYPE_CHECKING:

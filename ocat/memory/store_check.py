@@ -15,7 +15,7 @@ from typing import Iterator
 
 from ocat.memory.ingest.documents import PartialDocument, partial_documents
 from ocat.memory.storage.derived import beside_index, lexical_index_path, sqlite_problem
-from ocat.memory.storage.chroma import StoreLocation
+from ocat.memory.storage.location import StoreLocation
 from ocat.memory.storage.primary import SHRUNK_ADVICE, StoreShrunk, lost_records, primary_problem
 from ocat.memory.storage.link_records import count_links, LinkCounts
 from ocat.memory.storage.store import MemoryStore

@@ -10,7 +10,7 @@ from typing import Callable
 from ocat.memory import MemoryStore, RetrievalLimits, retrieve
 from ocat.memory.storage import foreground
 from ocat.memory.storage.foreground import Foreground
-from ocat.memory.storage.reconcile import PASSAGE_STEP
+from ocat.memory.storage.passages import PASSAGE_STEP
 from ocat.records import Exchange
 
 LIMITS = RetrievalLimits(exchange_results=5, document_results=5, exchange_threshold=0.65, document_threshold=0.7)

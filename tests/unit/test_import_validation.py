@@ -376,7 +376,8 @@ def test_the_cli_names_a_late_bad_line_and_imports_nothing(cli: Cli, tmp_path: P
 CORRUPT = r"""
 import sys
 from pathlib import Path
-from ocat.memory.storage.chroma import StoreLocation, collection_names, open_client
+from ocat.memory.storage.chroma import collection_names, open_client
+from ocat.memory.storage.location import StoreLocation
 collection = open_client(StoreLocation(path=Path(sys.argv[1]))).get_collection(collection_names("default")[0])
 # What another client could have written: prior ids that are not JSON.
 collection.update(ids=[sys.argv[2]], metadatas=[{"prior_exchange_ids": "[not json"}])

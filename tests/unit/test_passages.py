@@ -125,7 +125,7 @@ def test_an_older_store_gets_its_passages_in_the_background_on_open(tmp_path: Pa
 def test_closing_stops_the_backfill_after_a_step_and_the_next_open_finishes(
     tmp_path: Path, real_embedder: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("ocat.memory.storage.reconcile.PASSAGE_STEP", 1)
+    monkeypatch.setattr("ocat.memory.storage.passages.PASSAGE_STEP", 1)
     location = StoreLocation(path=tmp_path / "old")
     expected = stored_then_forgotten(location, real_embedder)
 
@@ -179,16 +179,16 @@ def test_a_process_killed_mid_backfill_leaves_whole_steps_and_the_next_open_comp
         from pathlib import Path
         from ocat.memory import MemoryStore, StoreLocation
         from ocat.memory.embedding.embedders import OnnxMiniLMEmbedder
-        import ocat.memory.storage.reconcile as reconcile
-        reconcile.PASSAGE_STEP = 1
-        real = reconcile._embed_passages
+        import ocat.memory.storage.passages as passages
+        passages.PASSAGE_STEP = 1
+        real = passages._embed_passages
         calls = []
         def embed_then_die(store, ids, *rest):
             real(store, ids, *rest)
             calls.append(1)
             if len(calls) == 2:
                 os.kill(os.getpid(), signal.SIGKILL)  # after two whole steps, in the middle of the backfill
-        reconcile._embed_passages = embed_then_die
+        passages._embed_passages = embed_then_die
         store = MemoryStore.open(StoreLocation(path=Path({str(location.path)!r})), OnnxMiniLMEmbedder(Path({str(model)!r})))
         store.backfill.wait(60)
     """)

@@ -54,7 +54,7 @@ def stored_text(store: MemoryStore) -> str:
 
 def lexical_terms(store: MemoryStore) -> set[str]:
     """Every term the lexical index holds, of both kinds."""
-    db = store.lexical.connection
+    db = store.lexical.file.connection
     return {row[0] for kind in ("exchange", "document") for row in db.execute(f"SELECT term FROM df_{kind}")}
 
 

@@ -20,7 +20,8 @@ import pytest
 from ocat.config.loading import load_settings
 from ocat.errors import ConfigError, StoreError
 from ocat.memory import MemoryStore, location_for
-from ocat.memory.storage.chroma import open_client, server_location
+from ocat.memory.storage.chroma import open_client
+from ocat.memory.storage.location import server_location
 from ocat.memory.storage.server_access import ServerRefused, expanded_headers, is_loopback, refuse_clear_text
 from ocat.records import Exchange
 from tests.support.chroma_server import ChromaServer
@@ -434,7 +435,7 @@ def test_a_name_that_does_not_resolve_is_not_called_a_server_that_is_down(monkey
 def test_two_stores_of_one_name_in_two_databases_never_share_a_derived_file() -> None:
     """The lexical index of a server store is named by host, port and, when set, a digest of the
     prefix, tenant and database; the plain case keeps the name it always had."""
-    from ocat.memory.storage.chroma import StoreLocation
+    from ocat.memory.storage.location import StoreLocation
     from ocat.memory.storage.derived import lexical_index_path
 
     plain = StoreLocation(host="127.0.0.1", port=8000)

@@ -20,7 +20,8 @@ import pytest
 
 import ocat.memory.sharing.owner_lock as owner
 from ocat.errors import StoreError
-from ocat.memory.storage.chroma import ServerNotAnswering, StoreLocation, open_client, server_answers
+from ocat.memory.storage.chroma import ServerNotAnswering, open_client, server_answers
+from ocat.memory.storage.location import StoreLocation
 from ocat.memory.sharing.owner_lock import OWNER_FILE, SERVER_FILE, StoreLease, acquire
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="SIGSTOP is POSIX")

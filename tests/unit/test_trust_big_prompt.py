@@ -81,7 +81,7 @@ def test_a_search_with_more_terms_than_sqlite_takes_succeeds(store: MemoryStore)
     session.record("qx000123 is where the printer lives", "noted", [])
     # SQLite's own limit on a statement's variables, 32,766 (Debian's build allows 250,000, which
     # the CLI test below passes with 300k words), and more distinct terms than that: 40k.
-    store.lexical.connection.setlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER, 32_766)
+    store.lexical.file.connection.setlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER, 32_766)
     prompt = huge_prompt(40_000)
     # Straight at the index too: doc_freqs of 40k terms is read in slices.
     assert len(store.lexical.doc_freqs("exchange", terms(prompt))) == 40_000

@@ -31,7 +31,7 @@ from ocat.memory.storage.versions import link_many
 from ocat.memory.linking.values import Statement, Value, statements
 
 if TYPE_CHECKING:
-    from ocat.memory.storage.store import MemoryStore
+    from ocat.memory.storage.parts import StoreParts
 
 logger = logging.getLogger(__name__)
 # How close in meaning an earlier exchange must be to be a version of the same fact: the better
@@ -76,7 +76,7 @@ def newer_ids(metadata: Mapping[str, Any] | None) -> list[str]:
 
 
 def link_versions(
-    store: MemoryStore, rows: Sequence[tuple[str, str, Mapping[str, Any]]],
+    store: StoreParts, rows: Sequence[tuple[str, str, Mapping[str, Any]]],
     vectors: Sequence[Sequence[float]], prompt_vectors: Sequence[Sequence[float] | None],
 ) -> int:
     """Find and store the links to exchanges just written (`find_links`, `record_links`); how
@@ -89,7 +89,7 @@ def link_versions(
 
 
 def link_note_versions(
-    store: MemoryStore, rows: Sequence[tuple[str, str, Mapping[str, Any]]], vectors: Sequence[Sequence[float]],
+    store: StoreParts, rows: Sequence[tuple[str, str, Mapping[str, Any]]], vectors: Sequence[Sequence[float]],
 ) -> int:
     """Link the earlier notes that these notes just written may update (a note is a one-chunk
     document the user or the model wrote: /vadd, /remember, `remember`); how many links. As for
@@ -120,7 +120,7 @@ def link_note_versions(
 
 
 def find_links(
-    store: MemoryStore, rows: Sequence[tuple[str, str, Mapping[str, Any]]],
+    store: StoreParts, rows: Sequence[tuple[str, str, Mapping[str, Any]]],
     vectors: Sequence[Sequence[float]], prompt_vectors: Sequence[Sequence[float] | None],
 ) -> list[Link]:
     """The links from earlier exchanges to these just written (rows as written: id, text,
@@ -216,7 +216,7 @@ def time_of(metadata: Mapping[str, Any], key: str = "timestamp") -> float:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0.0
 
 
-def read_records(store: MemoryStore, ids: Sequence[str]) -> dict[str, Record]:
+def read_records(store: StoreParts, ids: Sequence[str]) -> dict[str, Record]:
     """What the finder needs of stored exchanges: prompt, time, session, newer versions."""
     got = store.fetch("exchange", list(dict.fromkeys(ids)), vectors=False)
     return {
@@ -227,7 +227,7 @@ def read_records(store: MemoryStore, ids: Sequence[str]) -> dict[str, Record]:
 
 
 def newest_before(
-    store: MemoryStore, older: str, known: dict[str, Record], later: Mapping[str, list[str]], new: Written
+    store: StoreParts, older: str, known: dict[str, Record], later: Mapping[str, list[str]], new: Written
 ) -> str | None:
     """The newest version of `older`'s fact written before `new` (following links forward; the
     latest of several), or None when `new` already is one of them."""
@@ -246,7 +246,7 @@ def newest_before(
     return at
 
 
-def record_links(store: MemoryStore, links: Sequence[Link]) -> int:
+def record_links(store: StoreParts, links: Sequence[Link]) -> int:
     """Store found links on their older exchanges (ocat.memory.storage.versions.link_many: one
     Chroma write; never over a link the user or the model made); how many were stored. A batch
     refused as a whole (a link that would close a circle with one a user made) is stored a link

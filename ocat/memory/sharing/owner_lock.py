@@ -31,7 +31,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from ocat.errors import StoreError
-from ocat.memory.storage.chroma import HEARTBEAT_SECONDS, StoreLocation, server_answers
+from ocat.memory.storage.chroma import HEARTBEAT_SECONDS, server_answers
+from ocat.memory.storage.location import StoreLocation
 from ocat.memory.sharing.lock_holders import (
     LOCK_FILE,
     OWNER_FILE,

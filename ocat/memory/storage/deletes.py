@@ -20,10 +20,10 @@ from ocat.records import RECORD_KINDS, SHORTENED_BY_DELETE, SHORTENED_KEY, SUPER
 if TYPE_CHECKING:
     from chromadb.api.types import Metadata, Where
 
-    from ocat.memory.storage.store import MemoryStore
+    from ocat.memory.storage.parts import StoreParts
 
 
-def delete_ids(store: MemoryStore, ids: Sequence[str]) -> int:
+def delete_ids(store: StoreParts, ids: Sequence[str]) -> int:
     """Delete exchanges or chunks by id; returns how many existed (none for no ids: Chroma
     refuses an empty list)."""
     if not ids:
@@ -57,7 +57,7 @@ def delete_ids(store: MemoryStore, ids: Sequence[str]) -> int:
     return removed
 
 
-def delete_where(store: MemoryStore, where: dict[str, Any]) -> int:
+def delete_where(store: StoreParts, where: dict[str, Any]) -> int:
     """Delete the document chunks matching a metadata filter (a file's earlier version, a
     folder's file that is gone: whole documents); returns how many."""
     try:
@@ -77,12 +77,12 @@ def delete_where(store: MemoryStore, where: dict[str, Any]) -> int:
     return len(found)
 
 
-def mark_shortened(store: MemoryStore, documents: Iterable[str], why: str) -> int:
+def mark_shortened(store: StoreParts, documents: Iterable[str], why: str) -> int:
     """Mark every chunk left of these documents shortened (SHORTENED_KEY, `why`); how many."""
     return mark_documents(store, documents, {SHORTENED_KEY: why})
 
 
-def _given_again(store: MemoryStore, gone: list[str]) -> None:
+def _given_again(store: StoreParts, gone: list[str]) -> None:
     """Clear the replaced mark of the notes these deleted chunks had replaced (the model's
     `remember` with `replaces`): deleting the newer note undoes the replace, and a pin the older
     one kept is shown again, never left on a note nobody is given."""
@@ -95,7 +95,7 @@ def _given_again(store: MemoryStore, gone: list[str]) -> None:
         raise StoreError(f"cannot mark a note in the memory store: {exc}") from exc
 
 
-def _forget_derived(store: MemoryStore, kind: RecordKind, ids: list[str]) -> None:
+def _forget_derived(store: StoreParts, kind: RecordKind, ids: list[str]) -> None:
     """Drop records from the derived files before Chroma deletes them: a crash between the two
     then leaves Chroma holding more than its derived files (mended on the next open), never
     less, which is how a damaged or emptied primary store looks."""

@@ -19,7 +19,7 @@ from ocat.errors import StoreError
 from ocat.config.locations import cache_dir
 
 if TYPE_CHECKING:
-    from ocat.memory.storage.chroma import StoreLocation
+    from ocat.memory.storage.location import StoreLocation
 
 # The files SQLite keeps beside a database in WAL mode.
 SIDE_FILES = ("-wal", "-shm")

@@ -5,11 +5,13 @@ After a big import the backfill embeds passages for minutes, and a search that r
 shares the two cores and the interpreter's lock with it: at 100,000 exchanges a chat turn's
 recall took 2.5 times as long (docs/PERFORMANCE.md, "Searches while the backfill runs"). So a
 search marks itself (`searching`), and the backfill waits between its small steps until no search
-has run for a moment (`wait_quiet`); its thread also runs at the lowest CPU priority.
+has run for a moment (`wait_quiet`); its thread (`PassageBackfill`) also runs at the lowest CPU priority.
 """
 
 from __future__ import annotations
 
+import atexit
+import logging
 import os
 import threading
 import time
@@ -72,3 +74,44 @@ def lowest_priority() -> None:
         os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
     except (AttributeError, OSError):
         pass
+
+
+class PassageBackfill:
+    """The passage backfill's thread (ocat.memory.storage.passages.sync_passages runs in it, as
+    `run`), so that opening an older store stays instant: until it is done, an exchange without
+    passages scores by its first window and prompt, as before. `stop` (called by
+    MemoryStore.close, and at exit) waits for the current step."""
+
+    def __init__(self, run: Callable[[threading.Event], object]) -> None:
+        self._stop = threading.Event()
+        self._work = run
+        self.thread = threading.Thread(target=self._run, name="ocat-passages", daemon=True)
+        atexit.register(self.stop)
+
+    def _run(self) -> None:
+        lowest_priority()  # the chat's own threads first, even between two searches
+        # A thread's exception would be printed over the chat's screen: it is logged instead,
+        # and the exchanges left score as before until the next open tries again.
+        try:
+            self._work(self._stop)
+        except Exception:
+            logging.getLogger(__name__).warning("making passage vectors stopped", exc_info=True)
+        finally:
+            atexit.unregister(self.stop)  # done: nothing to wait for at exit, nor the store to keep
+
+    def start(self) -> PassageBackfill:
+        """Start the thread; returns self."""
+        self.thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Ask the backfill to stop after its current step, and wait for that."""
+        self._stop.set()
+        if self.thread.is_alive() and self.thread is not threading.current_thread():
+            self.thread.join()
+        atexit.unregister(self.stop)
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait for the backfill to finish; True if it has."""
+        self.thread.join(timeout)
+        return not self.thread.is_alive()

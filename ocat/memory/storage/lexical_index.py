@@ -14,13 +14,12 @@ from __future__ import annotations
 
 import re
 import sqlite3
-import threading
 from collections import Counter
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 from ocat.memory.storage.derived import DerivedFileError, checkpoint_at_exit
+from ocat.memory.storage.index_file import IndexFile
 from ocat.memory.storage.terms import MAX_QUERY_TERMS, terms, within_postings_budget
 from ocat.memory.storage.thread_catalogue import ThreadCatalogue, like_prefix
 from ocat.records import RECORD_KINDS, THREAD_TITLE_KEY, searched_text
@@ -39,12 +38,13 @@ class LexicalIndex:
 
     def __init__(self, path: Path | str) -> None:
         self.path = str(path)
-        self._lock = threading.Lock()
         # Counts are read on every query (for IDF); keep them rather than count(*) each time.
         self._counts: dict[str, int] = {}
         self._data_version = -1
         try:
-            self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+            # The file and its lock, shared with the thread catalogue.
+            self.file = IndexFile(self.path)
+            self._db = self.file.connection
             checkpoint_at_exit(self.path)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
@@ -81,13 +81,13 @@ class LexicalIndex:
         except sqlite3.Error as exc:
             raise DerivedFileError(f"cannot open the lexical index {self.path}: {exc}", self.path) from exc
         # The threads the file records beside the terms: their exchanges' order and their titles.
-        self.threads = ThreadCatalogue(self)
+        self.threads = ThreadCatalogue(self.file)
 
     def _upgrade(self) -> None:
         """Fill the term counts of an index made before they were kept (once, from the indexed texts)."""
         if self._db.execute("PRAGMA user_version").fetchone()[0] >= SCHEMA_VERSION:
             return
-        with self.transaction():
+        with self.file.transaction():
             # Another process may have upgraded it while this one waited for the write lock.
             if self._db.execute("PRAGMA user_version").fetchone()[0] >= SCHEMA_VERSION:
                 return
@@ -112,7 +112,7 @@ class LexicalIndex:
 
     def add(self, kind: str, rows: Iterable[tuple[str, str, Mapping[str, Any]]]) -> None:
         """Index (id, text, metadata) rows; ids already indexed are left as they are."""
-        with self.guarded(), self.transaction():
+        with self.file.guarded(), self.file.transaction():
             self._counts.pop(kind, None)
             new_terms: Counter[str] = Counter()
             for record_id, text, metadata in rows:
@@ -139,7 +139,7 @@ class LexicalIndex:
 
     def delete(self, kind: str, record_ids: Sequence[str]) -> None:
         """Remove records from the index (unknown ids are ignored)."""
-        with self.guarded(), self.transaction():
+        with self.file.guarded(), self.file.transaction():
             self._counts.pop(kind, None)
             gone: Counter[str] = Counter()
             for record_id in record_ids:
@@ -155,7 +155,7 @@ class LexicalIndex:
 
     def clear(self, kind: str) -> None:
         """Empty one kind's index (before a rebuild)."""
-        with self.guarded(), self.transaction():
+        with self.file.guarded(), self.file.transaction():
             self._counts.pop(kind, None)
             self._db.execute(f"DELETE FROM fts_{kind}")
             self._db.execute(f"DELETE FROM ids_{kind}")
@@ -165,7 +165,7 @@ class LexicalIndex:
 
     def count(self, kind: str) -> int:
         """How many records of a kind are indexed."""
-        with self.guarded():
+        with self.file.guarded():
             # Another process (writing through the owner's server) may have changed the index.
             version = self._db.execute("PRAGMA data_version").fetchone()[0]
             if version != self._data_version:
@@ -177,14 +177,14 @@ class LexicalIndex:
 
     def ids(self, kind: str) -> set[str]:
         """The ids of every indexed record of a kind (for levelling by ids: ocat.memory.storage.remote_sync)."""
-        with self.guarded():
+        with self.file.guarded():
             return {row[0] for row in self._db.execute(f"SELECT record_id FROM ids_{kind}")}
 
     def missing(self, kind: str, record_ids: Sequence[str]) -> list[str]:
         """Which of these ids are not indexed, in their order."""
         unique = list(dict.fromkeys(record_ids))
         found: set[str] = set()
-        with self.guarded():
+        with self.file.guarded():
             for start in range(0, len(unique), IDS_PER_SELECT):
                 part = unique[start : start + IDS_PER_SELECT]
                 marks = ",".join("?" * len(part))
@@ -202,7 +202,7 @@ class LexicalIndex:
         unique = list(dict.fromkeys(query_terms))
         if not unique or k <= 0:
             return []
-        with self.guarded():
+        with self.file.guarded():
             chosen = within_postings_budget(self._doc_freqs(kind, unique))[:MAX_QUERY_TERMS]
             if not chosen:
                 return []
@@ -219,7 +219,7 @@ class LexicalIndex:
         unique = list(dict.fromkeys(query_terms))
         if not unique:
             return {}
-        with self.guarded():
+        with self.file.guarded():
             return self._doc_freqs(kind, unique)
 
     def _doc_freqs(self, kind: str, unique: list[str]) -> dict[str, int]:
@@ -240,7 +240,7 @@ class LexicalIndex:
         if not unique:
             return {}
         marks = ",".join("?" * len(unique))
-        with self.guarded():
+        with self.file.guarded():
             rows = self._db.execute(
                 f"SELECT i.record_id, f.body FROM ids_{kind} i JOIN fts_{kind} f ON f.rowid = i.rowid "
                 f"WHERE i.record_id IN ({marks})",
@@ -250,19 +250,19 @@ class LexicalIndex:
 
     def get_meta(self, key: str) -> str | None:
         """A value kept in the index about the index itself, or None."""
-        with self.guarded():
+        with self.file.guarded():
             row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return str(row[0]) if row else None
 
     def set_meta(self, key: str, value: str) -> None:
         """Keep a value about the index."""
-        with self.guarded():
+        with self.file.guarded():
             self._db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (key, value))
 
     def id_groups(self, kind: str, prefix_length: int, glob: str) -> list[tuple[str, int, str]]:
         """Indexed ids matching `glob`, grouped by their first `prefix_length` characters:
         (prefix, how many, the smallest id). One indexed scan, no Chroma round trip."""
-        with self.guarded():
+        with self.file.guarded():
             rows = self._db.execute(
                 f"SELECT substr(record_id, 1, ?) AS head, count(*), min(record_id) FROM ids_{kind} "
                 "WHERE record_id GLOB ? GROUP BY head",
@@ -276,7 +276,7 @@ class LexicalIndex:
         form = CHUNK_ID.match(short)
         if form is None:
             return []
-        with self.guarded():
+        with self.file.guarded():
             rows = self._db.execute(
                 "SELECT record_id FROM ids_document WHERE record_id GLOB ? LIMIT 2",
                 (f"doc-{form.group(1)}*-{form.group(2)}",),
@@ -285,49 +285,11 @@ class LexicalIndex:
 
     def resolve_prefix(self, kind: str, prefix: str) -> list[str]:
         """Ids starting with `prefix`; at most two, enough to tell unique from ambiguous."""
-        with self.guarded():
+        with self.file.guarded():
             return [row[0] for row in self._db.execute(
                 f"SELECT record_id FROM ids_{kind} WHERE record_id LIKE ? ESCAPE '\\' LIMIT 2", (like_prefix(prefix),)
             ).fetchall()]
 
     def close(self) -> None:
         """Close the database."""
-        with self._lock:
-            self._db.close()
-
-    @property
-    def connection(self) -> sqlite3.Connection:
-        """The file's connection: use it inside `guarded()` (and `transaction()` to write a batch)."""
-        return self._db
-
-    def transaction(self) -> _Transaction:
-        """BEGIN IMMEDIATE ... COMMIT around a batch of writes, ROLLBACK if it fails."""
-        return _Transaction(self._db, self.path)
-
-    @contextmanager
-    def guarded(self) -> Iterator[None]:
-        """Hold the lock; a failure of the file (damaged, gone) is a DerivedFileError naming it."""
-        with self._lock:
-            try:
-                yield
-            except sqlite3.Error as exc:
-                raise DerivedFileError(f"the lexical index {self.path} failed: {exc}", self.path) from exc
-
-
-class _Transaction:
-    """BEGIN/COMMIT around a batch, ROLLBACK if it fails: an index batch is all or nothing."""
-
-    def __init__(self, db: sqlite3.Connection, path: str) -> None:
-        self._db = db
-        self._path = path
-
-    def __enter__(self) -> None:
-        self._db.execute("BEGIN IMMEDIATE")
-
-    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
-        try:
-            self._db.execute("ROLLBACK" if exc_type else "COMMIT")
-        except sqlite3.Error as failed:
-            raise DerivedFileError(f"cannot write the lexical index {self._path}: {failed}", self._path) from failed
-        if isinstance(exc, sqlite3.Error):
-            raise DerivedFileError(f"cannot write the lexical index {self._path}: {exc}", self._path) from exc
+        self.file.close()

@@ -16,7 +16,7 @@ from ocat.records import RECORD_KINDS, UPDATE_EVIDENCE_KEY, UPDATE_HOW_KEY, UPDA
 if TYPE_CHECKING:
     from chromadb.api.types import Metadata, Where
 
-    from ocat.memory.storage.store import MemoryStore
+    from ocat.memory.storage.parts import StoreParts
 
 # Every way a link is made, found ones first (ocat.records.UpdateHow).
 HOWS: tuple[UpdateHow, ...] = ("found", "model", "user")
@@ -81,7 +81,7 @@ def version_key(kind: RecordKind, record_id: str, metadata: Mapping[str, Any]) -
     return str(metadata.get("document_id") or record_id)
 
 
-def count_links(store: MemoryStore) -> LinkCounts:
+def count_links(store: StoreParts) -> LinkCounts:
     """The store's links by how they were made (a note's counted once, not per chunk), and the
     dangling ones: a link to a version no longer stored."""
     counts = {how: 0 for how in HOWS}
@@ -100,12 +100,12 @@ def count_links(store: MemoryStore) -> LinkCounts:
     return LinkCounts(counts["found"], counts["model"], counts["user"], tuple(dangling))
 
 
-def clear_links(store: MemoryStore, kind: RecordKind, olders: Sequence[str]) -> int:
+def clear_links(store: StoreParts, kind: RecordKind, olders: Sequence[str]) -> int:
     """Remove the links of these older versions (their keys); how many records were changed."""
     return mark_versions(store, kind, {key: link_marks(None) for key in olders})
 
 
-def forget_links(store: MemoryStore, kind: RecordKind, gone: Sequence[str]) -> int:
+def forget_links(store: StoreParts, kind: RecordKind, gone: Sequence[str]) -> int:
     """After records were deleted: clear the links that named them as the newer version (a note
     only once no chunk of it is left), so no version points at nothing; how many records changed."""
     keys = list(dict.fromkeys(gone))
@@ -114,7 +114,7 @@ def forget_links(store: MemoryStore, kind: RecordKind, gone: Sequence[str]) -> i
     return clear_links(store, kind, named_by(store, kind, keys)) if keys else 0
 
 
-def read_rows(store: MemoryStore, kind: RecordKind, *, ids: Sequence[str] | None = None,
+def read_rows(store: StoreParts, kind: RecordKind, *, ids: Sequence[str] | None = None,
               where: dict[str, Any] | None = None, limit: int | None = None,
               texts: bool = False) -> list[tuple[str, dict[str, Any], str]]:
     """(id, metadata, text) of the records with these ids or matching `where`."""
@@ -135,7 +135,7 @@ def id_parts(items: Sequence[str]) -> Iterator[list[str]]:
         yield list(items[start : start + _IDS_PER_READ])
 
 
-def stored_keys(store: MemoryStore, kind: RecordKind, keys: Sequence[str]) -> set[str]:
+def stored_keys(store: StoreParts, kind: RecordKind, keys: Sequence[str]) -> set[str]:
     """Which of these version keys the store holds a record of."""
     found: set[str] = set()
     for part in id_parts(list(keys)):
@@ -147,7 +147,7 @@ def stored_keys(store: MemoryStore, kind: RecordKind, keys: Sequence[str]) -> se
     return found
 
 
-def links_of(store: MemoryStore, kind: RecordKind, keys: Sequence[str]) -> dict[str, tuple[str, str, str]]:
+def links_of(store: StoreParts, kind: RecordKind, keys: Sequence[str]) -> dict[str, tuple[str, str, str]]:
     """The links these versions hold now, by key."""
     found: dict[str, tuple[str, str, str]] = {}
     for part in id_parts(list(dict.fromkeys(keys))):  # Chroma refuses a read that names an id twice
@@ -160,7 +160,7 @@ def links_of(store: MemoryStore, kind: RecordKind, keys: Sequence[str]) -> dict[
     return found
 
 
-def named_by(store: MemoryStore, kind: RecordKind, keys: Sequence[str]) -> list[str]:
+def named_by(store: StoreParts, kind: RecordKind, keys: Sequence[str]) -> list[str]:
     """The versions whose link names one of `keys` as their newer version."""
     found: dict[str, None] = {}
     for part in id_parts(list(keys)):
@@ -169,7 +169,7 @@ def named_by(store: MemoryStore, kind: RecordKind, keys: Sequence[str]) -> list[
     return list(found)
 
 
-def _linked(store: MemoryStore, kind: RecordKind) -> Iterator[tuple[str, dict[str, Any]]]:
+def _linked(store: StoreParts, kind: RecordKind) -> Iterator[tuple[str, dict[str, Any]]]:
     """Every record of a kind that holds a link, page by page."""
     offset = 0
     while True:
@@ -185,7 +185,7 @@ def _linked(store: MemoryStore, kind: RecordKind) -> Iterator[tuple[str, dict[st
         offset += _PAGE
 
 
-def read_versions(store: MemoryStore, kind: RecordKind, keys: Sequence[str]) -> dict[str, Version]:
+def read_versions(store: StoreParts, kind: RecordKind, keys: Sequence[str]) -> dict[str, Version]:
     """The versions with these keys, as shown: a note by its first chunk."""
     shown: dict[str, Version] = {}
     for part in id_parts(list(dict.fromkeys(keys))):
@@ -209,7 +209,7 @@ def chunk_index(metadata: Mapping[str, Any]) -> int:
     return index if isinstance(index, int) and not isinstance(index, bool) else 0
 
 
-def mark_versions(store: MemoryStore, kind: RecordKind, marks: Mapping[str, Mapping[str, Any]]) -> int:
+def mark_versions(store: StoreParts, kind: RecordKind, marks: Mapping[str, Mapping[str, Any]]) -> int:
     """Set each version's marks (key -> metadata) on its record, or every chunk of its note, in
     one Chroma update; how many records were changed."""
     if not marks:
@@ -231,7 +231,7 @@ def mark_versions(store: MemoryStore, kind: RecordKind, marks: Mapping[str, Mapp
     return len(ids)
 
 
-def linked_keys(store: MemoryStore, kind: RecordKind, keys: Sequence[str]) -> tuple[set[str], set[str]]:
+def linked_keys(store: StoreParts, kind: RecordKind, keys: Sequence[str]) -> tuple[set[str], set[str]]:
     """Which of these versions hold a link to a newer one, and which a link names (two reads per
     part, whatever the number of keys: a thread's exchanges at once)."""
     older = set(links_of(store, kind, keys))

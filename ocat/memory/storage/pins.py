@@ -15,10 +15,9 @@ from ocat.errors import NotFound, StoreError
 from ocat.records import PINNED_KEY, RECORD_KINDS, DocumentChunk, Exchange, RecordKind
 
 if TYPE_CHECKING:
-    from chromadb.api.models.Collection import Collection
     from chromadb.api.types import Metadata, Where
 
-    from ocat.memory.storage.store import MemoryStore
+    from ocat.memory.storage.parts import StoreParts
 
 
 @dataclass(frozen=True)
@@ -42,7 +41,7 @@ class Pinned:
         return self.record.to_metadata() if isinstance(self.record, Exchange) else self.record.metadata
 
 
-def set_pinned(store: MemoryStore, record_id: str, pinned_at: float | None) -> RecordKind:
+def set_pinned(store: StoreParts, record_id: str, pinned_at: float | None) -> RecordKind:
     """Pin a memory (at `pinned_at`, now if 0) or unpin it (None); returns its kind.
     NotFound when no memory has this id."""
     for kind in RECORD_KINDS:
@@ -50,20 +49,20 @@ def set_pinned(store: MemoryStore, record_id: str, pinned_at: float | None) -> R
             when = None if pinned_at is None else (pinned_at or time.time())
             try:
                 # Chroma merges an update into the stored metadata; None removes the key.
-                _collection(store, kind).update(ids=[record_id], metadatas=[cast("Metadata", {PINNED_KEY: when})])
+                store.collection(kind).update(ids=[record_id], metadatas=[cast("Metadata", {PINNED_KEY: when})])
             except Exception as exc:
                 raise StoreError(f"cannot pin the memory in the memory store: {exc}") from exc
             return kind
     raise NotFound(f"no memory with id {record_id}")
 
 
-def pinned(store: MemoryStore) -> list[Pinned]:
+def pinned(store: StoreParts) -> list[Pinned]:
     """Every pinned memory, the latest pinned first (one filtered read per kind)."""
     found: list[Pinned] = []
     for kind in RECORD_KINDS:
         try:
-            got = _collection(store, kind).get(where=cast("Where", {PINNED_KEY: {"$gt": 0}}),
-                                               include=["documents", "metadatas"])
+            got = store.collection(kind).get(where=cast("Where", {PINNED_KEY: {"$gt": 0}}),
+                                             include=["documents", "metadatas"])
         except Exception as exc:
             raise StoreError(f"cannot read the memory store: {exc}") from exc
         for record_id, text, metadata in zip(got["ids"], got["documents"] or [], got["metadatas"] or []):
@@ -76,7 +75,3 @@ def pinned(store: MemoryStore) -> list[Pinned]:
             )
             found.append(Pinned(record, float(when), dict(metadata or {})))
     return sorted(found, key=lambda p: p.pinned_at, reverse=True)
-
-
-def _collection(store: MemoryStore, kind: RecordKind) -> Collection:
-    return store.exchanges if kind == "exchange" else store.documents

@@ -20,7 +20,7 @@ from ocat.records import RECORD_KINDS
 from ocat.text.terminal import count_of
 
 if TYPE_CHECKING:
-    from ocat.memory.storage.store import MemoryStore
+    from ocat.memory.storage.parts import StoreParts
 
 # Chroma's file in a store folder: every record, its metadata and the collections.
 PRIMARY_FILE = "chroma.sqlite3"
@@ -95,7 +95,7 @@ def lost_records(stored: int, listed: int) -> bool:
     return excess > 0 and (stored == 0 or excess > max(STRAY_RECORDS, listed // 100))
 
 
-def shrink_findings(store: MemoryStore) -> list[str]:
+def shrink_findings(store: StoreParts) -> list[str]:
     """Where an open store's derived files hold more records than Chroma, in words (none: sound).
     A derived file that cannot be read says nothing here (it is rebuilt)."""
     findings = []

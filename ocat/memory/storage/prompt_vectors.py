@@ -18,7 +18,7 @@ the exchange's vector. Each window past the first (ocat.memory.embedding.embedde
 gets a vector here too, and an exchange scores by the best of all its vectors. An exchange's
 prompt vector and its passages are written in one transaction, and the prompt row records how
 many passages it has (NULL: not yet made, after a bulk write or in a store from before
-passages; ocat.memory.storage.reconcile.PassageBackfill makes them in the background, a step
+passages; ocat.memory.storage.passages makes them in the background, a step
 at a time, so a crash loses only the step).
 """
 

@@ -24,7 +24,7 @@ from ocat.records import RecordKind
 
 if TYPE_CHECKING:
     from ocat.memory.storage.change_log import Change
-    from ocat.memory.storage.store import MemoryStore
+    from ocat.memory.storage.parts import StoreParts
 
 # The lexical index's record of how many change log entries it has applied.
 SEEN_KEY = "changes_seen"
@@ -34,7 +34,7 @@ LEVEL_PAGE = 500
 _log = logging.getLogger(__name__)
 
 
-def keep_current(store: MemoryStore) -> bool:
+def keep_current(store: StoreParts) -> bool:
     """Catch up with what other machines changed since this one last looked (before a search);
     True if something was applied. One small request when nothing changed; a store without a change
     log (a local folder) costs nothing. A failure is logged and left for the next search: the search
@@ -63,13 +63,13 @@ def keep_current(store: MemoryStore) -> bool:
     return False
 
 
-def seen_changes(store: MemoryStore) -> int:
+def seen_changes(store: StoreParts) -> int:
     """How many change log entries this machine's derived data has applied."""
     value = store.lexical.get_meta(SEEN_KEY)
     return int(value) if value and value.isdigit() else 0
 
 
-def mark_level(store: MemoryStore) -> None:
+def mark_level(store: StoreParts) -> None:
     """Record that this machine's derived data holds every change logged so far (after opening
     levelled it by ids): the log's count is read before, so a change logged meanwhile is applied
     again by the next search, which is harmless (applying is idempotent)."""
@@ -77,7 +77,7 @@ def mark_level(store: MemoryStore) -> None:
         store.lexical.set_meta(SEEN_KEY, str(store.changes.count()))
 
 
-def apply_changes(store: MemoryStore, changes: Iterable[Change]) -> None:
+def apply_changes(store: StoreParts, changes: Iterable[Change]) -> None:
     """Apply logged changes in order (each is idempotent: this machine's own come back too)."""
     for change in changes:
         if change.kind not in ("exchange", "document"):
@@ -93,7 +93,7 @@ def apply_changes(store: MemoryStore, changes: Iterable[Change]) -> None:
             store.threads.set_title(change.thread, change.title or None)
 
 
-def take_records(store: MemoryStore, kind: RecordKind, ids: Sequence[str], *, replace: bool = False) -> None:
+def take_records(store: StoreParts, kind: RecordKind, ids: Sequence[str], *, replace: bool = False) -> None:
     """Read records by id from Chroma into this machine's derived data (those it has already are
     skipped, unless `replace`: an update, which takes their new text and vectors)."""
     if not replace:
@@ -111,7 +111,7 @@ def take_records(store: MemoryStore, kind: RecordKind, ids: Sequence[str], *, re
             fill_prompts(store, store.prompts.missing(got["ids"]), rows)
 
 
-def level_by_ids(store: MemoryStore, kind: RecordKind) -> None:
+def level_by_ids(store: StoreParts, kind: RecordKind) -> None:
     """Make the lexical index hold exactly the records Chroma holds, by comparing ids: the records
     missing here are read, those gone there are dropped; nothing else is read."""
     local = store.lexical.ids(kind)
@@ -126,7 +126,7 @@ def level_by_ids(store: MemoryStore, kind: RecordKind) -> None:
         store.lexical.add(kind, _rows(store.fetch(kind, part, vectors=False)))
 
 
-def fill_prompts(store: MemoryStore, ids: Sequence[str], rows: Sequence[Row] | None = None) -> int:
+def fill_prompts(store: StoreParts, ids: Sequence[str], rows: Sequence[Row] | None = None) -> int:
     """Give exchanges their prompt vectors: read from the shared collection where a machine shared
     them (with their passages, when made), else embedded here from their prompts (read from
     Chroma unless `rows` hold them) and shared. Returns how many were embedded here."""
@@ -157,7 +157,7 @@ def _rows(got: dict[str, Any]) -> list[Row]:
     return [(i, t or "", dict(m or {})) for i, t, m in zip(got["ids"], got["documents"], got["metadatas"])]
 
 
-def share(store: MemoryStore, ids: Sequence[str], prompts: Sequence[Sequence[float]],
+def share(store: StoreParts, ids: Sequence[str], prompts: Sequence[Sequence[float]],
           passages: Sequence[Sequence[Sequence[float]] | None]) -> None:
     """Put vectors made here in the shared collection, when the store has one. A failure costs the
     write nothing (the records are stored): another machine then embeds them for itself."""
@@ -169,7 +169,7 @@ def share(store: MemoryStore, ids: Sequence[str], prompts: Sequence[Sequence[flo
         _log.warning("sharing vectors with the memory server failed", exc_info=True)
 
 
-def log_change(store: MemoryStore, op: str, kind: RecordKind, ids: Sequence[str] = (), *, thread: str = "",
+def log_change(store: StoreParts, op: str, kind: RecordKind, ids: Sequence[str] = (), *, thread: str = "",
                title: str | None = None) -> None:
     """Log a change for the other machines, when the store has a change log. A failure costs the
     change nothing: the others find it when they next open (by ids) instead of at their next search."""

@@ -22,7 +22,7 @@ from ocat.text.redact import remember_secret, url_without_credentials
 if TYPE_CHECKING:
     import httpx
 
-    from ocat.memory.storage.chroma import StoreLocation
+    from ocat.memory.storage.location import StoreLocation
 
 # What a proxy answers when the Chroma server behind it is down or slow: the server is away, not refusing.
 _AWAY = {502: "Bad Gateway", 503: "Service Unavailable", 504: "Gateway Timeout"}

@@ -2,48 +2,55 @@
 
 Every write is idempotent (ids are given or derived from content), reads page through
 Chroma instead of loading a collection, and vectors are computed here so that the store
-records, and enforces, which embedding model built it.
+records, and enforces, which embedding model built it. The store is its parts
+(ocat.memory.storage.parts: the collections, the derived files) and what is done with them:
+opening and reconciling, writing, deleting, reading whole records, closing; the functions that
+do it are given the parts, never the store.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Sequence, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Protocol, Sequence
 
 from ocat.errors import StoreError
-from ocat.memory.storage.chroma import StoreLocation, collection_names, open_client, open_collection
+from ocat.memory.storage.chroma import open_client
 from ocat.memory.storage.batches import Row, column, pages
-from ocat.memory.storage.derived import DerivedFileError, beside_index, checked, lexical_index_path
-from ocat.memory.storage.foreground import Foreground
-from ocat.memory.embedding.embedders import Embedder
 from ocat.memory.storage.lexical_index import LexicalIndex
+from ocat.memory.storage.parts import READ_PAGE, StoreParts
+from ocat.memory.storage.passages import start_backfill
 from ocat.memory.storage.primary import refuse_missing_primary
-from ocat.memory.storage.prompt_vectors import PromptVectors
-from ocat.memory.storage.scoring import Calibration, calibration_for
 from ocat.memory.storage.writes import add_rows, EMBED_STEP, mark_documents, PASSAGES_INLINE, Progress, WRITE_BATCH
 from ocat.records import RECORD_KINDS, DocumentChunk, Exchange, RecordKind, searched_text
 from ocat.memory.storage.deletes import delete_ids, delete_where, mark_shortened
-from ocat.memory.storage.reconcile import PassageBackfill, reconcile
-from ocat.memory.storage.change_log import ChangeLog
+from ocat.memory.storage.reconcile import reconcile
 from ocat.memory.storage.remote_sync import keep_current
-from ocat.memory.storage.shared_sides import SharedSides
-
-_Derived = TypeVar("_Derived", LexicalIndex, PromptVectors)
 
 # Re-exported: callers size their own batches and steps by the store's.
 __all__ = ["EMBED_STEP", "PASSAGES_INLINE", "READ_PAGE", "WRITE_BATCH", "MemoryStore", "Progress"]
-READ_PAGE = 1000
 
 if TYPE_CHECKING:
     from chromadb.api import ClientAPI
     from chromadb.api.models.Collection import Collection
-    from chromadb.api.types import Include
 
-    from ocat.memory.sharing.owner_lock import StoreLease
-    from ocat.memory.storage.thread_catalogue import ThreadCatalogue
+    from ocat.memory.embedding.embedders import Embedder
+    from ocat.memory.storage.location import StoreLocation
 
-class MemoryStore:
-    """One named store: an exchanges collection and a documents collection."""
+
+class Lease(Protocol):
+    """This process's hold on a store's folder, as the store keeps it (an
+    ocat.memory.sharing.owner_lock.StoreLease: sharing is above storage, so it is named, not imported)."""
+
+    @property
+    def role(self) -> str:
+        """"owner", "serving owner" or "client"."""
+
+    def release(self) -> None:
+        """Give the hold up."""
+
+
+class MemoryStore(StoreParts):
+    """One named store: an exchanges collection and a documents collection (its `StoreParts`),
+    and what is done with them."""
 
     def __init__(
         self,
@@ -57,70 +64,12 @@ class MemoryStore:
         check_derived: bool = True,
     ) -> None:
         """Open the store's collections and its derived files, as they are (`open` also brings
-        them level with Chroma). `check_derived=False` opens Chroma alone, for `ocat
-        --check-store` and `--repair-store`: the derived files are neither checked nor opened
-        (in-memory stand-ins)."""
-        self.client = client
-        self.notify = notify
-        self.embedder = embedder
-        self.name = name
-        self.location = location
-        described = location.describe()
-        exchanges_name, documents_name = collection_names(name)
-        shipped = calibration_for(embedder.name)
-        self.exchanges, self.documents = (
-            open_collection(
-                client,
-                collection_name,
-                model=embedder.name,
-                dimensions=embedder.dimensions,
-                location=described,
-                extra=shipped.to_metadata(),
-            )
-            for collection_name in (exchanges_name, documents_name)
-        )
-        # What a write takes out of what it stores, and whether it links what it may update
-        # (memory.secrets: ocat.memory.storage.redaction; memory.link_versions; set by open_store).
-        self.secrets: str = "redact"
-        self.link_versions = True
+        them level with Chroma); see StoreParts. Each search first takes what other machines
+        wrote to a server (`keep_current`)."""
+        super().__init__(client, embedder, name=name, location=location, lexical=lexical, notify=notify,
+                         check_derived=check_derived, before_search=self.keep_current)
         # Set by open_store: this process's hold on the store folder (see ocat.memory.sharing.owner_lock).
-        self.lease: StoreLease | None = None
-        # Derived files a search found failing since they were opened: rebuilt by `rebuild_derived`.
-        self.damaged: dict[str, str] = {}
-        self.calibration: Calibration = shipped
-        # The passages of an older store's exchanges, made in the background (ocat.memory.storage.reconcile).
-        self.backfill: PassageBackfill | None = None
-        # The searches running on it: each first takes what other machines wrote (a server's store),
-        # and the backfill steps aside for them (ocat.memory.storage.foreground).
-        self.foreground = Foreground(before=self.keep_current)
-        # Derived files that cannot be written (read-only, a full disk): they catch up later (`derived_failed`).
-        self.lagging: dict[str, str] = {}
-        # A store on a server shares its derived vectors and logs its changes for the other
-        # machines that use it (ocat.memory.storage.shared_sides, change_log, remote_sync).
-        on_server = location.path is None and check_derived
-        self.sides = SharedSides.open(client, name, embedder) if on_server else None
-        self.changes = ChangeLog.open(client, name) if on_server else None
-        if not check_derived:
-            self.lexical = LexicalIndex(":memory:")
-            self.prompts = PromptVectors(":memory:", embedder)
-            return
-        if lexical is None:
-            index = lexical_index_path(location, name)
-            checked(index, "lexical index", notify)
-            checked(beside_index(index, "prompts"), "prompt vector file", notify)
-            lexical = self._derived(LexicalIndex, index)
-        self.lexical = lexical
-        prompts = beside_index(self.lexical.path, "prompts")
-        self.prompts = self._derived(lambda path: PromptVectors(path, embedder), prompts)
-
-    def _derived(self, make: Callable[[str], _Derived], path: Path | str) -> _Derived:
-        """A derived file, opened; one that cannot be opened here (another user's, a folder that
-        cannot be written) is replaced by one in memory for this process, and the user told once."""
-        try:
-            return make(str(path))
-        except DerivedFileError as exc:
-            self.derived_failed(exc)
-            return make(":memory:")
+        self.lease: Lease | None = None
 
     @classmethod
     def open(
@@ -158,17 +107,6 @@ class MemoryStore:
             reconcile(store, notify)
         return store
 
-    def derived_failed(self, exc: DerivedFileError) -> None:
-        """A derived file failed: a damaged one is noted for the next turn to rebuild; one that
-        cannot be written is left to catch up later, and the user is told once, naming it."""
-        if exc.damage:
-            self.damaged[exc.path] = str(exc)
-            return
-        if exc.path not in self.lagging and self.notify is not None:
-            self.notify(f"{exc}; what is stored goes to the store itself, and this file catches up once it can "
-                        "be written (check its owner and permissions)")
-        self.lagging[exc.path] = str(exc)
-
     def close(self) -> None:
         """Give the store up: stop serving it and release the owner lock, if held."""
         if self.backfill is not None:
@@ -205,10 +143,9 @@ class MemoryStore:
         return add_rows(self, "document", ((c.id, c.text, c.metadata) for c in chunks), progress)
 
     def start_backfill(self) -> None:
-        """Make the passages still missing in a background thread (ocat.memory.storage.reconcile.PassageBackfill),
+        """Make the passages still missing in a background thread (ocat.memory.storage.passages),
         unless one is running."""
-        if self.backfill is None or not self.backfill.thread.is_alive():
-            self.backfill = PassageBackfill(self).start()
+        start_backfill(self)
 
     def keep_current(self) -> bool:
         """Take what other machines wrote to a server since the last look (ocat.memory.storage.remote_sync)."""
@@ -217,16 +154,6 @@ class MemoryStore:
     def wait_for_passages(self, timeout: float | None = None) -> bool:
         """Wait for a background backfill of passages, if one runs; True when none is left running."""
         return self.backfill is None or self.backfill.wait(timeout)
-
-    def existing_ids(self, kind: RecordKind, ids: Sequence[str]) -> list[str]:
-        """Which of `ids` are stored (one read of ids, no texts; an id asked twice is asked once,
-        as Chroma refuses a list that repeats one)."""
-        if not ids:
-            return []
-        try:
-            return list(self._collection(kind).get(ids=list(dict.fromkeys(ids)), include=[])["ids"])
-        except Exception as exc:
-            raise StoreError(f"cannot read the memory store: {exc}") from exc
 
     def delete(self, ids: Sequence[str]) -> int:
         """Delete exchanges or chunks by id; returns how many existed. A document left with some of
@@ -248,33 +175,10 @@ class MemoryStore:
 
     # -- reading ---------------------------------------------------------------
 
-    def nearest(
-        self, kind: RecordKind, vectors: Sequence[Sequence[float]], k: int, *, where: dict[str, Any] | None = None
-    ) -> list[dict[str, float]]:
-        """For each query vector, the ids of the k nearest records with their cosine similarity, nearest first.
-
-        One Chroma call for all the vectors, and ids only: reading texts and metadata is
-        most of a query's cost, so retrieval reads them for the few records it keeps.
-        """
-        if k <= 0 or not vectors:
-            return [{} for _ in vectors]
-        queries: list[Sequence[float]] = [list(v) for v in vectors]
-        try:
-            result = self._collection(kind).query(
-                query_embeddings=queries, n_results=k, where=where or None, include=["distances"]
-            )
-        except Exception as exc:
-            raise StoreError(f"cannot search the memory store: {exc}") from exc
-        # Cosine distance is 1 - similarity; negative similarity means unrelated.
-        return [
-            {i: min(1.0, max(0.0, 1.0 - float(d))) for i, d in zip(ids, distances)}
-            for ids, distances in zip(result["ids"], result["distances"] or [])
-        ]
-
     def get(self, record_id: str) -> Exchange | DocumentChunk | None:
         """An exchange or a chunk by its id, or None."""
         for kind in RECORD_KINDS:
-            rows = self._get(self._collection(kind), ids=[record_id])
+            rows = self._get(self.collection(kind), ids=[record_id])
             if rows:
                 return rows[0]
         return None
@@ -282,11 +186,6 @@ class MemoryStore:
     def get_thread(self, thread_id: str) -> list[Exchange]:
         """Every exchange of a thread, oldest first."""
         return self._exchanges_where({"thread_id": thread_id})
-
-    @property
-    def threads(self) -> ThreadCatalogue:
-        """The thread catalogue: each exchange's place in its thread, and threads' titles."""
-        return self.lexical.threads
 
     def ids_starting(self, prefix: str) -> list[str]:
         """Ids of exchanges and document chunks starting with `prefix`; at most two of each kind,
@@ -331,70 +230,14 @@ class MemoryStore:
 
     def iter_records(self, kind: RecordKind, *, page: int = READ_PAGE) -> Iterator[Exchange | DocumentChunk]:
         """Every record of one kind, read page by page (never the whole collection at once)."""
-        collection = self._collection(kind)
+        collection = self.collection(kind)
         for got in pages(collection, ["documents", "metadatas"], page):
             rows = zip(got["ids"], got["documents"] or [], got["metadatas"] or [])
             yield from (self._record(collection, i, t, m) for i, t, m in rows)
 
     def iter_rows(self, kind: RecordKind, *, page: int = READ_PAGE) -> Iterator[Row]:
         """Every record of one kind as stored: id, text and metadata whole (keys ocat does not know too)."""
-        for got in pages(self._collection(kind), ["documents", "metadatas"], page):
+        for got in pages(self.collection(kind), ["documents", "metadatas"], page):
             ids = list(got["ids"])
             rows = zip(ids, column(got["documents"], len(ids)), column(got["metadatas"], len(ids)))
             yield from ((i, t or "", dict(m or {})) for i, t, m in rows)
-
-    def iter_ids(self, kind: RecordKind, *, page: int = 10 * READ_PAGE) -> Iterator[str]:
-        """Every record's id, read page by page."""
-        for got in pages(self._collection(kind), [], page):
-            yield from got["ids"]
-
-    def iter_metadata(self, kind: RecordKind, *, page: int = READ_PAGE) -> Iterator[tuple[str, dict[str, Any]]]:
-        """Every record's id and metadata, read page by page without texts or vectors."""
-        for got in pages(self._collection(kind), ["metadatas"], page):
-            ids = list(got["ids"])
-            yield from zip(ids, (dict(m or {}) for m in column(got["metadatas"], len(ids))))
-
-    def count(self, kind: RecordKind) -> int:
-        """How many records of one kind the store holds."""
-        try:
-            return int(self._collection(kind).count())
-        except Exception as exc:
-            raise StoreError(f"cannot read the memory store: {exc}") from exc
-
-    def fetch(
-        self,
-        kind: RecordKind,
-        ids: Sequence[str],
-        *,
-        where: dict[str, Any] | None = None,
-        vectors: bool = True,
-        texts: bool = True,
-    ) -> dict[str, Any]:
-        """Texts and metadata (unless `texts` is False) and vectors (unless `vectors` is False) of
-        records by id, optionally matching `where`."""
-        if not ids:
-            return {"ids": [], "embeddings": [], "documents": [], "metadatas": []}
-        include: Include = ["embeddings"] if vectors else []
-        if texts:
-            include += ["documents", "metadatas"]
-        try:
-            got = self._collection(kind).get(ids=list(ids), where=where or None, include=include)
-        except Exception as exc:
-            raise StoreError(f"cannot read the memory store: {exc}") from exc
-        found = list(got["ids"])
-        return {
-            "ids": found,
-            "embeddings": column(got["embeddings"], len(found)),
-            "documents": column(got["documents"], len(found)),
-            "metadatas": column(got["metadatas"], len(found)),
-        }
-
-    def collection(self, kind: RecordKind) -> Collection:
-        """The Chroma collection that holds one kind of record."""
-        return self._collection(kind)
-
-    def _collection(self, kind: RecordKind) -> Collection:
-        return self.exchanges if kind == "exchange" else self.documents
-
-    def _kind(self, collection: Collection) -> RecordKind:
-        return "exchange" if collection is self.exchanges else "document"

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 if TYPE_CHECKING:
-    from ocat.memory.storage.lexical_index import LexicalIndex
+    from ocat.memory.storage.index_file import IndexFile
 
 
 def like_prefix(prefix: str) -> str:
@@ -23,8 +23,8 @@ def like_prefix(prefix: str) -> str:
 class ThreadCatalogue:
     """Thread order and titles in the lexical index's file (its tables are made by the index)."""
 
-    def __init__(self, index: LexicalIndex) -> None:
-        self._index = index
+    def __init__(self, file: IndexFile) -> None:
+        self._file = file
 
     def neighbours(self, record_ids: Sequence[str]) -> dict[str, tuple[str | None, str | None]]:
         """Each exchange's previous and next exchange in its thread (None at either end).
@@ -51,8 +51,8 @@ class ThreadCatalogue:
 
     def starting(self, prefix: str) -> list[str]:
         """Thread ids starting with `prefix`; at most two, enough to tell unique from ambiguous."""
-        with self._index.guarded():
-            return [row[0] for row in self._index.connection.execute(
+        with self._file.guarded():
+            return [row[0] for row in self._file.connection.execute(
                 "SELECT DISTINCT thread_id FROM thread_order WHERE thread_id LIKE ? ESCAPE '\\' LIMIT 2",
                 (like_prefix(prefix),),
             ).fetchall()]
@@ -66,15 +66,15 @@ class ThreadCatalogue:
         if only is not None:
             only = list(dict.fromkeys(only))[:limit]
             chosen = f"WHERE thread_id IN ({','.join('?' * len(only))}) " if only else "WHERE 0 "
-        with self._index.guarded():
-            rows = self._index.connection.execute(
+        with self._file.guarded():
+            rows = self._file.connection.execute(
                 f"SELECT thread_id, count(*), min(ts), max(ts) FROM thread_order {chosen}GROUP BY thread_id "
                 "ORDER BY max(ts) DESC LIMIT ?",
                 (*(only or ()), limit),
             ).fetchall()
             found = []
             for thread_id, count, first, last in rows:
-                head = self._index.connection.execute(
+                head = self._file.connection.execute(
                     "SELECT record_id FROM thread_order WHERE thread_id = ? ORDER BY ts, record_id LIMIT 1",
                     (thread_id,),
                 ).fetchone()
@@ -84,16 +84,16 @@ class ThreadCatalogue:
     def heads(self) -> list[str]:
         """Each thread's first exchange id (its earliest; SQLite takes the bare column from the
         row of the minimum)."""
-        with self._index.guarded():
-            rows = self._index.connection.execute(
+        with self._file.guarded():
+            rows = self._file.connection.execute(
                 "SELECT record_id, min(ts) FROM thread_order GROUP BY thread_id"
             ).fetchall()
         return [str(row[0]) for row in rows]
 
     def recent_exchanges(self, limit: int, since: float | None = None) -> list[str]:
         """The ids of the `limit` newest exchanges (not older than `since`, when given), newest first."""
-        with self._index.guarded():
-            rows = self._index.connection.execute(
+        with self._file.guarded():
+            rows = self._file.connection.execute(
                 "SELECT record_id FROM thread_order WHERE ts >= ? ORDER BY ts DESC, record_id LIMIT ?",
                 (since if since is not None else float("-inf"), limit),
             ).fetchall()
@@ -101,11 +101,11 @@ class ThreadCatalogue:
 
     def set_title(self, thread_id: str, title: str | None) -> None:
         """Name a thread (None: drop its name, so its first prompt names it again)."""
-        with self._index.guarded():
+        with self._file.guarded():
             if title is None:
-                self._index.connection.execute("DELETE FROM thread_titles WHERE thread_id = ?", (thread_id,))
+                self._file.connection.execute("DELETE FROM thread_titles WHERE thread_id = ?", (thread_id,))
             else:
-                self._index.connection.execute(
+                self._file.connection.execute(
                     "INSERT INTO thread_titles(thread_id, title) VALUES (?, ?) "
                     "ON CONFLICT(thread_id) DO UPDATE SET title = excluded.title",
                     (thread_id, title),
@@ -118,15 +118,15 @@ class ThreadCatalogue:
 
     def all_titles(self) -> dict[str, str]:
         """Every thread title the index holds (for the upgrade that moves them into Chroma)."""
-        with self._index.guarded():
-            rows = self._index.connection.execute("SELECT thread_id, title FROM thread_titles").fetchall()
+        with self._file.guarded():
+            rows = self._file.connection.execute("SELECT thread_id, title FROM thread_titles").fetchall()
         return {str(thread_id): str(title) for thread_id, title in rows}
 
     def replace_titles(self, titles: Mapping[str, str]) -> None:
         """Make the titles table exactly `titles` (a rebuild from the primary store)."""
-        with self._index.guarded(), self._index.transaction():
-            self._index.connection.execute("DELETE FROM thread_titles")
-            self._index.connection.executemany(
+        with self._file.guarded(), self._file.transaction():
+            self._file.connection.execute("DELETE FROM thread_titles")
+            self._file.connection.executemany(
                 "INSERT INTO thread_titles(thread_id, title) VALUES (?, ?)", titles.items()
             )
 
@@ -135,5 +135,5 @@ class ThreadCatalogue:
         unique = list(dict.fromkeys(ids))
         if not unique:
             return []
-        with self._index.guarded():
-            return self._index.connection.execute(sql.format(marks=",".join("?" * len(unique))), unique).fetchall()
+        with self._file.guarded():
+            return self._file.connection.execute(sql.format(marks=",".join("?" * len(unique))), unique).fetchall()

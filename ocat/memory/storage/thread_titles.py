@@ -22,13 +22,13 @@ if TYPE_CHECKING:
     from chromadb.api.types import Metadata, Where
 
     from ocat.memory.storage.batches import Row
-    from ocat.memory.storage.store import MemoryStore
+    from ocat.memory.storage.parts import StoreParts
 
 # How many exchanges one Chroma update names.
 UPDATE_BATCH = 256
 
 
-def carry_titles(store: MemoryStore, rows: list[Row], given: Mapping[str, str] | None = None) -> None:
+def carry_titles(store: StoreParts, rows: list[Row], given: Mapping[str, str] | None = None) -> None:
     """A new exchange of a titled thread carries the title, as the thread's others do (read from
     the lexical index's copy; when that cannot be read, the title stays on the thread's others);
     one of a thread without a title carries the one `given` for it (an import's), if any."""
@@ -44,7 +44,7 @@ def carry_titles(store: MemoryStore, rows: list[Row], given: Mapping[str, str] |
             metadata[THREAD_TITLE_KEY] = title
 
 
-def set_thread_title(store: MemoryStore, thread_id: str, title: str | None) -> int:
+def set_thread_title(store: StoreParts, thread_id: str, title: str | None) -> int:
     """Name a thread (None: drop its name) where the thread lives: every exchange of it carries
     the title in Chroma, and the lexical index keeps a copy for listing. Returns how many
     exchanges carry it."""
@@ -66,7 +66,7 @@ def set_thread_title(store: MemoryStore, thread_id: str, title: str | None) -> i
 TITLES_IN_STORE = "titles_in_store"
 
 
-def sync_titles(store: MemoryStore, *, rebuilt: bool) -> None:
+def sync_titles(store: StoreParts, *, rebuilt: bool) -> None:
     """Keep thread titles in the primary store, and their copy in the lexical index level with it.
 
     A store from before titles lived in Chroma has them only in the index: they are written
@@ -85,7 +85,7 @@ def sync_titles(store: MemoryStore, *, rebuilt: bool) -> None:
         lexical.set_meta(TITLES_IN_STORE, "1")
 
 
-def titled_threads(store: MemoryStore, thread_ids: list[str]) -> set[str]:
+def titled_threads(store: StoreParts, thread_ids: list[str]) -> set[str]:
     """Which of these threads have a title in Chroma (one filtered read of ids and metadata)."""
     if not thread_ids:
         return set()
@@ -98,7 +98,7 @@ def titled_threads(store: MemoryStore, thread_ids: list[str]) -> set[str]:
     return {str(m.get("thread_id")) for m in got["metadatas"] or [] if m and m.get(THREAD_TITLE_KEY)}
 
 
-def carry_titles_from_file(store: MemoryStore, index: Path) -> int:
+def carry_titles_from_file(store: StoreParts, index: Path) -> int:
     """Before a repair moves or rebuilds a lexical index: the titles an index made by an older
     ocat holds alone (it never recorded TITLES_IN_STORE) are written into Chroma, for the threads
     Chroma has no title for. Read-only, and as far as a damaged file allows; how many were written."""
@@ -121,7 +121,7 @@ def carry_titles_from_file(store: MemoryStore, index: Path) -> int:
     return written
 
 
-def _stored_titles(store: MemoryStore) -> dict[str, str]:
+def _stored_titles(store: StoreParts) -> dict[str, str]:
     """Every thread's title as Chroma holds it (the newest exchange's, should they differ)."""
     newest: dict[str, tuple[float, str]] = {}
     for _, metadata in store.iter_metadata("exchange"):

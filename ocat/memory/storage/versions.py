@@ -33,7 +33,7 @@ from ocat.memory.storage.link_records import (
 from ocat.records import SUPERSEDED_KEY, RecordKind, UpdateHow
 
 if TYPE_CHECKING:
-    from ocat.memory.storage.store import MemoryStore
+    from ocat.memory.storage.parts import StoreParts
 
 # The most versions a chain is followed through (one made by another client may loop: a walk
 # stops at the first version seen twice anyway).
@@ -42,7 +42,7 @@ LONGEST_CHAIN = 1000
 _LINKS_PER_WRITE = 256
 
 
-def find_key(store: MemoryStore, given: str) -> tuple[RecordKind, str] | None:
+def find_key(store: StoreParts, given: str) -> tuple[RecordKind, str] | None:
     """The kind and version key of a full id: an exchange id, a chunk id or a note's document id."""
     if store.existing_ids("exchange", [given]):
         return "exchange", given
@@ -54,7 +54,7 @@ def find_key(store: MemoryStore, given: str) -> tuple[RecordKind, str] | None:
     return None
 
 
-def link(store: MemoryStore, older: str, newer: str, how: UpdateHow, evidence: str = "") -> RecordKind:
+def link(store: StoreParts, older: str, newer: str, how: UpdateHow, evidence: str = "") -> RecordKind:
     """Link `older` as updated by `newer` (full ids of the same kind: exchange ids, or a note's
     chunk or document ids); its kind. NotFound for an unknown id; UsageError, changing nothing,
     for two kinds, a record linking itself, or a circle."""
@@ -66,7 +66,7 @@ def link(store: MemoryStore, older: str, newer: str, how: UpdateHow, evidence: s
     return old_kind
 
 
-def link_many(store: MemoryStore, kind: RecordKind, links: Sequence[tuple[str, str, str]], how: UpdateHow) -> int:
+def link_many(store: StoreParts, kind: RecordKind, links: Sequence[tuple[str, str, str]], how: UpdateHow) -> int:
     """Record several links of one kind at once, each (older, newer, evidence), in one Chroma
     update; how many were recorded (a found link is not put over a certain one). Every link is
     checked first: NotFound or UsageError, changing nothing, as `link` says."""
@@ -99,7 +99,7 @@ def link_many(store: MemoryStore, kind: RecordKind, links: Sequence[tuple[str, s
     return mark_versions(store, kind, {old: link_marks(new, how, evidence) for old, (new, evidence) in planned.items()})
 
 
-def unlink(store: MemoryStore, given: str) -> tuple[RecordKind, str | None]:
+def unlink(store: StoreParts, given: str) -> tuple[RecordKind, str | None]:
     """Undo the link of the older version `given` (a full id); its kind and the newer version it
     named (None: it had none). A note replaced by the model's `remember` is given again too."""
     kind, key = _located(store, given)
@@ -117,7 +117,7 @@ def unlink(store: MemoryStore, given: str) -> tuple[RecordKind, str | None]:
     return kind, record[0]
 
 
-def versions(store: MemoryStore, given: str) -> list[Version]:
+def versions(store: StoreParts, given: str) -> list[Version]:
     """Every version of the fact `given` (a full id) belongs to, oldest to newest: the older ones
     (every record whose links lead to it), by date, then it and the newer ones in link order."""
     kind, key = _located(store, given)
@@ -134,14 +134,14 @@ def versions(store: MemoryStore, given: str) -> list[Version]:
     return before + [shown[k] for k in chain if k in shown]
 
 
-def newest(store: MemoryStore, given: str) -> str:
+def newest(store: StoreParts, given: str) -> str:
     """The newest version `given` (a full id) leads to: the key at the end of its links (itself
     when it has none)."""
     kind, key = _located(store, given)
     return _onwards(store, kind, key)[-1]
 
 
-def _onwards(store: MemoryStore, kind: RecordKind, key: str) -> list[str]:
+def _onwards(store: StoreParts, kind: RecordKind, key: str) -> list[str]:
     """`key` and the newer versions its links lead to, in order (a version met twice ends the walk)."""
     chain = [key]
     while len(chain) < LONGEST_CHAIN and (after := _forward(store, kind, chain[-1], {})) is not None:
@@ -151,7 +151,7 @@ def _onwards(store: MemoryStore, kind: RecordKind, key: str) -> list[str]:
     return chain
 
 
-def _located(store: MemoryStore, given: str) -> tuple[RecordKind, str]:
+def _located(store: StoreParts, given: str) -> tuple[RecordKind, str]:
     """`find_key`, or NotFound."""
     where = find_key(store, given)
     if where is None:
@@ -159,7 +159,7 @@ def _located(store: MemoryStore, given: str) -> tuple[RecordKind, str]:
     return where
 
 
-def _kind_of(store: MemoryStore, given: str) -> RecordKind:
+def _kind_of(store: StoreParts, given: str) -> RecordKind:
     return _located(store, given)[0]
 
 
@@ -167,7 +167,7 @@ def _a(kind: RecordKind) -> str:
     return "an exchange" if kind == "exchange" else "a note (a document)"
 
 
-def _keys(store: MemoryStore, kind: RecordKind, given: Sequence[str]) -> dict[str, str]:
+def _keys(store: StoreParts, kind: RecordKind, given: Sequence[str]) -> dict[str, str]:
     """Each given full id's version key within `kind` (a chunk id stands for its note); NotFound
     for one the store does not hold as that kind, UsageError when it is of the other kind."""
     wanted = list(dict.fromkeys(given))
@@ -190,7 +190,7 @@ def _keys(store: MemoryStore, kind: RecordKind, given: Sequence[str]) -> dict[st
     return keys
 
 
-def _forward(store: MemoryStore, kind: RecordKind, key: str, known: Mapping[str, str | None]) -> str | None:
+def _forward(store: StoreParts, kind: RecordKind, key: str, known: Mapping[str, str | None]) -> str | None:
     """The newer version of `key`: as `known` says (a link being made, or one read already; None:
     none), else as the store holds it."""
     if key in known:
@@ -199,7 +199,7 @@ def _forward(store: MemoryStore, kind: RecordKind, key: str, known: Mapping[str,
     return link[0] if link else None
 
 
-def restore_links(store: MemoryStore, links: Sequence[tuple[str, str, str, str]]) -> int:
+def restore_links(store: StoreParts, links: Sequence[tuple[str, str, str, str]]) -> int:
     """An import's links between exchanges, each (older, newer, how, evidence): those whose two
     exchanges are stored, on an exchange without a link of its own (one made since is kept); one
     that would close a circle with the store's links is left out. How many were restored."""

@@ -15,6 +15,7 @@ from ocat.errors import StoreError
 from ocat.memory.embedding.embedders import has_passages
 from ocat.memory.storage.batches import Row, batches, unique_by_id
 from ocat.memory.storage.derived import DerivedFileError
+from ocat.memory.storage.passages import start_backfill
 from ocat.memory.storage.prompt_vectors import Sides, other_sides, split_sides
 from ocat.memory.storage.redaction import kept_rows, kept_titles
 from ocat.memory.storage.remote_sync import log_change, share
@@ -25,7 +26,7 @@ from ocat.records import Exchange, RecordKind, searched_text
 if TYPE_CHECKING:
     from chromadb.api.types import Metadata, Where
 
-    from ocat.memory.storage.store import MemoryStore
+    from ocat.memory.storage.parts import StoreParts
 
 # How many records go to Chroma per call (each write has a cost of its own: writing a
 # 700 KB file's 978 chunks 16 at a time took 4x as long as 256 at a time).
@@ -43,7 +44,7 @@ Progress = Callable[[int], None]
 
 
 def add_rows(
-    store: MemoryStore, kind: RecordKind, rows: Iterable[Row], progress: Progress | None = None,
+    store: StoreParts, kind: RecordKind, rows: Iterable[Row], progress: Progress | None = None,
     titles: Mapping[str, str] | None = None,
 ) -> int:
     """Store records of one kind in batches, skipping ids already stored; how many were added.
@@ -89,11 +90,11 @@ def add_rows(
         if not fresh and progress:
             progress(handled)
     if deferred:
-        store.start_backfill()
+        start_backfill(store)
     return added
 
 
-def replace_exchanges(store: MemoryStore, exchanges: Iterable[Exchange]) -> int:
+def replace_exchanges(store: StoreParts, exchanges: Iterable[Exchange]) -> int:
     """Write newer versions of stored exchanges over them, under the same ids (an agent's turn
     imported while its answer was still being written, found grown later): Chroma's record (text,
     vector, metadata: a key the new version lacks, such as its thread's title, is kept) and its
@@ -105,7 +106,7 @@ def replace_exchanges(store: MemoryStore, exchanges: Iterable[Exchange]) -> int:
     return len(rows)
 
 
-def replace_rows(store: MemoryStore, kind: RecordKind, rows: list[Row]) -> None:
+def replace_rows(store: StoreParts, kind: RecordKind, rows: list[Row]) -> None:
     """Write rows over stored records of the same ids: text, vector, the metadata given (Chroma
     keeps the keys a row lacks), and their rows in every derived file, embedded again."""
     inline = len(rows) <= PASSAGES_INLINE or not has_passages(store.embedder)
@@ -114,11 +115,11 @@ def replace_rows(store: MemoryStore, kind: RecordKind, rows: list[Row]) -> None:
         vectors, sides = _embedded(store, kind, part, inline)
         _write(store, kind, part, vectors, sides, passages=inline, replace=True)
     if rows and kind == "exchange" and not inline:
-        store.start_backfill()
+        start_backfill(store)
 
 
 def _embedded(
-    store: MemoryStore, kind: RecordKind, rows: list[Row], inline: bool
+    store: StoreParts, kind: RecordKind, rows: list[Row], inline: bool
 ) -> tuple[list[Sequence[float]], list[Sides]]:
     """The rows' vectors, and for exchanges their other sides (their prompts, their passages past
     the model's window: ocat.memory.storage.prompt_vectors), embedded in the same call; a bulk
@@ -132,7 +133,7 @@ def _embedded(
 
 
 def _write(
-    store: MemoryStore,
+    store: StoreParts,
     kind: RecordKind,
     rows: list[Row],
     vectors: list[Sequence[float]],
@@ -185,7 +186,7 @@ def _write(
             link_note_versions(store, rows, vectors)
 
 
-def mark_documents(store: MemoryStore, documents: Iterable[str], marks: Mapping[str, Any]) -> int:
+def mark_documents(store: StoreParts, documents: Iterable[str], marks: Mapping[str, Any]) -> int:
     """Set metadata `marks` on every stored chunk of these documents (Chroma merges them into what
     each chunk holds); how many chunks were marked. User data, so it is in Chroma itself."""
     wanted = sorted({d for d in documents if d})
