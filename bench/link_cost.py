@@ -35,7 +35,7 @@ def main(argv: list[str] | None = None) -> int:
     smoke.start(parser.parse_args(argv).smoke)
     from ocat.memory import MemoryStore, StoreLocation
     from ocat.memory.embedding.embedders import OnnxMiniLMEmbedder
-    from ocat.memory.linking import finder
+    from ocat.memory.storage import version_finder as finder
     from ocat.memory.storage import writes
 
     embedder = OnnxMiniLMEmbedder(DEFAULT_MODEL)

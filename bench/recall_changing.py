@@ -138,7 +138,7 @@ def linked_copy(base: Path, tmp: Path, embedder: Any, subject: float, candidates
     import shutil
 
     from ocat.memory import MemoryStore, StoreLocation
-    from ocat.memory.linking import finder
+    from ocat.memory.storage import version_finder as finder
 
     target = tmp / f"linked-{subject}-{candidates}"
     shutil.rmtree(target, ignore_errors=True)
@@ -162,7 +162,7 @@ def cross_validate(folder: Path, model_dir: Path, tmp: Path) -> dict[str, Any]:
     """Every figure on folds of questions the constants were not fitted on, pooled; and the fit on all."""
     from ocat.memory import MemoryStore, StoreLocation
     from ocat.memory.embedding.embedders import OnnxMiniLMEmbedder
-    from ocat.memory.linking import follow
+    from ocat.memory.retrieval import follow_versions as follow
 
     embedder = OnnxMiniLMEmbedder(model_dir)
     exchanges, questions = load_chats(folder)
@@ -259,7 +259,7 @@ def consolidate_right(store: Any, folder: Path) -> dict[str, Any]:
     from statistics import median
 
     from ocat.memory import apply_verdict, check_for, messages_for
-    from ocat.memory.linking.consolidate import Change
+    from ocat.memory.consolidate import Change
     from ocat.text.tokens import count_tokens
 
     gold = gold_links(folder)

@@ -2,7 +2,7 @@
 
 Off by default: each check is a model call the user pays for. When on, every exchange a chat
 writes is queued here; one worker thread asks the model the question of
-ocat.memory.linking.consolidate and applies its answer, so a turn never waits for it. What the
+ocat.memory.consolidate and applies its answer, so a turn never waits for it. What the
 checks cost (tokens, and dollars where the model's price is known) is added up for the chat and
 told to the user with each change of links (`notify`), and in `spent` for the faces. A check that
 fails (no network, a busy store, an answer that is not JSON) changes nothing and is not retried:

@@ -86,7 +86,7 @@ if TYPE_CHECKING:
     from ocat.memory.storage.thread_titles import set_thread_title, titled_threads
     from ocat.memory.storage.link_records import count_links, link_of, linked_keys, LinkCounts, Version
     from ocat.memory.storage.versions import link, link_many, newest, unlink, versions
-    from ocat.memory.linking.consolidate import Applied, apply as apply_verdict, check_for, messages_for, verdict_of
+    from ocat.memory.consolidate import Applied, apply as apply_verdict, check_for, messages_for, verdict_of
     from ocat.memory.storage.writes import replace_exchanges
     from ocat.memory.store_check import check_store, StoreHealth, unopened_health
     from ocat.memory.store_secrets import redact_store, secrets_in_store, SecretsInStore
@@ -122,7 +122,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "store_names",
         "with_store",
     ),
-    "linking.consolidate": ("Applied", "check_for", "messages_for", "verdict_of"),
+    "consolidate": ("Applied", "check_for", "messages_for", "verdict_of"),
     "opening": ("location_for", "open_store"),
     "retrieval.across_stores": ("search_stores", "StoreHit"),
     "retrieval.filters": ("Condition", "DOCUMENT_KEYS", "Filters", "FilterSpec", "parse_where"),
@@ -152,7 +152,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
 }
 # Names the door gives under another name than their room's.
 _RENAMED = {"describe_scope": ("retrieval.project_scope", "describe"),
-            "apply_verdict": ("linking.consolidate", "apply")}
+            "apply_verdict": ("consolidate", "apply")}
 _ROOMS: dict[str, tuple[str, str]] = {
     **{name: (f"ocat.memory.{room}", name) for room, names in _EXPORTS.items() for name in names},
     **{name: (f"ocat.memory.{room}", original) for name, (room, original) in _RENAMED.items()},

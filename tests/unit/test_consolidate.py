@@ -13,8 +13,8 @@ from ocat.chat.consolidation import Consolidator, Spent, model_judge
 from ocat.config.loading import load_settings
 from ocat.llm import Usage
 from ocat.memory import apply_verdict, check_for, messages_for, verdict_of
-from ocat.memory.linking.consolidate import Change
-from ocat.memory.linking.finder import newer_ids
+from ocat.memory.consolidate import Change
+from ocat.memory.storage.version_finder import newer_ids
 from ocat.records import UPDATE_EVIDENCE_KEY, UPDATE_HOW_KEY, Exchange
 from tests.support.fakes import FakeLLMServer, serving
 

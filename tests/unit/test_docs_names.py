@@ -161,10 +161,10 @@ SHARED_NAMES = {
     "versions": "operations' face of the storage operation, given an id's start",
     # Two things: left as they are, in files that are others' to change (the gate's, the turn's).
     "Candidate": "a completion (ocat.completion) and a search's scores (memory.retrieval, the gate's)",
-    "Change": "the model's word on a link (memory.linking) and a change-log entry (memory.storage)",
+    "Change": "the model's word on a link (memory.consolidate) and a change-log entry (memory.storage)",
     "Filters": "the browser's choices (operations.browse) and a search's conditions (memory.retrieval)",
     "Found": "a secret found in a text (text.secrets) and a search hit (operations.search)",
-    "Link": "a finder's link (memory.linking) and an export line's (memory.storage)",
+    "Link": "a finder's link (memory.storage.version_finder) and an export line's (memory.storage.export_lines)",
     "link_of": "a thread's fork link (operations.forks) and a record's version link (memory.storage)",
     "parse_arguments": "a tool call's JSON arguments (tools.box) and a slash command's (commands.arguments)",
     "remember": "/remember's note and pin (operations.wake) and the model's remember tool (tools)",

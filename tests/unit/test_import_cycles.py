@@ -33,7 +33,6 @@ FILE_LEVEL = [
     "ocat.memory",
     "ocat.memory.embedding",
     "ocat.memory.ingest",
-    "ocat.memory.linking",
     "ocat.memory.retrieval",
     "ocat.memory.sharing",
     "ocat.memory.storage",

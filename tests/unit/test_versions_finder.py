@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 
 from ocat.memory.retrieval.neighbours import Candidate
 from ocat.memory.retrieval.given import within_budget
-from ocat.memory.linking.finder import Link, changed, newer_ids, record_links
-from ocat.memory.linking.follow import asks_about_now, lift_newer, with_newest
-from ocat.memory.linking.values import Value, statements
+from ocat.memory.storage.version_finder import Link, changed, newer_ids, record_links
+from ocat.memory.retrieval.follow_versions import asks_about_now, lift_newer, with_newest
+from ocat.memory.storage.version_values import Value, statements
 from ocat.records import UPDATE_EVIDENCE_KEY, UPDATE_HOW_KEY, Exchange, SearchHit
 from tests.support.paths import REPO
 

@@ -26,7 +26,7 @@ from ocat.memory.storage.derived import DerivedFileError
 from ocat.memory.storage.scoring import Calibration
 from ocat.memory.storage.store import MemoryStore
 from ocat.memory.storage.terms import queries_terms
-from ocat.memory.linking.follow import asks_about_now, lift_newer, with_newest
+from ocat.memory.retrieval.follow_versions import asks_about_now, lift_newer, with_newest
 from ocat.records import SUPERSEDED_KEY, RecordKind, SearchHit
 
 if TYPE_CHECKING:

@@ -20,7 +20,7 @@ from ocat.memory.storage.prompt_vectors import Sides, other_sides, split_sides
 from ocat.memory.storage.redaction import kept_rows, kept_titles
 from ocat.memory.storage.remote_sync import log_change, share
 from ocat.memory.storage.thread_titles import carry_titles
-from ocat.memory.linking.finder import link_note_versions, link_versions
+from ocat.memory.storage.version_finder import link_note_versions, link_versions
 from ocat.records import Exchange, RecordKind, searched_text
 
 if TYPE_CHECKING:

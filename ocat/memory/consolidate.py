@@ -1,7 +1,7 @@
 """The chat model's second look at versions (`memory.consolidate: model`): which earlier exchanges
 a new one really updates.
 
-The local finder (ocat.memory.linking.finder) links on evidence it can read: a shared subject
+The local finder (ocat.memory.storage.version_finder) links on evidence it can read: a shared subject
 word and a value of one type said differently. It is cheap, and it is wrong or silent for about
 four links in ten on changing-dev (docs/RETRIEVAL.md, "Facts that change"): "Tiago -> Scalibor" is
 two subjects, and "a 10,000 L tank" then "two 3,000 L tanks" shares no word it trusts. A model
@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Sequence
 
-from ocat.memory.linking.finder import (
+from ocat.memory.storage.version_finder import (
     EXCHANGE_WEIGHT,
     NEIGHBOURS,
     Written,

@@ -1,7 +1,7 @@
 """Following links forward at retrieval: an outdated version is never given alone.
 
 When a memory admitted by the gate may have been updated (its `updated_by` names newer
-versions: ocat.memory.linking.finder, `/supersede`, the model's `remember(replaces=...)`), the
+versions: ocat.memory.storage.version_finder, `/supersede`, the model's `remember(replaces=...)`), the
 newest versions of its fact come with it, marked `newest_of` (ocat.records.SearchHit), even when
 they alone would sit under the gate: the model then reads the old value beside the new one, and
 is told which is newer (docs/memory.md, "Facts that change"). A question about the past still
@@ -14,7 +14,7 @@ import re
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Collection, Sequence
 
-from ocat.memory.linking.finder import MAX_CHAIN, newer_ids
+from ocat.memory.storage.version_finder import MAX_CHAIN, newer_ids
 from ocat.memory.storage.link_records import chunk_index, read_rows
 from ocat.memory.retrieval.neighbours import Candidate
 from ocat.records import SUPERSEDED_KEY, SearchHit

@@ -3,7 +3,7 @@
 Local and model-free, so an import of thousands of exchanges pays little for it (bench/import_history.py):
 for each new exchange, the nearest earlier exchanges by meaning (its vector and its prompt's, one
 Chroma call for a whole batch) are compared with it by the values their prompts state
-(ocat.memory.linking.values). An earlier exchange from another session that is close enough
+(ocat.memory.storage.version_values). An earlier exchange from another session that is close enough
 (SUBJECT, within the first CANDIDATES) and states a value of a type the new one states
 differently ("850 mg" then "1000 mg", "Telhados Mira" then "Rui Faria") is linked: its metadata
 gets `updated_by` (ocat.records.UPDATED_BY_KEY) with the evidence in words
@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 from ocat.errors import NotFound, UsageError
 from ocat.memory.storage.link_records import link_of
 from ocat.memory.storage.versions import link_many
-from ocat.memory.linking.values import Statement, Value, statements
+from ocat.memory.storage.version_values import Statement, Value, statements
 
 if TYPE_CHECKING:
     from ocat.memory.storage.parts import StoreParts

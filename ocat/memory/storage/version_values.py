@@ -2,7 +2,7 @@
 
 A fact that changes keeps its subject and changes a value: a dose (850 mg), a price (EUR 15,800),
 a date (14 April), a time (11:55), a weekday, a count (22 guests), a name (Rui Faria). The link
-finder (ocat.memory.linking.finder) compares two memories' values sentence by sentence: a
+finder (ocat.memory.storage.version_finder) compares two memories' values sentence by sentence: a
 sentence of the newer one and a sentence of the older that share a subject word and hold
 different values of the same type are the evidence of a "may update". Pure text: no model.
 """
