@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from ocat import llm
 from ocat.chat.outcomes import MemorySearch
-from ocat.errors import OcatError
 from ocat.records import CalledTool, Exchange, SearchHit
 from ocat.text.tokens import estimate_tokens
 from ocat.tools import ToolBox
@@ -304,7 +303,7 @@ def _newest_thread(session_memory: SessionMemory) -> object:
     store = session_memory.store
     try:
         return tuple(store.threads.recent(1)) if store is not None else None
-    except OcatError:  # a damaged index: the block is made again, and says what it could read
+    except Exception:  # a damaged index, a store that failed: the block is made again, with what can be read
         return object()
 
 
