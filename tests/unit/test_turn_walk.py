@@ -41,3 +41,18 @@ def test_architecture_md_gives_the_turn_s_true_walk_within_the_goal() -> None:
     # The moves counted call by call differ a little from run to run (what the window's own timers
     # and the opening store call meanwhile), so the documented figure gets a tenth more.
     assert walk.stop_moves <= moves * 1.1, walk.calls
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["tool", "agent"])
+def test_architecture_md_gives_the_true_walk_of_a_tool_call_and_of_an_agent_import(kind: str) -> None:
+    """ARCHITECTURE.md's figures for `bench/turn_walk.py --walk tool` (a search_memory call) and
+    `--walk agent` (a coding agent's session imported), as the bench counts them now (the MCP
+    call's walk, `--walk mcp`, starts a server of its own: the bench alone counts it)."""
+    text = ARCHITECTURE.read_text(encoding="utf-8")
+    after = text[text.index(f"`python bench/turn_walk.py --walk {kind}`"):]
+    said = re.search(r"\*\*(\d+) files\*\*,\s+\*\*(\d+) hand-offs", after)
+    assert said is not None, f"ARCHITECTURE.md no longer counts the {kind} walk"
+    walk = measure(kind)
+    assert (len(walk.stop_files), len(walk.handoffs)) == (int(said.group(1)), int(said.group(2))), (
+        walk.stop_files, list(walk.handoffs))
