@@ -2,7 +2,7 @@
 
 The first turn's wake block lists the recent threads only once the store is open; memory's
 loading (ocat.chat.memory_loading) begins and ends the gate, the wake block (ocat.chat.turn_inputs)
-waits on it.
+waits on it, and is made before a thread's first turn only once memory has settled.
 """
 
 from __future__ import annotations
@@ -27,6 +27,11 @@ class OpeningGate:
     def end(self) -> None:
         """Opening memory has ended, however it went."""
         self._settled.set()
+
+    @property
+    def settled(self) -> bool:
+        """Whether memory is not opening (it has opened, failed, or was never to open)."""
+        return self._settled.is_set()
 
     def wait(self, seconds: float) -> bool:
         """Wait, at most `seconds`, for memory to finish opening; True when it is not opening

@@ -13,12 +13,11 @@ from datetime import datetime
 from enum import Enum
 from typing import TYPE_CHECKING
 
-from ocat import memory
 from ocat.text.secrets import count_kinds
 from ocat.text.terminal import count_of
 
 if TYPE_CHECKING:
-    from ocat.memory import MemoryStore, RetrievalLimits
+    from ocat.memory import RetrievalLimits
     from ocat.records import Exchange, SearchHit
     from ocat.tools.calls import ToolCall
 
@@ -37,22 +36,14 @@ class Remembered(Enum):
 class MemorySearch:
     """A turn's search, as data memory runs (`SessionMemory.recall`): the queries (the prompt, and
     the prompt after the last prompts), the chat's limits and project scope, what is already in
-    view (left out), the day time words are read against, and the budget of what is kept."""
+    view (left out: the history the model is sent, the wake block's pins), the day time words are
+    read against, and the budget of what is kept."""
 
     queries: tuple[str, ...]
     limits: RetrievalLimits
     in_view: frozenset[str] = frozenset()
     now: datetime | None = None
     token_budget: int = 0
-
-    def leaving_out(self, ids: set[str] | frozenset[str]) -> MemorySearch:
-        """The same search, leaving out `ids` too (the wake block's pins: the model has them)."""
-        return MemorySearch(self.queries, self.limits, self.in_view | frozenset(ids), self.now, self.token_budget)
-
-    def run(self, store: MemoryStore) -> list[SearchHit]:
-        """The memories this search admits from `store`, within its token budget."""
-        found = memory.retrieve_any(store, list(self.queries), self.limits, exclude_ids=set(self.in_view), now=self.now)
-        return memory.within_budget(memory.admitted(found), self.token_budget)
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ memory, and the UI says so.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 import sys
 from datetime import datetime
@@ -19,7 +20,7 @@ from ocat.chat.outcomes import MemorySearch, Recorded
 from ocat.records import CalledTool, Exchange, SearchHit, new_id
 from ocat.progress import CommandProgress
 from ocat.chat.session_memory import SessionMemory
-from ocat.chat.turn_inputs import ExchangeStamp, Model, ThreadWake, TurnContext, TurnTools
+from ocat.chat.turn_inputs import ExchangeStamp, Model, ThreadWake, ToolOffer, TurnContext, TurnTools
 from ocat.tools.server_tools import ServerTools
 from ocat import memory
 from ocat.choices import with_saved_choices
@@ -34,6 +35,9 @@ if TYPE_CHECKING:
     from ocat.memory import ProjectPolicy
     from ocat.memory import DownloadProgress
     from ocat.operations.forks import ForkLink
+
+
+log = logging.getLogger(__name__)
 
 
 def _current_folder() -> str:
@@ -96,6 +100,8 @@ class ChatSession:
         self.project_policy: ProjectPolicy = "only" if self.settings.project else "prefer"
         # The user's MCP servers (none configured: an empty one); faces start them after their first frame.
         self.server_tools = ServerTools(self.settings, ask=ask)
+        # The memory tools offered to the model, made before a turn and kept while nothing they depend on changes.
+        self.tool_offer = ToolOffer()
 
     @classmethod
     def open(
@@ -175,7 +181,18 @@ class ChatSession:
     def tools(self) -> TurnTools:
         """The tools a turn of this conversation may offer (ocat.chat.turn_inputs): memory's, in this
         chat's project scope, and the user's MCP servers'."""
-        return TurnTools(self.session_memory, self.server_tools, self.refusals, self.scope())
+        return TurnTools(self.session_memory, self.server_tools, self.refusals, self.scope(), self.tool_offer)
+
+    def prepare_turns(self) -> None:
+        """Make what the next turn reads ready, once memory has opened (or failed to): the thread's
+        wake block and memory's tools as the model is offered them, so the first turn does not build
+        them. The chats call it after opening memory, off their first prompt (the window's memory
+        worker, the line mode's warm-up); never raises: what it could not make, a turn makes and reports."""
+        self.wake.prepare(self.session_memory, self.scope().project)
+        try:
+            self.tools().memory_schemas()
+        except Exception:  # the turn makes them again, and fails as a turn does
+            log.warning("making the tools offered to the first turn failed", exc_info=True)
 
     def stamp(self) -> ExchangeStamp:
         """What this conversation writes on the exchanges it makes now."""
@@ -225,7 +242,7 @@ class ChatSession:
         self.continuation_seq = max(e.thread_continuation_seq for e in own) + 1
         self.history = history
         self.forked_from = link_of(own)
-        self.wake = ThreadWake(thread_id)
+        self._start_wake()
         return own
 
     def fork(self, back: int) -> Exchange:
@@ -272,7 +289,13 @@ class ChatSession:
         self.continuation_seq = 0
         self.history = []
         self.forked_from = None
+        self._start_wake()
+
+    def _start_wake(self) -> None:
+        """This thread's wake block, made now when memory is open, so its first turn reads it ready
+        (ocat.chat.turn_inputs.ThreadWake.prepare; while memory opens, the first turn waits and makes it)."""
         self.wake = ThreadWake(self.thread_id)
+        self.wake.prepare(self.session_memory, self.scope().project)
 
 def open_chat(settings: Settings, *, dummy: bool, serve: bool, stream: IO[str], ask: Ask | None = None) -> ChatSession:
     """`ChatSession.open` for a terminal: a first-use download of the model reports its
@@ -289,5 +312,11 @@ def open_chat(settings: Settings, *, dummy: bool, serve: bool, stream: IO[str], 
         # meanwhile, as the full-screen chat does; a one-shot (`--ask`) asks at once.
         # Not a daemon: leaving the chat at once waits for it (a second or two) rather than
         # aborting in the model's native threads at interpreter shutdown.
-        threading.Thread(target=warm_memory, args=(session.session_memory,), name="ocat-warm-up", daemon=False).start()
+        threading.Thread(target=_warm_up, args=(session,), name="ocat-warm-up", daemon=False).start()
     return session
+
+
+def _warm_up(session: ChatSession) -> None:
+    """Ready memory's model and the store's floor, then what the first turn reads (a thread of its own)."""
+    warm_memory(session.session_memory)
+    session.prepare_turns()

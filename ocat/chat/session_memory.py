@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from ocat.chat.outcomes import MemoryLoaded, MemorySearch
     from ocat.config.loading import Settings
     from ocat.memory import DownloadProgress, FetchResult, MemoryStore
-    from ocat.records import Exchange
+    from ocat.records import Exchange, SearchHit
 
 
 # After a store failure the store is given up at once (so another ocat process can take it
@@ -195,7 +195,7 @@ class SessionMemory:
             store = self.store
             assert store is not None
             try:
-                hits = search.run(store)
+                hits = _admitted(store, search)
                 if store.damaged:
                     failed = "; ".join(store.damaged.values())
                     self.problem = (f"{failed}; this turn's memories were found by their vectors alone, "
@@ -410,3 +410,9 @@ class SessionMemory:
             except Exception:  # giving up a broken store must not fail in turn
                 pass
 
+
+def _admitted(store: MemoryStore, search: MemorySearch) -> list[SearchHit]:
+    """The memories `search` admits from `store`, within its token budget."""
+    found = memory.retrieve_any(store, list(search.queries), search.limits, exclude_ids=set(search.in_view),
+                                now=search.now)
+    return memory.within_budget(memory.admitted(found), search.token_budget)

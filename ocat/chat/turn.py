@@ -18,13 +18,14 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import threading
+import time
 from enum import Enum
 from typing import TYPE_CHECKING, AsyncIterator
 
 from ocat.chat.messages import TurnRequest, build_request, system_prompt
 from ocat.chat.outcomes import Recall, Recorded, TextPiece, ToolFinished, ToolStarted, TurnEvent
 from ocat.llm import ToolRejected, ToolsRefused, Usage
-from ocat.tools.calls import CallState, ToolCall, clock
+from ocat.tools.calls import CallState, ToolCall
 
 if TYPE_CHECKING:
     from ocat.chat.session_memory import SessionMemory
@@ -32,6 +33,11 @@ if TYPE_CHECKING:
     from ocat.operations.wake import WakeBlock
     from ocat.records import Exchange, SearchHit
     from ocat.tools import ToolBox
+
+
+def clock() -> float:
+    """Now, for a turn's timings (a test may set a clock of its own, so pictures never move)."""
+    return time.monotonic()
 
 
 class TurnState(Enum):
@@ -74,6 +80,7 @@ class Turn:
         # The thread's wake block, as the model is given it with this turn (None when off), and
         # whether this turn built it (the first of a thread: `/showcontext on` shows it then).
         self.wake: WakeBlock | None = None
+        self._wake_text: str | None = None  # what the model reads of it, made with the block
         self.wake_is_new = False
         # What went wrong with memory on this turn while memory stayed on, and what to know of
         # the wake block (a profile left out), in words; None when nothing did.
@@ -106,16 +113,16 @@ class Turn:
         """Search memory for this prompt (what is already in view is left out); a failed search
         leaves the turn without memories and says so in `problem`."""
         self._expect(TurnState.NEW)
-        before = self.thread_wake.block
-        self.wake = self.thread_wake.for_turn(self.session_memory, self.context.search.limits.project.project)
-        # Built on this turn: the thread's first, or the first with memory after one without it.
-        built = self.wake is not None and self.wake is not before
-        self.wake_is_new = built and self.wake is not None and not self.wake.empty
+        given = self.thread_wake.give(self.session_memory, self.context.search.limits.project.project)
+        self.wake = given.block if given is not None else None
+        self._wake_text = given.text if given is not None else None
+        # Given to a turn for the first time: the thread's first, or the first with memory after one without it.
+        self.wake_is_new = given is not None and given.new and given.text is not None
         search = self.context.search
-        if self.wake is not None:
-            search = search.leaving_out(set(self.wake.pinned_ids))  # the model has them in the wake block already
+        if self.wake is not None:  # the model has the pinned memories in the wake block already
+            search = dataclasses.replace(search, in_view=search.in_view | frozenset(self.wake.pinned_ids))
         self.recalled = self.session_memory.recall(search)
-        notes = list(self.wake.notes) if self.wake is not None and built and before is None else []
+        notes = list(given.block.notes) if given is not None and given.new and given.first else []
         # What the user should know about the block (a profile left out or cut), once a thread.
         self.problem = "; ".join([*notes, *([self.recalled.problem] if self.recalled.problem else [])]) or None
         self.state = TurnState.RECALLED
@@ -129,11 +136,10 @@ class Turn:
             self.recall()
         self._expect(TurnState.RECALLED)
         if self.request is None:
-            wake = self.wake.text() if self.wake is not None and not self.wake.empty else None
             self.request = build_request(
                 self.prompt, system=system_prompt(self.context.llm, self.context.started),
                 history=list(self.context.recent), memories=self.memories,
-                token_limit=self.model.token_limit(), wake=wake)
+                token_limit=self.model.token_limit(), wake=self._wake_text)
         return self.request
 
     def __aiter__(self) -> AsyncIterator[TurnEvent]:
@@ -142,13 +148,16 @@ class Turn:
     async def _answer(self) -> AsyncIterator[TurnEvent]:
         request = self.prepare()
         self.state = TurnState.ANSWERING
-        box = self.box = await asyncio.to_thread(self._toolbox)
+        # The tools offered, as the provider is offered them: made before the turn (ToolOffer), but
+        # for the MCP servers' (asked now: in a thread, a server may be starting).
+        offered = await asyncio.to_thread(self.tools.offered)
+        self.tool_notes.extend(self.tools.news)  # a server that failed to start: said once
         limit = self.tools.max_steps
         messages = list(request.messages)
         try:
             while True:
-                offered = box.schemas() if box is not None and self.steps < limit else None
-                stream = self.model.stream(messages, tools=offered)
+                tools = offered if self.steps < limit else None
+                stream = self.model.stream(messages, tools=tools)
                 self.steps += 1
                 said: list[str] = []
                 try:
@@ -164,23 +173,26 @@ class Turn:
                     if said:
                         raise
                     self.tool_notes.append(self.tools.refusals.all_tools(self.model.settings))
-                    box = None
+                    offered = None
                     self.steps -= 1
                     continue
                 except ToolRejected as rejected:  # one tool's definition: asked again without it
-                    if said or box is None:
+                    if said or not tools:
                         raise
                     self.tool_notes.append(self.tools.refusals.one_tool(rejected.tool, str(rejected)))
-                    box.drop(rejected.tool)
-                    box = box or None
+                    offered = [tool for tool in tools if tool["function"]["name"] != rejected.tool] or None
+                    if self.box is not None:
+                        self.box.drop(rejected.tool)
                     self.steps -= 1
                     continue
                 self.usage = _added(self.usage, stream.usage)
-                asked = stream.tool_calls if offered else []
+                asked = stream.tool_calls if tools else []
                 calls = [ToolCall(call.id, call.name, call.arguments) for call in asked]
                 if not calls:
                     break
-                if box is None:  # for the type checker: calls come only when tools were offered
+                # Made once, when the model first calls a tool (in a thread: memory may be reopened).
+                box = self.box = self.box or await asyncio.to_thread(self._toolbox)
+                if box is None:  # tools offered before the turn that can no longer run (tools turned off since)
                     break
                 messages.append({"role": "assistant", "content": "".join(said) or None,
                                  "tool_calls": [call.request_message() for call in calls]})
@@ -193,7 +205,7 @@ class Turn:
                     messages.append(call.result_message())
                     yield ToolFinished(call)
                 messages.extend(call.result_message() for call in refused)
-                self.tool_notes.extend(self.tools.servers.stray_news())  # said during a call
+                self.tool_notes.extend(self.tools.stray_news())  # said during a call
                 if self.steps >= limit:
                     self.tool_notes.append(
                         f"the model asked for tools {limit} times (tools.max_steps): it answers now without them")
@@ -223,13 +235,11 @@ class Turn:
         return calls[:most], calls[most:]
 
     def _toolbox(self) -> ToolBox | None:
-        """The tools of this turn; the model already has the injected memories and the wake block's pins."""
+        """The tools that run this turn's calls; the model has the injected memories and the wake block's pins."""
         in_context = {hit.id for hit in self.memories}
         if self.wake is not None:
             in_context |= set(self.wake.pinned_ids)
-        box = self.tools.box(in_context)
-        self.tool_notes.extend(self.tools.servers.news())  # a server that failed to start: said once
-        return box
+        return self.tools.box(in_context)
 
     async def answer(self) -> str:
         """The whole answer, for a face that shows it only once it is complete (`--ask`)."""

@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING, Any, AsyncIterator
 import asyncio
 
 from ocat.errors import ProviderError
-from ocat.llm.call_assembler import AskedCall, CallAssembler, chunk_field
+from ocat.llm.call_assembler import AskedCall, CallAssembler
 from ocat.llm.litellm_offline import litellm as load_litellm
 from ocat.llm.model_table import model_facts
-from ocat.llm.openai_compatible import stream_chat
+from ocat.llm.openai_compatible import chunk_field, stream_chat
 from ocat.llm.tool_errors import refused_tool, refuses_tools
 from ocat.text.redact import redact
 
@@ -216,7 +216,7 @@ class AnswerStream:
                 yield word if index == len(words) - 1 else word + " "
             self.usage = Usage()
             return
-        calls = CallAssembler()
+        calls: CallAssembler | None = None  # made when the first piece of a tool call comes
         try:
             async for chunk in _chunks(self.messages, self.settings, self.tools):
                 choices = chunk_field(chunk, "choices")
@@ -225,6 +225,7 @@ class AnswerStream:
                 if piece:
                     yield piece
                 if chunk_field(delta, "tool_calls"):
+                    calls = calls or CallAssembler()
                     calls.feed(chunk_field(delta, "tool_calls"))
                 if chunk_field(chunk, "usage"):
                     self.usage = _priced(chunk_field(chunk, "usage"), self.settings.model)
@@ -237,7 +238,7 @@ class AnswerStream:
                 if refuses_tools(str(exc)):
                     raise ToolsRefused(f"{self.settings.model} does not take tools: {said}") from exc
             raise provider_error(exc, self.settings) from exc
-        self.tool_calls = calls.calls()
+        self.tool_calls = calls.calls() if calls is not None else []
 
 
 async def _chunks(

@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ocat.llm.openai_compatible import chunk_field
+
 
 @dataclass(frozen=True)
 class AskedCall:
@@ -59,13 +61,3 @@ class CallAssembler:
         found = [self._calls[i] for i in sorted(self._calls)]
         return [AskedCall(call.id or f"call_{n}", call.name, call.arguments)
                 for n, call in enumerate(found) if call.name or call.arguments]
-
-
-def chunk_field(value: Any, name: str) -> Any:
-    """A field of a streamed chunk (or a delta, a call), whether it is a dict (the OpenAI road) or an
-    object (litellm's)."""
-    if value is None:
-        return None
-    if isinstance(value, dict):
-        return value.get(name)
-    return getattr(value, name, None)

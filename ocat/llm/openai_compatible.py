@@ -5,6 +5,7 @@ second on a 2-core machine (its types are hundreds of pydantic models), while th
 one POST and a stream of server-sent events; httpx is loaded anyway (ChromaDB uses it). Measured
 in docs/PERFORMANCE.md ("--ask against simonw/llm"). The chunks are OpenAI's, as dicts; the
 errors carry the names litellm and the SDK give them, so ocat.llm words them the same way.
+`chunk_field` reads a chunk of OpenAI's shape on either road (a dict here, litellm's object there).
 """
 
 from __future__ import annotations
@@ -104,3 +105,13 @@ def _message(body: Any) -> str:
         if isinstance(error, str):
             return error
     return json.dumps(body)[:300]
+
+
+def chunk_field(value: Any, name: str) -> Any:
+    """A field of a streamed chunk in OpenAI's shape (or of a delta, a call), whether it is a dict
+    (this road) or an object (litellm's)."""
+    if value is None:
+        return None
+    if isinstance(value, dict):
+        return value.get(name)
+    return getattr(value, name, None)

@@ -92,10 +92,13 @@ class Refusals:
     def __init__(self) -> None:
         self.tools_on = True
         self.dropped: set[str] = set()
+        # How many times what was refused changed (a turn's tools are made again then: ocat.chat.turn_inputs).
+        self.changes = 0
 
     def all_tools(self, llm: LLMSettings) -> str:
         """The provider refused tools: no more for this model (here, and in later runs); the words to say once."""
         self.tools_on = False
+        self.changes += 1
         remember_refusal(llm)
         return (f"{llm.model} does not take tools: asked again without them, and it will be "
                 "from now on (/tools reset forgets it; tools.enabled: on insists)")
@@ -104,6 +107,7 @@ class Refusals:
         """The provider refused one tool's definition: that tool is left out for the rest of the
         session (the others stay); the words to say."""
         self.dropped.add(name)
+        self.changes += 1
         return (f"the provider refused the tool {name} ({why}): asked again without it, and this chat goes "
                 "on without it (/tools reset offers it again)")
 
@@ -113,6 +117,7 @@ class Refusals:
         forgot = forget_refusal(llm)
         dropped = sorted(self.dropped)
         self.tools_on, self.dropped = True, set()
+        self.changes += 1
         said = []
         if forgot:
             where = f" at {llm.api_base}" if llm.api_base else ""

@@ -193,6 +193,7 @@ class MemoryView(Widget):
         self.post_message(self.MemoryReady(loaded))
         if loaded.error is None:
             warm_memory(self.session.session_memory)
+        self.session.prepare_turns()  # the thread's wake block and the tools offered: not left to the first turn
 
     def _download_progress(self) -> Callable[[int, int | None], None]:
         """The model download's progress as messages (one per percent); stops the download once

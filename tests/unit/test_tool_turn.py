@@ -375,3 +375,51 @@ def test_earlier_calls_reach_the_model_compact_in_the_history(store: MemoryStore
     assert turn.request is not None
     answers = [m["content"] for m in turn.request.messages if m["role"] == "assistant"]
     assert answers and answers[-1].startswith('(tools used for this answer: search_memory {"query":"ferry"} -> 3 results [t1')
+
+
+def test_the_tools_offered_are_made_once_before_the_turns_and_the_box_only_when_a_tool_is_called(
+    store: MemoryStore, llm_server: FakeLLMServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import dataclasses
+
+    import ocat.chat.turn_inputs
+
+    asked: list[str] = []
+    real = ocat.chat.turn_inputs.offer_tools
+    monkeypatch.setattr(ocat.chat.turn_inputs, "offer_tools", lambda settings: asked.append("asked") or real(settings))
+    session = session_on(store, llm_server)
+    session.prepare_turns()  # what the chats call once memory has opened
+    first = session.turn("hello")
+    run(first)
+    second = session.turn("again")
+    run(second)
+    assert asked == ["asked"] and first.box is None and second.box is None  # no tool called: no box made
+    names = [[tool["function"]["name"] for tool in request["tools"]] for request in llm_server.requests]
+    assert names == [["search_memory", "read_thread", "remember"]] * 2
+    # What the list depends on changes (here /tools off): the next turn's list is made again.
+    session.settings = dataclasses.replace(session.settings, tools=dataclasses.replace(session.settings.tools,
+                                                                                       enabled="off"))
+    run(session.turn("and now?"))
+    assert "tools" not in llm_server.requests[-1] and asked == ["asked", "asked"]
+    llm_server.script = [[{"name": "search_memory", "arguments": {"query": "kitchen"}}]]
+    session.settings = dataclasses.replace(session.settings, tools=dataclasses.replace(session.settings.tools,
+                                                                                       enabled="auto"))
+    called = session.turn("what about the kitchen?")
+    run(called)
+    assert called.box is not None and [call.name for call in called.calls] == ["search_memory"]
+
+
+def test_tools_reset_offers_tools_again_to_a_chat_that_began_with_a_kept_refusal(
+    store: MemoryStore, llm_server: FakeLLMServer, isolated_home: Path
+) -> None:
+    from ocat.commands.registry import run_command
+
+    llm_server.refuse_tools = True
+    run(session_on(store, llm_server).turn("hello"))  # the refusal is kept for later runs
+    llm_server.refuse_tools = False
+    session = session_on(store, llm_server)
+    run(session.turn("one"))
+    assert "tools" not in llm_server.requests[-1]
+    assert "Forgot that openai/fake-model" in run_command(session, "/tools reset").text
+    run(session.turn("two"))
+    assert "search_memory" in [tool["function"]["name"] for tool in llm_server.requests[-1]["tools"]]

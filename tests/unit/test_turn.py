@@ -108,14 +108,18 @@ def _calls_on(tree: ast.AST, owner: str) -> list[str]:
 
 def test_the_turn_is_given_its_collaborators_and_calls_each_once() -> None:
     """The turn never reaches back into the session: it is handed memory, the model and the tools,
-    and each step calls its collaborator once (recall, the model's stream, the tool box)."""
+    and each step calls its collaborator once (recall, the model's stream, the tools offered, and the
+    box only when the model calls a tool)."""
     source = (OCAT / "chat" / "turn.py").read_text(encoding="utf-8")
     tree = ast.parse(source)
     imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
     assert "ocat.chat.session" not in imported and "self.session." not in source
     assert sorted(_calls_on(tree, "session_memory")) == ["hold", "keep", "recall"]
     assert sorted(_calls_on(tree, "model")) == ["stream", "token_limit"]
-    assert _calls_on(tree, "tools") == ["box"]
+    assert sorted(_calls_on(tree, "tools")) == ["box", "stray_news"]
+    handed = [node for node in ast.walk(tree) if isinstance(node, ast.Attribute) and node.attr == "offered"
+              and isinstance(node.value, ast.Attribute) and node.value.attr == "tools"]
+    assert len(handed) == 1  # the tools offered: asked once (handed to a thread)
 
 
 def test_no_face_calls_a_turn_s_steps_on_the_session() -> None:

@@ -281,3 +281,62 @@ async def test_a_prompt_sent_before_memory_has_opened_gets_the_recent_threads(
         await app.turn.wait()
         wake = next(r for r in llm_server.requests if "messages" in r)["messages"][1]["content"]
         assert "plan the kitchen renovation" in wake and "a trip to Lisbon" in wake
+
+
+def test_a_thread_s_block_is_made_when_it_starts_and_its_first_turn_reads_it_ready(
+    store: MemoryStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import ocat.operations.wake
+
+    two_threads(store)
+    session = ChatSession(settings_with_profile(tmp_path), store=store)
+    session.new_thread()
+    made = session.wake.block
+    assert made is not None and len(made.threads) == 2 and "structural engineer" in made.profile
+
+    def not_again(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("the turn built the wake block again")
+
+    monkeypatch.setattr(ocat.operations.wake, "build_wake", not_again)
+    turn = session.turn("what is on my plate?")
+    turn.recall()
+    assert turn.wake is made and turn.wake_is_new  # the thread's first turn: /showcontext on shows it
+    assert "plan the kitchen renovation" in turn.prepare().messages[1]["content"]
+    later = session.turn("and then?")
+    later.recall()
+    assert later.wake is made and not later.wake_is_new
+
+
+def test_while_memory_opens_the_block_is_left_to_the_first_turn_and_made_once_memory_has_opened(
+    store: MemoryStore, tmp_path: Path
+) -> None:
+    two_threads(store)
+    session = ChatSession(settings_with_profile(tmp_path))
+    session.session_memory.opening.begin()  # the window opens memory after its first frame
+    session.prepare_turns()
+    session.new_thread()
+    assert session.wake.block is None  # made now, it would lack the recent threads the first turn waits for
+    session.session_memory.store, session.session_memory.model_ready = store, True
+    session.session_memory.opening.end()
+    session.prepare_turns()  # what the faces call once memory has opened
+    assert session.wake.block is not None and len(session.wake.block.threads) == 2
+
+
+def test_a_block_made_before_the_first_turn_is_made_again_when_an_exchange_was_written_since(
+    store: MemoryStore, tmp_path: Path
+) -> None:
+    two_threads(store)
+    session = ChatSession(settings_with_profile(tmp_path), store=store)
+    session.new_thread()
+    assert session.wake.block is not None and len(session.wake.block.threads) == 2
+    # Another ocat (or a coding agent's import) writes while this thread waits for its first prompt.
+    store.add_exchange(Exchange(user_prompt="paint the garden shed", assistant_response="ok", thread_id="shed",
+                                session_id="other", exchange_id="shed-1", timestamp=1_770_000_000.0))
+    turn = session.turn("what was I doing?")
+    turn.recall()
+    assert turn.wake is not None and len(turn.wake.threads) == 3 and "paint the garden shed" in turn.wake.threads[0]
+    store.add_exchange(Exchange(user_prompt="mow the lawn", assistant_response="ok", thread_id="lawn",
+                                session_id="other", exchange_id="lawn-1", timestamp=1_770_000_100.0))
+    later = session.turn("and then?")
+    later.recall()
+    assert later.wake is turn.wake  # given with every turn of the thread, as its first turn had it
