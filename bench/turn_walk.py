@@ -44,8 +44,9 @@ from types import FrameType
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-# Run as a script, bench/ is first on the path, and its secrets.py would stand for the standard
-# library's `secrets` (which the MCP client imports): the repository's root takes its place.
+# Run as a script, bench/ is first on the path, where a bench named as a module of the standard
+# library would stand for it (tests/cli/test_bench_smoke.py refuses such names): the repository's
+# root takes its place.
 sys.path[:] = [path for path in sys.path if Path(path or ".").resolve() != ROOT / "bench"]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))

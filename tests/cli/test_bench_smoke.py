@@ -49,7 +49,7 @@ RUNS: dict[str, tuple[list[str], set[str]]] = {
     "recall_dated": ([*SMOKE, "--boosts", "0.5", "--sets", "chats"], {"model", "eval"}),
     "recall_notes": (SMOKE, {"model"}),
     "recall_projects": ([*SMOKE, "--boosts", "0.5", "--sets", "chats"], {"model", "eval"}),
-    "secrets": (SMOKE, {"eval"}),
+    "secrets_kept_out": (SMOKE, {"eval"}),
     "startup": (["--runs", "1"], {"model", "tmux"}),
     "store_properties": (["--runs", "1", "--steps", "3"], set()),
     "tool_latency": ([*SMOKE, "--exchanges", "20", "--queries", "3"], {"model", "eval"}),
@@ -77,6 +77,13 @@ def test_every_bench_is_found_and_every_named_one_exists() -> None:
     found = benches()
     assert {"recall", "tool_recall", "latency"} <= set(found)
     assert set(RUNS) <= set(found), "RUNS names a bench that is not in bench/"
+
+
+def test_no_bench_file_takes_the_name_of_a_standard_library_module() -> None:
+    # Run as a script, bench/ comes first on the path: a bench/secrets.py stood for the standard
+    # library's `secrets` in every bench that imported the MCP SDK, and broke it silently.
+    shadowing = sorted(p.name for p in BENCH.glob("*.py") if p.stem in sys.stdlib_module_names)
+    assert shadowing == [], f"rename these benches: {shadowing}"
 
 
 @pytest.mark.slow

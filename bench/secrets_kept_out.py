@@ -9,8 +9,8 @@ Cost: a chat turn's redaction (`kept_exchange`, as the chat holds the exchange, 
 own pass over the rows it writes) on each chats-dev exchange, the best of three runs: mean,
 95th percentile and most, in milliseconds.
 
-    python bench/secrets.py                 # redact (the default)
-    python bench/secrets.py --mode strict
+    python bench/secrets_kept_out.py                 # redact (the default)
+    python bench/secrets_kept_out.py --mode strict
 """
 
 from __future__ import annotations
