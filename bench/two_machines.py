@@ -17,6 +17,7 @@ B (the joining machine) runs the real model, as a user's machine does. Reported,
     python bench/two_machines.py                           # 2,000 exchanges: a smoke run, ~2 min
     python bench/two_machines.py --sizes 10000,100000      # the issue's sizes
     python bench/two_machines.py --tree /work/wt-sync-before --sizes 10000   # another tree (before)
+    python bench/two_machines.py --sizes 100000 --keep /tmp/tm --join-only      # build once; then time joins alone
 
 `--tree` runs both machines on another checkout of ocat, with its `.venv` when it has one.
 """
@@ -189,18 +190,31 @@ def serve(folder: Path) -> tuple[subprocess.Popen[bytes], int]:
     raise SystemExit("chroma run did not start")
 
 
-def one_size(size: int, tree: Path, rounds: int, import_size: int, work: Path) -> dict[str, Any]:
+def one_size(size: int, tree: Path, rounds: int, import_size: int, work: Path, *, join_only: bool = False) -> dict[str, Any]:
+    """Every figure at one size, in `work` (a folder kept by --keep is built once: `built` marks it;
+    --join-only then times a fresh machine's join and nothing else, which leaves the store as it was)."""
     server, port = serve(work / "server")
+    marker = work / "built"
     try:
-        a = Machine("writer", work / "a", port, tree)
-        t0 = time.perf_counter()
-        a(build=[0, size])
-        built = time.perf_counter() - t0
-        print(f"  built {size:,} exchanges in {built:.0f} s", file=sys.stderr)
+        a = None if join_only and marker.exists() else Machine("writer", work / "a", port, tree)
+        built = None
+        if a is not None and not marker.exists():
+            t0 = time.perf_counter()
+            a(build=[0, size])
+            built = time.perf_counter() - t0
+            marker.write_text(f"{size}\n")
+            print(f"  built {size:,} exchanges in {built:.0f} s", file=sys.stderr)
+        shutil.rmtree(work / "b", ignore_errors=True)  # B joins from a fresh HOME every time
         b = Machine("reader", work / "b", port, tree)
         first = b(search=QUERIES[0])
         join = {"open_s": b.opened["open_s"], "process_wall_s": b.opened["wall_s"], "first_turn_s": first["s"],
                 "bytes": b.opened["bytes"] + first["bytes"]}
+        if join_only:
+            b.close()
+            if a is not None:
+                a.close()
+            return {"size": size, "build_s": built, "join": join, "load": os.getloadavg()[0]}
+        assert a is not None
         b(passages=600)  # a backfill the join started ends before turns are timed
         quiet, after, found = [], [], 0
         for n in range(rounds):
@@ -258,12 +272,16 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5, help="remote writes timed per size (default: 5)")
     parser.add_argument("--import-size", type=int, default=2048, help="exchanges A imports while B's turns run")
     parser.add_argument("--out", type=Path, help="also write the results here as JSON")
+    parser.add_argument("--keep", type=Path, help="keep each size's server data in DIR/<size> and reuse it when built")
+    parser.add_argument("--join-only", action="store_true", help="time a fresh machine's join alone (with --keep: again and again)")
     args = parser.parse_args()
     results = []
     for size in (int(s) for s in args.sizes.split(",")):
-        with tempfile.TemporaryDirectory(prefix="ocat-two-machines-") as work:
+        with tempfile.TemporaryDirectory(prefix="ocat-two-machines-") as scratch:
+            work = args.keep / str(size) if args.keep else Path(scratch)
+            work.mkdir(parents=True, exist_ok=True)
             print(f"{size:,} exchanges, tree {args.tree}", file=sys.stderr)
-            result = one_size(size, args.tree, args.rounds, args.import_size, Path(work))
+            result = one_size(size, args.tree, args.rounds, args.import_size, work, join_only=args.join_only)
             print(json.dumps(result, indent=2))
             results.append(result)
     if args.out:
