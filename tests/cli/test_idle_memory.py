@@ -18,7 +18,7 @@ from ocat.memory.embedding.embedders import OnnxMiniLMEmbedder, release_idle_mem
 from tests.support import MODEL_DIR
 from tests.support.cli import Cli
 
-MB = 1024 * 1024
+MiB = 1024 * 1024
 
 CHAT_WAITS = """
 import json, re, sys, threading
@@ -54,12 +54,12 @@ def test_a_chat_waiting_for_its_prompt_gives_back_what_it_freed(cli: Cli) -> Non
                          cwd=cli.home, timeout=240)
     assert run.returncode == 0, run.stderr
     figures = json.loads(run.stdout.splitlines()[-1])
-    # Building the model's session frees ~60 MB (what its optimiser folded); kept, the chat sat
-    # at its peak (242 MB resident, peak 242; given back: 187, peak 243).
-    assert figures["warm"]["rss"] <= figures["warm"]["peak"] - 30 * MB, figures
-    # A long exchange's passages grew the model's arena and the heap by ~56 MB for the chat's
-    # life (298 MB after it); given back, ~6 MB (193).
-    assert figures["kept"] <= figures["warm"]["rss"] + 25 * MB, figures
+    # Building the model's session frees ~60 MiB (what its optimiser folded); kept, the chat sat
+    # at its peak (242 MiB resident, peak 242; given back: 187, peak 243).
+    assert figures["warm"]["rss"] <= figures["warm"]["peak"] - 30 * MiB, figures
+    # A long exchange's passages grew the model's arena and the heap by ~56 MiB for the chat's
+    # life (298 MiB after it); given back, ~6 MiB (193).
+    assert figures["kept"] <= figures["warm"]["rss"] + 25 * MiB, figures
 
 
 @pytest.mark.slow
