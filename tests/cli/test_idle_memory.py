@@ -11,12 +11,16 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
+from pathlib import Path
+from typing import IO
 
 import pytest
 
 from ocat.memory.embedding.embedders import OnnxMiniLMEmbedder, release_idle_memory
 from tests.support import MODEL_DIR
 from tests.support.cli import Cli
+from tests.support.fakes import FakeLLMServer
 
 MiB = 1024 * 1024
 
@@ -71,3 +75,58 @@ def test_giving_back_idle_memory_keeps_the_vectors_bit_for_bit() -> None:
     assert embedder.embed(texts) == before
     release_idle_memory(embedder)  # twice in a row: nothing left to give back, nothing breaks
     assert embedder.embed(texts[:1]) == before[:1]
+
+
+def _resident(pid: int) -> int:
+    text = open(f"/proc/{pid}/status").read()
+    return int(text.split("VmRSS:")[1].split()[0]) * 1024
+
+
+def _read_to(stream: IO[str], word: str) -> None:
+    """Read the chat's output up to a line that holds `word` (its command's answer)."""
+    for line in stream:
+        if word in line:
+            return
+    raise AssertionError(f"the chat ended before saying {word!r}")
+
+
+def _settled(pid: int) -> int:
+    """The process's RSS once it has moved less than 2 MiB over two seconds (at most a minute):
+    its threads done, whatever they give back given back."""
+    readings: list[int] = []
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        readings.append(_resident(pid))
+        if len(readings) >= 10 and max(readings[-10:]) - min(readings[-10:]) < 2 * MiB:
+            break
+        time.sleep(0.2)
+    return readings[-1]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc and glibc's heap")
+def test_a_vdoc_in_the_line_mode_gives_back_what_its_batch_took(cli: Cli, llm_server: FakeLLMServer,
+                                                                 tmp_path: Path) -> None:
+    big = tmp_path / "notes.txt"
+    big.write_text("\n\n".join(f"Section {n}. The footbridge's bearing {n} was made by supplier {n % 7}, "
+                               f"inspected in month {n % 12}, and its damper tuned to {n}.{n % 10} Hz. " * 6
+                               for n in range(150)))
+    chat = subprocess.Popen([sys.executable, "-m", "ocat", "--plain", "--model", "openai/fake-model",
+                             "--set", f"llm.api_base={llm_server.api_base}", "--set", "llm.api_key=sk-test"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                            env=cli.environ(), cwd=cli.home)
+    assert chat.stdin is not None and chat.stdout is not None
+    try:
+        chat.stdin.write("/vstats\n")
+        chat.stdin.flush()
+        _read_to(chat.stdout, "floor_raise")
+        waiting = _settled(chat.pid)  # warmed up and given back
+        chat.stdin.write(f"/vdoc {big}\n")
+        chat.stdin.flush()
+        _read_to(chat.stdout, "Added ")
+        after = _settled(chat.pid)
+    finally:
+        chat.stdin.close()
+        chat.wait(timeout=60)
+    # Kept, the batch's arena and heap stayed for the chat's life (~50 MiB); given back, a few.
+    assert after <= waiting + 20 * MiB, (waiting / MiB, after / MiB)
