@@ -30,7 +30,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shlex
+import shutil
 import statistics
 import subprocess
 import sys
@@ -145,12 +147,13 @@ def chat_idle(command: list[str], env: dict[str, str], settle: float, *, turn: i
         idle = {"memory_loaded_s": round(loaded, 1), **family_memory(pid)}
         if turn is None:
             return idle
+        shown = re.search(r" (\d+) exchanges", screen)
         tmux("send-keys", "-t", name, "tell me about the footbridge", "Enter")
-        kept = f" {turn + 1} exchanges"
+        kept = f" {(int(shown.group(1)) if shown else turn) + 1} exchanges"
         deadline = time.monotonic() + 300
-        while kept not in tmux("capture-pane", "-p", "-t", name):
+        while kept not in (screen := tmux("capture-pane", "-p", "-t", name)):
             if time.monotonic() > deadline:
-                raise SystemExit("idle_memory: the turn's exchange was never kept")
+                raise SystemExit(f"idle_memory: the turn's exchange was never kept; the screen was:\n{screen}")
             time.sleep(0.2)
         settled(pid, settle)
         return {**idle, "after_turn": family_memory(pid)}
@@ -257,6 +260,9 @@ def main(argv: list[str] | None = None) -> int:
                "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "TERM": "xterm-256color", "LANG": "C.UTF-8"}
         full = {**os.environ, **env}
         store_of(folder, args.exchanges, full)
+        if args.turn:  # the turns write to a copy: the kept store stays as made
+            shutil.copytree(folder / "store", Path(scratch) / "store")
+            env["OCAT_VECTOR_STORE_PATH"] = full["OCAT_VECTOR_STORE_PATH"] = str(Path(scratch) / "store")
         try:
             report["chat"] = medians([chat_idle(ocat_command(), env, args.settle, turn=args.exchanges if args.turn else None)
                                       for _ in range(args.runs)])
