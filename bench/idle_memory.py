@@ -3,6 +3,7 @@
     python bench/idle_memory.py                       # chat at 80x24 and `ocat mcp`, on a store of 1,000 exchanges
     python bench/idle_memory.py --imports             # also: RSS of a plain python after importing each library
     python bench/idle_memory.py --checkout /tmp/ocat-before --json   # another tree (git archive), for before/after
+    python bench/idle_memory.py --turn                # also: the chat idle again after one turn with a long answer
 
 The chat runs in a detached tmux session of 80x24 (its own socket) against a fake
 OpenAI-compatible server (tests/support/fakes.py), on a store of `--exchanges` exchanges (made
@@ -13,6 +14,10 @@ shows the store's count (memory loaded). `ocat mcp` is started on the same store
 (private pages) from /proc/<pid>/smaps_rollup, in MB (10^6 bytes), medians over `--runs`. The
 total of a process and its children is their summed PSS (shared pages counted once, split
 between the processes that map them) and their summed RSS (each counted in full).
+
+`--turn` also reads the chat after one turn: a prompt typed once it is idle, the fake model's
+answer (about 330 words: its exchange gets passages) shown and kept (the header's count one
+up), then the same settling.
 
 `--imports` starts a plain python per library (litellm, chromadb, onnxruntime, tiktoken,
 textual, and ocat's embedding model loaded as the chat loads it) and reads its RSS after the
@@ -25,7 +30,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shlex
+import shutil
 import statistics
 import subprocess
 import sys
@@ -45,6 +52,8 @@ WIDTH, HEIGHT = 80, 24
 MB = 1_000_000
 # What the chat's header shows once memory is loaded (bench/startup.py waits for the same).
 LOADED = (" exchanges", "memory off")
+# The fake model's answer: long enough that its exchange gets passages (past 256 word pieces).
+ANSWER = " ".join(f"Point {n}: the footbridge's damper was tuned to the deck's first mode." for n in range(30))
 IMPORTS = {
     "python -c pass": "pass",
     "litellm": "import litellm",
@@ -116,8 +125,9 @@ def tmux(*args: str) -> str:
     return subprocess.run(["tmux", "-L", SOCKET, *args], capture_output=True, text=True, check=False).stdout
 
 
-def chat_idle(command: list[str], env: dict[str, str], settle: float) -> dict[str, Any]:
-    """The chat at 80x24, `settle` seconds after memory is loaded."""
+def chat_idle(command: list[str], env: dict[str, str], settle: float, *, turn: int | None = None) -> dict[str, Any]:
+    """The chat at 80x24, `settle` seconds after memory is loaded; with `turn` (the store's count),
+    after one turn too, once its exchange is kept."""
     name = f"idle{time.monotonic_ns()}"
     line = "exec env " + " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items()) + " " + shlex.join(command)
     tmux("new-session", "-d", "-s", name, "-x", str(WIDTH), "-y", str(HEIGHT), line, ";", "set", "remain-on-exit", "on")
@@ -134,7 +144,19 @@ def chat_idle(command: list[str], env: dict[str, str], settle: float) -> dict[st
         loaded = time.monotonic() - started
         pid = int(tmux("list-panes", "-t", name, "-F", "#{pane_pid}").split()[0])
         settled(pid, settle)
-        return {"memory_loaded_s": round(loaded, 1), **family_memory(pid)}
+        idle = {"memory_loaded_s": round(loaded, 1), **family_memory(pid)}
+        if turn is None:
+            return idle
+        shown = re.search(r" (\d+) exchanges", screen)
+        tmux("send-keys", "-t", name, "tell me about the footbridge", "Enter")
+        kept = f" {(int(shown.group(1)) if shown else turn) + 1} exchanges"
+        deadline = time.monotonic() + 300
+        while kept not in (screen := tmux("capture-pane", "-p", "-t", name)):
+            if time.monotonic() > deadline:
+                raise SystemExit(f"idle_memory: the turn's exchange was never kept; the screen was:\n{screen}")
+            time.sleep(0.2)
+        settled(pid, settle)
+        return {**idle, "after_turn": family_memory(pid)}
     finally:
         _stop(name)
 
@@ -222,6 +244,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "ocat-idle-bench",
                         help="where the store is made once and kept")
     parser.add_argument("--imports", action="store_true", help="also measure each library's import in a plain python")
+    parser.add_argument("--turn", action="store_true", help="also read the chat idle again after one turn")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     from tests.support.fakes import FakeLLMServer, serving
@@ -231,14 +254,18 @@ def main(argv: list[str] | None = None) -> int:
     report: dict[str, Any] = {"checkout": str(args.checkout or REPO), "exchanges": args.exchanges, "runs": args.runs,
                               "load": Path("/proc/loadavg").read_text().split()[0]}
     with tempfile.TemporaryDirectory(prefix="ocat-idle-") as scratch, \
-            serving(FakeLLMServer(reply="A short answer.")) as server:
+            serving(FakeLLMServer(reply=ANSWER)) as server:
         env = {**ocat_env(Path(scratch) / "home", folder / "store", args.model, args.checkout),
                "OCAT_LLM_MODEL": "openai/fake-model", "OCAT_LLM_API_BASE": server.api_base, "OCAT_LLM_API_KEY": "sk-test",
                "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "TERM": "xterm-256color", "LANG": "C.UTF-8"}
         full = {**os.environ, **env}
         store_of(folder, args.exchanges, full)
+        if args.turn:  # the turns write to a copy: the kept store stays as made
+            shutil.copytree(folder / "store", Path(scratch) / "store")
+            env["OCAT_VECTOR_STORE_PATH"] = full["OCAT_VECTOR_STORE_PATH"] = str(Path(scratch) / "store")
         try:
-            report["chat"] = medians([chat_idle(ocat_command(), env, args.settle) for _ in range(args.runs)])
+            report["chat"] = medians([chat_idle(ocat_command(), env, args.settle, turn=args.exchanges if args.turn else None)
+                                      for _ in range(args.runs)])
         finally:
             subprocess.run(["tmux", "-L", SOCKET, "kill-server"], capture_output=True, check=False)
         report["mcp"] = medians([mcp_idle(ocat_command(), full, args.settle) for _ in range(args.runs)])
@@ -252,8 +279,10 @@ def format_report(report: dict[str, Any]) -> str:
     """The report as a table: per process RSS / PSS / USS, the totals, then the imports."""
     lines = [f"ocat from {report['checkout']}; {report['exchanges']} exchanges; medians of {report['runs']} runs "
              f"(MB); load {report['load']}"]
-    for face in ("chat", "mcp"):
-        part = report[face]
+    faces = [("chat", report["chat"]), ("chat after a turn", report["chat"].get("after_turn")), ("mcp", report["mcp"])]
+    for face, part in faces:
+        if part is None:
+            continue
         lines.append(f"{face}:")
         for name, m in part["processes"].items():
             lines.append(f"  {name:<28} rss {m['rss']:7.1f}  pss {m['pss']:7.1f}  uss {m['uss']:7.1f}  peak {m['peak_rss']:7.1f}")

@@ -332,6 +332,7 @@ def _run_command_line(
         for exchange in session.history:
             out.write(printable(f"› {exchange.user_prompt}\n{exchange.assistant_response}") + "\n\n")
     (err if result.error else out).write(render_result(result) + "\n")
+    session.session_memory.release_idle()  # a /vdoc or an /import grew the model's arena: the chat waits now
     return True, send
 
 

@@ -95,3 +95,6 @@ def warm_memory(session_memory: SessionMemory) -> None:
         memory.floor_of(store).shift()
     except Exception:  # a model or store that cannot run is reported by the first turn that needs it
         pass
+    # Building the model's session freed what its optimiser folded (~60 MB the C heap keeps):
+    # the chat now waits for its first prompt (docs/PERFORMANCE.md, "Idle memory").
+    session_memory.release_idle(wait=True)

@@ -82,6 +82,8 @@ class SessionMemory:
         self.opening = OpeningGate(lambda: self.model_download is not None)
         # The chat model's background checks of versions (memory.consolidate: model), made on first use.
         self.consolidator: Consolidator | None = None
+        # Held while idle memory is given back (`release_idle`): one at a time.
+        self._releasing = threading.Lock()
 
     def open(
         self, *, serve: bool, notify: Callable[[str], None] | None = None, wait_seconds: float = 600.0
@@ -277,7 +279,33 @@ class SessionMemory:
                 return Recorded(said, Remembered.STORED, secrets=taken)
             return Recorded(said, Remembered.KEPT, self.error or "memory is off", memory_off=True, secrets=taken)
         self._check_links(exchange.exchange_id)
+        self.release_idle()  # the exchange's embedding grew the model's arena; the chat now waits
         return Recorded(said, Remembered.STORED, secrets=taken)
+
+    def release_idle(self, *, wait: bool = False) -> None:
+        """Give back what the model and the C heap hold past what a waiting chat needs
+        (`memory.release_idle_memory`: the vectors stay the same), once its turn, command or
+        warm-up is done; in a thread of its own unless `wait`. Only for a chat (a session that
+        serves its store): a one-shot command ends instead."""
+        store = self.store
+        if not self._serve or store is None or self.dummy:
+            return
+        if not self._releasing.acquire(blocking=False):
+            return  # one is under way; what is left is given back after the next turn
+
+        def release() -> None:
+            try:
+                memory.release_idle_memory(store.embedder)
+            except Exception:  # memory not given back costs memory, never the chat
+                pass
+            finally:
+                self._releasing.release()
+
+        if wait:
+            release()
+        else:
+            # Not a daemon: quitting waits for its one short run rather than abort inside ONNX Runtime.
+            threading.Thread(target=release, name="ocat-release", daemon=False).start()
 
     def _check_links(self, exchange_id: str) -> None:
         """With memory.consolidate: model, queue the stored exchange for the model's check of its versions."""

@@ -34,7 +34,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ocat.memory.embedding.embedders import Embedder, preload_embedder
+    from ocat.memory.embedding.embedders import Embedder, preload_embedder, release_idle_memory
     from ocat.memory.embedding.lean_cache import CacheCheck
     from ocat.memory.embedding.model_files import (
         check_model_graph,
@@ -98,7 +98,7 @@ if TYPE_CHECKING:
 # type checker reads; tests/unit/test_memory_door.py keeps the two equal). A table, not those imports,
 # so that importing the door loads no room.
 _EXPORTS: dict[str, tuple[str, ...]] = {
-    "embedding.embedders": ("Embedder", "preload_embedder"),
+    "embedding.embedders": ("Embedder", "preload_embedder", "release_idle_memory"),
     "embedding.lean_cache": ("CacheCheck",),
     "embedding.model_files": (
         "check_model_graph",

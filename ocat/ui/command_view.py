@@ -109,6 +109,8 @@ class CommandView(Widget):
             self.session.progress.report = None
             if progress:
                 await progress[0].remove()
+            # A /vdoc, a knowledge folder or an /import grew the model's arena: the chat waits now.
+            self.session.session_memory.release_idle()
         if result.quit:
             self.app.exit(0)
             return

@@ -37,6 +37,7 @@ RUNS: dict[str, tuple[list[str], set[str]]] = {
     "ask_vs_llm": (["--runs", "1"], {"model", "llm"}),
     "big_file": (["--mb", "0.05"], {"model"}),
     "idle_memory": (["--runs", "1", "--exchanges", "20", "--settle", "0.5"], {"model", "tmux"}),
+    "idle_release": (SMOKE, {"model", "eval"}),
     "import_history": (["--mb", "0.05"], {"model"}),
     "ingest": (["--prose-mb", "0.02", "--import-exchanges", "20"], {"model"}),
     "latency": ([*SMOKE, "--exchanges", "20", "--vectors", "synthetic", "--queries", "3"], {"model", "eval"}),

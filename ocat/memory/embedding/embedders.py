@@ -6,6 +6,7 @@ when an embedder is first used, never at module import, so opening the CLI stays
 
 from __future__ import annotations
 
+import ctypes
 import re
 import threading
 from pathlib import Path
@@ -165,6 +166,23 @@ class OnnxMiniLMEmbedder:
             self._tokenizer = tokenizer
             self._session = session
 
+    def shrink(self) -> None:
+        """Give back what the session's memory arena grew to past its first block: the largest
+        batch embedded so far holds ~20-50 MB there for the session's life otherwise. One run of
+        two word pieces with onnxruntime's arena shrinkage, which frees every block left unused
+        at its end; the next batch takes what it needs again (docs/PERFORMANCE.md, "Idle memory")."""
+        session = self._session
+        if session is None:
+            return
+        import numpy as np
+
+        options = _shrink_options()
+        ids = np.array([[101, 102]], dtype=np.int64)  # [CLS] [SEP]
+        feeds = {"input_ids": ids, "attention_mask": np.ones_like(ids)}
+        if "token_type_ids" in self._input_names:
+            feeds["token_type_ids"] = np.zeros_like(ids)
+        session.run(None, feeds, options)
+
     def ready(self) -> bool:
         """Whether texts can be embedded without fetching the model first."""
         return self._session is not None or self._present()
@@ -279,6 +297,41 @@ def preload_embedder(
             embedder.load(few_texts=few_texts, notify=notify)
         except Exception:
             pass
+
+
+def release_idle_memory(embedder: Embedder) -> None:
+    """Give back what a process that waits (a chat between turns) holds for nothing: the local
+    model's arena past its first block (OnnxMiniLMEmbedder.shrink), and the pages the C heap has
+    freed but kept (glibc's malloc_trim: ~60 MB after the model's session is built, whose
+    optimiser frees what it folded; nothing where the C library has no such call). The vectors
+    stay the same, bit for bit."""
+    if isinstance(embedder, OnnxMiniLMEmbedder):
+        embedder.shrink()
+    trim = getattr(_libc(), "malloc_trim", None)
+    if trim is not None:
+        trim(0)
+
+
+def _libc() -> Any:
+    try:
+        return ctypes.CDLL(None)
+    except OSError:  # pragma: no cover - a platform without a C library to open
+        return None
+
+
+_shrinking: Any = None
+
+
+def _shrink_options() -> Any:
+    """onnxruntime's run options that shrink the CPU arena at the end of a run (made once)."""
+    global _shrinking
+    if _shrinking is None:
+        import onnxruntime
+
+        options = onnxruntime.RunOptions()
+        options.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
+        _shrinking = options
+    return _shrinking
 
 
 def embedder_ready(embedder: Embedder) -> bool:
