@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import time
 from pathlib import Path
 from typing import Any, Generator, Iterator
@@ -44,10 +45,23 @@ def pytest_configure(config: pytest.Config) -> None:
     """Start listening for slow work (tests/support/slow.py); keep temporary files in memory;
     let the ocat processes the tests start hear Ctrl+C; give the quick loop its examples."""
     WATCH.install()
+    _keep_rewritten_tests()
     config.stash[TEMP_IN_MEMORY] = temporary_files_in_memory() is not None
     _hear_interrupts()
     # Before any test module is imported: their @settings read it (tests/support/examples.py).
     BUDGET.quick = is_quick_loop(config.getoption("markexpr") or "")
+
+
+def _keep_rewritten_tests() -> None:
+    """Let pytest cache the test modules it rewrites for its assertions (and this process the
+    bytecode of what it imports), where PYTHONDONTWRITEBYTECODE is set, as on this machine.
+
+    pytest rewrites every test module's asserts as it imports it, and keeps the result beside the
+    module (`__pycache__/*-pytest-*.pyc`) only when bytecode may be written: with the variable
+    set, each worker of each run rewrote all of them again, 7 of the 11 s of CPU a worker spent
+    collecting (measured: 11.0 -> 3.9 s with the cache). .ci/run compiles ocat and the tests
+    to bytecode in the tree anyway; the processes the tests start still inherit the variable."""
+    sys.dont_write_bytecode = False
 
 
 def _hear_interrupts() -> None:

@@ -8,13 +8,13 @@ import importlib.util
 import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 
 from tests.support import REPO
+from tests.support.warm_start import python_command
 
 SCRIPT = REPO / "docs" / "screenshots.py"
 PICTURES = REPO / "docs" / "screenshots"
@@ -44,7 +44,8 @@ def test_the_readme_and_chat_md_show_every_picture_the_script_draws() -> None:
 def test_the_committed_pictures_are_what_the_app_draws_now(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("OCAT_")} | {
         "OCAT_EMBEDDING_MODEL_PATH": os.environ["OCAT_EMBEDDING_MODEL_PATH"]}
-    run = subprocess.run([sys.executable, str(SCRIPT), "--out", str(tmp_path)], cwd=REPO, env=env,
+    # From the worker's warm interpreter (tests/support/warm_start.py), as `python docs/screenshots.py` runs.
+    run = subprocess.run(python_command(str(SCRIPT), "--out", str(tmp_path), env=env), cwd=REPO, env=env,
                          capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr
     stale = [path.name for path in sorted(tmp_path.glob("*.svg"))

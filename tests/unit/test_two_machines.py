@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -14,8 +13,8 @@ import pytest
 
 from ocat.memory import MemoryStore, RetrievalLimits, StoreLocation, retrieve
 from ocat.records import Exchange
-from tests.support.paths import REPO
 from tests.support.fakes import FakeEmbedder
+from tests.support.warm_start import python_command
 
 pytestmark = pytest.mark.slow
 
@@ -72,9 +71,10 @@ class Machine:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("OCAT_VECTOR_STORE", "XDG_"))}
         env.update(HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"), XDG_DATA_HOME=str(home / ".local/share"),
                    XDG_STATE_HOME=str(home / ".local/state"), XDG_CACHE_HOME=str(home / ".cache"),
-                   OCAT_VECTOR_STORE_HOST=str(server.host), OCAT_VECTOR_STORE_PORT=str(server.port),
-                   PYTHONPATH=str(REPO))
-        self.process = subprocess.Popen([sys.executable, "-c", MACHINE], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                   OCAT_VECTOR_STORE_HOST=str(server.host), OCAT_VECTOR_STORE_PORT=str(server.port))
+        # From the worker's warm interpreter (tests/support/warm_start.py): a process of its own
+        # all the same, with this HOME and environment, which is what makes it another machine.
+        self.process = subprocess.Popen(python_command("-c", MACHINE, env=env), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                         stderr=subprocess.PIPE, text=True, env=env, cwd=home)
         assert self._answer() == {"ready": True}
 
