@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from ocat.tools import ToolBox
 
 
-def clock() -> float:
+def turn_clock() -> float:
     """Now, for a turn's timings (a test may set a clock of its own, so pictures never move)."""
     return time.monotonic()
 
@@ -99,7 +99,7 @@ class Turn:
         self._finishing = threading.Lock()
         self.recorded: Recorded | None = None
         self.error: BaseException | None = None
-        self.started = clock()
+        self.started = turn_clock()
         self.first_piece_at: float | None = None
         self.answered_at: float | None = None
         # Memory's state as the turn began: a face says so when a turn turned it off, or when
@@ -163,7 +163,7 @@ class Turn:
                 try:
                     async for piece in stream:
                         if self.first_piece_at is None:
-                            self.first_piece_at = clock()
+                            self.first_piece_at = turn_clock()
                         if not said and self.pieces and not self.pieces[-1].endswith("\n"):
                             piece = "\n\n" + piece  # a step after tool calls starts a paragraph of its own
                         said.append(piece)
@@ -214,7 +214,7 @@ class Turn:
             self.error = exc
             self.state = TurnState.FAILED
             raise
-        self.answered_at = clock()
+        self.answered_at = turn_clock()
         # Held before anything else can happen to the turn: from here on, every way out of the
         # chat keeps the exchange (in memory or in a file), whatever becomes of the face.
         kept = tuple(call.kept() for call in self.calls)
@@ -313,7 +313,7 @@ class Turn:
 
     def elapsed(self) -> float:
         """Seconds from the turn's start to its answer's end (or to now, while it runs)."""
-        return (self.answered_at or clock()) - self.started
+        return (self.answered_at or turn_clock()) - self.started
 
     def _expect(self, state: TurnState) -> None:
         if self.state is not state:

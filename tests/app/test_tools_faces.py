@@ -112,7 +112,7 @@ def test_snapshot_a_turn_with_a_tool_call(snap_compare: Any, llm_server: FakeLLM
 
     ticks = itertools.count(1000.0, 0.012)  # each reading of the clock is 12 ms on: the picture never moves
     monkeypatch.setattr(calls, "clock", lambda: next(ticks))
-    monkeypatch.setattr(turn, "clock", lambda: next(ticks))
+    monkeypatch.setattr(turn, "turn_clock", lambda: next(ticks))
     llm_server.script = searching("ferry Porto", "The **9:10** from the harbour.")
 
     async def settle(pilot: Any) -> None:
@@ -137,7 +137,7 @@ def test_snapshot_a_long_tool_line_at_80x24_keeps_its_count_and_time(
 
     ticks = itertools.count(1000.0, 3.722)  # each reading of the clock is 3722 ms on: a slow search
     monkeypatch.setattr(calls, "clock", lambda: next(ticks))
-    monkeypatch.setattr(turn, "clock", lambda: next(ticks))
+    monkeypatch.setattr(turn, "turn_clock", lambda: next(ticks))
     llm_server.script = searching("which ferry do we take to Porto from the harbour on the first Saturday of the month",
                                   "The 9:10 from the harbour.")
 

@@ -54,12 +54,11 @@ class StoreParts:
         lexical: LexicalIndex | None = None,
         notify: Callable[[str], None] | None = None,
         check_derived: bool = True,
-        before_search: Callable[[], object] | None = None,
     ) -> None:
         """Open the store's collections and its derived files, as they are (`MemoryStore.open`
         also brings them level with Chroma). `check_derived=False` opens Chroma alone, for `ocat
         --check-store` and `--repair-store`: the derived files are neither checked nor opened
-        (in-memory stand-ins). `before_search` runs as each search begins (`foreground`)."""
+        (in-memory stand-ins). `keep_current` runs as each search begins (`foreground`)."""
         self.client = client
         self.notify = notify
         self.embedder = embedder
@@ -88,9 +87,9 @@ class StoreParts:
         self.calibration: Calibration = shipped
         # The passages of an older store's exchanges, made in the background (ocat.memory.storage.passages).
         self.backfill: PassageBackfill | None = None
-        # The searches running on it: each first runs `before_search` (a server's store takes what
+        # The searches running on it: each first runs `keep_current` (a server's store takes what
         # other machines wrote), and the backfill steps aside for them (ocat.memory.storage.foreground).
-        self.foreground = Foreground(before=before_search)
+        self.foreground = Foreground(before=self.keep_current)
         # Derived files that cannot be written (read-only, a full disk): they catch up later (`derived_failed`).
         self.lagging: dict[str, str] = {}
         # A store on a server shares its derived vectors and logs its changes for the other
@@ -111,6 +110,11 @@ class StoreParts:
         prompts = beside_index(self.lexical.path, "prompts")
         self.prompts = self._derived(lambda path: PromptVectors(path, embedder), prompts)
 
+
+    def keep_current(self) -> bool:
+        """What each search runs first: nothing for the parts alone (the store takes what other
+        machines wrote to a server: MemoryStore.keep_current)."""
+        return False
     def _derived(self, make: Callable[[str], _Derived], path: Path | str) -> _Derived:
         """A derived file, opened; one that cannot be opened here (another user's, a folder that
         cannot be written) is replaced by one in memory for this process, and the user told once."""

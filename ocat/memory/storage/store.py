@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Pr
 from ocat.errors import StoreError
 from ocat.memory.storage.chroma import open_client
 from ocat.memory.storage.batches import Row, column, pages
-from ocat.memory.storage.lexical_index import LexicalIndex
 from ocat.memory.storage.parts import READ_PAGE, StoreParts
 from ocat.memory.storage.passages import start_backfill
 from ocat.memory.storage.primary import refuse_missing_primary
@@ -52,24 +51,8 @@ class MemoryStore(StoreParts):
     """One named store: an exchanges collection and a documents collection (its `StoreParts`),
     and what is done with them."""
 
-    def __init__(
-        self,
-        client: ClientAPI,
-        embedder: Embedder,
-        *,
-        name: str,
-        location: StoreLocation,
-        lexical: LexicalIndex | None = None,
-        notify: Callable[[str], None] | None = None,
-        check_derived: bool = True,
-    ) -> None:
-        """Open the store's collections and its derived files, as they are (`open` also brings
-        them level with Chroma); see StoreParts. Each search first takes what other machines
-        wrote to a server (`keep_current`)."""
-        super().__init__(client, embedder, name=name, location=location, lexical=lexical, notify=notify,
-                         check_derived=check_derived, before_search=self.keep_current)
-        # Set by open_store: this process's hold on the store folder (see ocat.memory.sharing.owner_lock).
-        self.lease: Lease | None = None
+    # Set by open_store: this process's hold on the store folder (see ocat.memory.sharing.owner_lock).
+    lease: Lease | None = None
 
     @classmethod
     def open(
@@ -148,7 +131,8 @@ class MemoryStore(StoreParts):
         start_backfill(self)
 
     def keep_current(self) -> bool:
-        """Take what other machines wrote to a server since the last look (ocat.memory.storage.remote_sync)."""
+        """Take what other machines wrote to a server since the last look (ocat.memory.storage.remote_sync):
+        each search runs it first."""
         return keep_current(self)
 
     def wait_for_passages(self, timeout: float | None = None) -> bool:
