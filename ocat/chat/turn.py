@@ -193,6 +193,8 @@ class Turn:
                 # Made once, when the model first calls a tool (in a thread: memory may be reopened).
                 box = self.box = self.box or await asyncio.to_thread(self._toolbox)
                 if box is None:  # tools offered before the turn that can no longer run (tools turned off since)
+                    self.tool_notes.append(f"the model asked for {', '.join(call.name for call in calls)}, "
+                                           "but tools were turned off during this turn: not run")
                     break
                 messages.append({"role": "assistant", "content": "".join(said) or None,
                                  "tool_calls": [call.request_message() for call in calls]})

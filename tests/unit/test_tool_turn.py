@@ -409,6 +409,20 @@ def test_the_tools_offered_are_made_once_before_the_turns_and_the_box_only_when_
     assert called.box is not None and [call.name for call in called.calls] == ["search_memory"]
 
 
+
+def test_a_tool_called_after_tools_were_turned_off_is_not_run_and_the_turn_says_so(
+    store: MemoryStore, llm_server: FakeLLMServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    session = session_on(store, llm_server)
+    llm_server.script = [[{"name": "search_memory", "arguments": {"query": "kitchen"}}]]
+    turn = session.turn("what about the kitchen?")
+    # Offered with the request, gone when the model's call arrives (`/tools off` meanwhile).
+    monkeypatch.setattr(turn.tools, "box", lambda in_context: None)
+    run(turn)
+    assert turn.calls == [] and turn.box is None
+    assert any("search_memory" in note and "not run" in note for note in turn.tool_notes)
+
+
 def test_tools_reset_offers_tools_again_to_a_chat_that_began_with_a_kept_refusal(
     store: MemoryStore, llm_server: FakeLLMServer, isolated_home: Path
 ) -> None:
