@@ -13,9 +13,11 @@ from hypothesis import strategies as st
 from ocat.memory.retrieval.neighbours import Candidate
 from ocat.memory.retrieval.given import within_budget
 from ocat.memory.storage.version_finder import Link, changed, newer_ids, record_links
-from ocat.memory.retrieval.follow_versions import asks_about_now, lift_newer, with_newest
+from ocat.memory.retrieval.follow_versions import (
+    VERSION_EASE, asks_about_now, asks_about_the_past, gate_of, lift_newer, with_newest,
+)
 from ocat.memory.storage.version_values import Value, statements
-from ocat.records import UPDATE_EVIDENCE_KEY, UPDATE_HOW_KEY, Exchange, SearchHit
+from ocat.records import SUPERSEDED_KEY, UPDATE_EVIDENCE_KEY, UPDATE_HOW_KEY, Exchange, SearchHit
 from tests.support.paths import REPO
 
 DAY = 86_400.0
@@ -150,6 +152,46 @@ def test_the_newer_of_two_versions_found_together_is_lifted() -> None:
     assert lift_newer(ranked, records, judged, lift=0.0) == ranked
     # An older version ranked below its newer one is left where it is.
     assert lift_newer(list(reversed(ranked)), records, judged, lift=0.1)[0].id == new.exchange_id
+
+
+def test_asked_about_the_past_a_version_a_newer_one_updates_stands_a_little_under_the_gate() -> None:
+    from ocat.memory.retrieval.retrieve import _verdicts
+
+    old, new, plain, note = (exchange(p, 30 * n, f"s{n}") for n, p in enumerate(
+        ("dose 500 mg", "dose 850 mg", "the dog eats 200 g", "call the vet")))
+    records = {
+        old.exchange_id: ("", old.to_metadata() | {"updated_by": new.exchange_id}),
+        plain.exchange_id: ("", plain.to_metadata()),
+        note.exchange_id: ("", note.to_metadata() | {"updated_by": new.exchange_id, SUPERSEDED_KEY: new.exchange_id}),
+    }
+    under = 0.65 - VERSION_EASE / 2  # under the gate, within the ease
+    kept = [Candidate(i, under, under) for i in (old.exchange_id, plain.exchange_id, note.exchange_id)]
+
+    def verdicts(kept: list[Candidate], *, eased: bool) -> dict[str, SearchHit]:
+        found = _verdicts(kept, records, "exchange", 0.65, _identity_calibration(), reach=5, eased=eased)
+        return {h.id: h for h in found}
+
+    assert VERSION_EASE > 0
+    hits = verdicts(kept, eased=True)
+    assert hits[old.exchange_id].admitted and hits[old.exchange_id].threshold == pytest.approx(0.65 - VERSION_EASE)
+    assert not hits[plain.exchange_id].admitted and hits[plain.exchange_id].threshold == 0.65
+    assert not hits[note.exchange_id].admitted  # a replaced note never stands, eased or not
+    # A question not about the past keeps the gate for every memory.
+    assert not any(h.admitted for h in verdicts(kept, eased=False).values())
+    # Further under, past the ease, the old version is not given either.
+    low = 0.65 - VERSION_EASE - 0.01
+    assert not verdicts([Candidate(old.exchange_id, low, low)], eased=True)[old.exchange_id].admitted
+    assert gate_of(records[plain.exchange_id][1], 0.7) == 0.7
+
+
+@pytest.mark.parametrize(("question", "past"), [
+    ("who was the first roofer we got a quote from, before we switched?", True),
+    ("when were we originally supposed to come back?", True),
+    ("what dose of metformin am I on now?", False),
+    ("how much does Tejo eat?", False),
+])
+def test_a_question_about_the_past_is_told_from_others(question: str, past: bool) -> None:
+    assert asks_about_the_past(question) is past
 
 
 def _identity_calibration() -> Any:

@@ -26,7 +26,7 @@ from ocat.memory.storage.derived import DerivedFileError
 from ocat.memory.storage.scoring import Calibration
 from ocat.memory.storage.store import MemoryStore
 from ocat.memory.storage.terms import queries_terms
-from ocat.memory.retrieval.follow_versions import asks_about_now, lift_newer, with_newest
+from ocat.memory.retrieval.follow_versions import asks_about_now, asks_about_the_past, gate_of, lift_newer, with_newest
 from ocat.records import SUPERSEDED_KEY, RecordKind, SearchHit
 
 if TYPE_CHECKING:
@@ -212,7 +212,7 @@ def _search(
         if count <= 0 or (store.count(kind) if mode == "vectors" else store.lexical.count(kind)) == 0:
             continue
         search = _KindSearch(store, kind, query_terms, vectors, count, threshold, limits, exclude_ids, mode,
-                             asks_now=asks_about_now(queries[0]),
+                             asks_now=asks_about_now(queries[0]), asks_past=asks_about_the_past(queries[0]),
                              asked=asked_types(queries[0]) if kind == "document" and mode == "hybrid" else ())
         # `only` a project keeps its exchanges; documents and notes are not a project's.
         kind_where = _both(where, _project_where(store, limits.project)) if kind == "exchange" else where
@@ -243,6 +243,8 @@ class _KindSearch:
     mode: Mode
     # The question asks how things are now: the newer of two versions found together is lifted.
     asks_now: bool = False
+    # The question asks how things were: a version that a newer one updates stands a little under the gate.
+    asks_past: bool = False
     # What the question asks for (a phone number, who supplies ...): a document may hold it (answer_types).
     asked: tuple[AnswerType, ...] = ()
 
@@ -299,7 +301,8 @@ class _KindSearch:
             candidates = typed_lift(candidates[: 2 * self.shown], records, self.query_terms[0], self.asked,
                                     self.store, self.judged)
         kept = [c for c in candidates[: 2 * self.shown] if c.id in records][: self.shown]
-        return _verdicts(kept, records, self.kind, self.threshold, self.judged, reach=self.count)
+        return _verdicts(kept, records, self.kind, self.threshold, self.judged, reach=self.count,
+                         eased=self.asks_past)
 
     def _project_lifted(
         self, ranked: list[Candidate], scope: ProjectScope, records: dict[str, tuple[str, dict[str, Any]]]
@@ -361,6 +364,7 @@ def _verdicts(
     calibration: Calibration,
     *,
     reach: int,
+    eased: bool = False,
 ) -> list[SearchHit]:
     """One kind's hits with their verdicts: own memory, outranked, or context of another hit.
 
@@ -375,9 +379,12 @@ def _verdicts(
     # A note the model replaced (`remember` with `replaces`) stays, but never stands on its own:
     # the newer one is the memory to give.
     replaced = {c.id for c in kept if records[c.id][1].get(SUPERSEDED_KEY)}
+    # For a question about the past, a version that a newer one updates stands a little under the
+    # gate (follow_versions.gate_of).
+    gates = {c.id: gate_of(records[c.id][1], threshold) if eased else threshold for c in kept}
     standing = {
         c.id for c in kept[:reach]
-        if calibration.relevance_of(c.z) >= threshold and c.z >= best - MARGIN and c.id not in replaced
+        if calibration.relevance_of(c.z) >= gates[c.id] and c.z >= best - MARGIN and c.id not in replaced
     }
     hits = []
     for position, c in enumerate(kept):
@@ -386,9 +393,10 @@ def _verdicts(
         context_of = c.source if c.id not in standing and c.source is not None else None
         hits.append(
             SearchHit(
-                id=c.id, kind=kind, score=own, text=records[c.id][0], metadata=records[c.id][1], threshold=threshold,
+                id=c.id, kind=kind, score=own, text=records[c.id][0], metadata=records[c.id][1],
+                threshold=gates[c.id],
                 context_of=context_of,
-                outranked=not beyond and context_of is None and own >= threshold and c.id not in standing,
+                outranked=not beyond and context_of is None and own >= gates[c.id] and c.id not in standing,
                 with_admitted=not beyond and context_of is not None and context_of in standing,
                 beyond=beyond,
                 rank=c.rank,
