@@ -50,19 +50,21 @@ def write_document(path: Path, paragraphs: int) -> list[str]:
 
 def test_kill_9_during_an_import_then_the_same_import_completes_it(cli: Cli, tmp_path: Path) -> None:
     source = tmp_path / "memory.jsonl"
-    # The kill lands after the first batch of 256; the 700 leave the rerun most of the import.
-    exchanges = write_exchanges(source, 700)
+    # The kill lands after the first batch of 256, while the second (194: seconds of embedding) is
+    # under way; the rerun writes the rest.
+    count = 450
+    exchanges = write_exchanges(source, count)
     running = Running(cli, "--import-memory", str(source))
-    running.wait_for("imported 256/700 records")
+    running.wait_for(f"imported 256/{count} records")
     running.kill()
 
     partial = stats(cli)["exchanges"]
-    assert 256 <= partial < 700
+    assert 256 <= partial < count
     again = cli("--import-memory", str(source), "--output", "json")
     assert again.returncode == 0, again.stderr
-    assert again.json()["result"]["added"] == 700 - partial
-    assert stats(cli)["exchanges"] == 700
-    assert lexical_count(cli, "exchange") == 700  # the lexical index caught up with Chroma
+    assert again.json()["result"]["added"] == count - partial
+    assert stats(cli)["exchanges"] == count
+    assert lexical_count(cli, "exchange") == count  # the lexical index caught up with Chroma
     # A fresh process finds records written before the crash and after it.
     for exchange in (exchanges[3], exchanges[partial + 5], exchanges[-1]):
         hit = top_hit(cli, exchange.text)
