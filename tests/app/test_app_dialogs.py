@@ -302,22 +302,37 @@ async def test_a_corrupt_store_is_reported_and_the_chat_works_without_memory(tmp
 
 
 @pytest.mark.slow
-async def test_a_long_vdoc_shows_progress_and_esc_stops_it_keeping_what_was_stored(tmp_path: Any) -> None:
+async def test_a_long_vdoc_shows_progress_and_esc_stops_it_keeping_what_was_stored(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import threading
+
+    from ocat.memory.storage.store import WRITE_BATCH
     from ocat.ui.widgets import TaskProgress
 
-    # Many batches, so Esc always lands while some are still to be written: 3,000 chunks of one
-    # paragraph each, and Esc landed after 380-900 of them, on an idle machine and under load
-    # alike. (It was 8,000 paragraphs, 9,750 chunks: the rerun embedded 9,000 more for nothing.)
+    # One paragraph a chunk, a batch's worth and more: a write of one batch shows no progress. Esc
+    # lands while some are still to be written because the model is held on its first step until
+    # Esc is pressed (it was 3,000 chunks, to be sure a machine of any speed was still embedding).
+    paragraphs = WRITE_BATCH + 50
     big = tmp_path / "big.txt"
-    big.write_text("\n\n".join(f"Paragraph {i} is about topic number {i}." for i in range(3000)))
+    big.write_text("\n\n".join(f"Paragraph {i} is about topic number {i}." for i in range(paragraphs)))
     app = make_app(dummy=True, **{"chunking.strategy": "fixed_size", "chunking.chunk_size": 40,
                                   "chunking.chunk_overlap": 0, "chunking.max_chunk_size": 40})
     async with app.run_test(size=(100, 30)) as pilot:
         await memory_ready(app, pilot)
         store = app.session.session_memory.store
+        pressed = threading.Event()
+        embed = store.embedder.embed
+
+        def slow_model(texts: Any) -> Any:
+            pressed.wait(60)
+            return embed(texts)
+
+        monkeypatch.setattr(store.embedder, "embed", slow_model)
         await send(app, pilot, f"/vdoc {big}")
         await wait_for(pilot, lambda: app.query(TaskProgress), "the progress bar")
         await pilot.press("escape")
+        pressed.set()
         assert app.commands.worker is not None
         await app.commands.worker.wait()
         await pilot.pause()
@@ -325,7 +340,7 @@ async def test_a_long_vdoc_shows_progress_and_esc_stops_it_keeping_what_was_stor
         notice = str(list(app.query(NoticeMessage))[-1].render())
         assert "cancelled at" in notice and "completes it" in notice
         stored = store.count("document")
-        assert 0 < stored < 3000
+        assert 0 < stored < paragraphs
         await send(app, pilot, f"/vdoc {big}")
         await app.commands.worker.wait()
         await pilot.pause()

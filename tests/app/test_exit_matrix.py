@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import queue
 import signal
 import subprocess
 import threading
@@ -80,16 +79,20 @@ run()
 """
 
 
-def all_of(chat: Running, stream: str) -> str:
-    """Everything the ended process wrote on `stream`."""
-    while True:
-        try:
-            chat.seen[stream].append(chat.lines[stream].get(timeout=1))
-        except queue.Empty:
-            return "".join(chat.seen[stream])
-
-
 LINE_EXITS = ["ctrl-c", "/quit", "end of input", "SIGTERM", "SIGHUP"]
+
+
+def matrix(hows: list[str], moments: list[str], answers: dict[str, str], skip: Any) -> list[Any]:
+    """Every (exit, moment, answer), with the rows `skip(how, moment, answer)` names (a reason)
+    skipped before their fixtures start (a server, a HOME: half a second each, for nothing)."""
+    rows = []
+    for answer_id, answer in answers.items():
+        for moment in moments:
+            for how in hows:
+                reason = skip(how, moment, answer)
+                rows.append(pytest.param(how, moment, answer, id=f"{how}-{moment}-{answer_id}",
+                                         marks=[pytest.mark.skip(reason=reason)] if reason else []))
+    return rows
 
 
 def chat_args(server: FakeLLMServer) -> list[str]:
@@ -112,14 +115,13 @@ def leave_line_mode(chat: Running, how: str) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("answer", [SHORT, LONG], ids=["short", "long"])
-@pytest.mark.parametrize("moment", ["write", "busy"])
-@pytest.mark.parametrize("how", LINE_EXITS)
+@pytest.mark.parametrize(("how", "moment", "answer"), matrix(
+    LINE_EXITS, ["write", "busy"], {"short": SHORT, "long": LONG},
+    lambda how, moment, answer: answer is LONG and moment == "busy" and how not in ("SIGTERM", "ctrl-c") and (
+        "the long answer is run at the write, and where the break was (B3, B4): it weighs on nothing else")))
 def test_the_line_mode_keeps_the_answer_on_every_way_out(
     cli: Cli, llm_server: FakeLLMServer, tmp_path: Path, how: str, moment: str, answer: str
 ) -> None:
-    if answer is LONG and moment == "busy" and how not in ("SIGTERM", "ctrl-c"):
-        pytest.skip("the long answer is run at the write, and where the break was (B3, B4): it weighs on nothing else")
     llm_server.reply = answer
     marks = tmp_path / "marks"
     marks.mkdir()
@@ -142,7 +144,7 @@ def test_the_line_mode_keeps_the_answer_on_every_way_out(
         (marks / "release").write_text("go")
         if chat.process.poll() is None:
             chat.kill()
-    stderr = all_of(chat, "stderr")
+    stderr = chat.said("stderr")
     assert code in {"ctrl-c": (0, 130), "SIGTERM": (143,), "SIGHUP": (129,)}.get(how, (0,)), stderr
     assert "Traceback" not in stderr
     # In the store or in unsaved/: with no kept file, the count below (the query writes nothing) says the store.
@@ -187,7 +189,7 @@ def test_ask_keeps_its_exchange_on_sigterm_during_the_write(cli: Cli, llm_server
         assert ask.kill(signal.SIGTERM) == 143
     finally:
         (marks / "release").write_text("go")
-    stderr = all_of(ask, "stderr")
+    stderr = ask.said("stderr")
     assert kept_prompts(cli.home) == [PROMPT], stderr
     assert "kept in ~/.local/state/ocat/unsaved/" in stderr
     found = cli("--query-vector-store", PROMPT, "--output", "json")
@@ -312,24 +314,25 @@ def signals_kept_in_this_process() -> Iterator[None]:
 
 @pytest.mark.slow
 @pytest.mark.anyio
-@pytest.mark.parametrize("answer", [SHORT, WINDOW_LONG], ids=["short", "long"])
-@pytest.mark.parametrize("moment", ["write", "write that fails", "memory loading", "store busy"])
-@pytest.mark.parametrize("how", WINDOW_EXITS)
+@pytest.mark.parametrize(("how", "moment", "answer"), matrix(
+    WINDOW_EXITS, ["write", "write that fails", "memory loading", "store busy"], {"short": SHORT, "long": WINDOW_LONG},
+    lambda how, moment, answer: answer is WINDOW_LONG and moment != "write" and (
+        "the long answer is run at the write, where its size would weigh")))
 async def test_the_window_keeps_the_answer_on_every_way_out(
     llm_server: FakeLLMServer, tmp_path: Path, signals_kept_in_this_process: None, how: str, moment: str, answer: str,
 ) -> None:
     from filelock import FileLock
 
     from ocat import process_end
+    from ocat.chat import turn_inputs
     from ocat.chat.session import ChatSession
     from ocat.chat.session_memory import SessionMemory
     from ocat.memory.sharing.owner_lock import LOCK_FILE
     from tests.support.pilot import make_app, memory_ready, send
 
-    if answer is WINDOW_LONG and moment != "write":
-        pytest.skip("the long answer is run at the write, where its size would weigh")
     hooks = pytest.MonkeyPatch()  # undone before the next start (the test's HOME stays)
     hooks.setattr(process_end, "KEEP_WAIT_SECONDS", 0.5)  # the exit gives up on the held write soon
+    hooks.setattr(turn_inputs, "WAKE_WAIT_SECONDS", 0.5)  # a first turn waits for memory that never opens
     llm_server.reply = answer
     store_path = tmp_path / "store"
     held = HeldWrite()

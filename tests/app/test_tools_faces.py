@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import io
 import json
-import time
+import threading
 from contextlib import suppress
 from typing import Any
 
@@ -79,9 +79,10 @@ async def test_escape_during_a_tool_call_cancels_the_turn_and_stores_nothing(
     import ocat.tools.memory_tools as search_module  # the search_memory tool's `search`, patched where it is read
 
     real = search_module.search
+    escaped = threading.Event()
 
     def slow(*args: Any, **kwargs: Any) -> Any:
-        time.sleep(3)
+        escaped.wait(30)  # the search is still under way when Esc is pressed
         return real(*args, **kwargs)
 
     monkeypatch.setattr(search_module, "search", slow)
@@ -93,6 +94,7 @@ async def test_escape_during_a_tool_call_cancels_the_turn_and_stores_nothing(
         await pilot.press("enter")
         await wait_for(pilot, lambda: bool(app.query(ToolCallView)), "the call starts", seconds=30)
         await pilot.press("escape")
+        escaped.set()
         assert app.turn is not None
         with suppress(WorkerCancelled):
             await app.turn.wait()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import random
+import re
 import signal
 import socket
 from pathlib import Path
@@ -95,8 +96,9 @@ def test_an_empty_file_adds_nothing_and_says_so(seeded: Cli, tmp_path: Path) -> 
 
 def test_a_50_mb_file_streams_with_progress_and_ctrl_c_leaves_it_detectably_partial(cli: Cli, tmp_path: Path) -> None:
     # Embedding all 50 MB takes the best part of an hour on two cores (bench/big_file.py measures
-    # it); here it is read, chunked, its first batches stored with progress, then cancelled.
-    # Completing a cancelled add is tested on a smaller file in test_crashes.py.
+    # it); here it is read, chunked, its first chunks stored with progress, then cancelled: what
+    # progress said was stored is kept. Completing a cancelled add, and a stop after whole write
+    # batches, are tested on smaller files in test_crashes.py.
     big = tmp_path / "big.txt"
     rng = random.Random(5)
     paragraph = " ".join(rng.choice(WORDS) for _ in range(150)) + ".\n\n"
@@ -105,12 +107,13 @@ def test_a_50_mb_file_streams_with_progress_and_ctrl_c_leaves_it_detectably_part
             handle.write(f"{i} {paragraph}")
     assert big.stat().st_size > 50_000_000
     running = Running(cli, "--add-to-vector-store", str(big))
-    progress = running.wait_until(lambda seen: stored_beyond(seen, 256), timeout=600)
+    progress = running.wait_until(lambda seen: stored_beyond(seen, 0), timeout=600)
     assert "big.txt: 0/" in progress  # the total, before anything was embedded
+    said = max(int(done) for done in re.findall(r"big.txt: (\d+)/", progress))
     assert running.kill(signal.SIGINT) == 130
     assert "ocat: interrupted; what was stored is kept" in running.wait_for("completes it\n")
     after = stats(cli)
-    assert after["partial_documents"] == 1 and after["documents"] == 1 and after["document_chunks"] >= 256
+    assert after["partial_documents"] == 1 and after["documents"] == 1 and after["document_chunks"] >= said > 0
 
 
 # -- import ------------------------------------------------------------------------------------

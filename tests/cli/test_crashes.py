@@ -21,7 +21,7 @@ import pytest
 
 from ocat.records import Exchange
 from tests.support.warm_start import python_command
-from tests.support.cli import Cli, Running, stats, stored_beyond
+from tests.support.cli import Cli, Running, stats
 from tests.support.data import WORDS, write_exchanges
 from tests.support.fakes import FakeLLMServer
 
@@ -50,19 +50,21 @@ def write_document(path: Path, paragraphs: int) -> list[str]:
 
 def test_kill_9_during_an_import_then_the_same_import_completes_it(cli: Cli, tmp_path: Path) -> None:
     source = tmp_path / "memory.jsonl"
-    # The kill lands after the first batch of 256; the 700 leave the rerun most of the import.
-    exchanges = write_exchanges(source, 700)
+    # The kill lands after the first batch of 256, while the second (194: seconds of embedding) is
+    # under way; the rerun writes the rest.
+    count = 450
+    exchanges = write_exchanges(source, count)
     running = Running(cli, "--import-memory", str(source))
-    running.wait_for("imported 256/700 records")
+    running.wait_for(f"imported 256/{count} records")
     running.kill()
 
     partial = stats(cli)["exchanges"]
-    assert 256 <= partial < 700
+    assert 256 <= partial < count
     again = cli("--import-memory", str(source), "--output", "json")
     assert again.returncode == 0, again.stderr
-    assert again.json()["result"]["added"] == 700 - partial
-    assert stats(cli)["exchanges"] == 700
-    assert lexical_count(cli, "exchange") == 700  # the lexical index caught up with Chroma
+    assert again.json()["result"]["added"] == count - partial
+    assert stats(cli)["exchanges"] == count
+    assert lexical_count(cli, "exchange") == count  # the lexical index caught up with Chroma
     # A fresh process finds records written before the crash and after it.
     for exchange in (exchanges[3], exchanges[partial + 5], exchanges[-1]):
         hit = top_hit(cli, exchange.text)
@@ -71,13 +73,42 @@ def test_kill_9_during_an_import_then_the_same_import_completes_it(cli: Cli, tmp
     assert cli("--import-memory", str(source), "--output", "json").json()["result"]["added"] == 0
 
 
+# An add whose model stops (as a slow one would) once the first write batch (256) is stored and a step of
+# the second is embedded, saying so in the file `sys.argv[1]`: the kill or the Ctrl+C lands there, always
+# after the first batch and before the last, on a document of any size past 272 chunks.
+HELD_IN_THE_SECOND_BATCH = r"""
+import pathlib, sys, time
+from ocat.memory.embedding.embedders import OnnxMiniLMEmbedder
+held, real, embedded = pathlib.Path(sys.argv[1]), OnnxMiniLMEmbedder.embed, [0]
+def embed(self, texts):
+    if embedded[0] >= 256 + 16:
+        held.write_text("held")
+        while True:
+            time.sleep(0.05)
+    embedded[0] += len(texts)
+    return real(self, texts)
+OnnxMiniLMEmbedder.embed = embed
+sys.argv = ["ocat", *sys.argv[2:]]
+from ocat.cli.dispatch import run
+run()
+"""
+
+
+def add_held_in_the_second_batch(cli: Cli, document: Path) -> Running:
+    """`--add-to-vector-store document` (small chunks), once its model is held in the second write batch."""
+    held = document.parent / "held"
+    running = Running(cli, str(held), "--add-to-vector-store", str(document), *SMALL_CHUNKS,
+                      script=HELD_IN_THE_SECOND_BATCH)
+    running.wait_until(lambda _: held.exists())
+    return running
+
+
 def test_kill_9_during_a_document_add_leaves_it_detectably_partial_and_re_adding_completes_it(
     cli: Cli, tmp_path: Path
 ) -> None:
     document = tmp_path / "big.txt"
-    paragraphs = write_document(document, 600)  # some 600 chunks: the kill lands after 256
-    running = Running(cli, "--add-to-vector-store", str(document), *SMALL_CHUNKS)
-    running.wait_until(lambda seen: stored_beyond(seen, 256))  # the first write batch is stored
+    paragraphs = write_document(document, 320)  # some 320 chunks: the kill lands after 256 (held there)
+    running = add_held_in_the_second_batch(cli, document)
     running.kill()
 
     before = stats(cli)
@@ -100,9 +131,8 @@ def test_kill_9_during_a_document_add_leaves_it_detectably_partial_and_re_adding
 
 def test_ctrl_c_during_a_document_add_stops_cleanly_and_re_adding_completes_it(cli: Cli, tmp_path: Path) -> None:
     document = tmp_path / "long.md"
-    write_document(document, 500)  # some 500 chunks: the stop lands after 256
-    running = Running(cli, "--add-to-vector-store", str(document), *SMALL_CHUNKS)
-    running.wait_until(lambda seen: stored_beyond(seen, 256))  # the first write batch is stored
+    write_document(document, 320)  # some 320 chunks: the stop lands after 256 (held there)
+    running = add_held_in_the_second_batch(cli, document)
     assert running.kill(signal.SIGINT) == 130
     message = running.wait_for("running the same command again completes it\n")
     assert "ocat: interrupted" in message and "Traceback" not in message

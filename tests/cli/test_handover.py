@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 
@@ -15,13 +16,16 @@ from tests.support.cli import Cli
 
 pytestmark = pytest.mark.slow
 
-# A chat window stand-in whose memory server takes its time to stop as it quits (a busy machine).
+# A chat window stand-in whose memory server takes its time to stop as it quits (a busy machine):
+# `stop_seconds`, or until the file `sys.argv[2]` appears (made by a test that has seen what it waits for).
 SLOW_TO_QUIT = r"""
-import sys, time
+import os, sys, time
 from ocat.memory.sharing import owner_lock
 stop = owner_lock.stop_server
 def slow_stop(server, kill=False):
-    time.sleep(float(sys.argv[1]))
+    deadline = time.monotonic() + float(sys.argv[1])
+    while time.monotonic() < deadline and not os.path.exists(sys.argv[2]):
+        time.sleep(0.05)
     stop(server, kill=kill)
 owner_lock.stop_server = slow_stop
 from ocat.config.loading import load_settings
@@ -34,8 +38,10 @@ store.close()
 """
 
 
-def start_quitting_window(cli: Cli, stop_seconds: float) -> subprocess.Popen[str]:
-    window = subprocess.Popen(python_command("-c", SLOW_TO_QUIT, str(stop_seconds), env=cli.environ()),
+def start_quitting_window(cli: Cli, stop_seconds: float, stopped: Path | None = None) -> subprocess.Popen[str]:
+    """The stand-in, told to quit; it stops its server after `stop_seconds`, or once `stopped` exists."""
+    stopped = stopped or cli.home / "never-made"
+    window = subprocess.Popen(python_command("-c", SLOW_TO_QUIT, str(stop_seconds), str(stopped), env=cli.environ()),
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=cli.environ(), cwd=cli.home)
     assert window.stdin is not None and window.stdout is not None
     assert window.stdout.readline() == "ready\n"
@@ -70,11 +76,17 @@ def test_a_handover_that_takes_too_long_is_said_as_any_wait(cli: Cli, monkeypatc
     # Past the quiet grace, whoever waits says what it waits for, as for any other owner.
     from ocat.memory.sharing import owner_lock
 
-    window = start_quitting_window(cli, stop_seconds=8.0)
+    stopped = cli.home / "stopped"
+    window = start_quitting_window(cli, stop_seconds=8.0, stopped=stopped)
     heard: list[str] = []
+
+    def said(line: str) -> None:
+        heard.append(line)
+        stopped.touch()  # heard: the owner need not take its full 8 s
+
     try:
         monkeypatch.setattr(owner_lock, "HANDOVER_SECONDS", 1.0)
-        lease = owner_lock.acquire(cli.store_path, serve=False, notify=heard.append, wait_seconds=60)
+        lease = owner_lock.acquire(cli.store_path, serve=False, notify=said, wait_seconds=60)
         lease.release()
     finally:
         window.wait(timeout=60)

@@ -129,10 +129,11 @@ def test_ocats_own_export_imports_through_the_same_flag(cli: Cli, tmp_path: Path
 
 def test_ctrl_c_stops_after_whole_conversations_and_a_rerun_completes_exactly(cli: Cli, tmp_path: Path) -> None:
     # 48 conversations of 4 exchanges: three steps of 64 exchanges (ocat.operations.history), so a
-    # stop at the first progress line lands with whole steps still to write.
+    # stop at the first progress line lands with whole steps still to write. Short turns: the
+    # stop and the rerun are what is tested, not the model's speed on long texts.
     count = 48
     conversations = [
-        gpt_linear(f"c{i}", f"Chat {i}", [(role, f"{role} {i}.{t}: " + "words " * 40)
+        gpt_linear(f"c{i}", f"Chat {i}", [(role, f"{role} {i}.{t}: " + "words " * 8)
                                          for t in range(4) for role in ("user", "assistant")])
         for i in range(count)
     ]

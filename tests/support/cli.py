@@ -114,8 +114,10 @@ class Running:
             self.pid = int(said.readline()) if launched(command) else self.process.pid
         self.lines: dict[str, queue.Queue[str]] = {"stdout": queue.Queue(), "stderr": queue.Queue()}
         self.seen: dict[str, list[str]] = {"stdout": [], "stderr": []}
+        self.pumps: dict[str, threading.Thread] = {}
         for name, stream in (("stdout", self.process.stdout), ("stderr", self.process.stderr)):
-            threading.Thread(target=self._pump, args=(stream, self.lines[name]), daemon=True).start()
+            self.pumps[name] = threading.Thread(target=self._pump, args=(stream, self.lines[name]), daemon=True)
+            self.pumps[name].start()
 
     @staticmethod
     def _pump(stream: IO[str] | None, into: queue.Queue[str]) -> None:
@@ -149,6 +151,16 @@ class Running:
                     raise AssertionError(
                         f"exited ({self.process.returncode}) before {text!r}: {''.join(self.seen[stream])!r}"
                     ) from None
+        return "".join(self.seen[stream])
+
+    def said(self, stream: str = "stderr", *, timeout: float = 60) -> str:
+        """Everything the ended run wrote on `stream`: read up to the stream's end (which comes as
+        soon as the run has exited), not until a quiet second has passed."""
+        assert self.process.poll() is not None, "the run has not ended"
+        self.pumps[stream].join(timeout)
+        assert not self.pumps[stream].is_alive(), f"{stream} never ended"
+        while not self.lines[stream].empty():
+            self.seen[stream].append(self.lines[stream].get_nowait())
         return "".join(self.seen[stream])
 
     def send(self, line: str) -> None:

@@ -29,6 +29,7 @@ pytestmark = pytest.mark.anyio
 async def test_a_turn_sent_while_memory_loads_is_written_once_memory_is_ready(
     llm_server: FakeLLMServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from ocat.chat import turn_inputs
     from ocat.chat.session_memory import SessionMemory
 
     opened = threading.Event()
@@ -39,6 +40,7 @@ async def test_a_turn_sent_while_memory_loads_is_written_once_memory_is_ready(
         return real_open(self, **kwargs)
 
     monkeypatch.setattr(SessionMemory, "open", slow_open)
+    monkeypatch.setattr(turn_inputs, "WAKE_WAIT_SECONDS", 0.5)  # the turn waits for memory that opens only later
     app = make_app(llm_server)
     async with app.run_test(size=(100, 30)) as pilot:
         assert app.memory_view.state is MemoryState.LOADING

@@ -9,7 +9,6 @@ machine" is one under `.invalid` (RFC 2606), which the refusal keeps from ever b
 
 from __future__ import annotations
 
-import queue
 import socket
 from collections.abc import Iterator
 from pathlib import Path
@@ -293,16 +292,6 @@ def test_tenant_and_database_reach_the_server(cli: Cli, chroma_run: ChromaServer
 # -- nothing lost while the server is away ------------------------------------------------------------
 
 
-def said_on(run: Running, stream: str) -> str:
-    """Everything an ended run wrote on `stream`."""
-    assert run.process.poll() is not None
-    pieces = run.lines[stream]
-    while True:
-        try:
-            run.seen[stream].append(pieces.get(timeout=2))
-        except queue.Empty:
-            return "".join(run.seen[stream])
-
 # The line mode, with memory tried again at once rather than every 30 s after a failure.
 REVIVE_SOON = r"""
 import sys
@@ -337,7 +326,7 @@ def test_exchanges_said_while_the_server_is_away_are_written_when_it_is_back(
     say("the boiler is serviced in May")
     chat.send("/quit")
     assert chat.process.wait(timeout=120) == 0
-    stderr = said_on(chat, "stderr")
+    stderr = chat.said("stderr")
     import chromadb
 
     client = chromadb.HttpClient(host="127.0.0.1", port=chroma_run.port)
