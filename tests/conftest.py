@@ -6,6 +6,7 @@ The helpers these are built from live in tests/support/, where test files import
 
 from __future__ import annotations
 
+import itertools
 import os
 import signal
 import sys
@@ -170,11 +171,29 @@ def derived_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return make_derived_cache(tmp_path_factory.mktemp("derived-cache"), MODEL_DIR)
 
 
+HOMES = itertools.count()
+
+
+def _new_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A new folder under the run's `homes/`, named by a counter. pytest's mktemp lists its whole
+    folder to number each new one, and the homes were most of it: a worker's 612 homes and 300
+    tmp_paths took 0.6 s of CPU (1.0 s wall) to number, 0.13 s (0.3 s) this way and beside them."""
+    homes = tmp_path_factory.getbasetemp() / "homes"
+    homes.mkdir(exist_ok=True)
+    while True:
+        home = homes / f"home{next(HOMES)}"
+        try:
+            home.mkdir()
+            return home
+        except FileExistsError:
+            continue
+
+
 @pytest.fixture(autouse=True)
 def isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch, derived_cache: Path) -> Path:
     """Every test gets its own HOME and XDG folders, so no real user file is read or written; its
     cache folder starts with what ocat derives from the shared model and litellm's table."""
-    home = tmp_path_factory.mktemp("home")
+    home = _new_home(tmp_path_factory)
     link_derived_cache(derived_cache, home / ".cache")
     monkeypatch.setenv("HOME", str(home))
     for var, sub in (("XDG_CONFIG_HOME", ".config"), ("XDG_DATA_HOME", ".local/share"), ("XDG_STATE_HOME", ".local/state"),
