@@ -45,7 +45,8 @@ NEEDLESSLY_SLOW_PROPERTY = "needlessly_slow"
 
 def pytest_configure(config: pytest.Config) -> None:
     """Start listening for slow work (tests/support/slow.py); keep temporary files in memory;
-    let the ocat processes the tests start hear Ctrl+C; give the quick loop its examples."""
+    let the ocat processes the tests start hear Ctrl+C; give the quick loop its examples; collect
+    garbage less often."""
     WATCH.install()
     _keep_rewritten_tests()
     config.stash[TEMP_IN_MEMORY] = temporary_files_in_memory() is not None
