@@ -217,7 +217,9 @@ def serving(state: FakeLLMServer) -> Iterator[FakeLLMServer]:
     """Serve `state` on a free loopback port until the block ends."""
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), llm_handler(state))
     state.port = httpd.server_address[1]
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    # A short poll: shutdown() waits up to one poll interval (0.5 s by default), and 40 tests of
+    # the quick loop start a server; at 0.5 s it was a third of test_tool_turn's time.
+    threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
     try:
         yield state
     finally:

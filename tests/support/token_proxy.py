@@ -127,7 +127,8 @@ class TokenProxy:
             context.load_cert_chain(tls.cert_file, tls.key_file)
             self.server.socket = context.wrap_socket(self.server.socket, server_side=True)
         self.port = int(self.server.server_address[1])
-        self._thread = threading.Thread(target=self.server.serve_forever, name="token-proxy", daemon=True)
+        self._thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05},
+                                        name="token-proxy", daemon=True)  # stop() waits up to one poll
 
     @property
     def url(self) -> str:

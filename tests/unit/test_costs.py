@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from ocat.text.chunking import ChunkingSettings
-from ocat.memory import MemoryStore, RetrievalLimits, add_path, floor_of, retrieve
+from ocat.memory import MemoryStore, RetrievalLimits, StoreLocation, add_path, floor_of, retrieve
 from ocat.memory.retrieval.retrieve import retrieve_any
 from ocat.records import Exchange
 from tests.support.fakes import FakeEmbedder
@@ -140,3 +140,23 @@ def test_the_model_runs_length_sorted_batches_within_the_token_budget(real_embed
     # Every batch has its own width; onnxruntime's memory pattern would keep a block per width
     # seen (~150 MB over an import, docs/PERFORMANCE.md), so it is off.
     assert session.get_session_options().enable_mem_pattern is False
+
+
+def test_opening_stores_reads_chromas_settings_once_a_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Chroma's settings are read from the environment (and a `.env` file) once a process, not for
+    each client (8 ms of CPU each); each client still gets settings of its own to write its path into."""
+    from chromadb.config import Settings
+
+    read: list[Any] = []
+    reading = Settings.__init__
+
+    def counted(self: Any, *args: Any, **kwargs: Any) -> None:
+        read.append(kwargs)
+        reading(self, *args, **kwargs)
+
+    monkeypatch.setattr(Settings, "__init__", counted)
+    stores = [MemoryStore.open(StoreLocation(path=tmp_path / f"s{n}"), FakeEmbedder(), name="test") for n in range(3)]
+    assert len(read) <= 1  # none when an earlier test of this process opened a store
+    paths = {store.client.get_settings().persist_directory for store in stores}  # type: ignore[attr-defined]
+    assert paths == {str(tmp_path / f"s{n}") for n in range(3)}
+    assert not any(store.client.get_settings().anonymized_telemetry for store in stores)  # type: ignore[attr-defined]

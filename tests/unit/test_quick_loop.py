@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import ast
+
 import pytest
 
 from tests.support.examples import BUDGET, QUICK_FLOOR, examples, is_quick_loop
+from tests.support.paths import REPO
 
 
 @pytest.mark.parametrize("expression, quick", [
@@ -24,3 +27,27 @@ def test_a_quick_run_takes_a_quarter_and_never_fewer_than_the_floor(monkeypatch:
 
 def test_this_run_knows_which_it_is(request: pytest.FixtureRequest) -> None:
     assert BUDGET.quick is is_quick_loop(request.config.getoption("markexpr") or "")
+
+
+def _named(call: ast.expr, name: str) -> bool:
+    return isinstance(call, ast.Call) and getattr(call.func, "id", getattr(call.func, "attr", None)) == name
+
+
+def test_every_property_test_takes_its_count_from_the_budget() -> None:
+    """A property test whose count bypasses examples() runs all of it in the quick loop (one ran
+    40 stores where 10 were its share), and one with no count runs Hypothesis's 100 in both."""
+    bypassing = []
+    for path in sorted((REPO / "tests").rglob("test_*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        where = path.relative_to(REPO)
+        for node in ast.walk(tree):
+            if _named(node, "settings"):
+                for keyword in node.keywords:  # type: ignore[attr-defined]
+                    if keyword.arg == "max_examples" and not any(_named(n, "examples") for n in ast.walk(keyword.value)):
+                        bypassing.append(f"{where}:{node.lineno}: max_examples without examples()")
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(_named(d, "given") for d in node.decorator_list):
+                counted = [d for d in node.decorator_list
+                           if _named(d, "settings") and any(k.arg == "max_examples" for k in d.keywords)]  # type: ignore[attr-defined]
+                if not counted:
+                    bypassing.append(f"{where}:{node.lineno}: {node.name} has no @settings(max_examples=examples(...))")
+    assert bypassing == []

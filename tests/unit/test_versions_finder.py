@@ -18,6 +18,7 @@ from ocat.memory.retrieval.follow_versions import (
 )
 from ocat.memory.storage.version_values import Value, statements
 from ocat.records import SUPERSEDED_KEY, UPDATE_EVIDENCE_KEY, UPDATE_HOW_KEY, Exchange, SearchHit
+from tests.support.examples import examples
 from tests.support.paths import REPO
 
 DAY = 86_400.0
@@ -212,7 +213,7 @@ def test_a_question_about_now_is_told_from_others(question: str, now: bool) -> N
     assert asks_about_now(question) is now
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(links=st.lists(st.tuples(st.integers(0, 5), st.integers(0, 5)), max_size=8),
        scores=st.lists(st.floats(0.0, 1.0), min_size=6, max_size=6))
 def test_following_links_never_drops_a_memory_that_passed_the_gate(

@@ -66,10 +66,9 @@ def open_client(location: StoreLocation, *, timeout: float = REQUEST_SECONDS) ->
         context = tls_context(location.ca_file) if location.ca_file else None
     try:
         import chromadb
-        from chromadb.config import Settings as ChromaSettings
     except ImportError as exc:  # pragma: no cover - chromadb is a hard dependency
         raise StoreError(f"chromadb is not installed: {exc}") from exc
-    chroma_settings = ChromaSettings(anonymized_telemetry=False)
+    chroma_settings = _chroma_settings()
     try:
         if location.host:
             _limit_http_requests()
@@ -96,6 +95,24 @@ def open_client(location: StoreLocation, *, timeout: float = REQUEST_SECONDS) ->
         if problem is not None:
             raise problem from exc
         raise StoreError(f"cannot open the memory store at {location.describe()}: {redact(str(exc))}") from exc
+
+
+_read_settings: Any = None
+
+
+def _chroma_settings() -> Any:
+    """Chroma's settings with telemetry off, for one client: read once per process and copied.
+
+    Reading them (pydantic-settings going through the environment and a `.env` file for each of
+    some 80 fields) took 8 ms of CPU, more than the rest of opening an empty store's client; a
+    copy takes microseconds. Each client gets its own copy because chromadb writes into the
+    settings it is given (PersistentClient sets its path on them)."""
+    global _read_settings
+    if _read_settings is None:
+        from chromadb.config import Settings as ChromaSettings
+
+        _read_settings = ChromaSettings(anonymized_telemetry=False)
+    return _read_settings.model_copy(deep=True)
 
 
 def server_answers(host: str, port: int, timeout: float = HEARTBEAT_SECONDS) -> bool:
