@@ -25,7 +25,7 @@ from typing import Callable, Sequence
 _HEADER = b"ocat-vector-1\n"
 _DIGEST = 32  # bytes of a SHA-256
 # The embedding code whose output a kept vector is (a change to it is another model here).
-_CODE = ("embedders.py", "lean_graph.py", "vector_cache.py")
+_CODE = ("embedders.py", "lean_graph.py", "lean_cache.py", "vector_cache.py")
 
 _folder: Path | None = None
 # Identities made in this process, by the files' (path, device, inode, size, time) and the rest.
