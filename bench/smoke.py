@@ -8,10 +8,15 @@ from __future__ import annotations
 
 import argparse
 import os
+from pathlib import Path
 from typing import Any, Callable
 
 # Not OCAT_*: ocat refuses an OCAT_ variable that names no setting, and the benches start ocat.
 ENV = "BENCH_SMOKE"
+# A folder where the local model's vectors are kept by model and text, read back when the same
+# text is embedded again (ocat.memory.embedding.vector_cache; docs/development.md): the suite's
+# smoke runs share one for the run. Every bench that reads the dev sets imports this module.
+VECTORS_ENV = "BENCH_VECTOR_CACHE"
 # In smoke mode, the threads kept (chats-dev, changing-dev: one in STRIDE, so that every month
 # still has some) and LoCoMo's sessions (one in SESSION_STRIDE, so every conversation has two),
 # and of the questions they answer, QUESTIONS of each kind.
@@ -81,3 +86,15 @@ def size(full: int, small: int) -> int:
 def first(items: list[Any], count: int) -> list[Any]:
     """The first `count` items in smoke mode, all of them otherwise."""
     return items[:count] if on() else items
+
+
+def keep_vectors() -> None:
+    """Keep the model's vectors in the folder VECTORS_ENV names, if it names one."""
+    from ocat.memory.embedding.vector_cache import use_folder
+
+    folder = os.environ.get(VECTORS_ENV)
+    if folder:
+        use_folder(Path(folder))
+
+
+keep_vectors()

@@ -26,6 +26,7 @@ from tests.support.examples import BUDGET, is_quick_loop
 from tests.support.fakes import FakeEmbedder, FakeLLMServer, serving
 from tests.support.memory_temp import finished, mark_running, temporary_files_in_memory
 from tests.support.model_server import Archive, ArchiveServer, build_archive, serving_archive
+from tests.support.run_vectors import run_folder
 from tests.support.slow import SLOW_FIXTURES, SlowWatch
 from tests.support.templates import StoreTemplates
 
@@ -283,6 +284,13 @@ def real_embedder() -> Any:
 
     _require_model()
     return OnnxMiniLMEmbedder(MODEL_DIR)
+
+
+@pytest.fixture(scope="session")
+def run_vectors(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The folder where the dev-set tests and the bench smoke runs keep the real model's vectors,
+    shared by every worker of the run (tests/support/run_vectors.py)."""
+    return run_folder(tmp_path_factory)
 
 
 @pytest.fixture

@@ -90,12 +90,14 @@ def test_no_bench_file_takes_the_name_of_a_standard_library_module() -> None:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("bench", benches())
-def test_the_bench_runs_at_its_smallest_and_prints_its_table(bench: str, tmp_path: Path) -> None:
+def test_the_bench_runs_at_its_smallest_and_prints_its_table(bench: str, tmp_path: Path, run_vectors: Path) -> None:
     arguments, needs = RUNS.get(bench, (SMOKE, set()))
     lacking = missing(needs)
     if lacking:
         pytest.skip(f"bench/{bench}.py needs {', '.join(lacking)}")
-    env = {**os.environ, "TMPDIR": str(tmp_path), "HOME": str(tmp_path / "home")}
+    # The benches that read the dev sets embed the same texts as each other and as the harness's
+    # tests: each text's vector is made once in the run (bench/smoke.py, VECTORS_ENV).
+    env = {**os.environ, "TMPDIR": str(tmp_path), "HOME": str(tmp_path / "home"), "BENCH_VECTOR_CACHE": str(run_vectors)}
     (tmp_path / "home").mkdir()
     # From the worker's warm interpreter (tests/support/warm_start.py), as `python bench/NAME.py`
     # runs: what a bench times here means nothing, so its own start need not be cold.

@@ -2,17 +2,29 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from pathlib import Path
+
 import pytest
 
 from bench.recall import DEFAULT_DATA, evaluate, format_table, load_conversations, normalise_evidence
 from ocat.memory.embedding.embedders import Embedder
+from tests.support.run_vectors import vectors_kept_in
+
+
+@pytest.fixture
+def kept_vectors(run_vectors: Path) -> Iterator[Path]:
+    """The dev sets' vectors made once in the run, shared with the benches' smoke runs: the model's
+    own, bit for bit (ocat.memory.embedding.vector_cache), so the figures are those it gives."""
+    with vectors_kept_in(run_vectors):
+        yield run_vectors
 
 
 def test_evidence_ids_are_normalised() -> None:
     assert normalise_evidence(["D:11:26", "D8:6; D9:17", "D1:3"]) == {"D11:26", "D8:6", "D9:17", "D1:3"}
 
 
-def test_the_harness_measures_every_mode_on_a_slice(real_embedder: Embedder) -> None:
+def test_the_harness_measures_every_mode_on_a_slice(real_embedder: Embedder, kept_vectors: Path) -> None:
     if not DEFAULT_DATA.is_file():
         pytest.fail(f"the dev set is missing: {DEFAULT_DATA}")
     conversations = load_conversations(DEFAULT_DATA)[:2]
@@ -28,7 +40,7 @@ def test_the_harness_measures_every_mode_on_a_slice(real_embedder: Embedder) -> 
     assert "R@5 by category" in format_table(rows)
 
 
-def test_on_chats_dev_the_gate_admits_targets_and_stays_quiet(real_embedder: Embedder) -> None:
+def test_on_chats_dev_the_gate_admits_targets_and_stays_quiet(real_embedder: Embedder, kept_vectors: Path) -> None:
     """The shipped gate's goals on a user's chats with an assistant (docs/RETRIEVAL.md); all
     but precision, which these signals cannot reach."""
     from bench.recall import DEFAULT_MODEL

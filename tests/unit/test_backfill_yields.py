@@ -84,6 +84,25 @@ def test_the_backfill_pauses_for_a_search_and_finishes_after(store: MemoryStore,
     assert left_to_do(store) == 0
 
 
+def test_a_caller_waiting_for_the_passages_makes_them_itself(store: MemoryStore) -> None:
+    # The backfill runs at the lowest CPU priority: on a busy machine a bench waiting for it
+    # waited minutes while it got no turn. Here it cannot take a step (a search holds it), as a
+    # starved thread cannot; the caller who waits is not held by that, and makes them all.
+    store.add_exchanges(many(PASSAGE_STEP * 3))
+    store.prompts.delete_passages()
+    store.foreground = watched = Watched()
+    with store.foreground.searching():
+        store.start_backfill()
+        assert watched.waiting.wait(30), "the backfill never came to wait for the search"
+        waiter = threading.Thread(target=store.wait_for_passages)
+        waiter.start()
+        waiter.join(30)
+        made = not waiter.is_alive() and left_to_do(store) == 0
+    waiter.join()
+    assert made, "wait_for_passages waited for the backfill's turn instead of making the passages"
+    assert store.backfill is not None and not store.backfill.thread.is_alive()
+
+
 def test_a_search_marks_the_store_busy(store: MemoryStore) -> None:
     store.add_exchanges(many(3))
     seen: list[bool] = []

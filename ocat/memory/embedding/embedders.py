@@ -16,6 +16,7 @@ from ocat.errors import ConfigError, EmbeddingError
 from ocat.memory.embedding.model_files import ensure_model, find_model, LOCAL_MODEL_NAME
 from ocat.llm.litellm_offline import embed
 from ocat.memory.embedding.lean_cache import is_cached_graph, remake, session_source
+from ocat.memory.embedding.vector_cache import kept_in, VectorCache
 
 if TYPE_CHECKING:
     from ocat.config.loading import EmbeddingSettings
@@ -98,6 +99,7 @@ class OnnxMiniLMEmbedder:
         self._lock = threading.Lock()
         self._session: Any = None
         self._tokenizer: Any = None
+        self._made_by: tuple[Path, bool] | None = None  # the model's folder and session kind, once loaded
 
     def load(self, *, few_texts: bool = False, notify: Callable[[str], None] | None = None) -> None:
         """Load the model's session and tokenizer now (else on the first embedding).
@@ -165,6 +167,7 @@ class OnnxMiniLMEmbedder:
             self._input_names = {i.name for i in session.get_inputs()}
             self._tokenizer = tokenizer
             self._session = session
+            self._made_by = (model_dir, few_texts)
 
     def shrink(self) -> None:
         """Give back what the session's memory arena grew to past its first block: the largest
@@ -192,6 +195,15 @@ class OnnxMiniLMEmbedder:
         if not texts:
             return []
         self._load()
+        # None unless this process was asked to keep vectors (ocat.memory.embedding.vector_cache).
+        kept = self._kept()
+        return kept.through(texts, self._embedded) if kept is not None else self._embedded(texts)
+
+    def _kept(self) -> VectorCache | None:
+        model_dir, few_texts = self._made_by or (Path(), False)
+        return kept_in(model_dir, few_texts=few_texts, threads=self._threads, dimensions=self.dimensions)
+
+    def _embedded(self, texts: Sequence[str]) -> list[list[float]]:
         import numpy as np
 
         # Every word makes at least one word piece, so the first 2 x MAX_TOKENS words hold

@@ -9,6 +9,7 @@ an exchange without passages scores by its first window and prompt, as before.
 
 from __future__ import annotations
 
+import logging
 import threading
 from typing import TYPE_CHECKING
 
@@ -38,6 +39,24 @@ def start_passages(store: StoreParts) -> None:
     """Start the background backfill if some exchange still lacks its passages."""
     if store.prompts.without_passages(1):
         start_backfill(store)
+
+
+def finish_passages(store: StoreParts, timeout: float | None = None) -> bool:
+    """Wait for the background backfill, if one runs; True when none is left running. Without a
+    timeout the caller makes what is left itself, at its own priority: the backfill's thread runs at
+    the lowest, and on a busy machine a bench that waited for it waited minutes for seconds of work
+    (docs/PERFORMANCE.md, "Fourth round"). The same steps make the same vectors, bit for bit."""
+    backfill = store.backfill
+    if backfill is None or not backfill.thread.is_alive():
+        return True
+    if timeout is not None:
+        return backfill.wait(timeout)
+    backfill.stop()  # after its current step: the next ones are made here
+    try:
+        sync_passages(store)
+    except Exception:  # as the backfill's thread does: those exchanges score as before
+        logging.getLogger(__name__).warning("making passage vectors stopped", exc_info=True)
+    return True
 
 
 def sync_passages(store: StoreParts, stop: threading.Event | None = None) -> bool:

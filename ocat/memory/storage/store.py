@@ -16,7 +16,7 @@ from ocat.errors import StoreError
 from ocat.memory.storage.chroma import open_client
 from ocat.memory.storage.batches import Row, column, pages
 from ocat.memory.storage.parts import READ_PAGE, StoreParts
-from ocat.memory.storage.passages import start_backfill
+from ocat.memory.storage.passages import finish_passages, start_backfill
 from ocat.memory.storage.primary import refuse_missing_primary
 from ocat.memory.storage.writes import add_rows, EMBED_STEP, mark_documents, PASSAGES_INLINE, Progress, WRITE_BATCH
 from ocat.records import RECORD_KINDS, DocumentChunk, Exchange, RecordKind, searched_text
@@ -136,8 +136,9 @@ class MemoryStore(StoreParts):
         return keep_current(self)
 
     def wait_for_passages(self, timeout: float | None = None) -> bool:
-        """Wait for a background backfill of passages, if one runs; True when none is left running."""
-        return self.backfill is None or self.backfill.wait(timeout)
+        """Wait for a background backfill of passages, if one runs; True when none is left running.
+        Without a timeout the caller makes what is left itself (ocat.memory.storage.passages.finish_passages)."""
+        return finish_passages(self, timeout)
 
     def delete(self, ids: Sequence[str]) -> int:
         """Delete exchanges or chunks by id; returns how many existed. A document left with some of
