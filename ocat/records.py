@@ -314,6 +314,9 @@ class SearchHit:
     # admitted: given to the model with it, whatever its own score, so that an outdated
     # version is never given alone (docs/memory.md, "Facts that change").
     newest_of: str | None = None
+    # Set by retrieval when this hit stands only because the question asks about the past and a
+    # newer version updates it: its `threshold` is the gate eased (ocat.memory.retrieval.follow_versions).
+    eased: bool = False
 
     @property
     def admitted(self) -> bool:

@@ -37,7 +37,7 @@ def hit(store: MemoryStore, record_id: str, **kw: Any) -> SearchHit:
     plain = as_hit(record)
     metadata = store.exchanges.get(ids=[record_id], include=["metadatas"])["metadatas"][0]
     return SearchHit(id=plain.id, kind=plain.kind, score=kw.pop("score", 0.8), text=plain.text,
-                     metadata=dict(metadata), threshold=0.5, **kw)
+                     metadata=dict(metadata), threshold=kw.pop("threshold", 0.5), **kw)
 
 
 def test_the_memory_block_marks_an_outdated_version_and_the_newest_given_with_it(store: MemoryStore) -> None:
@@ -51,6 +51,17 @@ def test_the_memory_block_marks_an_outdated_version_and_the_newest_given_with_it
     content = block["content"]
     assert f'updated-by="{new[:8]}" change="500 mg -&gt; 850 mg"' in content
     assert f'updates="{old[:8]}"' in content and VERSIONS_NOTE in content
+
+
+def test_a_version_standing_under_the_gate_for_a_question_about_the_past_says_so(store: MemoryStore) -> None:
+    old = said(store, "Who is the roofer?", "Telhados Mira.", 0)
+    new = said(store, "Who is the roofer now?", "Rui Faria.", 10)
+    memory.link(store, old, new, "found", "Telhados Mira -> Rui Faria")
+    hits = [hit(store, old, score=0.45, threshold=0.40, eased=True), hit(store, new, score=0.1, newest_of=old)]
+    why = reasons(hits)
+    assert why[0] == (f"relevant as an earlier version, asked about the past (threshold 0.40); "
+                      f"updated by {new[:8]} (Telhados Mira -> Rui Faria)")
+    assert hits[0].admitted and why[1] == "the newest version of #1"
 
 
 def test_search_results_say_the_link_in_words_and_in_json(store: MemoryStore) -> None:

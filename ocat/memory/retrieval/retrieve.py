@@ -394,7 +394,7 @@ def _verdicts(
         hits.append(
             SearchHit(
                 id=c.id, kind=kind, score=own, text=records[c.id][0], metadata=records[c.id][1],
-                threshold=gates[c.id],
+                threshold=gates[c.id], eased=c.id in standing and own < threshold,
                 context_of=context_of,
                 outranked=not beyond and context_of is None and own >= gates[c.id] and c.id not in standing,
                 with_admitted=not beyond and context_of is not None and context_of in standing,
