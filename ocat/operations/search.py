@@ -154,7 +154,7 @@ def reasons(hits: Sequence[SearchHit]) -> list[str]:
         elif hit.outranked:
             said.append(f"far weaker than #{best[hit.kind]}" if hit.kind in best else "far weaker than the best")
         elif hit.eased:
-            said.append(f"relevant as an earlier version, asked about the past (threshold {hit.threshold:.2f})")
+            said.append(f"earlier version, asked about the past (threshold {hit.threshold:.2f})")
         else:
             said.append("relevant")
         if not hit.metadata.get(SUPERSEDED_KEY) and (link := link_words(hit)):  # an outdated version says so

@@ -59,7 +59,7 @@ def test_a_version_standing_under_the_gate_for_a_question_about_the_past_says_so
     memory.link(store, old, new, "found", "Telhados Mira -> Rui Faria")
     hits = [hit(store, old, score=0.45, threshold=0.40, eased=True), hit(store, new, score=0.1, newest_of=old)]
     why = reasons(hits)
-    assert why[0] == (f"relevant as an earlier version, asked about the past (threshold 0.40); "
+    assert why[0] == (f"earlier version, asked about the past (threshold 0.40); "
                       f"updated by {new[:8]} (Telhados Mira -> Rui Faria)")
     assert hits[0].admitted and why[1] == "the newest version of #1"
 
