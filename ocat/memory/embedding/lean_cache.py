@@ -128,9 +128,9 @@ def _problem(cached: Path, model_file: Path, *, thorough: bool) -> str | None:
     if stat.st_size != size:
         return f"it is {stat.st_size:,} bytes, not the {size:,} it was made with"
     try:
-        if _sha256(cached) != digest:
+        if file_sha256(cached) != digest:
             return "its SHA-256 is not the one it was made with"
-        if thorough and _sha256(model_file) != made_from:
+        if thorough and file_sha256(model_file) != made_from:
             return "the model it was made from has changed since"
     except OSError as exc:
         return f"it cannot be read: {exc.strerror or exc}"
@@ -155,8 +155,8 @@ def _make(model_file: Path, cached: Path, problem: str | None, notify: Callable[
         "graph": {"size": len(lean), "sha256": hashlib.sha256(lean).hexdigest()},
     }
     try:
-        _write_atomically(cached, lean)  # the graph first: a record never names a graph not yet there
-        _write_atomically(_record_path(cached), json.dumps(record, indent=1).encode())
+        write_atomically(cached, lean)  # the graph first: a record never names a graph not yet there
+        write_atomically(_record_path(cached), json.dumps(record, indent=1).encode())
     except OSError:
         return CacheCheck(cached, problem, source=lean)
     if problem is not None and notify is not None:
@@ -175,7 +175,8 @@ def _record_path(cached: Path) -> Path:
     return cached.with_name(cached.name + ".json")
 
 
-def _sha256(path: Path) -> str:
+def file_sha256(path: Path) -> str:
+    """The SHA-256 (hex) of a file's bytes, read in blocks."""
     digest = hashlib.sha256()
     with path.open("rb") as read:
         while block := read.read(_READ_SIZE):
@@ -183,20 +184,24 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _write_atomically(path: Path, data: bytes) -> None:
-    """Write `data` under a temporary name, flush it to disk, rename it into place, and flush the
-    folder too, so that a crash or a power cut leaves the old file or the new one, never a part."""
+def write_atomically(path: Path, data: bytes, *, durable: bool = True) -> None:
+    """Write `data` under a temporary name and rename it into place, so that a reader sees the old
+    file or the new one, never a part; `durable` also flushes the file and its folder to disk, so
+    that a crash or a power cut does not either (a cache for one run need not pay for that)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".part")
     try:
         with os.fdopen(handle, "wb") as out:
             out.write(data)
-            out.flush()
-            os.fsync(out.fileno())
+            if durable:
+                out.flush()
+                os.fsync(out.fileno())
         os.replace(temporary, path)  # two processes making it at once: either copy is the same
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
+    if not durable:
+        return
     folder = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
     try:
         os.fsync(folder)

@@ -16,11 +16,11 @@ text write the same bytes). The local model's vectors do not depend on the batch
 from __future__ import annotations
 
 import hashlib
-import os
-import tempfile
 from array import array
 from pathlib import Path
 from typing import Callable, Sequence
+
+from ocat.memory.embedding.lean_cache import file_sha256, write_atomically
 
 _HEADER = b"ocat-vector-1\n"
 _DIGEST = 32  # bytes of a SHA-256
@@ -63,7 +63,7 @@ def model_identity(model_dir: Path, *, few_texts: bool, threads: int | None) -> 
     if key not in _identities:
         digest = hashlib.sha256(repr(key[1:]).encode())
         for file in files:
-            digest.update(_file_digest(file))
+            digest.update(file_sha256(file).encode())
         _identities[key] = digest.hexdigest()
     return _identities[key]
 
@@ -108,17 +108,8 @@ class VectorCache:
     def write(self, name: str, vector: Sequence[float]) -> None:
         """Keep a vector, all or nothing; a folder that cannot be written keeps none."""
         payload = array("f", vector).tobytes()
-        path = self._path(name)
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{name}.", suffix=".part")
-            try:
-                with os.fdopen(handle, "wb") as out:
-                    out.write(_HEADER + self._check(name, payload) + payload)
-                os.replace(temporary, path)
-            except BaseException:
-                Path(temporary).unlink(missing_ok=True)
-                raise
+            write_atomically(self._path(name), _HEADER + self._check(name, payload) + payload, durable=False)
         except OSError:
             pass
 
@@ -133,10 +124,3 @@ def _stamp(file: Path) -> tuple[int, int, int, int]:
     stat = file.stat()
     return stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns
 
-
-def _file_digest(file: Path) -> bytes:
-    digest = hashlib.sha256()
-    with file.open("rb") as read:
-        while block := read.read(1 << 20):
-            digest.update(block)
-    return digest.digest()

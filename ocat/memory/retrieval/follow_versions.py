@@ -147,13 +147,13 @@ _NOW = re.compile(
 VERSION_EASE = 0.10
 
 
-def gate_of(metadata: dict[str, Any], threshold: float, *, ease: float | None = None) -> float:
+def gate_of(metadata: dict[str, Any], threshold: float) -> float:
     """The relevance a record must reach to stand on its own: the gate's `threshold`, eased by
     VERSION_EASE for a version that a newer one updates (never for a replaced note, which never
     stands)."""
     if metadata.get(SUPERSEDED_KEY) or not newer_ids(metadata):
         return threshold
-    return threshold - (VERSION_EASE if ease is None else ease)
+    return threshold - VERSION_EASE
 
 
 # Words that ask how things were: "who was the first roofer", "when were we originally supposed to".
