@@ -32,7 +32,7 @@ import tempfile
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 from zoneinfo import ZoneInfo
 
 REPO = Path(__file__).resolve().parent.parent
@@ -261,17 +261,8 @@ def gold_links(folder: Path) -> set[tuple[str, str]]:
     return pairs
 
 
-def consolidate_right(store: Any, folder: Path) -> dict[str, Any]:
-    """`memory.consolidate: model` over every exchange, oldest first, with a judge that answers as
-    the README's table of versions says: the most a model's checks can give the links, and what
-    they cost (checks made, tokens asked per check, counted as the chat model's tokenizer would)."""
-    from statistics import median
-
-    from ocat.memory import apply_verdict, check_for, messages_for
-    from ocat.memory.consolidate import Change
-    from ocat.text.tokens import count_tokens
-
-    gold = gold_links(folder)
+def later_versions(gold: set[tuple[str, str]]) -> Callable[[str], set[str]]:
+    """Every later version of an exchange's fact, as the README's table of versions links them."""
     later: dict[str, set[str]] = {}
     for older, newer in gold:
         later.setdefault(older, set()).add(newer)
@@ -286,6 +277,42 @@ def consolidate_right(store: Any, folder: Path) -> dict[str, Any]:
                     todo.append(n)
         return seen
 
+    return onwards
+
+
+def link_quality(store: Any, folder: Path) -> dict[str, Any]:
+    """How the links a store holds compare with the README's table of versions: each found link is
+    right (a pair of the table), a chain (its newer exchange is a later version of the same fact,
+    reached through another) or wrong; and the table's pairs no link makes."""
+    gold = gold_links(folder)
+    onwards = later_versions(gold)
+    key = {}
+    for line in (folder / "index.tsv").read_text(encoding="utf-8").splitlines()[1:]:
+        cells = line.split("\t")
+        key[cells[1]] = cells[0]
+    found = {(i, str(m["updated_by"])): str(m.get("update_evidence") or "")
+             for i, m in store.iter_metadata("exchange") if m.get("updated_by")}
+    verdicts = {pair: "right" if pair in gold else "chain" if pair[1] in onwards(pair[0]) else "wrong" for pair in found}
+    listed = [{"older": key.get(o, o), "newer": key.get(n, n), "verdict": verdicts[(o, n)], "evidence": found[(o, n)]}
+              for o, n in sorted(found, key=lambda p: key.get(p[0], p[0]))]
+    missed = sorted((key.get(o, o), key.get(n, n)) for o, n in gold - set(found))
+    counts = {v: sum(1 for x in verdicts.values() if x == v) for v in ("right", "chain", "wrong")}
+    return {"links": len(found), **counts, "in_readme": len(gold), "missed": len(missed),
+            "listed": listed, "missed_pairs": [f"{o} -> {n}" for o, n in missed]}
+
+
+def consolidate_right(store: Any, folder: Path) -> dict[str, Any]:
+    """`memory.consolidate: model` over every exchange, oldest first, with a judge that answers as
+    the README's table of versions says: the most a model's checks can give the links, and what
+    they cost (checks made, tokens asked per check, counted as the chat model's tokenizer would)."""
+    from statistics import median
+
+    from ocat.memory import apply_verdict, check_for, messages_for
+    from ocat.memory.consolidate import Change
+    from ocat.text.tokens import count_tokens
+
+    gold = gold_links(folder)
+    onwards = later_versions(gold)
     rows = sorted(store.iter_metadata("exchange"), key=lambda r: float(r[1]["timestamp"]))
     tokens = []
     for exchange_id, _ in rows:
@@ -308,6 +335,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--folds", action="store_true", help="cross-validate the constants over months")
     parser.add_argument("--show", action="store_true", help="list each question's outcome")
+    parser.add_argument("--links", action="store_true",
+                        help="how the links found compare with the README's table of versions (changing-dev)")
     parser.add_argument("--consolidate", action="store_true",
                         help="check every exchange's links as memory.consolidate: model would, with a judge always right")
     smoke.add_flag(parser)
@@ -320,15 +349,28 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         store, questions, _ = open_store(args.data, args.model, Path(tmp))
         checked = consolidate_right(store, args.data) if args.consolidate else {}
+        quality = link_quality(store, args.data) if args.links else {}
         table = Table(ask(store, questions, CHATS_NOW if args.data.name.startswith("chats") else CHANGING_NOW))
         links = sum(1 for _, m in store.iter_metadata("exchange") if m.get("updated_by"))
         store.close()
     row = table.row() | {"linked_exchanges": links} | ({"consolidated": checked} if checked else {})
+    if quality:
+        print(json.dumps(quality, indent=2) if args.json else _links_table(quality))
+        return 0
     if args.show:
         for o in table.outcomes:
             print(o.id, o.facet, "reached" if o.reached else "-", "stale" if o.stale else "", len(o.shown))
     print(json.dumps(row, indent=2) if args.json else row)
     return 0
+
+
+def _links_table(quality: dict[str, Any]) -> str:
+    """The link finder's links, one a line, then the README's pairs it missed."""
+    lines = [f"{q['verdict']:5}  {q['older']} -> {q['newer']}  {q['evidence']}" for q in quality["listed"]]
+    lines += [f"missed {pair}" for pair in quality["missed_pairs"]]
+    lines.append(f"links {quality['links']}: right {quality['right']}, chain {quality['chain']}, wrong {quality['wrong']}; "
+                 f"the README's pairs {quality['in_readme']}, missed {quality['missed']}")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":
