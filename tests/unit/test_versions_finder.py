@@ -3,6 +3,7 @@ retrieval that follows them forward (docs/memory.md, "Facts that change")."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ from ocat.memory.retrieval.follow_versions import (
     VERSION_EASE, asks_about_now, asks_about_the_past, gate_of, lift_newer, with_newest,
 )
 from ocat.memory.storage.version_values import Value, statements
+from ocat.operations.versions import updated_by
 from ocat.records import SUPERSEDED_KEY, UPDATE_EVIDENCE_KEY, UPDATE_HOW_KEY, Exchange, SearchHit
 from tests.support.examples import examples
 from tests.support.paths import REPO
@@ -194,6 +196,21 @@ def test_asked_about_the_past_a_version_a_newer_one_updates_stands_a_little_unde
     low = 0.65 - VERSION_EASE - 0.01
     assert not verdicts([Candidate(old.exchange_id, low, low)], eased=True)[old.exchange_id].admitted
     assert gate_of(records[plain.exchange_id][1], 0.7) == 0.7
+
+
+def test_a_thread_neighbour_shown_as_context_does_not_bring_its_newer_versions(store: Any) -> None:
+    # The user asked about the boat exam; the exchange after it in its thread told the
+    # grandchildren's dates, which a later exchange changed.
+    exam = exchange("the exam is on Saturday 24 May", 0, "s0")
+    dates, later = chain(store, "the grandchildren come 12 to 26 July", "they now come 12 to 22 July")
+    shown_for_exam = replace(stored_hit(store, dates, 0.03), context_of=exam.exchange_id, with_admitted=True)
+    found = with_newest(store, [hit(exam, 0.8), shown_for_exam])
+    assert [h.id for h in found] == [exam.exchange_id, dates.exchange_id]
+    assert all(h.admitted for h in found)
+    assert updated_by(found[1])  # the memory block still marks it updated
+    # Given for itself, the same version brings its newest.
+    found = with_newest(store, [stored_hit(store, dates, 0.8)])
+    assert [(h.id, h.newest_of) for h in found] == [(dates.exchange_id, None), (later.exchange_id, dates.exchange_id)]
 
 
 @pytest.mark.parametrize(("question", "past"), [
