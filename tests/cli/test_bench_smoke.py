@@ -35,14 +35,14 @@ WARM_ENV = "BENCH_WARM_PYTHON"  # bench/startup.py's
 # (recall_dated and recall_projects smoke chats-dev alone: their LoCoMo side reads it with the
 # loader that recall and tool_recall smoke.)
 RUNS: dict[str, tuple[list[str], set[str]]] = {
-    "agent_import": (["--sessions", "4", "--mb", "0.02", "--grow", "1", "--skip-raw"], {"model"}),
+    "agent_import": (["--sessions", "2", "--prompts", "1", "--mb", "0.01", "--grow", "1", "--skip-raw"], {"model"}),
     "ask_mcp_cache": (["--runs", "1"], set()),
     "ask_vs_llm": (["--runs", "1"], {"model", "llm"}),
-    "big_file": (["--mb", "0.05"], {"model"}),
+    "big_file": (["--mb", "0.01"], {"model"}),
     "idle_memory": (["--runs", "1", "--exchanges", "20", "--settle", "0.2", "--steady", "0.3"], {"model", "tmux"}),
     "idle_release": (SMOKE, {"model", "eval"}),
-    "import_history": (["--mb", "0.05"], {"model"}),
-    "ingest": (["--prose-mb", "0.02", "--import-exchanges", "20"], {"model"}),
+    "import_history": (["--mb", "0.01"], {"model"}),
+    "ingest": (["--prose-mb", "0.005", "--import-exchanges", "5"], {"model"}),
     "latency": ([*SMOKE, "--exchanges", "20", "--vectors", "synthetic", "--queries", "3"], {"model", "eval"}),
     "limits": (SMOKE, {"model"}),
     "link_cost": (SMOKE, {"model", "eval"}),
