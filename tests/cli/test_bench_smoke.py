@@ -47,7 +47,7 @@ RUNS: dict[str, tuple[list[str], set[str]]] = {
     "limits": (SMOKE, {"model"}),
     "link_cost": (SMOKE, {"model", "eval"}),
     "passage_cost": ([*SMOKE, "--runs", "1"], {"model", "eval"}),
-    "quit": (["--runs", "1"], {"model", "tmux"}),
+    "quit": (["--runs", "1", "--type-after", "0.5"], {"model", "tmux"}),
     "recall": ([*SMOKE, "--modes", "hybrid"], {"model", "eval"}),
     "recall_changing": (SMOKE, {"model", "eval"}),
     "recall_dated": ([*SMOKE, "--boosts", "0.5", "--sets", "chats"], {"model", "eval"}),
