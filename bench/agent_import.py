@@ -48,6 +48,7 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
 from ingest import raw_embed, run_cli  # noqa: E402
+from smoke import threads  # noqa: E402
 from startup import python_start  # noqa: E402
 
 DEFAULT_MODEL = REPO.parent / "shared" / "models" / "all-MiniLM-L6-v2-int8"
@@ -220,7 +221,7 @@ def passage_windows(texts: list[str], model: Path) -> list[str]:
     """The passage windows the store embeds for `texts` (those past each text's first window)."""
     from ocat.memory.embedding.embedders import OnnxMiniLMEmbedder, passages_of
 
-    embedder = OnnxMiniLMEmbedder(model)
+    embedder = OnnxMiniLMEmbedder(model, threads=threads())
     return [window for text in texts for window in passages_of(embedder, text)]
 
 
