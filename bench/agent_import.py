@@ -48,6 +48,8 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
 from ingest import raw_embed, run_cli  # noqa: E402
+from smoke import threads  # noqa: E402
+from startup import python_start  # noqa: E402
 
 DEFAULT_MODEL = REPO.parent / "shared" / "models" / "all-MiniLM-L6-v2-int8"
 PROJECTS = ("ferry", "ledger", "tide-tables", "parser", "kitchen-planner", "deploy-tools", "invoice-api",
@@ -219,7 +221,7 @@ def passage_windows(texts: list[str], model: Path) -> list[str]:
     """The passage windows the store embeds for `texts` (those past each text's first window)."""
     from ocat.memory.embedding.embedders import OnnxMiniLMEmbedder, passages_of
 
-    embedder = OnnxMiniLMEmbedder(model)
+    embedder = OnnxMiniLMEmbedder(model, threads=threads())
     return [window for text in texts for window in passages_of(embedder, text)]
 
 
@@ -244,7 +246,7 @@ def child_read(folder: Path) -> None:
 
 def read_alone(folder: Path) -> dict[str, Any]:
     """The reading alone (child_read in a fresh process)."""
-    done = subprocess.run([sys.executable, __file__, "--child-read", str(folder)], capture_output=True, text=True)
+    done = subprocess.run([*python_start(), __file__, "--child-read", str(folder)], capture_output=True, text=True)
     if done.returncode != 0:
         raise SystemExit(f"agent_import: reading the folder failed: {done.stderr}")
     return json.loads(done.stdout.strip().splitlines()[-1])

@@ -27,7 +27,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
-from startup import ocat_command, ocat_env  # noqa: E402
+from startup import ocat_command, ocat_env, python_start  # noqa: E402
 
 FIXTURE = REPO / "tests" / "support" / "mcp_fixture_server.py"
 SERVERS = ("alpha", "beta", "gamma", "delta")
@@ -35,7 +35,8 @@ SERVERS = ("alpha", "beta", "gamma", "delta")
 
 def write_config(folder: Path, servers: bool) -> Path:
     """A config with the 4 fixture servers (each counting its starts in folder/starts), or none."""
-    entries = {name: {"command": sys.executable, "args": [str(FIXTURE)], "start_timeout": 60,
+    python, *options = python_start()
+    entries = {name: {"command": python, "args": [*options, str(FIXTURE)], "start_timeout": 60,
                       "env": {"FIXTURE_STARTS_FILE": str(folder / "starts")}} for name in SERVERS}
     path = folder / ("servers.yaml" if servers else "plain.yaml")
     path.write_text(json.dumps({"mcp_servers": entries if servers else {}}))

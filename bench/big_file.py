@@ -45,6 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     """Build the file, add it, print the timings."""
     sys.path.insert(0, str(REPO))
     from bench.recall import DEFAULT_MODEL
+    from bench.smoke import threads
     from ocat.text.chunking import chunk_text
     from ocat.config.loading import shipped_settings
     from ocat.memory import MemoryStore, StoreLocation, add_path, partial_documents
@@ -68,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     chunks = chunk_text(big.read_text(encoding="utf-8"), options)
     print(f"file: {big.stat().st_size / 1e6:.1f} MB, {len(chunks)} chunks; read + chunk {time.perf_counter() - started:.2f} s")
 
-    store = MemoryStore.open(StoreLocation(path=folder / "store"), OnnxMiniLMEmbedder(args.model), name="bench")
+    store = MemoryStore.open(StoreLocation(path=folder / "store"), OnnxMiniLMEmbedder(args.model, threads=threads()), name="bench")
     first = [0.0]
 
     def progress(file: Path, done: int, total: int) -> None:

@@ -98,10 +98,10 @@ def family_memory(pid: int) -> dict[str, Any]:
     return {"processes": processes, "total": total}
 
 
-def settled(pid: int, settle: float) -> None:
+def settled(pid: int, settle: float, steady: float = 3.0) -> None:
     """Wait `settle` seconds, then until the summed RSS of `pid` and its children has moved less
-    than 2 MB over three seconds (a store server still importing ChromaDB is not idle yet; at
-    most two minutes)."""
+    than 2 MB over `steady` seconds, read four times (a store server still importing ChromaDB is
+    not idle yet; at most two minutes)."""
     time.sleep(settle)
     readings: list[float] = []
     deadline = time.monotonic() + 120
@@ -112,7 +112,7 @@ def settled(pid: int, settle: float) -> None:
             readings.append(0.0)
         if len(readings) >= 4 and max(readings[-4:]) - min(readings[-4:]) < 2:
             return
-        time.sleep(1)
+        time.sleep(steady / 3)
 
 
 def _name(pid: int) -> str:
@@ -125,7 +125,8 @@ def tmux(*args: str) -> str:
     return subprocess.run(["tmux", "-L", SOCKET, *args], capture_output=True, text=True, check=False).stdout
 
 
-def chat_idle(command: list[str], env: dict[str, str], settle: float, *, turn: int | None = None) -> dict[str, Any]:
+def chat_idle(command: list[str], env: dict[str, str], settle: float, *, turn: int | None = None,
+              steady: float = 3.0) -> dict[str, Any]:
     """The chat at 80x24, `settle` seconds after memory is loaded; with `turn` (the store's count),
     after one turn too, once its exchange is kept."""
     name = f"idle{time.monotonic_ns()}"
@@ -143,7 +144,7 @@ def chat_idle(command: list[str], env: dict[str, str], settle: float, *, turn: i
             raise SystemExit(f"idle_memory: memory never loaded; the screen was:\n{screen}")
         loaded = time.monotonic() - started
         pid = int(tmux("list-panes", "-t", name, "-F", "#{pane_pid}").split()[0])
-        settled(pid, settle)
+        settled(pid, settle, steady)
         idle = {"memory_loaded_s": round(loaded, 1), **family_memory(pid)}
         if turn is None:
             return idle
@@ -155,7 +156,7 @@ def chat_idle(command: list[str], env: dict[str, str], settle: float, *, turn: i
             if time.monotonic() > deadline:
                 raise SystemExit(f"idle_memory: the turn's exchange was never kept; the screen was:\n{screen}")
             time.sleep(0.2)
-        settled(pid, settle)
+        settled(pid, settle, steady)
         return {**idle, "after_turn": family_memory(pid)}
     finally:
         _stop(name)
@@ -170,7 +171,7 @@ def _stop(name: str) -> None:
         time.sleep(0.05)
 
 
-def mcp_idle(command: list[str], env: dict[str, str], settle: float) -> dict[str, Any]:
+def mcp_idle(command: list[str], env: dict[str, str], settle: float, steady: float = 3.0) -> dict[str, Any]:
     """`ocat mcp` after `initialize` and `settle` seconds."""
     server = subprocess.Popen([*command, "mcp"], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                               stderr=subprocess.DEVNULL)
@@ -185,7 +186,7 @@ def mcp_idle(command: list[str], env: dict[str, str], settle: float) -> dict[str
         answered = time.monotonic() - started
         server.stdin.write(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n')
         server.stdin.flush()
-        settled(server.pid, settle)
+        settled(server.pid, settle, steady)
         return {"initialized_s": round(answered, 1), **family_memory(server.pid)}
     finally:
         server.stdin.close()
@@ -239,6 +240,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--exchanges", type=int, default=1000, help="exchanges in the store")
     parser.add_argument("--settle", type=float, default=5.0, help="seconds idle before reading")
+    parser.add_argument("--steady", type=float, default=3.0,
+                        help="seconds over which the RSS must hold still (within 2 MB) before it is read")
     parser.add_argument("--model", type=Path, default=DEFAULT_MODEL)
     parser.add_argument("--checkout", type=Path, help="run ocat from this source tree")
     parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "ocat-idle-bench",
@@ -264,11 +267,12 @@ def main(argv: list[str] | None = None) -> int:
             shutil.copytree(folder / "store", Path(scratch) / "store")
             env["OCAT_VECTOR_STORE_PATH"] = full["OCAT_VECTOR_STORE_PATH"] = str(Path(scratch) / "store")
         try:
-            report["chat"] = medians([chat_idle(ocat_command(), env, args.settle, turn=args.exchanges if args.turn else None)
+            report["chat"] = medians([chat_idle(ocat_command(), env, args.settle, turn=args.exchanges if args.turn else None,
+                                                steady=args.steady)
                                       for _ in range(args.runs)])
         finally:
             subprocess.run(["tmux", "-L", SOCKET, "kill-server"], capture_output=True, check=False)
-        report["mcp"] = medians([mcp_idle(ocat_command(), full, args.settle) for _ in range(args.runs)])
+        report["mcp"] = medians([mcp_idle(ocat_command(), full, args.settle, args.steady) for _ in range(args.runs)])
         if args.imports:
             report["imports_rss"] = import_costs(args.model, full, args.runs)
     print(json.dumps(report, indent=1) if args.json else format_report(report))

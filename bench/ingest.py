@@ -43,6 +43,7 @@ if str(REPO) not in sys.path:
 from bench.latency import synthetic_embedder, synthetic_exchanges  # noqa: E402
 from bench.recall import DEFAULT_DATA, DEFAULT_MODEL, load_conversations  # noqa: E402
 from bench.startup import ocat_command, ocat_env  # noqa: E402
+from bench.smoke import threads  # noqa: E402
 
 
 def write_prose(folder: Path, megabytes: float, data: Path) -> list[Path]:
@@ -100,7 +101,7 @@ def raw_embed(texts: list[str], model: Path) -> float:
     """Seconds the model alone takes to embed the texts (loaded and warmed first)."""
     from ocat.memory.embedding.embedders import OnnxMiniLMEmbedder
 
-    embedder = OnnxMiniLMEmbedder(model)
+    embedder = OnnxMiniLMEmbedder(model, threads=threads())  # as the CLI's runs, on embedding.threads
     embedder.embed(["warm up"])
     started = time.perf_counter()
     embedder.embed(texts)

@@ -361,7 +361,7 @@ def main(argv: list[str] | None = None) -> int:
         last = datetime.fromtimestamp(max(e.timestamp for e in base))
         now = last.replace(hour=0, minute=0, second=0, microsecond=0) + timedelta(days=1)
         questions = [q["question"] for c in conversations for q in c.questions if time_range(q["question"], now)]
-    embedder = OnnxMiniLMEmbedder(args.model)
+    embedder = OnnxMiniLMEmbedder(args.model, threads=smoke.threads())
     report: dict[str, Any] = {
         "ocat": str(Path(ocat.__file__).parent.parent),
         "vectors": args.vectors,

@@ -38,7 +38,7 @@ def main(argv: list[str] | None = None) -> int:
     from ocat.memory.storage import version_finder as finder
     from ocat.memory.storage import writes
 
-    embedder = OnnxMiniLMEmbedder(DEFAULT_MODEL)
+    embedder = OnnxMiniLMEmbedder(DEFAULT_MODEL, threads=smoke.threads())
     exchanges: list[Any] = []
     for name in ("chats-dev", "changing-dev"):
         exchanges += load_chats(EVAL / name)[0]

@@ -44,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     smoke.start(args.smoke)
     exchanges = smoke.first(load_chats(args.chats)[0], 8)
-    embedder = OnnxMiniLMEmbedder(args.model)
+    embedder = OnnxMiniLMEmbedder(args.model, threads=smoke.threads())
     embedder.embed(["warm up"])
     rates: dict[str, list[float]] = {
         "with passages": [], "with passages, passages made": [], "without": [], "without, passages made": [],

@@ -182,7 +182,7 @@ def evaluate(
 
     settings = bench_settings()
     vector_store = settings.vector_store
-    embedder = OnnxMiniLMEmbedder(model_dir)
+    embedder = OnnxMiniLMEmbedder(model_dir, threads=smoke.threads())
     results = {mode: ModeResult() for mode in modes}
     # The chat's own limits, listing max(KS) of the same ranking: R@5 is the chat's top 5.
     ranking = RetrievalLimits.from_settings(vector_store, results=max(KS))

@@ -166,7 +166,7 @@ def cross_validate(folder: Path, model_dir: Path, tmp: Path) -> dict[str, Any]:
     from ocat.memory.embedding.embedders import OnnxMiniLMEmbedder
     from ocat.memory.retrieval import follow_versions as follow
 
-    embedder = OnnxMiniLMEmbedder(model_dir)
+    embedder = OnnxMiniLMEmbedder(model_dir, threads=smoke.threads())
     exchanges, questions = load_chats(folder)
     base = tmp / "base"
     store = MemoryStore.open(StoreLocation(path=base), embedder, name="eval")
@@ -241,7 +241,7 @@ def open_store(folder: Path, model_dir: Path, tmp: Path) -> tuple[Any, list[dict
     from ocat.memory.embedding.embedders import OnnxMiniLMEmbedder
 
     exchanges, questions = load_chats(folder)
-    store = MemoryStore.open(StoreLocation(path=tmp / folder.name), OnnxMiniLMEmbedder(model_dir), name="eval")
+    store = MemoryStore.open(StoreLocation(path=tmp / folder.name), OnnxMiniLMEmbedder(model_dir, threads=smoke.threads()), name="eval")
     store.add_exchanges(exchanges)
     store.wait_for_passages()
     return store, questions, exchanges

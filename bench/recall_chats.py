@@ -114,7 +114,7 @@ def evaluate_chats(folder: Path, model_dir: Path, *, questions: int | None = Non
     chat_limits = RetrievalLimits.from_settings(vector_store)
     result = ChatsResult()
     with tempfile.TemporaryDirectory(prefix="ocat-chats-") as tmp:
-        store = MemoryStore.open(StoreLocation(path=Path(tmp) / "chats"), OnnxMiniLMEmbedder(model_dir), name="eval")
+        store = MemoryStore.open(StoreLocation(path=Path(tmp) / "chats"), OnnxMiniLMEmbedder(model_dir, threads=smoke.threads()), name="eval")
         store.add_exchanges(exchanges)
         store.wait_for_passages()  # a bulk write makes them in the background
         for q in asked:

@@ -96,7 +96,7 @@ def ask_chats(folder: Path, dated: Path, model_dir: Path, names: Sequence[str], 
     month = {e.exchange_id: datetime.fromtimestamp(e.timestamp, MONTREAL).strftime("%m") for e in exchanges}
     questions = smoke.kept_questions(json.loads(dated.read_text(encoding="utf-8")), set(month))
     vector_store = bench_settings().vector_store
-    store = MemoryStore.open(StoreLocation(path=tmp / "chats"), OnnxMiniLMEmbedder(model_dir), name="eval")
+    store = MemoryStore.open(StoreLocation(path=tmp / "chats"), OnnxMiniLMEmbedder(model_dir, threads=smoke.threads()), name="eval")
     out: list[tuple[str, Outcome]] = []
     added = 0
     spare = iter(("Jan", "Feb", "Mar-Apr", "May-Jun") * len(questions))
@@ -142,7 +142,7 @@ def ask_locomo(data: Path, model_dir: Path, names: Sequence[str], tmp: Path) -> 
     conversations = load_conversations(data)
     dated = dated_locomo(conversations)
     vector_store = bench_settings().vector_store
-    embedder = OnnxMiniLMEmbedder(model_dir)
+    embedder = OnnxMiniLMEmbedder(model_dir, threads=smoke.threads())
     out: list[tuple[str, Outcome]] = []
     for conv in conversations:
         now = locomo_now(conv)

@@ -365,12 +365,13 @@ def ask_locomo(conversations: Sequence[Any], model_dir: Path, folder: Path, cove
     from recall_chats import bench_settings
 
     from ocat.memory import MemoryStore, RetrievalLimits, StoreLocation
+    from smoke import threads
     from ocat.memory.embedding.embedders import OnnxMiniLMEmbedder
     from ocat.text.tokens import estimate_tokens
 
     settings = bench_settings().vector_store
     limits = RetrievalLimits.from_settings(settings, results=max(KS))
-    embedder = OnnxMiniLMEmbedder(model_dir)
+    embedder = OnnxMiniLMEmbedder(model_dir, threads=threads())
     asked: list[Asked] = []
     for conv in conversations:
         store = MemoryStore.open(StoreLocation(path=folder / conv.sample_id), embedder, name="eval")
@@ -404,6 +405,7 @@ def ask_chats(folder: Path, model_dir: Path, tmp: Path, coverage_weight: float |
     from recall_chats import CHATS_NOW, bench_settings, load_chats
 
     from ocat.memory import MemoryStore, RetrievalLimits, StoreLocation
+    from smoke import threads
     from ocat.memory.embedding.embedders import OnnxMiniLMEmbedder
     from ocat.text.tokens import estimate_tokens
 
@@ -413,7 +415,7 @@ def ask_chats(folder: Path, model_dir: Path, tmp: Path, coverage_weight: float |
     started = _thread_months(exchanges)
     month_of = {e.exchange_id: started[e.thread_id] for e in exchanges}
     when = {e.exchange_id: e.timestamp for e in exchanges}
-    store = MemoryStore.open(StoreLocation(path=tmp / "chats"), OnnxMiniLMEmbedder(model_dir), name="eval")
+    store = MemoryStore.open(StoreLocation(path=tmp / "chats"), OnnxMiniLMEmbedder(model_dir, threads=threads()), name="eval")
     _weighted(store, coverage_weight)
     store.add_exchanges(exchanges)
     getattr(store, "wait_for_passages", lambda: True)()
@@ -510,13 +512,14 @@ def late_facts(chats: Path, model_dir: Path) -> dict[str, dict[str, float | None
 
     from ocat.config.loading import load_settings
     from ocat.memory import MemoryStore, RetrievalLimits, StoreLocation, retrieve
+    from smoke import threads
     from ocat.memory.embedding.embedders import OnnxMiniLMEmbedder
 
     limits = RetrievalLimits.from_settings(load_settings(env={}).vector_store)
     exchanges, _ = load_chats(chats)
     out: dict[str, dict[str, float | None]] = {}
     with tempfile.TemporaryDirectory(prefix="ocat-late-") as tmp:
-        store = MemoryStore.open(StoreLocation(path=Path(tmp)), OnnxMiniLMEmbedder(model_dir), name="eval")
+        store = MemoryStore.open(StoreLocation(path=Path(tmp)), OnnxMiniLMEmbedder(model_dir, threads=threads()), name="eval")
         store.add_exchanges([*exchanges, *late_fact_exchanges()])
         store.wait_for_passages()
         for label in ("with passages", "without"):

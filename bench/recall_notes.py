@@ -96,6 +96,7 @@ def ask(notes: Sequence[dict[str, Any]], model_dir: Path, coverage_weight: float
     coverage weight: the fit's trial); and each note's stored id."""
     from ocat.config.loading import load_settings
     from ocat.memory import MemoryStore, RetrievalLimits, StoreLocation, retrieve
+    from smoke import threads
     from ocat.memory.embedding.embedders import OnnxMiniLMEmbedder
     from ocat.operations.add import add_note
 
@@ -104,7 +105,7 @@ def ask(notes: Sequence[dict[str, Any]], model_dir: Path, coverage_weight: float
     asked: list[Asked] = []
     ids: dict[str, str] = {}
     with tempfile.TemporaryDirectory(prefix="ocat-notes-") as tmp:
-        store = MemoryStore.open(StoreLocation(path=Path(tmp)), OnnxMiniLMEmbedder(model_dir), name="notes")
+        store = MemoryStore.open(StoreLocation(path=Path(tmp)), OnnxMiniLMEmbedder(model_dir, threads=threads()), name="notes")
         for note in notes:
             [ids[note["id"]]] = add_note(store, note["text"], settings.chunking, source="vadd_command").ids
         if coverage_weight is not None:

@@ -59,6 +59,7 @@ sys.path.insert(0, str(REPO / "bench"))
 from recall import load_conversations, locomo_now, normalise_evidence  # noqa: E402
 from recall_chats import CHATS_NOW, DEFAULT_CHATS, bench_settings, load_chats, pct  # noqa: E402
 from recall_dated import CHATS_FOLDS, MONTREAL, boost_bench  # noqa: E402
+from smoke import threads  # noqa: E402
 
 BOOSTS = (0.0, 0.05, 0.1, 0.2, 0.3, 0.5)
 # chats-dev's threads, in date order, cycle through these ("" is global).
@@ -194,7 +195,7 @@ def ask_all(
     # The chat's own limits: its top 5 is the ranking R@5 reads (context_results is 5), so one
     # search gives both the ranking and what the chat would inject.
     chat = RetrievalLimits.from_settings(vector_store)
-    store = MemoryStore.open(StoreLocation(path=tmp / name), CachedEmbedder(OnnxMiniLMEmbedder(model_dir)), name="eval")
+    store = MemoryStore.open(StoreLocation(path=tmp / name), CachedEmbedder(OnnxMiniLMEmbedder(model_dir, threads=threads())), name="eval")
     out: list[tuple[float, Outcome]] = []
     seen: dict[tuple[str, str, float, datetime | None], tuple[list[str], list[str]]] = {}
     try:

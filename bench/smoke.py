@@ -88,6 +88,14 @@ def first(items: list[Any], count: int) -> list[Any]:
     return items[:count] if on() else items
 
 
+def threads() -> int | None:
+    """The threads a bench's own model runs on: those ocat's `embedding.threads` gives its model
+    (OCAT_EMBEDDING_THREADS; unset or 0: None, one per core, onnxruntime's choice). The suite
+    sets one, as for every ocat process it starts: on two cores that two test workers keep busy,
+    the model's pool of two threads took ~1.8 times the CPU for the same vectors, bit for bit."""
+    return int(os.environ.get("OCAT_EMBEDDING_THREADS") or 0) or None
+
+
 def keep_vectors() -> None:
     """Keep the model's vectors in the folder VECTORS_ENV names, if it names one."""
     from ocat.memory.embedding.vector_cache import use_folder

@@ -31,6 +31,11 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_MODEL = REPO.parent / "shared" / "models" / "all-MiniLM-L6-v2-int8"
 SOCKET = f"ocat-bench-{os.getpid()}"
+# Set by the suite's smoke runs (tests/cli/test_bench_smoke.py): the command line (JSON) that runs
+# `python ARGS` from the test worker's warm interpreter (tests/support/warm_start.py), which has
+# imported chromadb and the model's libraries once; each Python process a bench starts paid ~2.5 s
+# of CPU for them. What a smoke run times means nothing, and it runs this tree, never --checkout's.
+WARM_ENV = "BENCH_WARM_PYTHON"
 WIDTH, HEIGHT = 120, 40
 
 
@@ -53,8 +58,17 @@ def ocat_env(home: Path, store: Path, model: Path, checkout: Path | None) -> dic
 def ocat_command() -> list[str]:
     """`python -P -m ocat`: the tree on PYTHONPATH (ocat_env), started as that tree starts itself.
     Not the installed console script, which names the entry point of the tree that was installed;
-    -P keeps the current folder (another tree, maybe) off the path."""
-    return [sys.executable, "-P", "-m", "ocat"]
+    -P keeps the current folder (another tree, maybe) off the path. In the suite's smoke runs, the
+    test worker's warm interpreter runs this tree's ocat instead (`python_start`)."""
+    warm = os.environ.get(WARM_ENV)
+    return [*json.loads(warm), "-m", "ocat"] if warm else [sys.executable, "-P", "-m", "ocat"]
+
+
+def python_start() -> list[str]:
+    """How a bench starts a Python process of this tree (`[*python_start(), "-c", CODE]`, or a
+    script): `sys.executable`; in the suite's smoke runs, its worker's warm interpreter."""
+    warm = os.environ.get(WARM_ENV)
+    return list(json.loads(warm)) if warm else [sys.executable]
 
 
 def tmux(*args: str) -> str:

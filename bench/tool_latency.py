@@ -208,7 +208,7 @@ def main(argv: list[str] | None = None) -> int:
     conversations = load_conversations(args.data)
     base = [e for c in conversations for e in c.exchanges]
     questions = [q["question"] for c in conversations for q in c.questions][: args.queries]
-    embedder = OnnxMiniLMEmbedder(args.model)
+    embedder = OnnxMiniLMEmbedder(args.model, threads=smoke.threads())
     report: dict[str, Any] = {"exchanges": args.exchanges, "vectors": args.vectors, "queries": len(questions),
                               "loadavg_start": _load()}
     with tempfile.TemporaryDirectory(prefix="ocat-tool-latency-") as scratch:

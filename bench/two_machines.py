@@ -38,6 +38,10 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "bench"))
+
+from startup import WARM_ENV, python_start  # noqa: E402
+
 MODEL = REPO.parent / "shared" / "models" / "all-MiniLM-L6-v2-int8"
 
 # One machine: reads JSON commands, one a line, and answers each with one JSON line.
@@ -145,7 +149,9 @@ class Machine:
         # The tree's own interpreter when it has one: an editable install of another tree would
         # otherwise be imported whatever PYTHONPATH says.
         python = tree / ".venv" / "bin" / "python"
-        self.process = subprocess.Popen([str(python if python.exists() else sys.executable), "-c", MACHINE, role], stdin=subprocess.PIPE,
+        # This tree, in the suite's smoke run: from its worker's warm interpreter (bench/startup.py).
+        start = python_start() if tree == REPO and WARM_ENV in os.environ else [str(python if python.exists() else sys.executable)]
+        self.process = subprocess.Popen([*start, "-c", MACHINE, role], stdin=subprocess.PIPE,
                                         stdout=subprocess.PIPE, text=True, env=env, cwd=home)
         self.opened = self.answer()
         self.opened["wall_s"] = time.perf_counter() - started
