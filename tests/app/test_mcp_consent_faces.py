@@ -32,6 +32,16 @@ from tests.support.pilot import wait_for
 from tests.unit.test_mcp_client import ask_args, calls_made, fixture_entry, pid_alive, tool_messages, write_config
 
 
+@pytest.fixture(autouse=True)
+def quickly_armed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The dialog arms 0.05 s after it is painted, not 0.75 s: what these tests press comes after
+    `dialog_shown` has seen it armed, so the delay only cost each dialog its wait (typed-ahead keys
+    and the delay itself are tests/app/test_consent_typed_ahead.py's)."""
+    import ocat.ui.consent
+
+    monkeypatch.setattr(ocat.ui.consent, "ARMING_DELAY", 0.05)
+
+
 def app_with_fixture(server: FakeLLMServer, folder: Path, **entry: Any) -> OcatApp:
     """The chat (memory off: these tests are about tools) with the fixture server configured."""
     settings = load_settings(overrides={"llm.model": "openai/fake-model", "llm.api_base": server.api_base,

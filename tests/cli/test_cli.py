@@ -321,9 +321,13 @@ def test_stats_never_imports_litellm(cli: Cli) -> None:
 def test_export_to_a_closed_pipe_stops_quietly(cli: Cli, tmp_path: Path) -> None:
     folder = tmp_path / "many"
     folder.mkdir()
-    for i in range(40):
-        (folder / f"n{i}.md").write_text(f"note number {i} " + "filler words " * 300)
-    cli("--add-to-vector-store", str(folder))
+    for i in range(4):
+        (folder / f"n{i}.txt").write_text(f"note number {i} " + "filler words " * 3000)
+    # Each note one chunk: 160 KB to export, well past a pipe's 64 KB, while the model reads only
+    # each chunk's first 256 tokens (4 windows embedded, not 320).
+    added = cli("--add-to-vector-store", str(folder), "--set", "chunking.chunk_size=40000",
+                "--set", "chunking.max_chunk_size=40000", "--output", "json")
+    assert added.json()["result"]["added_chunks"] == 4, added.stderr
     pipeline = f"{sys.executable} -m ocat --export-memory - | head -c 10; echo; echo status=${{PIPESTATUS[0]}}"
     run = subprocess.run(["bash", "-c", pipeline], capture_output=True, text=True, cwd=cli.home,
                          env={**__import__("os").environ, "OCAT_VECTOR_STORE_PATH": str(cli.store_path)})

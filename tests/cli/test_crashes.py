@@ -48,18 +48,54 @@ def write_document(path: Path, paragraphs: int) -> list[str]:
     return texts
 
 
+# Every script below writes in batches of 32, not 256 (WRITE_BATCH, read where each write and its
+# progress run): a crash between batches is the same at any size, and the tests then embed a few
+# dozen records, not hundreds (a second of the real model instead of ten).
+SMALL_BATCHES = """
+import ocat.memory.ingest.documents, ocat.memory.storage.export_import, ocat.memory.storage.writes
+BATCH = 32
+for module in (ocat.memory.ingest.documents, ocat.memory.storage.export_import, ocat.memory.storage.writes):
+    module.WRITE_BATCH = BATCH
+"""
+
+# An import whose model stops (as a slow one would) on the second batch, inside that batch's write
+# (its lock taken), saying so in the file `sys.argv[1]`: the kill lands there, always after the
+# first batch and before the last.
+IMPORT_HELD_IN_THE_SECOND_BATCH = SMALL_BATCHES + r"""
+import pathlib, sys, time
+import ocat.memory.storage.export_import as export_import
+from ocat.memory.embedding.embedders import OnnxMiniLMEmbedder
+held, real_write, real_embed, batches = pathlib.Path(sys.argv[1]), export_import._write, OnnxMiniLMEmbedder.embed, [0]
+def write(*args):
+    batches[0] += 1
+    return real_write(*args)
+def embed(self, texts):
+    if batches[0] >= 2:
+        held.write_text("held")
+        while True:
+            time.sleep(0.05)
+    return real_embed(self, texts)
+export_import._write, OnnxMiniLMEmbedder.embed = write, embed
+sys.argv = ["ocat", *sys.argv[2:]]
+from ocat.cli.dispatch import run
+run()
+"""
+
+
 def test_kill_9_during_an_import_then_the_same_import_completes_it(cli: Cli, tmp_path: Path) -> None:
     source = tmp_path / "memory.jsonl"
-    # The kill lands after the first batch of 256, while the second (194: seconds of embedding) is
-    # under way; the rerun writes the rest.
-    count = 450
+    # Three batches of 32: the kill lands in the second, held on its first embedding; the rerun
+    # writes the rest.
+    count = 80
     exchanges = write_exchanges(source, count)
-    running = Running(cli, "--import-memory", str(source))
-    running.wait_for(f"imported 256/{count} records")
+    held = tmp_path / "held"
+    running = Running(cli, str(held), "--import-memory", str(source), script=IMPORT_HELD_IN_THE_SECOND_BATCH)
+    running.wait_until(lambda _: held.exists())
+    running.wait_for(f"imported 32/{count} records")
     running.kill()
 
     partial = stats(cli)["exchanges"]
-    assert 256 <= partial < count
+    assert partial == 32  # the first batch, whole; nothing of the one killed mid-write
     again = cli("--import-memory", str(source), "--output", "json")
     assert again.returncode == 0, again.stderr
     assert again.json()["result"]["added"] == count - partial
@@ -73,15 +109,15 @@ def test_kill_9_during_an_import_then_the_same_import_completes_it(cli: Cli, tmp
     assert cli("--import-memory", str(source), "--output", "json").json()["result"]["added"] == 0
 
 
-# An add whose model stops (as a slow one would) once the first write batch (256) is stored and a step of
+# An add whose model stops (as a slow one would) once the first write batch (32) is stored and a step of
 # the second is embedded, saying so in the file `sys.argv[1]`: the kill or the Ctrl+C lands there, always
-# after the first batch and before the last, on a document of any size past 272 chunks.
-HELD_IN_THE_SECOND_BATCH = r"""
+# after the first batch and before the last, on a document of any size past 48 chunks.
+HELD_IN_THE_SECOND_BATCH = SMALL_BATCHES + r"""
 import pathlib, sys, time
 from ocat.memory.embedding.embedders import OnnxMiniLMEmbedder
 held, real, embedded = pathlib.Path(sys.argv[1]), OnnxMiniLMEmbedder.embed, [0]
 def embed(self, texts):
-    if embedded[0] >= 256 + 16:
+    if embedded[0] >= BATCH + 16:
         held.write_text("held")
         while True:
             time.sleep(0.05)
@@ -107,13 +143,13 @@ def test_kill_9_during_a_document_add_leaves_it_detectably_partial_and_re_adding
     cli: Cli, tmp_path: Path
 ) -> None:
     document = tmp_path / "big.txt"
-    paragraphs = write_document(document, 320)  # some 320 chunks: the kill lands after 256 (held there)
+    paragraphs = write_document(document, 64)  # some 64 chunks: the kill lands after 32 (held there)
     running = add_held_in_the_second_batch(cli, document)
     running.kill()
 
     before = stats(cli)
     assert before["partial_documents"] == 1 and before["documents"] == 1
-    assert 256 <= before["document_chunks"]
+    assert before["document_chunks"] == 32  # the first batch, whole; nothing of the one killed mid-write
     again = cli("--add-to-vector-store", str(document), *SMALL_CHUNKS, "--output", "json")
     assert again.returncode == 0, again.stderr
     result = again.json()["result"]
@@ -131,7 +167,7 @@ def test_kill_9_during_a_document_add_leaves_it_detectably_partial_and_re_adding
 
 def test_ctrl_c_during_a_document_add_stops_cleanly_and_re_adding_completes_it(cli: Cli, tmp_path: Path) -> None:
     document = tmp_path / "long.md"
-    write_document(document, 320)  # some 320 chunks: the stop lands after 256 (held there)
+    write_document(document, 64)  # some 64 chunks: the stop lands after 32 (held there)
     running = add_held_in_the_second_batch(cli, document)
     assert running.kill(signal.SIGINT) == 130
     message = running.wait_for("running the same command again completes it\n")
@@ -204,11 +240,10 @@ def test_kill_9_mid_stream_keeps_finished_exchanges_and_stores_no_half_answer(
     assert [(e["user_prompt"], e["assistant_response"]) for e in exported] == [("first question", "First answer.")]
 
 
-# Dies by SIGKILL the moment the second batch reaches the lexical index: Chroma has the
-# batch, the lexical index never gets it.
-# Import 600 exchanges (batches of 256) and die at the second call of a write that follows
-# Chroma's: the second batch is in Chroma, not in what that write keeps.
-KILL_AT_SECOND_WRITE = r"""
+# Import 75 exchanges (batches of 32) and die by SIGKILL at the second call of a write that follows
+# Chroma's (the lexical index's, the prompt vectors'): the second batch is in Chroma, not in what
+# that write keeps.
+KILL_AT_SECOND_WRITE = SMALL_BATCHES + r"""
 import importlib, os, signal, sys
 module, cls, method = sys.argv[2].rsplit(".", 2)
 owner = getattr(importlib.import_module(module), cls)
@@ -225,9 +260,9 @@ sys.exit(main(["--import-memory", sys.argv[1]]))
 
 
 def import_and_die_at_the_second(cli: Cli, tmp_path: Path, write: str) -> list[Exchange]:
-    """Import 600 exchanges in a process killed at the second call of `write` (module.Class.method)."""
+    """Import 75 exchanges in a process killed at the second call of `write` (module.Class.method)."""
     source = tmp_path / "memory.jsonl"
-    exchanges = write_exchanges(source, 600)
+    exchanges = write_exchanges(source, 75)
     env = {**os.environ, "OCAT_VECTOR_STORE_PATH": str(cli.store_path)}
     died = subprocess.run(python_command("-c", KILL_AT_SECOND_WRITE, str(source), write, env=env), env=env, cwd=cli.home,
                           capture_output=True, text=True, timeout=300)
@@ -237,13 +272,13 @@ def import_and_die_at_the_second(cli: Cli, tmp_path: Path, write: str) -> list[E
 
 def test_a_crash_between_the_chroma_and_the_lexical_write_is_repaired_on_open(cli: Cli, tmp_path: Path) -> None:
     exchanges = import_and_die_at_the_second(cli, tmp_path, "ocat.memory.storage.lexical_index.LexicalIndex.add")
-    assert lexical_count(cli, "exchange") == 256  # the first batch only
-    assert stats(cli)["exchanges"] == 512  # Chroma has two batches; opening it rebuilt the index
-    assert lexical_count(cli, "exchange") == 512
+    assert lexical_count(cli, "exchange") == 32  # the first batch only
+    assert stats(cli)["exchanges"] == 64  # Chroma has two batches; opening it rebuilt the index
+    assert lexical_count(cli, "exchange") == 64
     # A record of the batch the lexical index missed is found by a fresh process's search.
-    assert top_hit(cli, exchanges[300].text)["id"] == exchanges[300].exchange_id
-    assert cli("--import-memory", str(tmp_path / "memory.jsonl"), "--output", "json").json()["result"]["added"] == 88
-    assert stats(cli)["exchanges"] == 600 and lexical_count(cli, "exchange") == 600
+    assert top_hit(cli, exchanges[40].text)["id"] == exchanges[40].exchange_id
+    assert cli("--import-memory", str(tmp_path / "memory.jsonl"), "--output", "json").json()["result"]["added"] == 11
+    assert stats(cli)["exchanges"] == 75 and lexical_count(cli, "exchange") == 75
 
 
 def prompt_vector_count(cli: Cli) -> int:
@@ -254,12 +289,12 @@ def prompt_vector_count(cli: Cli) -> int:
 
 def test_a_crash_between_an_exchange_and_its_prompt_vector_is_repaired_on_open(cli: Cli, tmp_path: Path) -> None:
     exchanges = import_and_die_at_the_second(cli, tmp_path, "ocat.memory.storage.prompt_vectors.PromptVectors.write")
-    assert prompt_vector_count(cli) == 256  # the second batch's exchanges are in Chroma, their prompts are not
-    assert stats(cli)["exchanges"] == 512  # opening the store embedded the missing prompts
-    assert prompt_vector_count(cli) == 512
-    assert top_hit(cli, exchanges[300].user_prompt)["id"] == exchanges[300].exchange_id
-    assert cli("--import-memory", str(tmp_path / "memory.jsonl"), "--output", "json").json()["result"]["added"] == 88
-    assert prompt_vector_count(cli) == 600
+    assert prompt_vector_count(cli) == 32  # the second batch's exchanges are in Chroma, their prompts are not
+    assert stats(cli)["exchanges"] == 64  # opening the store embedded the missing prompts
+    assert prompt_vector_count(cli) == 64
+    assert top_hit(cli, exchanges[40].user_prompt)["id"] == exchanges[40].exchange_id
+    assert cli("--import-memory", str(tmp_path / "memory.jsonl"), "--output", "json").json()["result"]["added"] == 11
+    assert prompt_vector_count(cli) == 75
 
 
 def test_ctrl_c_mid_stream_in_the_line_mode_chat_cancels_the_turn_and_stores_nothing(

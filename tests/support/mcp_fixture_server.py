@@ -7,7 +7,8 @@ and one that adds a tool and says so with `notifications/tools/list_changed` ($F
 
 Run: python tests/support/mcp_fixture_server.py (the side effect writes $FIXTURE_NOTE_FILE;
 each call is appended to $FIXTURE_CALLS_FILE, one JSON line, so tests see what reached it; each
-start appends the process's pid to $FIXTURE_STARTS_FILE, so tests see whether it was started).
+start appends the process's pid to $FIXTURE_STARTS_FILE, so tests see whether it was started). It is
+slow to answer its initialize by $FIXTURE_START_DELAY seconds, or until the file $FIXTURE_START_HELD exists.
 """
 
 import json
@@ -128,4 +129,7 @@ if __name__ == "__main__":
         os.write(1, b"Starting the fixture server...\n")
     if os.environ.get("FIXTURE_START_DELAY"):
         time.sleep(float(os.environ["FIXTURE_START_DELAY"]))
+    if os.environ.get("FIXTURE_START_HELD"):  # slow until the test lets it go: the file appears
+        while not os.path.exists(os.environ["FIXTURE_START_HELD"]):
+            time.sleep(0.05)
     server.run("stdio")

@@ -200,10 +200,10 @@ def test_j_dash_reads_stdin_through_a_temporary_file(cli: Cli, tmp_path: Path) -
 
 @pytest.mark.slow
 def test_j_a_stop_inside_one_long_conversation_stops_it_and_the_rerun_completes(cli: Cli, tmp_path: Path) -> None:
-    # 400 exchanges: the stop comes at the first progress line (16 exchanges embedded), some 25
+    # 160 exchanges: the stop comes at the first progress line (16 exchanges embedded), some 9
     # steps before the end, and the rerun still has most of the conversation to write.
     long_one = gpt_linear("long", "Long", [(role, f"{role} line {n} about the pump")
-                                           for n in range(400) for role in ("user", "assistant")])
+                                           for n in range(160) for role in ("user", "assistant")])
     export = write_json(tmp_path / "conversations.json", [long_one])
     running = Running(cli, "--import-history", str(export))
     running.wait_for("conversations")  # the first progress line: it is writing the long conversation

@@ -6,7 +6,8 @@ tools come on a later turn; servers start side by side, each on its own, so a fa
 are offered on the first turn whatever a slow one does; `--list-tools` waits for every server,
 with a progress line; and on every way out (Ctrl+Q, `/quit`, SIGTERM, mid-call) the launcher's
 child is gone afterwards. The slow server is tests/support/mcp_fixture_server.py with
-$FIXTURE_START_DELAY, run as the child of tests/support/mcp_launcher.py. Every wait is bounded.
+$FIXTURE_START_DELAY (or held until a file appears: $FIXTURE_START_HELD), run as the child of
+tests/support/mcp_launcher.py. Every wait is bounded.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import Any
 import pytest
 
 from ocat.config.mcp_servers import parse_servers
+from ocat.mcp_client.server_processes import running
 from ocat.mcp_client.servers import McpServers
 from tests.support.paths import SUPPORT
 from tests.support.cli import Cli
@@ -31,14 +33,17 @@ from tests.unit.test_mcp_client import ask_args, calls_made, fixture_entry, writ
 from tests.unit.test_mcp_descendants import _read_for, cleanup, ended_draining, full_screen_chat, gone, started_pids
 
 LAUNCHER = SUPPORT / "mcp_launcher.py"
-# How long the slow server takes to answer its initialize: well past its start_timeout (1 s).
+# How long the slow server takes to answer its initialize: well past its start_timeout (1 s), and
+# past the 5 s after which `--list-tools` says what it waits for.
 DELAY = 6
 
 
-def launched_entry(folder: Path, delay: float = 0, **extra: Any) -> dict[str, Any]:
-    """The fixture server as the child of the launcher (pids in folder/pids), slow by `delay` s."""
+def launched_entry(folder: Path, delay: float = 0, held: Path | None = None, **extra: Any) -> dict[str, Any]:
+    """The fixture server as the child of the launcher (pids in folder/pids), slow by `delay` s,
+    or until the file `held` exists."""
     entry = fixture_entry(folder, **extra)
     entry["env"] = {**entry["env"], "FIXTURE_START_DELAY": str(delay)} if delay else entry["env"]
+    entry["env"] = {**entry["env"], "FIXTURE_START_HELD": str(held)} if held else entry["env"]
     entry["args"] = [str(LAUNCHER), str(folder / "pids"), "--", sys.executable, *entry["args"]]
     return entry
 
@@ -54,7 +59,8 @@ def wait_until(check: Any, seconds: float = 60) -> bool:
 def test_a_slow_starter_is_not_stopped_and_a_fast_one_beside_it_is_ready_at_once(tmp_path: Path) -> None:
     slow_dir, fast_dir = tmp_path / "slow", tmp_path / "fast"
     slow_dir.mkdir(), fast_dir.mkdir()
-    configs = parse_servers({"slow": launched_entry(slow_dir, DELAY, start_timeout=1),
+    go = tmp_path / "go"  # the slow server answers its initialize once this file is there
+    configs = parse_servers({"slow": launched_entry(slow_dir, held=go, start_timeout=1),
                              "fast": fixture_entry(fast_dir, start_timeout=30)}, "test", tmp_path)
     servers = McpServers(configs, tmp_path / "logs")
     pids: list[int] = []
@@ -64,6 +70,9 @@ def test_a_slow_starter_is_not_stopped_and_a_fast_one_beside_it_is_ready_at_once
         assert states == {"slow": "starting", "fast": "ready"}
         assert {tool.server for tool in servers.tools()} == {"fast"}  # the first turn's tools
         pids = started_pids(slow_dir)
+        # Still held at twice its start_timeout: nothing stopped it meanwhile.
+        assert servers.wait_for("slow", 1).state == "starting" and all(running(pid) for pid in pids)
+        go.touch()
         status = servers.wait_for("slow", 60)  # it goes on starting: nothing stopped it
         assert status.state == "ready" and status.error is None and status.tools
         assert {tool.server for tool in servers.tools()} == {"slow", "fast"}  # a later turn's

@@ -38,6 +38,7 @@ from ocat.records import THREAD_TITLE_KEY, Exchange
 from ocat.text.chunking import ChunkingSettings
 from tests.support.cli import Cli, stats
 from tests.support.fakes import FakeEmbedder
+from tests.support.templates import StoreTemplates
 from tests.unit.test_trust_derived import cli_store
 
 CHUNKING = ChunkingSettings("semantic", 1000, 0, 1000, True)
@@ -172,8 +173,8 @@ def _digests(folder: Path) -> dict[str, str]:
 
 
 @pytest.fixture
-def damaged_primary(cli: Cli, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[dict[str, str]]:
-    cli_store(cli, tmp_path)
+def damaged_primary(cli: Cli, store_templates: StoreTemplates, request: pytest.FixtureRequest) -> Iterator[dict[str, str]]:
+    store_templates.copy_into(cli, "note-and-300-exchanges", cli_store)
     primary = cli.store_path / "chroma.sqlite3"
     if request.param == "emptied":
         primary.write_bytes(b"")
@@ -209,11 +210,11 @@ def test_c_an_emptied_or_missing_primary_file_is_damage_and_nothing_is_levelled_
     assert cli("--check-store").returncode == 0 and stats(cli)["exchanges"] == 0
 
 
-def test_c_a_primary_store_that_lost_records_stops_every_command(cli: Cli, tmp_path: Path) -> None:
+def test_c_a_primary_store_that_lost_records_stops_every_command(cli: Cli, store_templates: StoreTemplates) -> None:
     """Another client (or an older copy of chroma.sqlite3) took 200 of the 300 exchanges away."""
     import chromadb
 
-    cli_store(cli, tmp_path)
+    store_templates.copy_into(cli, "note-and-300-exchanges", cli_store)
     before = _digests(cli.store_path)
     collection = chromadb.PersistentClient(path=str(cli.store_path)).get_collection("default-exchanges")
     collection.delete(ids=collection.get(limit=200, include=[])["ids"])
@@ -223,8 +224,8 @@ def test_c_a_primary_store_that_lost_records_stops_every_command(cli: Cli, tmp_p
     assert cli("--check-store").returncode == 4
 
 
-def test_c_check_store_reads_the_primary_file_s_pages(cli: Cli, tmp_path: Path) -> None:
-    cli_store(cli, tmp_path)
+def test_c_check_store_reads_the_primary_file_s_pages(cli: Cli, store_templates: StoreTemplates) -> None:
+    store_templates.copy_into(cli, "note-and-300-exchanges", cli_store)
     primary = cli.store_path / "chroma.sqlite3"
     # Damage a page deep in the file, past the header and the schema Chroma reads first.
     with primary.open("r+b") as handle:
@@ -284,8 +285,8 @@ def _immutable(path: Path) -> None:
 
 
 @pytest.fixture
-def immutable_index(cli: Cli, tmp_path: Path) -> Iterator[Path]:
-    cli_store(cli, tmp_path)
+def immutable_index(cli: Cli, store_templates: StoreTemplates) -> Iterator[Path]:
+    store_templates.copy_into(cli, "note-and-300-exchanges", cli_store)
     index = cli.store_path / "ocat-lexical-default.sqlite3"
     _immutable(index)
     yield index
@@ -321,9 +322,9 @@ def test_f_an_unwritable_index_costs_writes_and_reads_nothing(cli: Cli, tmp_path
 
 
 def test_g_stats_and_export_need_no_model_and_a_repair_without_it_keeps_the_prompt_file(
-    cli: Cli, tmp_path: Path
+    cli: Cli, store_templates: StoreTemplates, tmp_path: Path
 ) -> None:
-    cli_store(cli, tmp_path)
+    store_templates.copy_into(cli, "note-and-300-exchanges", cli_store)
     prompts = cli.store_path / "ocat-prompts-default.sqlite3"
     no_model = {"OCAT_EMBEDDING_MODEL_PATH": str(tmp_path / "no-model-here")}
     repaired = cli("--repair-store", env=no_model)

@@ -115,13 +115,13 @@ def test_a_stopped_server_times_out_and_new_processes_wait_for_it_instead_of_ado
     assert serving.server_process is not None and serving.location.host is not None
     path, port = serving.location.path, serving.location.port
     assert path is not None
-    collection = open_client(serving.location, timeout=2).get_collection(COLLECTION)
+    collection = open_client(serving.location, timeout=0.5).get_collection(COLLECTION)
     os.kill(serving.server_process.pid, signal.SIGSTOP)
     started = time.monotonic()
-    with pytest.raises(StoreError, match=rf"http://127.0.0.1:{port} did not answer within 2 s"):
+    with pytest.raises(StoreError, match=rf"http://127.0.0.1:{port} did not answer within 0.5 s"):
         collection.count()
     assert time.monotonic() - started < 60
-    assert serving.server_alive(timeout=1) is False
+    assert serving.server_alive(timeout=0.5) is False
     # Another process does not take the stopped server's address: it waits, says why, and gives up.
     waited = open_elsewhere(path, wait_seconds=2)
     assert "busy" in waited["error"] and f"process {os.getpid()}" in waited["error"]
