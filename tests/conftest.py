@@ -22,6 +22,7 @@ from tests.support import CLOSED_URL, MODEL_DIR
 from tests.support.chroma_server import ChromaServer
 from tests.support.cli import Cli
 from tests.support.derived_cache import link_derived_cache, make_derived_cache
+from tests.support.empty_store import EMPTY_STORES, open_store
 from tests.support.examples import BUDGET, is_quick_loop
 from tests.support.fakes import FakeEmbedder, FakeLLMServer, serving
 from tests.support.memory_temp import finished, mark_running, temporary_files_in_memory
@@ -47,7 +48,7 @@ NEEDLESSLY_SLOW_PROPERTY = "needlessly_slow"
 def pytest_configure(config: pytest.Config) -> None:
     """Start listening for slow work (tests/support/slow.py); keep temporary files in memory;
     let the ocat processes the tests start hear Ctrl+C; give the quick loop its examples; collect
-    garbage less often."""
+    garbage less often; keep the empty stores copied into tests with the run's temporary files."""
     WATCH.install()
     _keep_rewritten_tests()
     config.stash[TEMP_IN_MEMORY] = temporary_files_in_memory() is not None
@@ -55,6 +56,8 @@ def pytest_configure(config: pytest.Config) -> None:
     # Before any test module is imported: their @settings read it (tests/support/examples.py).
     BUDGET.quick = is_quick_loop(config.getoption("markexpr") or "")
     gc.set_threshold(*GC_THRESHOLDS)
+    # The empty stores copied into tests live with the run's other temporary files.
+    EMPTY_STORES.folder = lambda: config._tmp_path_factory.mktemp("empty-stores")  # type: ignore[attr-defined]
 
 
 # The collector in the test process (never in the ocat processes the tests start): at Python's
@@ -317,10 +320,8 @@ def run_vectors(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture
 def store(tmp_path: Path, fake_embedder: FakeEmbedder) -> Any:
-    """An empty store on disk with the fake embedder."""
-    from ocat.memory import MemoryStore, StoreLocation
-
-    return MemoryStore.open(StoreLocation(path=tmp_path / "store"), fake_embedder, name="test")
+    """An empty store on disk with the fake embedder (a copy of one made once: tests/support/empty_store.py)."""
+    return open_store(tmp_path / "store", fake_embedder, name="test")
 
 
 @pytest.fixture

@@ -18,10 +18,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ocat.memory import MemoryStore, StoreLocation
+from ocat.memory import MemoryStore
 from ocat.memory.storage.export_import import export_memory, import_memory
 from ocat.records import DocumentChunk, Exchange
 from ocat.operations.threads import rename_thread
+from tests.support import empty_store
 from tests.support.cli import Cli
 from tests.support.fakes import FakeEmbedder
 from tests.support.examples import examples
@@ -34,7 +35,8 @@ UNPRINTABLE = [chr(c) for c in (*range(0x00, 0x09), *range(0x0B, 0x20), *range(0
 
 
 def open_store(folder: Path) -> MemoryStore:
-    return MemoryStore.open(StoreLocation(path=folder), FakeEmbedder(), name="test")
+    # A new folder starts as a copy of an empty store made once (tests/support/empty_store.py).
+    return empty_store.open_store(folder, FakeEmbedder(), name="test")
 
 
 def thread(store: MemoryStore, thread_id: str, prompts: list[str]) -> None:
