@@ -57,7 +57,7 @@ def pytest_configure(config: pytest.Config) -> None:
     BUDGET.quick = is_quick_loop(config.getoption("markexpr") or "")
     gc.set_threshold(*GC_THRESHOLDS)
     # The empty stores copied into tests live with the run's other temporary files.
-    EMPTY_STORES.folder = lambda: config._tmp_path_factory.mktemp("empty-stores")  # type: ignore[attr-defined]
+    EMPTY_STORES.folder = lambda: config._tmp_path_factory.mktemp("empty-stores")  # as sessionstart reads it
 
 
 # The collector in the test process (never in the ocat processes the tests start): at Python's
