@@ -15,7 +15,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from ocat.memory import MemoryStore
@@ -81,6 +81,7 @@ def test_an_old_export_with_controls_in_a_title_imports_cleaned(tmp_path: Path) 
 
 @settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(title=st.text(alphabet=st.characters(exclude_categories=["Cs"]), min_size=1, max_size=80))
+@example(title="a long title " * 6 + "ends")  # drawn titles are rarely long: one that is, every run
 def test_any_title_the_store_accepts_survives_export_then_import(tmp_path: Path, title: str) -> None:
     folder = tmp_path / f"p{abs(hash(title))}"
     store = open_store(folder / "a")
