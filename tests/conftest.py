@@ -22,6 +22,7 @@ from tests.support import CLOSED_URL, MODEL_DIR
 from tests.support.chroma_server import ChromaServer
 from tests.support.cli import Cli
 from tests.support.derived_cache import link_derived_cache, make_derived_cache
+from tests.support.empty_store import EMPTY_STORES, open_store
 from tests.support.examples import BUDGET, is_quick_loop
 from tests.support.fakes import FakeEmbedder, FakeLLMServer, serving
 from tests.support.memory_temp import finished, mark_running, temporary_files_in_memory
@@ -47,7 +48,7 @@ NEEDLESSLY_SLOW_PROPERTY = "needlessly_slow"
 def pytest_configure(config: pytest.Config) -> None:
     """Start listening for slow work (tests/support/slow.py); keep temporary files in memory;
     let the ocat processes the tests start hear Ctrl+C; give the quick loop its examples; collect
-    garbage less often."""
+    garbage less often; keep the empty stores copied into tests with the run's temporary files."""
     WATCH.install()
     _keep_rewritten_tests()
     config.stash[TEMP_IN_MEMORY] = temporary_files_in_memory() is not None
@@ -55,6 +56,8 @@ def pytest_configure(config: pytest.Config) -> None:
     # Before any test module is imported: their @settings read it (tests/support/examples.py).
     BUDGET.quick = is_quick_loop(config.getoption("markexpr") or "")
     gc.set_threshold(*GC_THRESHOLDS)
+    # The empty stores copied into tests live with the run's other temporary files.
+    EMPTY_STORES.folder = lambda: config._tmp_path_factory.mktemp("empty-stores")  # as sessionstart reads it
 
 
 # The collector in the test process (never in the ocat processes the tests start): at Python's
@@ -71,6 +74,28 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     to the end of the run, and every full collection walked it again."""
     gc.collect()
     gc.freeze()
+
+
+# How long Textual's Pilot sleeps between its looks at whether the test process is idle, and how
+# little CPU it may have used meanwhile (the same 1/20 as Textual's own 1/50 s and 1/1000 s).
+PILOT_IDLE_LOOK = 0.005
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Let Textual's Pilot look for idleness every 5 ms instead of every 20 ms.
+
+    `pilot.press` waits for an idle process twice per key and `pilot.pause()` once
+    (textual._wait.wait_for_idle): each wait sleeps at least one look, and a second when the
+    screen was painted meanwhile. A step of the consent property test (a key, then a pause) spent
+    ~90 ms asleep and ~12 ms of CPU: 94% of the Pilot tests' time was that sleep. Nothing waits on
+    it for correctness: `_wait_for_screen` (all queued messages handled) still runs first, and a
+    worker's effect is waited for by `wait_for` (tests/support/pilot.py); a process starved of CPU
+    by other work already looked idle to the 20 ms look. Set before each test, as a test may
+    import Textual itself; a process without Textual is left alone."""
+    wait = sys.modules.get("textual._wait")
+    if wait is not None and wait.SLEEP_GRANULARITY != PILOT_IDLE_LOOK:
+        wait.SLEEP_GRANULARITY = PILOT_IDLE_LOOK
+        wait.SLEEP_IDLE = PILOT_IDLE_LOOK / 20
 
 
 def _keep_rewritten_tests() -> None:
@@ -295,10 +320,8 @@ def run_vectors(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture
 def store(tmp_path: Path, fake_embedder: FakeEmbedder) -> Any:
-    """An empty store on disk with the fake embedder."""
-    from ocat.memory import MemoryStore, StoreLocation
-
-    return MemoryStore.open(StoreLocation(path=tmp_path / "store"), fake_embedder, name="test")
+    """An empty store on disk with the fake embedder (a copy of one made once: tests/support/empty_store.py)."""
+    return open_store(tmp_path / "store", fake_embedder, name="test")
 
 
 @pytest.fixture

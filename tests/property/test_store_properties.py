@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from ocat.memory import MemoryStore, StoreLocation
+from ocat.memory import MemoryStore
 from ocat.memory.ingest.finishing import finish_document
 from ocat.memory.store_check import check_store
 from ocat.memory.store_repair import repair_store
@@ -33,6 +33,7 @@ from ocat.operations.threads import rename_thread
 from ocat.operations.wake import pin
 from ocat.records import Exchange
 from ocat.text.chunking import ChunkingSettings
+from tests.support.empty_store import open_store
 from tests.support.fakes import FakeEmbedder
 from tests.support.history_fixtures import gpt_linear, write_json
 from tests.support.examples import examples
@@ -63,7 +64,8 @@ class StoreKeepsWhatTheUserKept(RuleBasedStateMachine):
         self.added = 0
 
     def _open(self, **options: Any) -> MemoryStore:
-        return MemoryStore.open(StoreLocation(path=self.folder / "store"), FakeEmbedder(), name="test", **options)
+        # The first open copies an empty store made once (tests/support/empty_store.py); later ones reopen it.
+        return open_store(self.folder / "store", FakeEmbedder(), name="test", **options)
 
     def _close(self) -> None:
         self.store.close()

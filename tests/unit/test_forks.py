@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -165,14 +166,22 @@ async def test_a_key_on_a_focused_message_forks_there_in_the_full_screen_chat(ll
         # Down past the last message is the prompt again; a fork asked while an answer runs is refused.
         await pilot.press("alt+up", "down")
         assert isinstance(app.focused, PromptInput)
-        llm_server.delay = 1.0
+        # The answer is held until the fork has been tried (it trickled for 6 s, a race with the keys).
+        answer, step = threading.Event(), llm_server.next_step
+
+        def held(body: dict[str, Any]) -> Any:
+            answer.wait(60)
+            return step(body)
+
+        llm_server.next_step = held  # type: ignore[method-assign]
         app.focused.text = "a slow one"
         await pilot.press("enter", "alt+up", "up", "f")
         await pilot.pause()
         assert "fork once it has ended" in notices(app)[-1] and len(app.session.history) == 3
         assert app.turn is not None
+        answer.set()
         await app.turn.wait()
-        llm_server.delay = 0.0
+        llm_server.next_step = step  # type: ignore[method-assign]
         # /fork N in the window does the same, counting back.
         await send(app, pilot, "/fork 4")
         await wait_for_command(app, pilot)

@@ -15,13 +15,14 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from ocat.memory import MemoryStore, StoreLocation
+from ocat.memory import MemoryStore
 from ocat.memory.storage.export_import import export_memory, import_memory
 from ocat.records import DocumentChunk, Exchange
 from ocat.operations.threads import rename_thread
+from tests.support import empty_store
 from tests.support.cli import Cli
 from tests.support.fakes import FakeEmbedder
 from tests.support.examples import examples
@@ -34,7 +35,8 @@ UNPRINTABLE = [chr(c) for c in (*range(0x00, 0x09), *range(0x0B, 0x20), *range(0
 
 
 def open_store(folder: Path) -> MemoryStore:
-    return MemoryStore.open(StoreLocation(path=folder), FakeEmbedder(), name="test")
+    # A new folder starts as a copy of an empty store made once (tests/support/empty_store.py).
+    return empty_store.open_store(folder, FakeEmbedder(), name="test")
 
 
 def thread(store: MemoryStore, thread_id: str, prompts: list[str]) -> None:
@@ -79,6 +81,7 @@ def test_an_old_export_with_controls_in_a_title_imports_cleaned(tmp_path: Path) 
 
 @settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(title=st.text(alphabet=st.characters(exclude_categories=["Cs"]), min_size=1, max_size=80))
+@example(title="a long title " * 6 + "ends")  # drawn titles are rarely long: one that is, every run
 def test_any_title_the_store_accepts_survives_export_then_import(tmp_path: Path, title: str) -> None:
     folder = tmp_path / f"p{abs(hash(title))}"
     store = open_store(folder / "a")
