@@ -16,16 +16,22 @@ import pytest
 from tests.support.cli import Cli, Running, stats, stored_beyond
 from tests.support.data import WORDS, write_exchanges
 from tests.support.fakes import FakeLLMServer
+from tests.support.templates import StoreTemplates
 
 KEEP = "The lighthouse keeper feeds the gulls at dawn."
 
 
-@pytest.fixture
-def seeded(cli: Cli, tmp_path: Path) -> Cli:
-    """The CLI on a store that already holds one document."""
-    note = tmp_path / "keep.md"
+def _one_note(cli: Cli, folder: Path) -> None:
+    note = folder / "keep.md"
     note.write_text(KEEP)
     assert cli("--add-to-vector-store", str(note)).returncode == 0
+
+
+@pytest.fixture
+def seeded(cli: Cli, store_templates: StoreTemplates) -> Cli:
+    """The CLI on a store that already holds one document (added once per worker, copied into
+    each test: tests/support/templates.py)."""
+    store_templates.copy_into(cli, "one-note", _one_note)
     return cli
 
 
