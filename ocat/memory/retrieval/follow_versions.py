@@ -40,12 +40,12 @@ def with_newest(
     own facts, not of the question's (the memory block marks it updated all the same). Measured
     with bench/recall_changing.py and bench/recall.py (docs/RETRIEVAL.md, "Facts that change"):
     fewer memories given, none of the questions' targets lost."""
-    older = [h for h in hits if h.admitted and h.context_of is None and newer_versions(h.metadata)]
+    older = [h for h in hits if h.admitted and h.context_of is None and _newer(h.metadata)]
     if not older:
         return list(hits)
     kind = older[0].kind
     times: dict[str, float] = {}
-    newest = {h.id: _leaves(store, kind, h.id, newer_versions(h.metadata), times) for h in older}
+    newest = {h.id: _leaves(store, kind, h.id, _newer(h.metadata), times) for h in older}
     shown = {h.id for h in hits if h.admitted} | set(exclude_ids)
     # A link names a version by its key (an exchange's id, a note's document id): read as records.
     records = _read(store, kind, sorted({k for keys in newest.values() for k in keys}), where)
@@ -78,7 +78,7 @@ def with_newest(
     return result
 
 
-def newer_versions(metadata: dict[str, Any]) -> list[str]:
+def _newer(metadata: dict[str, Any]) -> list[str]:
     """The newer versions a record's metadata names: found or certain links, and a note's replacement."""
     ids = newer_ids(metadata)
     replaced = metadata.get(SUPERSEDED_KEY)
@@ -119,7 +119,7 @@ def _leaves(store: MemoryStore, kind: str, start: str, first: list[str], times: 
         following: list[str] = []
         for key, (_, _, metadata) in _read(store, kind, frontier).items():
             times[key] = _time(metadata)
-            after = [n for n in newer_versions(metadata) if n not in seen]
+            after = [n for n in _newer(metadata) if n not in seen]
             for n in after:
                 before.setdefault(n, key)
             if after:
@@ -186,7 +186,7 @@ def lift_newer(
     the older plus `lift` (oldest first, so a lift carries along a chain), ranked again."""
     lift = VERSION_LIFT if lift is None else lift
     z = {c.id: c.z for c in ranked}
-    pairs = [(o, n) for o in z if o in records for n in newer_versions(records[o][1]) if n in z and n != o]
+    pairs = [(o, n) for o in z if o in records for n in _newer(records[o][1]) if n in z and n != o]
     if not pairs or lift <= 0:
         return list(ranked)
     when = {i: _time(records[i][1]) for i in z if i in records}
