@@ -60,17 +60,6 @@ def test_near_duplicates_of_different_subjects_are_no_change() -> None:
     assert changed("Physio is on Tuesdays at 9:30.", "The Repair Café meets on Saturdays at 10:00.") == ""
 
 
-def test_a_weekly_day_and_a_single_day_are_two_facts() -> None:
-    # The class day, then the exam day (changing-dev's boat licence): not a change of one value.
-    assert changed("The theory classes for the licence are on Tuesdays.",
-                   "The licence exam is on Saturday in Sines.") == ""
-    assert changed("The licence classes are on Tuesdays.", "The licence classes moved to Thursdays.") \
-        == "Tuesdays -> Thursdays"
-    assert changed("The licence classes are every Tuesday.", "The licence classes are now every Thursday.") \
-        == "every Tuesday -> every Thursday"
-    assert changed("The licence exam is on Saturday.", "The licence exam moved to Sunday.") == "Saturday -> Sunday"
-
-
 def exchange(prompt: str, day: float, session: str, thread: str = "t") -> Exchange:
     return Exchange(user_prompt=prompt, assistant_response="Noted.", thread_id=thread, session_id=session,
                     timestamp=1_735_700_000.0 + day * DAY)

@@ -1,11 +1,10 @@
 """The values a text states, typed, each with the words of its sentence: what a fact's change is made of.
 
 A fact that changes keeps its subject and changes a value: a dose (850 mg), a price (EUR 15,800),
-a date (14 April), a time (11:55), a weekday (or a weekly day: "on Tuesdays"), a count (22
-guests), a name (Rui Faria). The link finder (ocat.memory.storage.version_finder) compares two
-memories' values sentence by sentence: a sentence of the newer one and a sentence of the older
-that share a subject word and hold different values of the same type are the evidence of a "may
-update". Pure text: no model.
+a date (14 April), a time (11:55), a weekday, a count (22 guests), a name (Rui Faria). The link
+finder (ocat.memory.storage.version_finder) compares two memories' values sentence by sentence: a
+sentence of the newer one and a sentence of the older that share a subject word and hold
+different values of the same type are the evidence of a "may update". Pure text: no model.
 """
 
 from __future__ import annotations
@@ -36,7 +35,7 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("date", re.compile(r"\bthe\s+(\d{1,2})(?:st|nd|rd|th)\b", re.I)),
     ("time", re.compile(r"\b([01]?\d|2[0-3])[:h]([0-5]\d)\b")),
     ("money", re.compile(rf"[€$£]\s?{_NUMBER}|\b{_NUMBER}\s?(?:€|eur\b|euros?\b|usd\b|dollars?\b|£)", re.I)),
-    ("weekday", re.compile(r"\b(every\s+)?(monday|tuesday|wednesday|thursday|friday|saturday|sunday)(s?)\b", re.I)),
+    ("weekday", re.compile(r"\b(monday|tuesday|wednesday|thursday|friday|saturday|sunday)s?\b", re.I)),
     ("quantity", re.compile(rf"\b({_NUMBER})\s?(%|°\s?c\b|[a-zA-Z]{{1,12}}\b)")),
     ("number", re.compile(rf"\b{_NUMBER}\b")),
 )
@@ -129,9 +128,7 @@ def _typed(kind: str, match: re.Match[str]) -> Value | None:
     if kind == "money":
         return Value("money", re.sub(r"[^\d.]", "", whole.replace(",", "")))
     if kind == "weekday":
-        # "on Tuesdays", "every Tuesday" is a habit; "on Saturday" one day: a class moved from
-        # Tuesdays to Thursdays is a change, a class on Tuesdays and an exam on a Saturday are two facts.
-        return Value("weekly" if match.group(1) or match.group(3) else "weekday", match.group(2).lower())
+        return Value("weekday", match.group(1).lower())
     if kind == "quantity":
         unit = match.group(2).lower().replace(" ", "")
         # "2011 Volvo" is a year and a name, not 2011 of a unit.
