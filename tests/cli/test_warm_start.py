@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -139,3 +141,28 @@ def test_a_launcher_passes_signals_on_and_its_kill_ends_the_run(tmp_path: Path) 
         assert time.monotonic() < deadline, "the run outlived its killed launcher"
         time.sleep(0.05)
 
+
+
+@pytest.mark.slow
+def test_a_run_whose_launcher_is_gone_before_its_pid_is_told_ends_too(tmp_path: Path) -> None:
+    # The race stop 56's CI met: a launcher killed as soon as its run printed, before the waiter
+    # told it the run's pid. The waiter's first write then fails, and the run must still go.
+    server = WarmServer.get()
+    sleeper = "import os, time; print(os.getpid(), flush=True); time.sleep(60)"
+    out_r, out_w = os.pipe()
+    channel = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    channel.connect("\0" + server.address)
+    request = json.dumps({"argv": ["-c", sleeper], "env": dict(os.environ), "cwd": str(tmp_path)}).encode()
+    with open(os.devnull) as stdin:
+        socket.send_fds(channel, [request], [stdin.fileno(), out_w, sys.stderr.fileno()])
+    channel.close()  # gone before the server has even accepted it
+    os.close(out_w)
+    # The run holds its stdout till it ends (it may be killed before it prints at all): the
+    # pipe's end of file is the run's end.
+    deadline = time.monotonic() + 30
+    with os.fdopen(out_r, "rb", buffering=0) as output:
+        while True:
+            ready, _, _ = select.select([output], [], [], max(0.0, deadline - time.monotonic()))
+            assert ready, "the run outlived a launcher gone before it was told its pid"
+            if not output.read(4096):
+                break

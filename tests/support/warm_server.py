@@ -128,7 +128,12 @@ def _wait(request: dict, fds: list[int]) -> None:
     for fd in (stdin, stdout, stderr):
         os.close(fd)
     with socket.socket(fileno=reply) as channel:
-        channel.sendall(f"{json.dumps({'pid': pid})}\n".encode())
+        try:
+            channel.sendall(f"{json.dumps({'pid': pid})}\n".encode())
+        except OSError:
+            # Its owner is gone already (a launcher killed as soon as the run spoke): the select
+            # below sees the closed channel and the run goes, as it would have a moment later.
+            pass
         ended = os.pidfd_open(pid)
         # Nobody writes to the channel: it turns readable only when its other end closes, and a
         # run whose owner is gone (a launcher killed by SIGKILL, a test that gave up) goes too.
