@@ -30,6 +30,7 @@ from tests.support.model_server import Archive, ArchiveServer, build_archive, se
 from tests.support.run_vectors import run_folder
 from tests.support.slow import SLOW_FIXTURES, SlowWatch
 from tests.support.templates import StoreTemplates
+from tests.support.worker_end import end_workers_at_once
 
 WATCH = SlowWatch()
 # Tests marked slow by hand that passed without starting a process or running the model.
@@ -48,8 +49,10 @@ NEEDLESSLY_SLOW_PROPERTY = "needlessly_slow"
 def pytest_configure(config: pytest.Config) -> None:
     """Start listening for slow work (tests/support/slow.py); keep temporary files in memory;
     let the ocat processes the tests start hear Ctrl+C; give the quick loop its examples; collect
-    garbage less often; keep the empty stores copied into tests with the run's temporary files."""
+    garbage less often; keep the empty stores copied into tests with the run's temporary files;
+    end a worker at once after its last report (tests/support/worker_end.py)."""
     WATCH.install()
+    end_workers_at_once(config)
     _keep_rewritten_tests()
     config.stash[TEMP_IN_MEMORY] = temporary_files_in_memory() is not None
     _hear_interrupts()
