@@ -29,7 +29,9 @@ def test_the_harness_measures_every_mode_on_a_slice(real_embedder: Embedder, kep
         pytest.fail(f"the dev set is missing: {DEFAULT_DATA}")
     conversations = load_conversations(DEFAULT_DATA)[:2]
     assert all(c.exchanges and c.questions for c in conversations)
-    rows = evaluate(conversations, questions=25, off_topic=25)
+    # Five off-topic questions a store still measure how often the gate stays quiet (each is
+    # asked in three modes of two stores: 25 of them were 120 more searches).
+    rows = evaluate(conversations, questions=25, off_topic=5)
     assert set(rows) == {"hybrid", "dense", "lexical"}
     for row in rows.values():
         assert row["questions"] > 0
