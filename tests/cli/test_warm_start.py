@@ -7,7 +7,6 @@ import json
 import os
 import select
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -150,12 +149,17 @@ def test_a_run_whose_launcher_is_gone_before_its_pid_is_told_ends_too(tmp_path: 
     server = WarmServer.get()
     sleeper = "import os, time; print(os.getpid(), flush=True); time.sleep(60)"
     out_r, out_w = os.pipe()
-    channel = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    channel.connect("\0" + server.address)
-    request = json.dumps({"argv": ["-c", sleeper], "env": dict(os.environ), "cwd": str(tmp_path)}).encode()
+    request = json.dumps({"argv": ["-c", sleeper], "env": dict(os.environ), "cwd": str(tmp_path)})
+    # A launcher that asks for the run and is gone at once, before the server has even accepted it.
+    asks_and_goes = (
+        "import socket, sys\n"
+        "channel = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)\n"
+        "channel.connect('\\0' + sys.argv[1])\n"
+        "socket.send_fds(channel, [sys.argv[2].encode()], [0, int(sys.argv[3]), 2])\n"
+    )
     with open(os.devnull) as stdin:
-        socket.send_fds(channel, [request], [stdin.fileno(), out_w, sys.stderr.fileno()])
-    channel.close()  # gone before the server has even accepted it
+        subprocess.run([sys.executable, "-c", asks_and_goes, server.address, request, str(out_w)], stdin=stdin,
+                       pass_fds=(out_w,), check=True, timeout=30)
     os.close(out_w)
     # The run holds its stdout till it ends (it may be killed before it prints at all): the
     # pipe's end of file is the run's end.
