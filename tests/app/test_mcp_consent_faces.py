@@ -243,7 +243,7 @@ async def test_escape_cancels_a_running_call_and_the_server_hears_it(
     llm_server: FakeLLMServer, tmp_path: Path, isolated_home: Path
 ) -> None:
     llm_server.script = [[{"name": "fx__hang", "arguments": {}}], "Never."]
-    app = app_with_fixture(llm_server, tmp_path, allow=["hang"], timeout=600)
+    app = app_with_fixture(llm_server, tmp_path, allow=["hang"], timeout=600, cold=True)  # looked for once closed
     async with app.run_test(size=(100, 30)) as pilot:
         await start_turn(app, pilot, "wait forever")
         await wait_for(pilot, lambda: any(c["tool"] == "hang" for c in calls_made(tmp_path)), "the call", seconds=60)
@@ -263,7 +263,7 @@ async def test_escape_cancels_a_running_call_and_the_server_hears_it(
 async def test_ctrl_q_mid_call_leaves_no_server_behind(llm_server: FakeLLMServer, tmp_path: Path,
                                                        isolated_home: Path) -> None:
     llm_server.script = [[{"name": "fx__hang", "arguments": {}}], "Never."]
-    app = app_with_fixture(llm_server, tmp_path, allow=["hang"], timeout=600)
+    app = app_with_fixture(llm_server, tmp_path, allow=["hang"], timeout=600, cold=True)  # looked for once closed
     async with app.run_test(size=(100, 30)) as pilot:
         await start_turn(app, pilot, "wait forever")
         await wait_for(pilot, lambda: any(c["tool"] == "hang" for c in calls_made(tmp_path)), "the call", seconds=60)
@@ -340,7 +340,7 @@ def line_mode_on_a_terminal(cli: Cli, llm_server: FakeLLMServer,
 def test_the_line_mode_asks_on_a_terminal_and_one_letter_answers(
     cli: Cli, llm_server: FakeLLMServer, tmp_path: Path
 ) -> None:
-    config = write_config(cli, {"fx": fixture_entry(tmp_path)})
+    config = write_config(cli, {"fx": fixture_entry(tmp_path, cold=True)})  # looked for once ocat ends
     llm_server.script = [[{"name": "fx__write_note", "arguments": {"text": "call mum"}}], "Noted it."]
     with line_mode_on_a_terminal(cli, llm_server, config) as (process, controller, seen):
         os.write(controller, b"write it down\r")

@@ -170,3 +170,29 @@ def test_a_run_whose_launcher_is_gone_before_its_pid_is_told_ends_too(tmp_path: 
             assert ready, "the run outlived a launcher gone before it was told its pid"
             if not output.read(4096):
                 break
+
+
+@pytest.mark.slow
+def test_the_mcp_fixture_server_is_forked_from_the_warm_server_with_the_sdk_imported(tmp_path: Path) -> None:
+    """Issue 50: a start of the fixture MCP server costs a fork, not an interpreter importing the SDK."""
+    from ocat.config.mcp_servers import parse_servers
+    from ocat.mcp_client.servers import McpServers, result_text
+    from tests.unit.test_mcp_client import calls_made, fixture_entry
+
+    sdk = "import sys; print(sorted({'anyio', 'mcp.types', 'mcp.server.mcpserver', 'mcp.client.stdio'} - set(sys.modules)))"
+    before = subprocess.run(python_command("-c", sdk), capture_output=True, text=True, timeout=60)
+    assert before.stdout.strip() == "[]", before.stderr  # imported before the fork, by the server
+    entry = fixture_entry(tmp_path)
+    servers = McpServers(parse_servers({"fx": entry}, "test", tmp_path), tmp_path / "logs")
+    try:
+        servers.wait()
+        assert "definition 42" in result_text(servers.call("fx", "lookup", {"word": "cat"}, restarted=set()))
+        waiter = _parent(calls_made(tmp_path)[0]["pid"])
+        assert _parent(waiter) == WarmServer.get().process.pid
+    finally:
+        servers.close()
+
+
+def _parent(pid: int) -> int:
+    with open(f"/proc/{pid}/stat") as stat:
+        return int(stat.read().rsplit(")", 1)[1].split()[1])

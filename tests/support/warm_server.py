@@ -1,10 +1,11 @@
 """The warm interpreter behind tests/support/warm_start.py, run as a script (never imported).
 
 It imports the libraries that cost an `ocat` process most of its start (chromadb ~2 s, the
-embedder's onnxruntime, tokenizers and numpy) once, then waits for requests on two sockets: the
-one it was given (its number is the script's first argument; the test worker's `Cli` uses it)
-and one it listens on, named by its second argument (an abstract Unix socket, which
-tests/support/warm_exec.py connects to for a test that starts a process by its command line).
+embedder's onnxruntime, tokenizers and numpy; the MCP SDK, ~1 s, which the test MCP servers
+import too) once, then waits for requests on two sockets: the one it was given (its number is
+the script's first argument; the test worker's `Cli` uses it) and one it listens on, named by
+its second argument (an abstract Unix socket, which tests/support/warm_exec.py connects to for
+a test that starts a process by its command line).
 
 Each request brings a JSON line (the Python command line after `python`, the environment and
 the working folder) and four file descriptors: the run's stdin, stdout, stderr and a socket of
@@ -37,7 +38,12 @@ import types
 # as a client opens, which every run that opens a store did.
 # The lean graph of the model the tests use (tests/support/derived_cache.py), whose sessions are loaded here.
 MODEL_VARIABLE = "PYTEST_OCAT_WARM_MODEL"
-WARM = ("chromadb", "chromadb.api.fastapi", "chromadb.api.rust", "filelock", "numpy", "onnxruntime", "tokenizers")
+WARM = ("chromadb", "chromadb.api.fastapi", "chromadb.api.rust", "filelock", "numpy", "onnxruntime", "tokenizers",
+        # The MCP SDK (~1 s more, mostly mcp.types building its pydantic models): what the test MCP
+        # servers (tests/support/mcp_fixture_server.py) and ocat's MCP client and `ocat mcp` import.
+        # No warm run is asked whether it imported them: the tests that check what a start imports
+        # (tests/cli/test_startup.py, test_cli.py, ...) start a new interpreter, as they must for chromadb.
+        "anyio", "mcp", "mcp.client.stdio", "mcp.server.mcpserver", "mcp.server.stdio", "mcp.types")
 
 
 def _run(request: dict, stdin: int, stdout: int, stderr: int) -> None:

@@ -136,6 +136,13 @@ def python_command(*args: str, env: Mapping[str, str] | None = None, pid_fd: int
     return [sys.executable, *args]
 
 
+def startup_environ() -> dict[str, str]:
+    """The variables of os.environ an interpreter reads as it starts (STARTUP_PREFIXES). A process
+    whose environment is made up for it (an MCP server's: the SDK passes it only PATH, HOME and a
+    few more, and its entry's `env`) needs them in that environment to start warm."""
+    return {k: v for k, v in os.environ.items() if k.startswith(STARTUP_PREFIXES)}
+
+
 def launched(command: list[str]) -> bool:
     """Whether `command` (from python_command) goes through the launcher, which then writes the run's pid."""
     return command[1:2] == [str(LAUNCHER)]

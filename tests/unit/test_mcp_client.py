@@ -23,15 +23,21 @@ from ocat.tools.calls import result_gist
 from tests.support.paths import SUPPORT
 from tests.support.cli import Cli
 from tests.support.fakes import FakeLLMServer
+from tests.support.warm_start import python_command, startup_environ
 
 FIXTURE = SUPPORT / "mcp_fixture_server.py"
 
 
-def fixture_entry(folder: Path, **extra: Any) -> dict[str, Any]:
-    """The fixture server as a config entry; its note and call log live in `folder`."""
-    return {"command": sys.executable, "args": [str(FIXTURE)],
-            "env": {"FIXTURE_NOTE_FILE": str(folder / "note.txt"), "FIXTURE_CALLS_FILE": str(folder / "calls.jsonl")},
-            "timeout": 5, "start_timeout": 30, **extra}
+def fixture_entry(folder: Path, *, cold: bool = False, **extra: Any) -> dict[str, Any]:
+    """The fixture server as a config entry; its note and call log live in `folder`, and `env`
+    adds to its environment. It is forked from the test worker's warm server, which has the SDK
+    imported (tests/support/warm_start.py: ~1 s less a start); `cold` starts a new interpreter
+    instead, ocat's own child, for a test that looks for the server's process right after ocat
+    ended it (a warm run is the warm server's, and goes a moment after its launcher is killed)."""
+    env = {**startup_environ(), "FIXTURE_NOTE_FILE": str(folder / "note.txt"),
+           "FIXTURE_CALLS_FILE": str(folder / "calls.jsonl"), **extra.pop("env", {})}
+    command = [sys.executable, str(FIXTURE)] if cold else python_command(str(FIXTURE), env=env)
+    return {"command": command[0], "args": command[1:], "env": env, "timeout": 5, "start_timeout": 30, **extra}
 
 
 def calls_made(folder: Path) -> list[dict[str, Any]]:
@@ -213,7 +219,7 @@ def test_the_question_shows_arguments_escaped() -> None:
 
 @pytest.mark.slow
 def test_servers_start_answer_time_out_crash_and_restart_once_a_turn(tmp_path: Path) -> None:
-    entry = fixture_entry(tmp_path, timeout=3)
+    entry = fixture_entry(tmp_path, timeout=3, cold=True)  # its processes are looked for once closed
     config = parse_servers({"fx": entry}, "test", tmp_path)[0]
     servers = McpServers([config], tmp_path / "logs")
     try:
@@ -281,7 +287,7 @@ def test_ask_without_a_user_denies_a_tool_not_allowed_and_it_never_runs(
 def test_ask_with_allow_tool_runs_it_and_the_result_is_a_tool_message(
     cli: Cli, llm_server: FakeLLMServer, tmp_path: Path
 ) -> None:
-    config = write_config(cli, {"fx": fixture_entry(tmp_path)})
+    config = write_config(cli, {"fx": fixture_entry(tmp_path, cold=True)})  # looked for once ocat ends
     llm_server.script = [[{"name": "fx__write_note", "arguments": {"text": "buy milk"}}], "Written."]
     run = cli("--ask", "write a note", *ask_args(llm_server, config, "--allow-tool", "fx.write_note"))
     assert run.returncode == 0, run.stderr
@@ -347,10 +353,10 @@ def test_ocat_mcp_serving_another_store_is_a_server_too(cli: Cli, llm_server: Fa
     note.write_text("The staging database password rotates every Tuesday.\n")
     added = cli("--add-to-vector-store", str(note), env={"OCAT_VECTOR_STORE_PATH": str(other)})
     assert added.returncode == 0, added.stderr
-    config = write_config(cli, {"team": {"command": sys.executable, "args": ["-m", "ocat", "mcp"],
-                                         "env": {"OCAT_VECTOR_STORE_PATH": str(other),
-                                                 "OCAT_EMBEDDING_MODEL_PATH": os.environ["OCAT_EMBEDDING_MODEL_PATH"],
-                                                 "HOME": str(cli.home)},
+    env = {**startup_environ(), "OCAT_VECTOR_STORE_PATH": str(other),
+           "OCAT_EMBEDDING_MODEL_PATH": os.environ["OCAT_EMBEDDING_MODEL_PATH"], "HOME": str(cli.home)}
+    command = python_command("-m", "ocat", "mcp", env=env)  # from the warm server, as `Cli` runs ocat
+    config = write_config(cli, {"team": {"command": command[0], "args": command[1:], "env": env,
                                          "allow": "read-only", "start_timeout": 60, "timeout": 60}})
     llm_server.script = [[{"name": "team__memory_search", "arguments": {"query": "when does the password rotate"}}],
                          "On Tuesdays."]

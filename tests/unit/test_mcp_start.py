@@ -40,8 +40,8 @@ DELAY = 6
 
 def launched_entry(folder: Path, delay: float = 0, held: Path | None = None, **extra: Any) -> dict[str, Any]:
     """The fixture server as the child of the launcher (pids in folder/pids), slow by `delay` s,
-    or until the file `held` exists."""
-    entry = fixture_entry(folder, **extra)
+    or until the file `held` exists. A new interpreter, the launcher's own child, as an npx's is."""
+    entry = fixture_entry(folder, cold=True, **extra)
     entry["env"] = {**entry["env"], "FIXTURE_START_DELAY": str(delay)} if delay else entry["env"]
     entry["env"] = {**entry["env"], "FIXTURE_START_HELD": str(held)} if held else entry["env"]
     entry["args"] = [str(LAUNCHER), str(folder / "pids"), "--", sys.executable, *entry["args"]]
