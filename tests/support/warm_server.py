@@ -234,9 +234,16 @@ def serve(control_fd: int, address: str) -> None:
                 continue
             fds = [*fds, connection.detach()]
         if os.fork() == 0:
-            control.close()
-            listener.close()
-            _wait(json.loads(message), fds)
+            try:
+                control.close()
+                listener.close()
+                _wait(json.loads(message), fds)
+            except BaseException:
+                # A waiter never ends as an interpreter does: its exit would run onnxruntime's
+                # static destructors, which wait forever on a lock held at the fork (see
+                # _finish). One that failed says why and goes, and never serves.
+                traceback.print_exc()
+                os._exit(1)
         for fd in fds:
             os.close(fd)
 
@@ -244,3 +251,4 @@ def serve(control_fd: int, address: str) -> None:
 if __name__ == "__main__":
     sys.path.pop(0)  # this script's folder: a run's path starts from its own working folder
     serve(int(sys.argv[1]), sys.argv[2])
+    os._exit(0)  # nothing to tear down, and an interpreter's exit here could hang (see _finish)
