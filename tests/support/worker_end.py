@@ -26,7 +26,10 @@ except ImportError:  # a pytest without it: its cleanup runs as it always did
 
 def end_workers_at_once(config: pytest.Config) -> None:
     """In an xdist worker, skip the garbage hunt after the last report and Python's teardown."""
-    if not os.environ.get("PYTEST_XDIST_WORKER"):
+    # xdist gives a worker's config its `workerinput`. Not PYTEST_XDIST_WORKER: a pytest that a
+    # test runs (tests/cli/test_temp_cleanup.py) inherits that from its worker, and must end with
+    # its own exit code.
+    if not hasattr(config, "workerinput"):
         return  # a run without workers reports what its end finds
     if gc_collect_iterations_key is not None:
         config.stash[gc_collect_iterations_key] = 0
