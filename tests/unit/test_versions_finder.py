@@ -128,6 +128,20 @@ def test_an_admitted_old_version_brings_its_newest_and_the_one_before(store: Any
     assert next(h for h in found if h.id == newest.exchange_id).admitted
 
 
+def test_a_newer_version_listed_past_the_chats_count_is_given_as_the_chat_gives_it(store: Any) -> None:
+    # `--results 10` lists hits the chat never reads; the newest version an admitted hit brings
+    # must be the chat's own, not the listed hit with its own score (found on chats-dev: 0.224
+    # listed against 0.625 in the chat).
+    old, newest = chain(store, "dose 500 mg", "dose 850 mg")
+    chats = with_newest(store, [stored_hit(store, old, 0.8)])
+    listed = with_newest(store, [stored_hit(store, old, 0.8), replace(stored_hit(store, newest, 0.3), beyond=True)])
+
+    def seen(hits: list[SearchHit]) -> list[tuple[Any, ...]]:
+        return [(h.id, h.score, h.admitted, h.newest_of, h.beyond) for h in hits]
+
+    assert seen(listed) == seen(chats)
+
+
 def test_an_old_version_under_the_gate_brings_nothing(store: Any) -> None:
     old, _ = chain(store, "dose 500 mg", "dose 850 mg")
     assert [h.id for h in with_newest(store, [stored_hit(store, old, 0.3)])] == [old.exchange_id]

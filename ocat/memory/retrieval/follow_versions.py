@@ -69,7 +69,9 @@ def with_newest(
             if bringer.get(newer) != hit.id:
                 continue
             rank = (hit.score if hit.rank is None else hit.rank) - 1e-9
-            if newer in listed:
+            # One listed past the chat's count (--results 10) is given as the chat gives it, which
+            # never had it: listing more changes no hit the chat reads.
+            if newer in listed and not listed[newer].beyond:
                 result.append(replace(listed[newer], newest_of=hit.id, rank=rank, beyond=False))
             else:
                 text, metadata = by_id[newer]

@@ -264,7 +264,7 @@ class _KindSearch:
         pool = max(MIN_POOL, POOL_FACTOR * self.count, self.shown) + len(self.exclude_ids)
         return rank_candidates(
             self.store, self.kind, self.query_terms, self.vectors, pool, where, self.mode,
-            keep=2 * self.shown + len(self.exclude_ids), judged=self.judged,
+            keep=2 * self.count + len(self.exclude_ids), judged=self.judged,
         )
 
     def dates(self, ids: Sequence[str]) -> dict[str, float]:
@@ -293,14 +293,23 @@ class _KindSearch:
         read = candidates if lifting else candidates[: 2 * self.shown]
         got = self.store.fetch(self.kind, [c.id for c in read], where=where, vectors=False)
         records = {i: (t or "", dict(m or {})) for i, t, m in zip(got["ids"], got["documents"], got["metadatas"])}
+        # The chat's hits are made from what the chat's own read holds (its count's window), so
+        # that listing more (--results 10) reads further without moving them or their verdicts;
+        # what it lists past them follows, in the order they rank.
+        window = 2 * self.count
+        seen = records if lifting or len(read) <= window else {
+            c.id: records[c.id] for c in read[:window] if c.id in records}
         if lifting:
             candidates = self._project_lifted(candidates, scope, records)
         if self.asks_now:
-            candidates = lift_newer(candidates, records, self.judged)
+            candidates = lift_newer(candidates, seen, self.judged)
         if self.asked:
-            candidates = typed_lift(candidates[: 2 * self.shown], records, self.query_terms[0], self.asked,
-                                    self.store, self.judged)
-        kept = [c for c in candidates[: 2 * self.shown] if c.id in records][: self.shown]
+            candidates = typed_lift(candidates[:window], seen, self.query_terms[0], self.asked, self.store,
+                                    self.judged) + candidates[window: 2 * self.shown]
+        chats = [c for c in candidates[:window] if c.id in seen][: self.count]
+        taken = {c.id for c in chats}
+        past = [c for c in candidates[: 2 * self.shown] if c.id in records and c.id not in taken]
+        kept = chats + past[: self.shown - len(chats)]
         return _verdicts(kept, records, self.kind, self.threshold, self.judged, reach=self.count,
                          eased=self.asks_past)
 
