@@ -306,10 +306,10 @@ class _KindSearch:
         if self.asked:
             candidates = typed_lift(candidates[:window], seen, self.query_terms[0], self.asked, self.store,
                                     self.judged) + candidates[window: 2 * self.shown]
-        chats = [c for c in candidates[:window] if c.id in seen][: self.count]
-        taken = {c.id for c in chats}
+        chat_hits = [c for c in candidates[:window] if c.id in seen][: self.count]
+        taken = {c.id for c in chat_hits}
         past = [c for c in candidates[: 2 * self.shown] if c.id in records and c.id not in taken]
-        kept = chats + past[: self.shown - len(chats)]
+        kept = chat_hits + past[: self.shown - len(chat_hits)]
         return _verdicts(kept, records, self.kind, self.threshold, self.judged, reach=self.count,
                          eased=self.asks_past)
 
