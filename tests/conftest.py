@@ -163,6 +163,19 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 @pytest.fixture(autouse=True)
+def recursion_limit_kept() -> Iterator[None]:
+    """Fail a test that leaves the process's recursion limit changed (and put it back): what a
+    later test in the same worker reads depends on it (the history import names JSON nested too
+    deeply by the decoder's RecursionError), so a leak fails another test, in some orders only."""
+    limit = sys.getrecursionlimit()
+    yield
+    if sys.getrecursionlimit() != limit:
+        changed = sys.getrecursionlimit()
+        sys.setrecursionlimit(limit)
+        pytest.fail(f"this test left the recursion limit at {changed} (it was {limit}): put it back")
+
+
+@pytest.fixture(autouse=True)
 def slow_by_definition(request: pytest.FixtureRequest) -> Iterator[None]:
     """Fail a test not marked slow that started a process or ran the real model: `-m "not slow"`
     is the quick loop, and a test that does either belongs outside it."""

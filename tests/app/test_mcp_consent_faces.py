@@ -9,7 +9,6 @@ import contextlib
 import dataclasses
 import os
 import pty
-import select
 import signal
 import subprocess
 import sys
@@ -25,6 +24,7 @@ from ocat.mcp_client.consent import DENIED, always_allowed
 from ocat.chat.session import ChatSession
 from ocat.ui.app import OcatApp
 from ocat.ui.consent import ConsentDialog, ask_in_window
+from tests.support.readable import readable
 from tests.support.warm_start import python_command
 from tests.support.cli import Cli
 from tests.support.fakes import FakeLLMServer
@@ -299,14 +299,10 @@ def test_snapshot_the_consent_dialog(snap_compare: Any) -> None:
 def _read_until(fd: int, marker: str, seen: list[str], timeout: float = 90) -> str:
     """What the terminal showed, read until `marker` appears (AssertionError after `timeout`)."""
     deadline = time.monotonic() + timeout
-    # poll, not select: a pytest-xdist worker that has run many tests may hold more than 1,024
-    # descriptors, and select() cannot watch one numbered past that.
-    watcher = select.poll()
-    watcher.register(fd, select.POLLIN)
     while marker not in "".join(seen):
         if time.monotonic() > deadline:
             raise AssertionError(f"{marker!r} never came; the terminal showed:\n{''.join(seen)[-2000:]}")
-        if watcher.poll(500):
+        if readable(fd, 0.5):
             try:
                 seen.append(os.read(fd, 65536).decode(errors="replace"))
             except OSError:

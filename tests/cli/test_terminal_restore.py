@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import pty
-import select
 import signal
 import subprocess
 import sys
@@ -20,6 +19,7 @@ import pytest
 from ocat.ui.terminal_restore import RESTORE
 from tests.support.cli import Cli
 from tests.support.fakes import FakeLLMServer
+from tests.support.readable import readable
 from tests.unit.test_mcp_client import fixture_entry, write_config
 
 
@@ -28,8 +28,7 @@ def _read_until(fd: int, done: Callable[[bytes], bool], seconds: float) -> bytes
     seen = bytearray()
     deadline = time.monotonic() + seconds
     while not done(bytes(seen)) and time.monotonic() < deadline:
-        ready, _, _ = select.select([fd], [], [], 0.1)
-        if ready:
+        if readable(fd, 0.1):
             try:
                 seen += os.read(fd, 65536)
             except OSError:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import select
 import signal
 import subprocess
 import sys
@@ -17,6 +16,7 @@ import pytest
 from ocat.mcp_client.server_processes import running
 from tests.support.cli import Cli
 from tests.support.derived_cache import WARM_MODEL
+from tests.support.readable import readable
 from tests.support.warm_start import LAUNCHER, python_command, starts_alike, WarmServer
 
 
@@ -166,8 +166,7 @@ def test_a_run_whose_launcher_is_gone_before_its_pid_is_told_ends_too(tmp_path: 
     deadline = time.monotonic() + 30
     with os.fdopen(out_r, "rb", buffering=0) as output:
         while True:
-            ready, _, _ = select.select([output], [], [], max(0.0, deadline - time.monotonic()))
-            assert ready, "the run outlived a launcher gone before it was told its pid"
+            assert readable(output, max(0.0, deadline - time.monotonic())), "the run outlived a launcher gone before it was told its pid"
             if not output.read(4096):
                 break
 

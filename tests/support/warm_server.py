@@ -137,14 +137,13 @@ def _wait(request: dict, fds: list[int]) -> None:
         try:
             channel.sendall(f"{json.dumps({'pid': pid})}\n".encode())
         except OSError:
-            # Its owner is gone already (a launcher killed as soon as the run spoke): the select
-            # below sees the closed channel and the run goes, as it would have a moment later.
+            # Its owner is gone already (a launcher killed as soon as the run spoke): the
+            # poll below sees the closed channel and the run goes, as it would have a moment later.
             pass
         ended = os.pidfd_open(pid)
         # Nobody writes to the channel: it turns readable only when its other end closes, and a
         # run whose owner is gone (a launcher killed by SIGKILL, a test that gave up) goes too.
-        ready, _, _ = select.select([ended, channel], [], [])
-        if ended not in ready:
+        if ended not in _readable(ended, channel.fileno()):
             os.kill(pid, signal.SIGKILL)
         _, status = os.waitpid(pid, 0)
         try:
@@ -152,6 +151,16 @@ def _wait(request: dict, fds: list[int]) -> None:
         except OSError:
             pass  # nobody left to tell
     os._exit(0)
+
+
+def _readable(*fds: int) -> set[int]:
+    """Which of `fds` are readable (data, or the other end closed), waiting for one to be. poll,
+    not select: the control socket keeps the number it had in the test worker, and a worker that
+    has run many tests holds more than the 1,024 descriptors select() can watch."""
+    watcher = select.poll()
+    for fd in fds:
+        watcher.register(fd, select.POLLIN)
+    return {fd for fd, _ in watcher.poll()}
 
 
 def warm_up() -> None:
@@ -219,8 +228,7 @@ def serve(control_fd: int, address: str) -> None:
     control.send(b"listening")
     warm_up()
     while True:
-        ready, _, _ = select.select([control, listener], [], [])
-        if control in ready:
+        if control.fileno() in _readable(control.fileno(), listener.fileno()):
             message, fds, _, _ = socket.recv_fds(control, 1 << 20, 4)
             if not message:
                 return

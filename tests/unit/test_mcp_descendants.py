@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import pty
-import select
 import subprocess
 import sys
 import time
@@ -26,6 +25,7 @@ from ocat.mcp_client.servers import McpServers
 from tests.support.paths import SUPPORT
 from tests.support.cli import Cli
 from tests.support.fakes import FakeLLMServer
+from tests.support.readable import readable
 
 FAMILY = SUPPORT / "mcp_family_server.py"
 # Seconds a process is given to be gone: far longer than ocat takes (SIGTERM, 1 s, SIGKILL).
@@ -189,8 +189,7 @@ def _read_for(fd: int, seconds: float) -> None:
     """Read (and drop) what the chat writes to its terminal for `seconds`."""
     deadline = time.monotonic() + seconds
     while (left := deadline - time.monotonic()) > 0:
-        ready, _, _ = select.select([fd], [], [], left)
-        if ready:
+        if readable(fd, left):
             try:
                 os.read(fd, 65536)
             except OSError:

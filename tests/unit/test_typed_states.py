@@ -6,6 +6,7 @@ history formats are found through one registry of readers."""
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import get_args
 
@@ -53,6 +54,12 @@ def test_mypy_refuses_a_state_compared_with_a_value_it_cannot_hold(tmp_path: Pat
         "from ocat.mcp_client.server_status import ServerState\n"
         "def f(s: Settings, state: ServerState) -> bool:\n"
         "    return s.display.context_mode == 'onn' or s.tools.enabled == 'yes'\n", encoding="utf-8")
-    out, _, code = mypy_api.run(["--strict-equality", "--no-incremental", "--follow-imports=silent",
-                                 "--config-file", str(ROOT / "pyproject.toml"), str(probe)])
+    # mypy raises the process's recursion limit (to 2**14) and leaves it so: a later test in this
+    # worker that reads JSON nested thousands deep would then decode it instead of naming it.
+    limit = sys.getrecursionlimit()
+    try:
+        out, _, code = mypy_api.run(["--strict-equality", "--no-incremental", "--follow-imports=silent",
+                                     "--config-file", str(ROOT / "pyproject.toml"), str(probe)])
+    finally:
+        sys.setrecursionlimit(limit)
     assert code == 1 and out.count("Non-overlapping equality check") == 2, out
