@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -195,3 +196,24 @@ def test_the_mcp_fixture_server_is_forked_from_the_warm_server_with_the_sdk_impo
 def _parent(pid: int) -> int:
     with open(f"/proc/{pid}/stat") as stat:
         return int(stat.read().rsplit(")", 1)[1].split()[1])
+
+
+def test_the_waits_see_descriptors_numbered_past_what_select_can_watch() -> None:
+    """A worker that has run many tests holds thousands of descriptors (each store opened leaves
+    Chroma's open), and the warm server's control socket keeps the worker's number for it: with
+    select() the server died of "filedescriptor out of range" and every warm start after it failed."""
+    from tests.support.warm_server import _readable
+
+    held = [os.pipe() for _ in range(600)]
+    try:
+        quiet, spoken = socket.socketpair()
+        assert spoken.fileno() > 1024
+        quiet.send(b"x")
+        assert _readable(spoken.fileno()) == {spoken.fileno()}
+        assert readable(spoken, 1) and not readable(quiet, 0)
+        quiet.close()
+        spoken.close()
+    finally:
+        for fds in held:
+            for fd in fds:
+                os.close(fd)
