@@ -82,6 +82,9 @@ class ChatsResult:
     precision_per_question: list[float] = field(default_factory=list)
     quiet: dict[str, list[bool]] = field(default_factory=lambda: {"offtopic": [], "near": []})
     latency_ms: list[float] = field(default_factory=list)
+    # Recall questions whose listing of max(KS) gave the chat other hits or verdicts than the
+    # chat's own call: listing more must never change what the chat reads (docs/memory.md).
+    listed_differs: int = 0
 
     def row(self) -> dict[str, Any]:
         """Percentages and latencies for the table and for JSON."""
@@ -97,6 +100,7 @@ class ChatsResult:
             "quiet_near": pct(self.quiet["near"]),
             "latency_p50_ms": round(ordered[len(ordered) // 2], 2) if ordered else None,
             "questions": len(self.admitted),
+            "listed_differs": self.listed_differs,
         }
 
 
@@ -119,8 +123,8 @@ def evaluate_chats(folder: Path, model_dir: Path, *, questions: int | None = Non
         store.wait_for_passages()  # a bulk write makes them in the background
         for q in asked:
             started = time.perf_counter()
-            gate = within_budget(admitted(retrieve(store, q["question"], chat_limits, now=CHATS_NOW)),
-                                 vector_store.memory_token_budget)
+            chat_hits = retrieve(store, q["question"], chat_limits, now=CHATS_NOW)
+            gate = within_budget(admitted(chat_hits), vector_store.memory_token_budget)
             result.latency_ms.append((time.perf_counter() - started) * 1000)
             shown = [h.id for h in gate]  # context hits included: the model reads them too
             if q["kind"] != "recall":
@@ -128,6 +132,10 @@ def evaluate_chats(folder: Path, model_dir: Path, *, questions: int | None = Non
                 continue
             targets = set(q["targets"])
             hits = retrieve(store, q["question"], ranking, now=CHATS_NOW)
+            read = [h for h in hits if not h.beyond]
+            listed_gate = within_budget(admitted(read), vector_store.memory_token_budget)
+            result.listed_differs += (_verdicts(gate) != _verdicts(listed_gate)
+                                      or [h.id for h in chat_hits] != [h.id for h in read][: len(chat_hits)])
             for k in KS:
                 result.recall[k].append(len(targets & {h.id for h in hits[:k]}) / len(targets))
             result.by_difficulty.setdefault(q["difficulty"], []).append(result.recall[5][-1])
@@ -139,6 +147,11 @@ def evaluate_chats(folder: Path, model_dir: Path, *, questions: int | None = Non
                 result.precision_per_question.append(right / len(shown))
         store.close()
     return result.row()
+
+
+def _verdicts(hits: list[Any]) -> list[tuple[str, bool, float, str | None]]:
+    """What the chat reads of each hit given: which, its verdict, its score, whose context it is."""
+    return [(h.id, h.admitted, round(h.score, 9), h.context_of) for h in hits]
 
 
 def format_chats(row: dict[str, Any]) -> str:
