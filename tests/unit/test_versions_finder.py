@@ -60,6 +60,29 @@ def test_near_duplicates_of_different_subjects_are_no_change() -> None:
     assert changed("Physio is on Tuesdays at 9:30.", "The Repair Café meets on Saturdays at 10:00.") == ""
 
 
+def test_a_name_counts_as_a_new_value_only_when_asked_to() -> None:
+    # A name said differently is evidence only between exchanges close enough in meaning
+    # (version_finder.NAME_SUBJECT): loosely alike ones name other people and things.
+    older, newer = "The roofer is Telhados Mira; they start in May.", "The roofer is Rui Faria; they start in May."
+    assert changed(older, newer) == "Telhados Mira -> Rui Faria"
+    assert changed(older, newer, names=False) == ""
+    assert changed("The roof costs €14,200 with Telhados Mira.", "The roof costs €15,100 with Rui Faria.",
+                   names=False) == "€14,200 -> €15,100"
+
+
+@pytest.mark.parametrize(("name_subject", "linked"), [(0.0, True), (1.01, False)])
+def test_a_write_links_by_a_name_only_when_close_enough_in_meaning(
+    store: Any, monkeypatch: pytest.MonkeyPatch, name_subject: float, linked: bool
+) -> None:
+    from ocat.memory.storage import version_finder
+
+    monkeypatch.setattr(version_finder, "SUBJECT", 0.0)
+    monkeypatch.setattr(version_finder, "NAME_SUBJECT", name_subject)
+    first = exchange("The roofer is Telhados Mira; they start in May.", 0, "s1")
+    store.add_exchanges([first, exchange("The roofer is Rui Faria; they start in May.", 30, "s2")])
+    assert bool(newer_ids(stored(store, first.exchange_id))) is linked
+
+
 def exchange(prompt: str, day: float, session: str, thread: str = "t") -> Exchange:
     return Exchange(user_prompt=prompt, assistant_response="Noted.", thread_id=thread, session_id=session,
                     timestamp=1_735_700_000.0 + day * DAY)

@@ -5,7 +5,8 @@ for each new exchange, the nearest earlier exchanges by meaning (its vector and 
 Chroma call for a whole batch) are compared with it by the values their prompts state
 (ocat.memory.storage.version_values). An earlier exchange from another session that is close enough
 (SUBJECT, within the first CANDIDATES) and states a value of a type the new one states
-differently ("850 mg" then "1000 mg", "Telhados Mira" then "Rui Faria") is linked: its metadata
+differently ("850 mg" then "1000 mg"; a name, "Telhados Mira" then "Rui Faria", only when closer:
+NAME_SUBJECT) is linked: its metadata
 gets `updated_by` (ocat.records.UPDATED_BY_KEY) with the evidence in words
 (ocat.memory.storage.versions.link_many, how "found"). A link goes to the
 newest version already known of that fact (an older one already updated is followed forward),
@@ -39,6 +40,12 @@ logger = logging.getLogger(__name__)
 # answer's, so it counts for less).
 SUBJECT = 0.50
 EXCHANGE_WEIGHT = 0.9
+# How close they must be for a name said differently to count ("Telhados Mira" then "Rui Faria"):
+# closer than for a number or a date, because loosely alike exchanges of one topic name other
+# people and things (the collar's brand, then the dog-sitter). On changing-dev (`bench/recall_changing.py
+# --links`) 0.60 took out 3 of the 14 wrong links and none of the 24 right; every verdict of the
+# bench, chats-dev's and LoCoMo's the same or better (docs/RETRIEVAL.md, "Facts that change").
+NAME_SUBJECT = 0.60
 # How many of the nearest earlier exchanges are compared: a change names one fact, and the
 # versions of that fact are nearly always the nearest or the next (changing-dev: 41 of 43).
 CANDIDATES = 2
@@ -154,7 +161,7 @@ def find_links(
             head = newest_before(store, older, known, later, new)
             if head is None:
                 continue
-            evidence = changed(known[head].prompt, new.prompt)
+            evidence = changed(known[head].prompt, new.prompt, names=alike >= NAME_SUBJECT)
             if evidence:
                 links.append(Link(head, new.id, evidence))
                 later[head].append(new.id)
@@ -162,27 +169,31 @@ def find_links(
     return links
 
 
-def changed(older: str, newer: str) -> str:
+def changed(older: str, newer: str, *, names: bool = True) -> str:
     """The evidence that `newer` states a value of `older`'s subject differently ("850 mg -> 1000
-    mg"), or "" when it does not (another subject, or the same values again)."""
+    mg"), or "" when it does not (another subject, or the same values again); a name said
+    differently counts only with `names`."""
     said_before = {v for s in statements(older) for v in s.values}
     said_after = {v for s in statements(newer) for v in s.values}
     for new in statements(newer):
         for old in statements(older):
             if new.words & old.words:
-                said = _difference(old, new, said_before, said_after, older.lower(), newer.lower())
+                said = _difference(old, new, said_before, said_after, older.lower(), newer.lower(), names)
                 if said:
                     return said
     return ""
 
 
 def _difference(
-    old: Statement, new: Statement, said_before: set[Value], said_after: set[Value], older: str, newer: str
+    old: Statement, new: Statement, said_before: set[Value], said_after: set[Value], older: str, newer: str,
+    names: bool = True,
 ) -> str:
     """Words for the first type of value both sentences state, where the newer says a value the
     older text never said. A name counts only when each side's is absent from the other text
     (a name at a sentence's start is not read as one; "Tasca's" is "Tasca")."""
     for kind in sorted({v.kind for v in new.values} & {v.kind for v in old.values}):
+        if kind == "name" and not names:
+            continue
         fresh = sorted((v for v in new.values if v.kind == kind and v not in said_before
                         and not (kind == "name" and _named_in(v, older))), key=lambda v: v.said)
         before = sorted((v for v in old.values if v.kind == kind and v not in said_after
