@@ -2,9 +2,9 @@
 
 `select.select()` refuses a descriptor numbered 1,024 or more, and a pytest-xdist worker that has
 run many tests holds more than that: each store a test opens leaves Chroma's files and its
-runtime's descriptors open for the process's life (~10 a store; one worker of the quick loop
-ended holding ~5,600). A test that ran late in such a worker failed with "filedescriptor out of
-range in select()". `poll` has no such limit.
+runtime's descriptors open for the process's life (~10 a store; one process running the quick loop
+ended holding ~5,600). The warm server, started late in such a worker, died of "filedescriptor
+out of range in select()". `poll` has no such limit.
 """
 
 from __future__ import annotations
