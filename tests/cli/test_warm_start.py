@@ -18,7 +18,8 @@ from ocat.mcp_client.server_processes import running
 from tests.support.cli import Cli
 from tests.support.derived_cache import WARM_MODEL
 from tests.support.readable import readable
-from tests.support.warm_start import LAUNCHER, python_command, starts_alike, WarmServer
+from tests.support.paths import REPO
+from tests.support.warm_start import LAUNCHER, SERVER, python_command, starts_alike, WarmServer
 
 
 def _comparable(output: str) -> str:
@@ -217,3 +218,45 @@ def test_the_waits_see_descriptors_numbered_past_what_select_can_watch() -> None
         for fds in held:
             for fd in fds:
                 os.close(fd)
+
+
+# What importing the warm-up's ocat modules may touch: a read of the environment or the working
+# folder there would be the server's, not the run's, in every run forked from it.
+IMPORT_WATCH = """
+import importlib, json, os, sys, threading
+sys.path.insert(0, sys.argv[1])
+import warm_server
+for name in warm_server.WARM:
+    importlib.import_module(name)
+read, asked = [], []
+
+class Watched(type(os.environ)):
+    def __getitem__(self, key):
+        read.append(key)
+        return super().__getitem__(key)
+
+    def __contains__(self, key):
+        read.append(key)
+        return super().__contains__(key)
+
+watched = Watched(os.environ._data, os.environ.encodekey, os.environ.decodekey, os.environ.encodevalue,
+                  os.environ.decodevalue)
+os.environ = watched
+getcwd = os.getcwd
+os.getcwd = lambda: asked.append("getcwd") or getcwd()
+threads = threading.active_count()
+for name in warm_server.WARM_OCAT:
+    importlib.import_module(name)
+print(json.dumps({"read": sorted(set(read)), "asked": asked, "threads": threading.active_count() - threads,
+                  "imported": sorted(m for m in sys.modules if m.split(".")[0] in ("litellm", "textual", "openai"))}))
+"""
+
+
+@pytest.mark.slow
+def test_the_warm_ocat_modules_read_no_environment_folder_or_thread_as_they_are_imported() -> None:
+    done = subprocess.run([sys.executable, "-c", IMPORT_WATCH, str(SERVER.parent)], capture_output=True, text=True,
+                          cwd=REPO, timeout=120)
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout.splitlines()[-1])
+    # Nor do they bring the libraries that ocat keeps off the start of a run (each is a cold test's to check).
+    assert seen == {"read": [], "asked": [], "threads": 0, "imported": []}

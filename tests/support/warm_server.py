@@ -14,7 +14,7 @@ of 0, 1 and 2, takes the environment, the folder and argv, and runs `-m MODULE`,
 script as `python` would; the waiter reports the run's pid, then its exit code, on the run's own
 socket, and kills the run should that socket close first (its owner died or gave up on it).
 
-No module of ocat or of the tests is imported here, so every run imports ocat afresh.
+ocat's modules that most runs import are imported here too (WARM_OCAT); no module of the tests is.
 """
 
 from __future__ import annotations
@@ -44,6 +44,20 @@ WARM = ("chromadb", "chromadb.api.fastapi", "chromadb.api.rust", "filelock", "nu
         # No warm run is asked whether it imported them: the tests that check what a start imports
         # (tests/cli/test_startup.py, test_cli.py, ...) start a new interpreter, as they must for chromadb.
         "anyio", "mcp", "mcp.client.stdio", "mcp.server.mcpserver", "mcp.server.stdio", "mcp.types")
+# ocat's own modules that most runs import (~0.25 s of every run's CPU, most of it making
+# dataclasses and compiling patterns; ~840 warm runs in a full run), and what they import on
+# first use (requests for the model's files; detect-secrets' plugins, ~0.2 s, for the redaction
+# that every write runs). None of them reads the environment, the clock or the working folder as
+# it is imported (tests/cli/test_warm_start.py checks), so a run forked from here behaves as one
+# that imported them itself; a run that imports others (the full-screen app, the line mode's
+# prompt) imports them as before. A test that changes one of these modules for a run does it
+# in the run (`-c`), which changes the run's own copy.
+WARM_OCAT = ("ocat.cli.dispatch", "ocat.headless.actions", "ocat.headless.common", "ocat.headless.transfer",
+             "ocat.memory.opening", "ocat.memory.named_stores", "ocat.memory.retrieval.retrieve",
+             "ocat.memory.retrieval.filters", "ocat.memory.retrieval.across_stores", "ocat.memory.ingest.documents",
+             "ocat.memory.ingest.folders", "ocat.memory.storage.export_import", "ocat.memory.storage.pins",
+             "ocat.operations.stats", "ocat.operations.history", "ocat.chat.session", "ocat.repl",
+             "ocat.mcp_server.server", "ocat.mcp_server.stdio", "ocat.text.secrets", "difflib", "statistics", "requests")
 
 
 def _run(request: dict, stdin: int, stdout: int, stderr: int) -> None:
@@ -165,8 +179,10 @@ def _readable(*fds: int) -> set[int]:
 
 def warm_up() -> None:
     """Import what the runs share, once, before the forks: the point of this server."""
-    for name in WARM:
+    for name in WARM + WARM_OCAT:
         importlib.import_module(name)
+    for plugin, *_ in importlib.import_module("ocat.text.secrets")._PLUGINS:
+        importlib.import_module(f"detect_secrets.plugins.{plugin}")
     lean = os.environ.get(MODEL_VARIABLE)
     if lean and os.path.isfile(lean):
         _load_sessions(lean)

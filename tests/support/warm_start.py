@@ -2,10 +2,11 @@
 
 Each `ocat` process of a test pays some 2.5 s before it does anything, 2.1 s of it importing
 chromadb; the CLI tests start about three hundred. A warm server (tests/support/warm_server.py),
-one per test worker, imports chromadb and the embedder's libraries once and forks each run from
-there: the run is still a process of its own (its pid, its descriptors, its exit code, its exit
-handlers, its environment and working folder), ocat is imported afresh in it, and only what that
-server imported before the fork is shared. `Cli` uses it; `Running` (a process a test signals
+one per test worker, imports chromadb, the embedder's libraries and the ocat modules most runs
+import once, and forks each run from there: the run is still a process of its own (its pid, its
+descriptors, its exit code, its exit handlers, its environment and working folder), and only what
+that server imported before the fork is shared (none of it reads the environment as it is
+imported: tests/cli/test_warm_start.py). `Cli` uses it; `Running` (a process a test signals
 or kills) and the tests that time or trace a start still start a new interpreter.
 
 A run whose environment changes what an interpreter decides at its start (PYTHON* variables,

@@ -292,12 +292,15 @@ def test_the_number_of_tools_the_docs_give_ocat_mcp_is_the_servers() -> None:
         f"ocat mcp serves {served} tools"
 
 
-def test_ci_runs_the_readmes_test_command() -> None:
+def test_ci_installs_what_the_readme_installs_then_runs_its_test_command() -> None:
     # .ci/run says it runs "exactly the README's test command": the README's Development section's
-    # first command line, and .ci/run's last (which adds only pip's --quiet).
+    # first block installs the test extras, then runs the suite; .ci/run installs the same extras
+    # (with uv, beside the linters'), and its last line is that test command.
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     section = readme.split("## Development\n")[1].split("\n## ")[0]
-    command = re.findall(r"```bash\n(.*?)\n", section)[0]
-    assert "python -m pytest" in command, "the README's Development section no longer starts with the test command"
-    ci = (REPO / ".ci" / "run").read_text(encoding="utf-8").strip().splitlines()[-1]
-    assert ci.replace("pip install --quiet ", "pip install ") == command
+    install, command = re.findall(r"```bash\n(.*?)\n```", section, re.S)[0].splitlines()
+    assert install == "pip install -e '.[test]'", "the README's Development section no longer installs the test extras first"
+    assert command.startswith("python -m pytest"), "the README's Development section no longer gives the test command"
+    ci = (REPO / ".ci" / "run").read_text(encoding="utf-8")
+    assert ci.strip().splitlines()[-1] == command
+    assert "uv pip install --native-tls --quiet -e '.[test,lint]'" in ci and "pip install --quiet -e '.[test,lint]'" in ci
