@@ -13,7 +13,7 @@ from typing import Any
 import yaml
 
 from ocat.config.keys import (
-    SPECS, Layer, Source, Spec, config_error, lookup, put, unknown_name, yaml_failure,
+    FAST_LOADER, SPECS, Layer, Source, Spec, config_error, lookup, put, unknown_name, yaml_failure,
 )
 from ocat.errors import ConfigError
 from ocat.config.mcp_servers import parse_servers
@@ -24,7 +24,6 @@ from ocat.config.settings import MCP_SERVERS, SECTIONS
 # comment character. A user's file goes through the pure-Python parser, whose messages name
 # what is wrong more plainly. A plain scalar's style is None from one and "" from the other:
 # `not node.style` reads both.
-_FAST_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 _NULL_TAG = "tag:yaml.org,2002:null"
 
@@ -40,7 +39,7 @@ def file_layer(path: Path, rank: int, origin: str = "", *, shipped: bool = False
         raise ConfigError(f"config error: config file not found: {path}{origin}") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"config error: cannot read config file {path}: {exc}") from None
-    loader = (_FAST_LOADER if shipped else yaml.SafeLoader)(text)
+    loader = (FAST_LOADER if shipped else yaml.SafeLoader)(text)
     try:
         root = loader.get_single_node()
         if root is None:
