@@ -88,7 +88,7 @@ if TYPE_CHECKING:
     from ocat.memory.storage.versions import link, link_many, newest, unlink, versions
     from ocat.memory.consolidate import Applied, apply as apply_verdict, check_for, messages_for, verdict_of
     from ocat.memory.storage.writes import replace_exchanges
-    from ocat.memory.store_check import check_store, StoreHealth, unopened_health
+    from ocat.memory.store_check import check_store, StoreHealth, unopened_health, unreadable_health
     from ocat.memory.store_secrets import redact_store, secrets_in_store, SecretsInStore
     from ocat.memory.store_counts import store_stats
     from ocat.memory.store_repair import repair_store, RepairResult, set_aside_derived
@@ -145,7 +145,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "storage.link_records": ("count_links", "link_of", "linked_keys", "LinkCounts", "Version"),
     "storage.versions": ("link", "link_many", "newest", "unlink", "versions"),
     "storage.writes": ("replace_exchanges",),
-    "store_check": ("check_store", "StoreHealth", "unopened_health"),
+    "store_check": ("check_store", "StoreHealth", "unopened_health", "unreadable_health"),
     "store_secrets": ("redact_store", "secrets_in_store", "SecretsInStore"),
     "store_counts": ("store_stats",),
     "store_repair": ("repair_store", "RepairResult", "set_aside_derived"),

@@ -74,6 +74,8 @@ class StoreHealth:
     # The records that hold a secret, by kind (ocat.memory.store_secrets): never the secrets
     # themselves. Not a problem a repair mends: `ocat --redact-secrets` takes them out.
     secrets: SecretsInStore | None = None
+    # Why Chroma could not be read (a damaged page it needed): the counts above are then unknown (0).
+    unreadable: str | None = None
 
     @property
     def healthy(self) -> bool:
@@ -83,8 +85,9 @@ class StoreHealth:
 
     def lines(self) -> list[str]:
         """The report in words, one finding a line."""
-        lines = [f"store: {self.path} ({self.collection}): "
-                 f"{count_of(self.exchanges, 'exchange')}, {count_of(self.documents, 'document chunk')}"]
+        held = (f"Chroma cannot be read ({self.unreadable})" if self.unreadable else
+                f"{count_of(self.exchanges, 'exchange')}, {count_of(self.documents, 'document chunk')}")
+        lines = [f"store: {self.path} ({self.collection}): {held}"]
         if self.primary_damaged:
             lines.append(f"primary store: DAMAGED: {self.primary_damaged}: restore chroma.sqlite3 from a backup "
                          "(export what can still be read first: `ocat --export-memory FILE`)")
@@ -160,6 +163,21 @@ def unopened_health(location: StoreLocation, name: str, refused: StoreShrunk) ->
                        primary_damaged=None, shrunk=refused.findings)
 
 
+def unreadable_health(location: StoreLocation, name: str, failure: Exception) -> StoreHealth | None:
+    """The findings for a store on this machine whose Chroma failed as it was read, when
+    `PRAGMA quick_check` finds its chroma.sqlite3 damaged: that damage (a page Chroma needed),
+    and each derived file as it is, compared with nothing. None when the file is sound: the
+    failure is something else, and is reported as it is."""
+    if location.path is None or location.host:
+        return None
+    problem = primary_problem(location.path)
+    if problem is None:
+        return None
+    derived = [_check_file(what, path, None) for what, path in derived_files(location, name).items()]
+    return StoreHealth(path=store_path(location), collection=name, exchanges=0, documents=0, derived=derived,
+                       primary_damaged=problem, unreadable=str(failure))
+
+
 def _shrunk(derived: list[DerivedHealth], stored: dict[RecordKind, int]) -> list[str]:
     """Where a derived file lists more records of a kind than Chroma holds, in words."""
     return [f"Chroma holds {count_of(stored[kind], kind)} but the {d.what} {d.path} lists {d.records[kind]:,}"
@@ -172,7 +190,8 @@ def store_path(location: StoreLocation) -> str:
     return str(location.path) if location.path is not None else location.describe()
 
 
-def _check_file(what: str, path: Path, chroma: dict[RecordKind, set[str]]) -> DerivedHealth:
+def _check_file(what: str, path: Path, chroma: dict[RecordKind, set[str]] | None) -> DerivedHealth:
+    """One derived file's damage and records, compared with Chroma's ids (unless `chroma` is None: unread)."""
     if not path.exists():
         return DerivedHealth(what, str(path), exists=False)
     problem = sqlite_problem(path)
@@ -184,8 +203,9 @@ def _check_file(what: str, path: Path, chroma: dict[RecordKind, set[str]]) -> De
         for kind, sql in _ID_TABLES[what].items():
             held = set(_read_ids(path, sql))
             records[kind] = len(held)
-            orphans += len(held - chroma[kind])
-            missing += len(chroma[kind] - held)
+            if chroma is not None:
+                orphans += len(held - chroma[kind])
+                missing += len(chroma[kind] - held)
     except sqlite3.Error as exc:  # a table missing, or damage quick_check did not see
         return DerivedHealth(what, str(path), exists=True, damaged=str(exc))
     return DerivedHealth(what, str(path), exists=True, records=records, orphans=orphans, missing=missing)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, replace
 from typing import TYPE_CHECKING, Any, Callable
+from ocat.errors import StoreError
 from ocat import memory
 
 if TYPE_CHECKING:
@@ -30,15 +31,24 @@ def check(settings: Settings, *, notify: Callable[[str], None] | None = None) ->
     """What is wrong with the configured store, changing nothing in it; the embedding model's
     cached graph (no memory: a cache) is checked too, and made again when damaged."""
     graph = _model_graph(settings)
+    model_graph = graph.line() if graph is not None else None
+    location, name = memory.location_for(settings), settings.vector_store.collection
     try:
-        store = memory.open_store(settings, notify=notify, upkeep=False)
-    except memory.StoreShrunk as refused:  # its chroma.sqlite3 is missing or empty: not opened, so not made anew
-        found = memory.unopened_health(memory.location_for(settings), settings.vector_store.collection, refused)
-        return replace(found, model_graph=graph.line() if graph is not None else None)
-    try:
-        return replace(memory.check_store(store), model_graph=graph.line() if graph is not None else None)
-    finally:
-        store.close()
+        try:
+            store = memory.open_store(settings, notify=notify, upkeep=False)
+        except memory.StoreShrunk as refused:  # its chroma.sqlite3 is missing or empty: not opened, so not made anew
+            return replace(memory.unopened_health(location, name, refused), model_graph=model_graph)
+        try:
+            return replace(memory.check_store(store), model_graph=model_graph)
+        finally:
+            store.close()
+    except StoreError as failed:
+        # Chroma failed on a page it needed: the check then names the damage, as it does for a
+        # page Chroma never reads, rather than failing as any other command does.
+        found = memory.unreadable_health(location, name, failed)
+        if found is None:
+            raise
+        return replace(found, model_graph=model_graph)
 
 
 def _model_graph(settings: Settings) -> CacheCheck | None:
