@@ -227,7 +227,7 @@ def test_c_a_primary_store_that_lost_records_stops_every_command(cli: Cli, store
 # Pages counted from the file's end, past the header and the schema Chroma reads first. Which of
 # them Chroma itself reads to list the records depends on the order the template's writes took:
 # one it reads made the check fail as any command fails ("database disk image is malformed",
-# exit 1: 14 of the last 24 pages of one template), until the check named that damage too.
+# exit 1: 13 and 14 of the last 24 pages of two templates), until the check named that damage too.
 @pytest.mark.parametrize("page_from_end", [2, 3, 12, 20])
 def test_c_check_store_reads_the_primary_file_s_pages(cli: Cli, store_templates: StoreTemplates,
                                                       page_from_end: int) -> None:
