@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, replace
 from typing import TYPE_CHECKING, Any, Callable
-from ocat.errors import StoreError
 from ocat import memory
+from ocat.errors import StoreError
 
 if TYPE_CHECKING:
     from ocat.config.loading import Settings

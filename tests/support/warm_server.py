@@ -47,8 +47,8 @@ WARM = ("chromadb", "chromadb.api.fastapi", "chromadb.api.rust", "filelock", "nu
 # ocat's own modules that most runs import (~0.25 s of every run's CPU, most of it making
 # dataclasses and compiling patterns; ~840 warm runs in a full run), and what they import on
 # first use (requests for the model's files; detect-secrets' plugins, ~0.2 s, for the redaction
-# that every write runs). None of them reads the environment, the clock or the working folder as
-# it is imported (tests/cli/test_warm_start.py checks), so a run forked from here behaves as one
+# that every write runs). None of them reads the environment or the working folder, or starts a
+# thread, as it is imported (tests/cli/test_warm_start.py checks), so a run forked from here behaves as one
 # that imported them itself; a run that imports others (the full-screen app, the line mode's
 # prompt) imports them as before. A test that changes one of these modules for a run does it
 # in the run (`-c`), which changes the run's own copy.
