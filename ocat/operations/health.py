@@ -31,24 +31,29 @@ def check(settings: Settings, *, notify: Callable[[str], None] | None = None) ->
     """What is wrong with the configured store, changing nothing in it; the embedding model's
     cached graph (no memory: a cache) is checked too, and made again when damaged."""
     graph = _model_graph(settings)
-    model_graph = graph.line() if graph is not None else None
-    location, name = memory.location_for(settings), settings.vector_store.collection
     try:
-        try:
-            store = memory.open_store(settings, notify=notify, upkeep=False)
-        except memory.StoreShrunk as refused:  # its chroma.sqlite3 is missing or empty: not opened, so not made anew
-            return replace(memory.unopened_health(location, name, refused), model_graph=model_graph)
-        try:
-            return replace(memory.check_store(store), model_graph=model_graph)
-        finally:
-            store.close()
+        found = _store_health(settings, notify)
     except StoreError as failed:
         # Chroma failed on a page it needed: the check then names the damage, as it does for a
         # page Chroma never reads, rather than failing as any other command does.
-        found = memory.unreadable_health(location, name, failed)
-        if found is None:
+        unread = memory.unreadable_health(memory.location_for(settings), settings.vector_store.collection, failed)
+        if unread is None:
             raise
-        return replace(found, model_graph=model_graph)
+        found = unread
+    return replace(found, model_graph=graph.line() if graph is not None else None)
+
+
+def _store_health(settings: Settings, notify: Callable[[str], None] | None) -> StoreHealth:
+    """The configured store's findings, opened without upkeep (one whose chroma.sqlite3 is missing
+    or empty is not opened, so not made anew)."""
+    try:
+        store = memory.open_store(settings, notify=notify, upkeep=False)
+    except memory.StoreShrunk as refused:
+        return memory.unopened_health(memory.location_for(settings), settings.vector_store.collection, refused)
+    try:
+        return memory.check_store(store)
+    finally:
+        store.close()
 
 
 def _model_graph(settings: Settings) -> CacheCheck | None:
