@@ -185,7 +185,8 @@ def slow_by_definition(request: pytest.FixtureRequest) -> Iterator[None]:
     marked = request.node.get_closest_marker("slow") is not None
     if seen and not marked:
         pytest.fail(f"this test {' and '.join(seen)}, so it is slow: mark it @pytest.mark.slow")
-    if marked and not seen and not SLOW_FIXTURES & set(request.fixturenames) and _passed(request.node):
+    if marked and not seen and not SLOW_FIXTURES & set(request.fixturenames) and not WATCH.heavy_loaded() \
+            and _passed(request.node):
         request.node.stash[FOUND_NEEDLESSLY_SLOW] = True
 
 

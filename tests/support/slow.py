@@ -1,8 +1,9 @@
-"""What makes a test slow, written once: it starts a process or runs the real embedding model.
+"""What makes a test slow, written once: it starts a process, runs the real embedding model, or
+is the first in its process to import a library the quick loop otherwise never loads.
 
 tests/conftest.py marks a test slow when it asks for a fixture in SLOW_FIXTURES, and fails a
-test that is not marked slow but started a process or ran the model anyway: that test needs
-`@pytest.mark.slow` by hand.
+test that is not marked slow but did any of these anyway: that test needs `@pytest.mark.slow`
+by hand.
 """
 
 from __future__ import annotations
@@ -20,9 +21,15 @@ PROCESS_EVENTS = frozenset(
     {"subprocess.Popen", "os.system", "os.posix_spawn", "os.spawn", "os.exec", "os.fork", "os.forkpty"}
 )
 
+# Libraries whose import alone costs a quick test seconds of CPU, measured in a fresh process:
+# litellm ~5 s (offline), mcp ~1.9 s (its pydantic models), mypy (a test that runs it checks
+# code, ~1.7 s). ocat imports each lazily, so no quick test needs them by accident; the one quick
+# test that imported litellm was a twelfth of the quick loop's CPU.
+HEAVY_IMPORTS = frozenset({"litellm", "mcp", "mypy"})
+
 
 class SlowWatch:
-    """Notes what slow work (a process, the real model) happens while it is on."""
+    """Notes what slow work (a process, the real model, a heavy import) happens while it is on."""
 
     def __init__(self) -> None:
         self.on = False
@@ -57,8 +64,19 @@ class SlowWatch:
 
     def _audit(self, event: str, args: tuple[Any, ...]) -> None:
         # Called for every audit event in the process (opens, imports ...): keep it cheap.
-        if self.on and event in PROCESS_EVENTS:
+        # "import" is raised only for a module not yet in sys.modules.
+        if not self.on:
+            return
+        if event in PROCESS_EVENTS:
             self._note(f"started a process ({event})")
+        elif event == "import" and args[0] in HEAVY_IMPORTS:
+            self._note(f"imported {args[0]}")
+
+    @staticmethod
+    def heavy_loaded() -> bool:
+        """Whether a heavy library is imported already: then a test marked slow for importing it
+        found it loaded by an earlier test of its process, and its mark is no less needed."""
+        return any(name in sys.modules for name in HEAVY_IMPORTS)
 
     def _note(self, what: str) -> None:
         if self.on and what not in self.seen:

@@ -108,6 +108,7 @@ def test_a_server_that_cannot_be_reached_is_one_line_not_a_traceback() -> None:
     assert listed.problem.startswith("cannot reach http://127.0.0.1:") and "\n" not in listed.problem
 
 
+@pytest.mark.slow  # imports litellm (tests/support/slow.py)
 def test_without_an_api_base_litellms_offline_list_is_used() -> None:
     listed = model_list.list_models(_settings(None, model="openai/gpt-4o-mini"))
     assert "openai/gpt-4o-mini" in listed.names and "litellm" in listed.source

@@ -157,6 +157,7 @@ def test_mcp_md_lists_every_deprecated_name_with_the_tool_it_became() -> None:
     assert listed == DEPRECATED_NAMES
 
 
+@pytest.mark.slow  # builds the MCP server: imports mcp (tests/support/slow.py)
 def test_mcp_md_documents_every_tool_and_argument() -> None:
     text = (DOCS / "mcp.md").read_text(encoding="utf-8")
     sections = dict(re.findall(r"^### `([a-z_]+)`\n(.*?)(?=^##)", text, flags=re.MULTILINE | re.DOTALL))
@@ -280,6 +281,7 @@ def test_every_slash_command_the_docs_name_exists() -> None:
     assert sorted((doc, name) for doc, name in named if name not in known and name not in _NOT_COMMANDS) == []
 
 
+@pytest.mark.slow  # builds the MCP server: imports mcp (tests/support/slow.py)
 def test_the_number_of_tools_the_docs_give_ocat_mcp_is_the_servers() -> None:
     served = len(_mcp_tools())
     said = {

@@ -18,11 +18,11 @@ def test_only_the_quick_loops_expression_is_the_quick_loop(expression: str, quic
     assert is_quick_loop(expression) is quick
 
 
-def test_a_quick_run_takes_a_quarter_and_never_fewer_than_the_floor(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_quick_run_takes_an_eighth_and_never_fewer_than_the_floor(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(BUDGET, "quick", False)
     assert examples(200) == 200 and examples(3) == 3
     monkeypatch.setattr(BUDGET, "quick", True)
-    assert examples(200) == 50 and examples(3) == QUICK_FLOOR
+    assert examples(200) == 25 and examples(3) == QUICK_FLOOR
 
 
 def test_this_run_knows_which_it_is(request: pytest.FixtureRequest) -> None:
@@ -38,7 +38,10 @@ def test_every_property_test_takes_its_count_from_the_budget() -> None:
     40 stores where 10 were its share), and one with no count runs Hypothesis's 100 in both."""
     bypassing = []
     for path in sorted((REPO / "tests").rglob("test_*.py")):
-        tree = ast.parse(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
+        if "given" not in text and "settings" not in text:
+            continue  # no property test here: parsing every test file was most of this test's second
+        tree = ast.parse(text)
         where = path.relative_to(REPO)
         for node in ast.walk(tree):
             if _named(node, "settings"):

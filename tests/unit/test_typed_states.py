@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import get_args
 
+import pytest
 from mypy import api as mypy_api
 
 from ocat.cli.parser import build_parser
@@ -47,6 +48,7 @@ def test_each_history_format_has_one_reader_found_by_name(tmp_path: Path) -> Non
     assert detect_format(claude) == "claude"
 
 
+@pytest.mark.slow  # runs mypy over ocat's settings and states: ~2 s of CPU
 def test_mypy_refuses_a_state_compared_with_a_value_it_cannot_hold(tmp_path: Path) -> None:
     probe = tmp_path / "probe.py"
     probe.write_text(
