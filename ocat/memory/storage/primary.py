@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Mapping
 
 from ocat.errors import StoreError
 from ocat.memory.storage.derived import sqlite_problem
-from ocat.records import RECORD_KINDS
+from ocat.records import RECORD_KINDS, RecordKind
 from ocat.text.terminal import count_of
 
 if TYPE_CHECKING:
@@ -95,12 +95,14 @@ def lost_records(stored: int, listed: int) -> bool:
     return excess > 0 and (stored == 0 or excess > max(STRAY_RECORDS, listed // 100))
 
 
-def shrink_findings(store: StoreParts) -> list[str]:
+def shrink_findings(store: StoreParts, counts: Mapping[RecordKind, int] | None = None) -> list[str]:
     """Where an open store's derived files hold more records than Chroma, in words (none: sound).
-    A derived file that cannot be read says nothing here (it is rebuilt)."""
+    A derived file that cannot be read says nothing here (it is rebuilt). `counts`: Chroma's
+    counts by kind, when the caller has read them."""
+    counts = counts if counts is not None else {kind: store.count(kind) for kind in RECORD_KINDS}
     findings = []
     for kind in RECORD_KINDS:
-        stored = store.count(kind)
+        stored = counts[kind]
         try:
             indexed = store.lexical.count(kind)
         except StoreError:
@@ -112,7 +114,7 @@ def shrink_findings(store: StoreParts) -> list[str]:
         vectors = store.prompts.count()
     except StoreError:
         return findings
-    stored = store.count("exchange")
+    stored = counts["exchange"]
     if lost_records(stored, vectors):
         findings.append(f"Chroma holds {count_of(stored, 'exchange')} but the prompt vector file "
                         f"{store.prompts.path} holds {vectors:,}")
