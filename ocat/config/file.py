@@ -12,9 +12,8 @@ from typing import Any
 
 import yaml
 
-from ocat.config.keys import (
-    FAST_LOADER, SPECS, Layer, Source, Spec, config_error, lookup, put, unknown_name, yaml_failure,
-)
+from ocat.config.keys import SPECS, Layer, Source, Spec, config_error, lookup, put, unknown_name
+from ocat.config.yaml_read import FAST_LOADER, too_deep_line, yaml_failure
 from ocat.errors import ConfigError
 from ocat.config.mcp_servers import parse_servers
 from ocat.config.settings import MCP_SERVERS, SECTIONS
@@ -39,6 +38,9 @@ def file_layer(path: Path, rank: int, origin: str = "", *, shipped: bool = False
         raise ConfigError(f"config error: config file not found: {path}{origin}") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"config error: cannot read config file {path}: {exc}") from None
+    deep = too_deep_line(text)
+    if deep is not None:  # refused before the pure-Python parser spends a second on it (yaml_read)
+        raise config_error(f"{path}:{deep}", "invalid YAML (nested too deeply)")
     loader = (FAST_LOADER if shipped else yaml.SafeLoader)(text)
     try:
         root = loader.get_single_node()

@@ -18,11 +18,11 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
-import yaml
 
 from ocat.errors import ConfigError
 from ocat.text.redact import url_without_credentials
 from ocat.config.settings import HEADER_NAME, SECTION_CLASSES, SECTIONS
+from ocat.config.yaml_read import read_scalar, yaml_failure
 
 ENV_PREFIX = "OCAT_"
 # Keys that moved, old dotted name -> new: the wake block's keys left `memory` for a section of
@@ -264,8 +264,8 @@ def parse_text(spec: Spec, text: str, where: str) -> Any:
     strings rather than failing.
     """
     try:
-        value = _scalar(text)
-    except Exception as exc:  # YAMLError; RecursionError when nested deeply; ValueError on a bad date
+        value = read_scalar(text)
+    except Exception as exc:  # YAMLError; NestedTooDeeply; ValueError on a bad date
         if spec.kind == "str":
             return text
         problem = f"{spec.dotted} is not a valid YAML value{yaml_failure(exc)}: {_quote(text)}"
@@ -276,32 +276,3 @@ def parse_text(spec: Spec, text: str, where: str) -> Any:
         if not isinstance(value, str):
             return text
     return value
-
-
-# libyaml's parser, when PyYAML has it: the pure-Python scanner took 80 us for an everyday
-# value (libyaml 18) and 66 ms for a system prompt of 100 kB given as an option (libyaml 1.3). Both give the same values
-# (the types are resolved in Python either way); the pure-Python one names a problem more
-# plainly, so a value libyaml refuses is read again by it, for its message. libyaml reads
-# nesting far deeper than the pure-Python parser, which refuses it where ocat names it ("nested
-# too deeply"), so a value that could nest deeply (many brackets or lines) goes to it alone.
-FAST_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-_FAST_NESTING = 32
-
-
-def _scalar(text: str) -> Any:
-    """`text` read as YAML: by libyaml, and by the pure-Python parser when that fails or the text could nest deeply."""
-    if text.count("[") + text.count("{") + text.count("\n") >= _FAST_NESTING:
-        return yaml.safe_load(text)
-    try:
-        return yaml.load(text, Loader=FAST_LOADER)  # a safe loader: libyaml with the SafeLoader's types
-    except Exception:  # the same failure again below, with the pure-Python parser's message
-        return yaml.safe_load(text)
-
-
-def yaml_failure(exc: BaseException) -> str:
-    """Why YAML could not be read, for failures that are not YAMLError (whose text is its own)."""
-    if isinstance(exc, RecursionError):
-        return " (nested too deeply)"
-    if isinstance(exc, yaml.YAMLError):
-        return ""
-    return f" ({type(exc).__name__}: {exc})"

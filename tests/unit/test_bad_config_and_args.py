@@ -80,6 +80,34 @@ def test_a_value_yaml_cannot_construct_names_its_line(tmp_path: Path) -> None:
     assert load_settings(str(path), env={}).llm.model == "2020-13-45"
 
 
+@pytest.mark.parametrize(("text", "line"), [
+    ("[" * 100 + "]" * 100, None),                         # as deep as is read
+    ("[" * 101 + "]" * 101, 1),
+    ("x:\n  y: " + "{a: " * 101 + "1" + "}" * 101, 2),       # the line of the bracket one too many
+    ('"' + "[" * 500 + '"', None),                           # brackets in a quoted scalar are its text
+    ("'it''s " + "[" * 500 + "'", None),
+    ('"a\\"' + "[" * 500 + '"', None),                     # an escaped quote does not end it
+    ("# " + "[" * 500 + "\nb: 1", None),                    # nor do they count in a comment
+    ("note: don't " + "[" * 101, 1),                         # an apostrophe in a plain scalar opens no quote
+])
+def test_nesting_is_measured_before_any_parser_reads_the_text(text: str, line: int | None) -> None:
+    from ocat.config.yaml_read import too_deep_line
+
+    assert too_deep_line(text) == line
+
+
+def test_text_just_deep_enough_is_read_and_one_deeper_is_refused() -> None:
+    from ocat.config.yaml_read import MAX_NESTING, NestedTooDeeply, read_scalar
+
+    deepest = "[" * MAX_NESTING + "]" * MAX_NESTING
+    value = read_scalar(deepest)
+    for _ in range(MAX_NESTING - 1):
+        (value,) = value
+    assert value == []
+    with pytest.raises(NestedTooDeeply):
+        read_scalar("[" + deepest + "]")
+
+
 def test_deep_set_with_json_output_prints_the_envelope(cli: Cli) -> None:
     run = cli("--vector-store-stats", "--output", "json", "--set", f"llm.system_prompt_files={DEEP}")
     assert_clean(run, 3, "config error: command line: llm.system_prompt_files is not a valid YAML value (nested too deeply)")
