@@ -56,6 +56,22 @@ def test_a_store_where_generic_questions_find_a_lot_asks_more(store: MemoryStore
     assert judged.id == alone.id and judged.score < alone.score  # the same hit, asked more of
 
 
+def test_the_floors_one_pass_scores_each_question_as_a_search_of_it_alone(store: MemoryStore) -> None:
+    from ocat.memory.retrieval.rank import MIN_POOL, rank_candidates
+    from ocat.memory.storage.terms import query_terms
+
+    store.add_exchanges(everyday(40))
+    store.add_exchanges(everyday(10, start=50))  # some threads with neighbours, some questions with nothing near
+    questions = [*GENERIC_QUESTIONS[:10], *GENERIC_QUESTIONS[60:80], "zebra crossing quantum gravel", "how do I clean a pan?"]
+    alone = []
+    for question in questions:
+        [vector] = store.embedder.embed([question])
+        found = rank_candidates(store, "exchange", [query_terms(question)], [vector], MIN_POOL, None, "hybrid", keep=10)
+        alone.append(max((c.z for c in found), default=0.0))
+    assert best_exchange_z(store, questions) == pytest.approx(alone, abs=1e-6)
+    assert len(set(alone)) > 10  # the questions differ: a pass that mixed them up would show
+
+
 def test_the_floor_is_kept_and_the_next_open_does_not_measure_again(store: MemoryStore) -> None:
     store.add_exchanges(everyday(30))
     first = floor_of(store).shift()

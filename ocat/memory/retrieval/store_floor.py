@@ -12,7 +12,8 @@ max(the calibration's own point, floor + FLOOR_MARGIN): a store whose generic qu
 little keeps the shipped gate exactly; a store where they find a lot asks more. The user's
 threshold stays one number in [0, 1] (docs/RETRIEVAL.md).
 
-Measuring costs one retrieval per question (about a second); it is done the first time a
+Measuring ranks the questions in one pass (~0.55 s with the real model on a store of 200
+exchanges, 0.24 of it embedding them: ocat.memory.retrieval.rank.best_exchange_z); it is done the first time a
 store of MIN_EXCHANGES or more is searched, kept beside the lexical index, and done again in
 the background once the store has grown by a tenth.
 """
