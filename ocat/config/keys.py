@@ -18,7 +18,6 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
-
 from ocat.errors import ConfigError
 from ocat.text.redact import url_without_credentials
 from ocat.config.settings import HEADER_NAME, SECTION_CLASSES, SECTIONS
