@@ -19,11 +19,12 @@ import pytest
 
 from ocat.memory import StoreLocation
 from tests.support import CLOSED_URL, MODEL_DIR
+from tests.support.chroma_clients import close_opened_since, open_clients
 from tests.support.chroma_server import ChromaServer
 from tests.support.cli import Cli
 from tests.support.derived_cache import link_derived_cache, make_derived_cache
 from tests.support.empty_store import EMPTY_STORES, open_store
-from tests.support.examples import BUDGET, is_quick_loop
+from tests.support.examples import BUDGET, is_property_test, is_quick_loop
 from tests.support.fakes import FakeEmbedder, FakeLLMServer, serving
 from tests.support.memory_temp import finished, mark_running, temporary_files_in_memory
 from tests.support.model_server import Archive, ArchiveServer, build_archive, serving_archive
@@ -58,9 +59,23 @@ def pytest_configure(config: pytest.Config) -> None:
     _hear_interrupts()
     # Before any test module is imported: their @settings read it (tests/support/examples.py).
     BUDGET.quick = is_quick_loop(config.getoption("markexpr") or "")
+    _small_late_chunks(config)
     gc.set_threshold(*GC_THRESHOLDS)
     # The empty stores copied into tests live with the run's other temporary files.
     EMPTY_STORES.folder = lambda: config._tmp_path_factory.mktemp("empty-stores")  # as sessionstart reads it
+
+
+# How many tests pytest-xdist hands a worker at a time in the full suite. Its default deals up to
+# a quarter of what is left: near the end one worker took ~40 Pilot and CLI tests at once, and ran
+# them for 70-140 s while the other had nothing left (docs/PERFORMANCE.md, the eleventh round).
+# The quick loop keeps the default: its workers ended within a second of each other.
+FULL_SUITE_CHUNK = 4
+
+
+def _small_late_chunks(config: pytest.Config) -> None:
+    """Deal the full suite's tests a few at a time (FULL_SUITE_CHUNK), unless the command line chose."""
+    if not BUDGET.quick and config.getoption("maxschedchunk", None) is None and hasattr(config.option, "maxschedchunk"):
+        config.option.maxschedchunk = FULL_SUITE_CHUNK
 
 
 # The collector in the test process (never in the ocat processes the tests start): at Python's
@@ -154,12 +169,26 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 @pytest.hookimpl(tryfirst=True)  # before `-m` selects by marks
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark slow every test that asks (directly or through another fixture) for a slow fixture,
-    and run the slow tests first: pytest-xdist hands tests out in this order as workers come
-    free, so a 40-60 s test dealt last would leave the other worker idle until it ends."""
+    and run the longest first: the property tests, then the slow tests, then the rest.
+    pytest-xdist hands tests out in this order as workers come free, and deals each worker a
+    chunk of what is left; a 20-70 s test dealt late kept one worker busy while the other had
+    nothing left to run (the consent property test, 68.6 s in the full suite, began at 613 s of
+    a 772 s run, whose other worker ended at 634 s: docs/PERFORMANCE.md's eleventh round)."""
     for item in items:
         if SLOW_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)
-    items.sort(key=lambda item: item.get_closest_marker("slow") is None)  # stable: file order within each
+    # Stable: file order within each group.
+    items.sort(key=lambda item: (not is_property_test(item), item.get_closest_marker("slow") is None))
+
+
+@pytest.fixture(autouse=True)
+def chroma_clients_closed() -> Iterator[None]:
+    """Close the Chroma clients a test left open (tests/support/chroma_clients.py): each kept
+    ~6 threads for the worker's life, and a worker with thousands of them made every later
+    Pilot test wait out Textual's idle checks."""
+    before = open_clients()
+    yield
+    close_opened_since(before)
 
 
 @pytest.fixture(autouse=True)

@@ -21,6 +21,7 @@ from ocat.memory.storage.chroma import (
     collections_in_folder,
     open_client,
 )
+from ocat.memory.storage.client_holds import let_go
 from ocat.memory.storage.store import MemoryStore
 from ocat.config.settings import COLLECTION_NAME
 from ocat.config import locations
@@ -125,9 +126,14 @@ def _collections(settings: Settings) -> set[str] | None:
     if location.host:
         try:
             client = open_client(location)
-            return {str(getattr(c, "name", c)) for c in client.list_collections()}
         except Exception:  # the open that follows names the server and what failed
             return None
+        try:
+            return {str(getattr(c, "name", c)) for c in client.list_collections()}
+        except Exception:
+            return None
+        finally:
+            let_go(client)  # no store holds it: closed at once
     return collections_in_folder(settings.store_path)
 
 

@@ -8,6 +8,9 @@ guards a release. A quarter was 15 s of the quick loop's ~130 s of CPU; an eight
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 # The least a quick run takes, however small the full count.
 QUICK_FLOOR = 5
 # The quick loop runs 1/QUICK_SHARE of each property test's examples.
@@ -29,3 +32,13 @@ def examples(full: int) -> int:
 def is_quick_loop(markexpr: str) -> bool:
     """Whether a run's `-m` expression is the quick loop's: one that leaves the slow tests out."""
     return " ".join(markexpr.split()) == "not slow"
+
+
+def is_property_test(item: Any) -> bool:
+    """Whether a collected test (a pytest item) is a property test: one that Hypothesis drives
+    (`@given`), or a stateful machine's test case in tests/property/. These are the suite's
+    longest tests in a full run, so tests/conftest.py runs them first."""
+    function = getattr(item, "function", None)
+    if getattr(function, "is_hypothesis_test", False):
+        return True
+    return "property" in getattr(item, "path", Path()).parts

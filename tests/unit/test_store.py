@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -175,6 +176,53 @@ def test_store_survives_reopening(tmp_path: Path) -> None:
     MemoryStore.open(location, FakeEmbedder(), name="x").add_exchange(ex)
     reopened = MemoryStore.open(location, FakeEmbedder(), name="x")
     assert reopened.get(ex.exchange_id) == ex
+
+
+def _native_threads() -> int:
+    return len(os.listdir("/proc/self/task"))
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="counts threads in /proc")
+def test_a_closed_store_gives_its_chroma_client_back(tmp_path: Path) -> None:
+    # chromadb keeps a client's runtime (~6 threads) for the process's life unless it is closed:
+    # a process that opens stores in turn must not grow by that much each time.
+    def open_write_close(n: int) -> None:
+        store = MemoryStore.open(StoreLocation(path=tmp_path / f"s{n}"), FakeEmbedder(), name="x")
+        store.add_exchange(exchange(f"remember {n}", "ok"))
+        store.close()
+
+    open_write_close(0)
+    before = _native_threads()
+    for n in range(1, 11):
+        open_write_close(n)
+    assert _native_threads() - before < 10, "ten stores opened and closed kept their threads"
+    reopened = MemoryStore.open(StoreLocation(path=tmp_path / "s3"), FakeEmbedder(), name="x")
+    assert reopened.count("exchange") == 1  # closing kept what was written
+
+
+def test_stores_that_share_a_client_keep_it_until_the_last_closes(tmp_path: Path) -> None:
+    from ocat.memory.storage.client_holds import held_clients
+
+    first = MemoryStore.open(StoreLocation(path=tmp_path / "s"), FakeEmbedder(), name="work")
+    second = MemoryStore.reconciled(first.client, first.embedder, name="home", location=first.location)
+    open_before = held_clients()
+    first.close()
+    first.close()  # a second close lets go of nothing more
+    second.add_exchange(exchange("still open", "yes"))
+    assert second.count("exchange") == 1 and held_clients() == open_before
+    second.close()
+    assert held_clients() == open_before - 1
+
+
+def test_a_store_that_cannot_open_gives_its_client_back(tmp_path: Path) -> None:
+    from ocat.memory.storage.client_holds import held_clients
+
+    location = StoreLocation(path=tmp_path / "s")
+    MemoryStore.open(location, FakeEmbedder(name="model-a"), name="x").close()
+    open_before = held_clients()
+    with pytest.raises(StoreError, match="model-a"):
+        MemoryStore.open(location, FakeEmbedder(name="model-b"), name="x")
+    assert held_clients() == open_before
 
 
 def test_the_same_text_in_two_files_is_two_documents(store: MemoryStore, tmp_path: Path) -> None:

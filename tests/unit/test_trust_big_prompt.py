@@ -145,7 +145,6 @@ def test_what_memory_cannot_take_at_the_end_is_kept_and_the_next_start_writes_it
     def gone(*args: object, **kwargs: object) -> int:
         raise StoreError("the store went away")
 
-    real_add, real_count = store.add_exchanges, store.count
     store.add_exchanges = gone  # type: ignore[method-assign]
     store.count = gone  # type: ignore[method-assign,assignment]
     session.record("remember the blue door", "noted", [])
@@ -155,11 +154,12 @@ def test_what_memory_cannot_take_at_the_end_is_kept_and_the_next_start_writes_it
     files = list(unsaved_folder(session.settings).glob("*.jsonl"))
     assert len(files) == 1 and "remember the blue door" in files[0].read_text()
 
-    store.add_exchanges, store.count = real_add, real_count  # type: ignore[method-assign]
-    later = ChatSession(session.settings, store=store)
+    # The next start opens the store again (the chat's close gave this one up).
+    again = MemoryStore.open(store.location, store.embedder, name=store.name)
+    later = ChatSession(session.settings, store=again)
     said = later.session_memory.save_unsaved_files() or ""
     assert "1 exchange kept by an earlier chat was written to memory" in said
-    assert store.count("exchange") == 1 and not list(unsaved_folder(session.settings).glob("*.jsonl"))
+    assert again.count("exchange") == 1 and not list(unsaved_folder(session.settings).glob("*.jsonl"))
 
 
 # -- the CLI: the attack as a user makes it ---------------------------------------------------------

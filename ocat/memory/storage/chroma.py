@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import sqlite3
 
 from ocat.errors import StoreError
+from ocat.memory.storage.client_holds import opened
 from ocat.memory.storage.location import StoreLocation
 from ocat.memory.storage.server_access import (
     ServerNotAnswering,
@@ -75,17 +76,17 @@ def open_client(location: StoreLocation, *, timeout: float = REQUEST_SECONDS) ->
             token = _session_options.set(_SessionOptions(timeout, context))
             try:
                 # The whole URL as the host: chromadb then keeps its path (a proxy's prefix), and an IPv6 address.
-                return chromadb.HttpClient(
+                return opened(chromadb.HttpClient(
                     host=location.server_url(), port=location.port, ssl=location.scheme == "https", headers=headers,
                     settings=chroma_settings,
                     **{key: value for key, value in (("tenant", location.tenant), ("database", location.database))
                        if value},
-                )
+                ))
             finally:
                 _session_options.reset(token)
         assert location.path is not None
         location.path.mkdir(parents=True, exist_ok=True)
-        return chromadb.PersistentClient(path=str(location.path), settings=chroma_settings)
+        return opened(chromadb.PersistentClient(path=str(location.path), settings=chroma_settings))
     except Exception as exc:
         # chromadb's constructor turns errors of its first requests into ValueErrors, some
         # with a message of their own; a timeout, a refused connection or a refusal says more.

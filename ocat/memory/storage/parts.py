@@ -17,6 +17,7 @@ from ocat.errors import StoreError
 from ocat.memory.storage.batches import column, pages
 from ocat.memory.storage.change_log import ChangeLog
 from ocat.memory.storage.chroma import collection_names, open_collection
+from ocat.memory.storage.client_holds import hold
 from ocat.memory.storage.derived import DerivedFileError, beside_index, checked, lexical_index_path
 from ocat.memory.storage.foreground import Foreground
 from ocat.memory.storage.lexical_index import LexicalIndex
@@ -60,6 +61,8 @@ class StoreParts:
         --check-store` and `--repair-store`: the derived files are neither checked nor opened
         (in-memory stand-ins). `keep_current` runs as each search begins (`foreground`)."""
         self.client = client
+        # The client stays open while this store is (ocat.memory.storage.client_holds): MemoryStore.close lets go.
+        hold(client)
         self.notify = notify
         self.embedder = embedder
         self.name = name

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Pr
 
 from ocat.errors import StoreError
 from ocat.memory.storage.chroma import open_client
+from ocat.memory.storage.client_holds import let_go
 from ocat.memory.storage.batches import Row, column, pages
 from ocat.memory.storage.parts import READ_PAGE, StoreParts
 from ocat.memory.storage.passages import finish_passages, start_backfill
@@ -53,6 +54,8 @@ class MemoryStore(StoreParts):
 
     # Set by open_store: this process's hold on the store folder (see ocat.memory.sharing.owner_lock).
     lease: Lease | None = None
+    # Whether close() has let go of the Chroma client.
+    _let_go: bool = False
 
     @classmethod
     def open(
@@ -70,8 +73,12 @@ class MemoryStore(StoreParts):
         if location.path is not None and not location.host:
             # Before Chroma makes a new, empty file where its records were (ocat.memory.storage.primary).
             refuse_missing_primary(location.path)
-        return cls.reconciled(open_client(location), embedder, name=name, location=location, notify=notify,
-                              upkeep=upkeep)
+        client = open_client(location)
+        try:
+            return cls.reconciled(client, embedder, name=name, location=location, notify=notify, upkeep=upkeep)
+        except BaseException:
+            let_go(client)  # a store that could not open gives its client back
+            raise
 
     @classmethod
     def reconciled(
@@ -91,11 +98,16 @@ class MemoryStore(StoreParts):
         return store
 
     def close(self) -> None:
-        """Give the store up: stop serving it and release the owner lock, if held."""
+        """Give the store up: stop serving it, release the owner lock, if held, and let go of its
+        Chroma client (closed once no other store holds it: ocat.memory.storage.client_holds).
+        A second call does nothing more."""
         if self.backfill is not None:
             self.backfill.stop()
         if self.lease is not None:
             self.lease.release()
+        if not self._let_go:
+            self._let_go = True
+            let_go(self.client)
 
     # -- writing ---------------------------------------------------------------
 

@@ -1,0 +1,64 @@
+"""Giving a Chroma client back when the last store open on it closes.
+
+chromadb keeps the system behind each client it opened (its SQLite file, a runtime's threads, a
+socket to a server) for the whole life of the process unless the client is closed: a store
+opened and closed left ~6 native threads and ~10 descriptors behind. A process that opens many
+stores in turn (`ocat mcp` asked about several, a chat that switches stores with `/store`, the
+test suite's ~1,800 stores) ended with thousands of threads, which made it slower at everything
+(docs/PERFORMANCE.md, the eleventh round).
+
+Several stores may share one client (named stores in one folder, a repair's second view), so
+the client is closed only when the last store that holds it lets go. A client this module was
+not told of (`opened`) is never closed by it: whoever made it owns it.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any
+
+logger = logging.getLogger(__name__)
+
+_lock = threading.Lock()
+# id(client) -> [client, how many stores hold it]. The client itself is kept so that its id is
+# not reused by another object while it is listed.
+_holds: dict[int, list[Any]] = {}
+
+
+def opened(client: Any) -> Any:
+    """Note a client ocat opened (ocat.memory.storage.chroma.open_client), held by no store yet; return it."""
+    with _lock:
+        _holds[id(client)] = [client, 0]
+    return client
+
+
+def hold(client: Any) -> None:
+    """A store is open on `client`: it is not closed until that store lets go (`let_go`)."""
+    with _lock:
+        entry = _holds.get(id(client))
+        if entry is not None and entry[0] is client:
+            entry[1] += 1
+
+
+def let_go(client: Any) -> None:
+    """A store on `client` closed (or one that was never opened on it gives it back): the
+    client is closed when no store holds it any more. Never raises: closing is tidying up."""
+    with _lock:
+        entry = _holds.get(id(client))
+        if entry is None or entry[0] is not client:
+            return
+        entry[1] -= 1
+        if entry[1] > 0:
+            return
+        del _holds[id(client)]
+    try:
+        client.close()
+    except Exception as exc:  # a client that cannot close leaves what it held, as before
+        logger.debug("the Chroma client was not closed: %s", exc)
+
+
+def held_clients() -> int:
+    """How many clients ocat opened are still open (for tests)."""
+    with _lock:
+        return len(_holds)
