@@ -3,7 +3,7 @@
 chromadb keeps the system behind each client it opened (its SQLite file, a runtime's threads, a
 socket to a server) for the whole life of the process unless the client is closed: a store
 opened and closed left ~6 native threads and ~10 descriptors behind. A process that opens many
-stores in turn (`ocat mcp` asked about several, a chat that switches stores with `/store`, the
+stores again and again (`ocat mcp` opens its stores again each time the chat that owned them exits; the
 test suite's ~1,800 stores) ended with thousands of threads, which made it slower at everything
 (docs/PERFORMANCE.md, the eleventh round).
 
