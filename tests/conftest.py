@@ -78,6 +78,17 @@ def _small_late_chunks(config: pytest.Config) -> None:
         config.option.maxschedchunk = FULL_SUITE_CHUNK
 
 
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
+    """`-n auto` in the full suite: one worker more than the cores. Half of its tests wait on the
+    processes they start, and two workers left the machine idle a fifth of the time: three took
+    592.6 s against two's 701.5 s, the machine busy 97% of the run (docs/PERFORMANCE.md, the
+    eleventh round). The quick loop keeps xdist's own count (None: one per core)."""
+    if BUDGET.quick or is_quick_loop(config.getoption("markexpr") or ""):
+        return None
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return cores + 1
+
+
 # The collector in the test process (never in the ocat processes the tests start): at Python's
 # (700, 10, 10) a worker of the quick loop spent 11-15 s of its ~70 s of CPU collecting, mostly
 # in full collections of a heap of 0.5 M objects (Textual's caches, litellm's and mypy's types).
