@@ -18,8 +18,8 @@ from typing import Any, Generator, Iterator
 import pytest
 
 from ocat.memory import StoreLocation
+from ocat.memory.storage.client_holds import close_opened_since, open_clients
 from tests.support import CLOSED_URL, MODEL_DIR
-from tests.support.chroma_clients import close_opened_since, open_clients
 from tests.support.chroma_server import ChromaServer
 from tests.support.cli import Cli
 from tests.support.derived_cache import link_derived_cache, make_derived_cache
@@ -83,7 +83,8 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
     processes they start, and two workers left the machine idle a fifth of the time: three took
     592.6 s against two's 701.5 s, the machine busy 97% of the run (docs/PERFORMANCE.md, the
     eleventh round). The quick loop keeps xdist's own count (None: one per core)."""
-    if BUDGET.quick or is_quick_loop(config.getoption("markexpr") or ""):
+    # Asked before pytest_configure sets BUDGET.quick: the quick loop is told from `-m`.
+    if is_quick_loop(config.getoption("markexpr") or ""):
         return None
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     return cores + 1
@@ -194,9 +195,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.fixture(autouse=True)
 def chroma_clients_closed() -> Iterator[None]:
-    """Close the Chroma clients a test left open (tests/support/chroma_clients.py): each kept
-    ~6 threads for the worker's life, and a worker with thousands of them made every later
-    Pilot test wait out Textual's idle checks."""
+    """Close the Chroma clients a test left open (most tests open a store and never close it):
+    each kept ~6 native threads for the worker's life, and a worker with thousands of them (2,196
+    when help and focus began, after the quick unit tests) made every later Pilot test wait out
+    Textual's idle checks (docs/PERFORMANCE.md, the eleventh round)."""
     before = open_clients()
     yield
     close_opened_since(before)

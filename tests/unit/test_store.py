@@ -201,28 +201,28 @@ def test_a_closed_store_gives_its_chroma_client_back(tmp_path: Path) -> None:
 
 
 def test_stores_that_share_a_client_keep_it_until_the_last_closes(tmp_path: Path) -> None:
-    from ocat.memory.storage.client_holds import held_clients
+    from ocat.memory.storage.client_holds import open_clients
 
     first = MemoryStore.open(StoreLocation(path=tmp_path / "s"), FakeEmbedder(), name="work")
     second = MemoryStore.reconciled(first.client, first.embedder, name="home", location=first.location)
-    open_before = held_clients()
+    open_before = len(open_clients())
     first.close()
     first.close()  # a second close lets go of nothing more
     second.add_exchange(exchange("still open", "yes"))
-    assert second.count("exchange") == 1 and held_clients() == open_before
+    assert second.count("exchange") == 1 and len(open_clients()) == open_before
     second.close()
-    assert held_clients() == open_before - 1
+    assert len(open_clients()) == open_before - 1
 
 
 def test_a_store_that_cannot_open_gives_its_client_back(tmp_path: Path) -> None:
-    from ocat.memory.storage.client_holds import held_clients
+    from ocat.memory.storage.client_holds import open_clients
 
     location = StoreLocation(path=tmp_path / "s")
     MemoryStore.open(location, FakeEmbedder(name="model-a"), name="x").close()
-    open_before = held_clients()
+    open_before = len(open_clients())
     with pytest.raises(StoreError, match="model-a"):
         MemoryStore.open(location, FakeEmbedder(name="model-b"), name="x")
-    assert held_clients() == open_before
+    assert len(open_clients()) == open_before
 
 
 def test_the_same_text_in_two_files_is_two_documents(store: MemoryStore, tmp_path: Path) -> None:

@@ -52,13 +52,26 @@ def let_go(client: Any) -> None:
         if entry[1] > 0:
             return
         del _holds[id(client)]
+    _close(client)
+
+
+def open_clients() -> set[int]:
+    """The clients ocat opened that are still open, by id (for tests: `close_opened_since`)."""
+    with _lock:
+        return set(_holds)
+
+
+def close_opened_since(before: set[int]) -> None:
+    """Close every client opened since `before` (`open_clients`), whether or not a store still
+    holds it: for a test run, whose tests open stores and leave them open."""
+    with _lock:
+        left = [_holds.pop(key)[0] for key in list(_holds) if key not in before]
+    for client in left:
+        _close(client)
+
+
+def _close(client: Any) -> None:
     try:
         client.close()
     except Exception as exc:  # a client that cannot close leaves what it held, as before
         logger.debug("the Chroma client was not closed: %s", exc)
-
-
-def held_clients() -> int:
-    """How many clients ocat opened are still open (for tests)."""
-    with _lock:
-        return len(_holds)
