@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from rich.console import RenderableType
     from textual import events
 
+    from ocat.chat.turn import Turn
     from ocat.ui.answer import AssistantMessage  # loaded with the first answer, after the first frame
     from ocat.ui.memory_browser import MemoryBrowser
 
@@ -91,6 +92,8 @@ class OcatApp(App[int]):
             session, conversation=self.conversation, memory_view=self.memory_view, themes=self.themes,
             send=self._send_now)
         self.turn: Worker[None] | None = None
+        # The chat turn that worker runs: once its answer is in, nothing of it is left to stop.
+        self.answering: Turn | None = None
         # Sends the prompts held in the box while an answer or a command ran (see on_prompt_input_submitted).
         self._held_sender: Worker[None] | None = None
         self.last_answer = ""
@@ -229,7 +232,7 @@ class OcatApp(App[int]):
         started = time.monotonic()
         ticker = self.set_interval(0.1, lambda: status.update(answering_line(time.monotonic() - started)))
         answer = AssistantMessage()
-        turn = self.session.turn(prompt)
+        turn = self.answering = self.session.turn(prompt)
         shown: list[ToolCallView] = []  # each tool call's line, in order
         try:
             memories = await asyncio.to_thread(turn.recall)
@@ -295,8 +298,15 @@ class OcatApp(App[int]):
     # -- actions -------------------------------------------------------------------
 
     def _stop_running_work(self) -> bool:
-        """Cancel the answer being written, or ask a long command to stop; False if neither runs."""
+        """Cancel the answer being written, or ask a long command to stop; False if neither runs.
+
+        An answer that has come in full is not running work: its exchange is being written to
+        memory, which goes on whatever comes (Turn.cancel), so Ctrl+C goes on to copy or quit, as
+        the user who saw the answer end means it to, and Esc leaves the turn to finish (before,
+        either cancelled the window's own last steps: no "remembered" line, no fork key)."""
         if self.turn is not None and self.turn.state == WorkerState.RUNNING:
+            if self.answering is not None and self.answering.complete:
+                return False
             self.turn.cancel()
             return True
         command = self.commands.worker

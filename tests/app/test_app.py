@@ -81,6 +81,41 @@ async def test_escape_cancels_keeps_the_partial_answer_and_stores_nothing(llm_se
         assert app.session.history == []
 
 
+async def test_escape_once_the_answer_is_in_leaves_the_turn_to_finish(
+    llm_server: FakeLLMServer, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Esc (or Ctrl+C) while the whole answer is being written to memory has nothing to stop:
+    before, it cancelled the window's last steps (no fork key on the messages, no count)."""
+    import threading
+
+    from ocat.memory import MemoryStore
+
+    writing, release = threading.Event(), threading.Event()
+    real = MemoryStore.add_exchanges
+
+    def held(store: MemoryStore, exchanges: Any, **options: Any) -> int:
+        writing.set()
+        release.wait(30)
+        return real(store, exchanges, **options)
+
+    app = make_app(llm_server)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await memory_ready(app, pilot)
+        monkeypatch.setattr(MemoryStore, "add_exchanges", held)
+        app.query_one(PromptInput).text = "remember the gate code 4471"
+        await pilot.press("enter")
+        await wait_for(pilot, writing.is_set, "the write starts", seconds=30)
+        await pilot.press("escape")
+        release.set()
+        assert app.turn is not None
+        await app.turn.wait()  # not cancelled: it finishes
+        await pilot.pause()
+        asked, answer = app.query_one(UserMessage), app.query_one(AssistantMessage)
+        assert asked.exchange_id and asked.exchange_id == answer.exchange_id
+        assert app.memory_view.status == MemoryStatus(MemoryState.READY, exchanges=1)
+        assert not any("Cancelled" in str(w.render()) for w in app.query(NoticeMessage))
+
+
 async def test_memory_from_an_earlier_session_is_shown_with_its_score(llm_server: FakeLLMServer) -> None:
     first = make_app(llm_server)
     async with first.run_test(size=(100, 30)) as pilot:
