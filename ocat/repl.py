@@ -49,7 +49,8 @@ def render_result(result: CommandResult) -> str:
     """
     lines = [printable(result.text)] if result.text else []
     if result.rows:
-        lines.extend(_aligned(result.rows, result.columns, fit=result.fit_column))
+        # A column that wraps is printed whole: the terminal wraps it (/help's descriptions).
+        lines.extend(_aligned(result.rows, result.columns, fit=None if result.fit_wraps else result.fit_column))
     if result.markdown:
         lines.extend(["", printable(result.markdown).rstrip("\n")])
     return "\n".join(lines)

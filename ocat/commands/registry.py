@@ -62,7 +62,8 @@ class Command:
         if self.aliases:
             lines.append("Also: " + ", ".join(f"/{a}" for a in self.aliases))
         rows = [(a.synopsis, a.describe()) for a in self.arguments]
-        return CommandResult(text="\n".join(lines), columns=("argument", "what it takes") if rows else (), rows=rows)
+        return CommandResult(text="\n".join(lines), columns=("argument", "what it takes") if rows else (), rows=rows,
+                             fit_column=1 if rows else None, fit_wraps=True)
 
 
 REGISTRY: dict[str, Command] = {}

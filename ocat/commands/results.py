@@ -91,6 +91,9 @@ class CommandResult:
     # The column (an index) that takes the width the others leave, its cells cut with "…" to
     # fit (/vquery's excerpt): the rows hold the whole text, each face fits it to its width.
     fit_column: int | None = None
+    # The fitted column's cells wrap onto more lines instead of being cut (/help's descriptions,
+    # which are read whole).
+    fit_wraps: bool = False
     # A memory's whole text as Markdown (/vget), after the rows: the full-screen chat renders
     # it, the line mode prints it as it is.
     markdown: str = ""

@@ -1,10 +1,12 @@
 """A command's table whose one wide column (/vquery's excerpt) takes the width the others leave,
-cut with "…", fitted again whenever the table's width changes. When that leaves it too narrow to
-read (a 80-column window), each row is stacked: its other cells on one line, the wide one under
-them, as wide as the table."""
+cut with "…" (or wrapped onto more lines, where it must be read whole: /help's descriptions),
+fitted again whenever the table's width changes. When that leaves it too narrow to read (a
+80-column window), each row is stacked: its other cells on one line, the wide one under them, as
+wide as the table."""
 
 from __future__ import annotations
 
+import textwrap
 from typing import Sequence
 
 from rich.cells import cell_len
@@ -34,6 +36,13 @@ def _cut(text: str, width: int) -> str:
     return cut
 
 
+def _lines(text: str, width: int, wrap: bool) -> list[str]:
+    """`text` wrapped to `width` cells (`wrap`), or cut to one line of them."""
+    if not wrap:
+        return [_cut(text, width)]
+    return [_cut(line, width) for line in textwrap.wrap(text, max(1, width))] or [""]
+
+
 def _padded(cells: Sequence[str], widths: Sequence[int]) -> str:
     """Cells side by side, each padded to its width, two spaces apart."""
     return SEPARATOR.join(cell + " " * (width - cell_len(cell)) for cell, width in zip(cells, widths)).rstrip()
@@ -41,11 +50,16 @@ def _padded(cells: Sequence[str], widths: Sequence[int]) -> str:
 
 class FittedTable(DataTable[Text]):
     """A DataTable of untrusted cells (shown as plain text, controls escaped) in which column
-    `fit` is as wide as the table's width allows, its cells cut to that width with "…"; or, when
-    that is too narrow, each row stacked on two lines with the fitted cell as wide as the table."""
+    `fit` is as wide as the table's width allows, its cells cut to that width with "…" (or, with
+    `wrap`, wrapped onto as many lines as they take); or, when that is too narrow, each row stacked
+    with the fitted cell under the others, as wide as the table."""
 
-    def __init__(self, columns: Sequence[str], rows: Sequence[tuple[str, ...]], fit: int, **kwargs: object) -> None:
+    def __init__(
+        self, columns: Sequence[str], rows: Sequence[tuple[str, ...]], fit: int, *, wrap: bool = False,
+        **kwargs: object,
+    ) -> None:
         super().__init__(**kwargs)  # type: ignore[arg-type]
+        self._wrap = wrap
         self._columns = tuple(columns)
         self._rows = [tuple(" ".join(printable(cell).split()) if i == fit else printable(cell)
                             for i, cell in enumerate(row)) for row in rows]
@@ -86,10 +100,10 @@ class FittedTable(DataTable[Text]):
         else:
             for i, label in enumerate(self._columns):
                 self.add_column(label, width=room if i == self._fit else self._widths[i])
-            self.add_rows([
-                tuple(Text(_cut(cell, room) if i == self._fit else cell) for i, cell in enumerate(row))
-                for row in self._rows
-            ])
+            for row in self._rows:
+                fitted = _lines(row[self._fit], room, self._wrap)
+                self.add_row(*(Text("\n".join(fitted) if i == self._fit else cell) for i, cell in enumerate(row)),
+                             height=len(fitted))
         # The rows may bring a vertical scrollbar, which takes width: fit once more after the layout.
         self.call_after_refresh(self.refit)
 
@@ -107,4 +121,5 @@ class FittedTable(DataTable[Text]):
         self.add_column(self._columns[0], width=self._widths[0])
         self.add_column(Text(stacked(self._columns)), width=inner)
         for row in self._rows:
-            self.add_row(Text(row[0]), Text(f"{stacked(row)}\n{_cut(row[self._fit], inner)}"), height=len(lines) + 1)
+            fitted = _lines(row[self._fit], inner, self._wrap)
+            self.add_row(Text(row[0]), Text("\n".join([stacked(row), *fitted])), height=len(lines) + len(fitted))

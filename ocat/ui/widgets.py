@@ -327,7 +327,7 @@ def command_view(result: CommandResult) -> Vertical:
     if result.rows and result.fit_column is not None:
         from ocat.ui.fitted_table import FittedTable  # noqa: PLC0415 - DataTable loads with the first table
 
-        parts.append(FittedTable(result.columns, result.rows, result.fit_column,
+        parts.append(FittedTable(result.columns, result.rows, result.fit_column, wrap=result.fit_wraps,
                                  show_cursor=False, zebra_stripes=True, classes="result-table"))
     elif result.rows:
         table: DataTable[str] = DataTable(show_cursor=False, zebra_stripes=True, classes="result-table")

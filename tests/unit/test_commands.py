@@ -24,6 +24,20 @@ def test_help_lists_every_command_by_purpose_and_explains_one(session: ChatSessi
     assert run_command(session, "/help nope").error
 
 
+def test_help_name_gives_each_argument_whole_in_the_line_mode_too(session: ChatSession, monkeypatch) -> None:
+    """/help's descriptions wrap in the window (tests/app/test_help_and_focus.py); the line mode
+    prints them whole, however narrow the terminal, and the terminal wraps them."""
+    import os
+
+    from ocat.commands.registry import REGISTRY
+    from ocat.repl import render_result
+
+    monkeypatch.setattr("shutil.get_terminal_size", lambda *a, **k: os.terminal_size((40, 24)))
+    printed = render_result(run_command(session, "/help vquery"))
+    for argument in REGISTRY["vquery"].arguments:
+        assert argument.describe() in printed
+
+
 def test_vstats_shows_the_config_path_documents_and_chunks_and_what_the_floor_is(
     session: ChatSession, tmp_path: Path
 ) -> None:
