@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 
 from ocat.commands import Choose, Confirm, commands, is_command, run_command
 from ocat.config.loading import load_settings
@@ -24,7 +26,9 @@ def test_help_lists_every_command_by_purpose_and_explains_one(session: ChatSessi
     assert run_command(session, "/help nope").error
 
 
-def test_help_name_gives_each_argument_whole_in_the_line_mode_too(session: ChatSession, monkeypatch) -> None:
+def test_help_name_gives_each_argument_whole_in_the_line_mode_too(
+    session: ChatSession, monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """/help's descriptions wrap in the window (tests/app/test_help_and_focus.py); the line mode
     prints them whole, however narrow the terminal, and the terminal wraps them."""
     import os
