@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import shutil
 import sys
+import textwrap
 import threading
 from typing import IO, Callable, Sequence
 
@@ -49,19 +50,20 @@ def render_result(result: CommandResult) -> str:
     """
     lines = [printable(result.text)] if result.text else []
     if result.rows:
-        # A column that wraps is printed whole: the terminal wraps it (/help's descriptions).
-        lines.extend(_aligned(result.rows, result.columns, fit=None if result.fit_wraps else result.fit_column))
+        lines.extend(_aligned(result.rows, result.columns, fit=result.fit_column, wrap=result.fit_wraps))
     if result.markdown:
         lines.extend(["", printable(result.markdown).rstrip("\n")])
     return "\n".join(lines)
 
 
 def _aligned(
-    rows: Sequence[tuple[str, ...]], columns: tuple[str, ...] = (), fit: int | None = None, width: int | None = None
+    rows: Sequence[tuple[str, ...]], columns: tuple[str, ...] = (), fit: int | None = None, width: int | None = None,
+    *, wrap: bool = False,
 ) -> list[str]:
     """Rows in columns two spaces apart; column `fit` (if any) takes what the terminal's width
-    (or `width`) leaves the others, its cells cut with "…". When that is too narrow to read
-    (less than STACK_BELOW), each row's fitted cell goes on a line of its own, under the others."""
+    (or `width`) leaves the others, its cells cut with "…" (with `wrap`, the last column's cells
+    wrap under themselves instead: /help's descriptions). When that is too narrow to read (less
+    than STACK_BELOW), each row's fitted cell goes on a line of its own, under the others."""
     printed = [tuple(printable(cell) for cell in row) for row in rows]
     table = [columns, *printed] if columns else printed
     widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
@@ -69,23 +71,35 @@ def _aligned(
         total = width or shutil.get_terminal_size().columns
         others = sum(w for i, w in enumerate(widths) if i != fit) + 2 * (len(widths) - 1)
         room = total - others
-        if room < min(STACK_BELOW, widths[fit]):
-            return _stacked(table, widths, fit, total, has_header=bool(columns))
+        if wrap and fit == len(widths) - 1 and room >= STACK_BELOW:
+            return [line for row in table for line in _wrapped(row, widths, room, total - room)]
+        if room < min(STACK_BELOW, widths[fit]) or wrap:
+            return _stacked(table, widths, fit, total, has_header=bool(columns), wrap=wrap)
         widths[fit] = min(widths[fit], max(MIN_FIT_WIDTH, room))
         table = [tuple(shorten(c, widths[fit]) if i == fit else c for i, c in enumerate(row)) for row in table]
     return ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in table]
 
 
-def _stacked(table: list[tuple[str, ...]], widths: list[int], fit: int, total: int, *, has_header: bool) -> list[str]:
+def _wrapped(row: tuple[str, ...], widths: list[int], room: int, indent: int) -> list[str]:
+    """One row whose last cell wraps to `room` columns, its further lines indented under it."""
+    head = "  ".join(cell.ljust(width) for cell, width in zip(row[:-1], widths)) + ("  " if len(row) > 1 else "")
+    parts = textwrap.wrap(row[-1], room) or [""]
+    return [(head if n == 0 else " " * indent) + part for n, part in enumerate(parts)]
+
+
+def _stacked(
+    table: list[tuple[str, ...]], widths: list[int], fit: int, total: int, *, has_header: bool, wrap: bool = False,
+) -> list[str]:
     """Each row's cells but the fitted one on as few lines as hold them whole, the fitted one
-    indented under them, cut to the terminal's width."""
+    indented under them, cut to the terminal's width (or, with `wrap`, wrapped to it)."""
     lines = []
     packed = packed_columns([i for i in range(len(widths)) if i != fit], widths, total)
     for n, row in enumerate(table):
         for line in packed:
             lines.append(shorten("  ".join(row[i].ljust(widths[i]) for i in line).rstrip(), total))
         if not (has_header and n == 0):
-            lines.append(shorten("    " + row[fit], total))
+            fitted = textwrap.wrap(row[fit], max(1, total - 4)) if wrap else [shorten(row[fit], total - 4)]
+            lines.extend("    " + part for part in fitted or [""])
     return lines
 
 
