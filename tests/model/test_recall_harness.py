@@ -60,6 +60,26 @@ def test_on_chats_dev_the_gate_admits_targets_and_stays_quiet(real_embedder: Emb
     assert row["listed_differs"] == 0, row
 
 
+def test_on_changing_dev_the_newest_version_is_given_and_never_an_old_one_alone(
+    real_embedder: Embedder, kept_vectors: Path, tmp_path: Path,
+) -> None:
+    """Facts that change (issue 45): the figures docs/RETRIEVAL.md reports for
+    `python bench/recall_changing.py`, held so that a change that loses one of them fails here."""
+    from bench.recall import DEFAULT_MODEL
+    from bench.recall_changing import CHANGING_NOW, DEFAULT_SET, Table, ask, open_store
+
+    if not DEFAULT_SET.is_dir():
+        pytest.fail(f"the dev set is missing: {DEFAULT_SET}")
+    store, questions, _ = open_store(DEFAULT_SET, DEFAULT_MODEL, tmp_path)
+    try:
+        row = Table(ask(store, questions, CHANGING_NOW)).row()
+    finally:
+        store.close()
+    assert row["current_reached"] >= 87.2 and row["outdated_alone"] <= 2.6, row
+    assert row["history"] >= 82.6 and row["stable"] >= 95.0, row
+    assert row["quiet_offtopic"] >= 93.3 and row["quiet_near"] >= 50.0, row
+
+
 def test_the_folds_fast_objective_agrees_with_the_plain_replay() -> None:
     """bench/recall_folds.py fits the gate on arrays (`_Outcomes`); they must score every gate as
     the plain replay of the chat's rule (`objective` over `Gate.shown`) does."""

@@ -260,6 +260,7 @@ def _identity_calibration() -> Any:
 @pytest.mark.parametrize(("question", "now"), [
     ("what dose of metformin am I on now?", True),
     ("where was the party held in the end?", True),
+    ("which dates are we away in september again?", True),
     ("what did the very first roof quote come to?", False),
     ("how much does Tejo eat?", False),
 ])

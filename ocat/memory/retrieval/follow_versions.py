@@ -140,10 +140,11 @@ def _leaves(store: MemoryStore, kind: str, start: str, first: list[str], times: 
 # now 0.9 (one question); lifting the older for questions about the past cost it 1.8, so no
 # version is lifted for them (the old version is still found and given, with the newest).
 VERSION_LIFT = 0.1
-# Words that ask how things are now: "what dose am I on now", "where was the party in the end".
+# Words that ask how things are now: "what dose am I on now", "where was the party in the end",
+# and "again" as one asks to be reminded: "which dates are we away in September again?".
 _NOW = re.compile(
     r"\b(now|currently|current|at the moment|these days|nowadays|in the end|ended up|end up|final|finally|"
-    r"latest|newest|anymore|any more|today|still|after the change|after all)\b", re.I)
+    r"latest|newest|anymore|any more|today|still|after the change|after all|again)\b", re.I)
 
 
 # How far under the gate (relevance) a memory that a newer version updates may stand when the
