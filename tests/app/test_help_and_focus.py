@@ -52,8 +52,7 @@ async def test_help_name_explains_one_command() -> None:
 
 
 @pytest.mark.parametrize("size", SIZES, ids=SIZE_IDS)
-@pytest.mark.parametrize("name", ["vquery", "supersede"])
-async def test_help_name_shows_each_argument_whole_at_any_width(size: tuple[int, int], name: str) -> None:
+async def test_help_name_shows_each_argument_whole_at_any_width(size: tuple[int, int]) -> None:
     """At 80 columns the descriptions were cut at the window's edge ("optional, defaul"), behind
     a sideways scrollbar: they wrap now, and the table fits the window."""
     from ocat.commands.registry import REGISTRY
@@ -62,14 +61,17 @@ async def test_help_name_shows_each_argument_whole_at_any_width(size: tuple[int,
     app = off_memory()
     async with app.run_test(size=size) as pilot:
         await memory_ready(app, pilot)
-        await send(app, pilot, f"/help {name}")
-        await wait_for_command(app, pilot)
-        await pilot.pause()
-        table = list(app.query(FittedTable))[-1]
-        assert table.region.right <= size[0] and table.virtual_size.width <= table.scrollable_content_region.width
-        shown = " ".join(" ".join(str(cell).split()) for row in range(table.row_count) for cell in table.get_row_at(row))
-        for argument in REGISTRY[name].arguments:
-            assert " ".join(argument.describe().split()) in shown, argument.describe()
+        for name in ("vquery", "supersede"):
+            await send(app, pilot, f"/help {name}")
+            await wait_for_command(app, pilot)
+            await pilot.pause()
+            table = list(app.query(FittedTable))[-1]
+            assert table.region.right <= size[0]
+            assert table.virtual_size.width <= table.scrollable_content_region.width
+            shown = " ".join(" ".join(str(cell).split())
+                             for row in range(table.row_count) for cell in table.get_row_at(row))
+            for argument in REGISTRY[name].arguments:
+                assert " ".join(argument.describe().split()) in shown, argument.describe()
 
 
 async def test_page_up_scrolls_the_conversation_while_the_prompt_keeps_focus() -> None:
