@@ -42,11 +42,12 @@ def exchange_records(count: int) -> list[dict[str, Any]]:
     """`count` import records, each prompt unlike the others (50 to a thread)."""
     lines = []
     for i in range(count):
-        prompt = f"Entry {i}: the {ANIMALS[i % 10]} near the {PLACES[(i // 10) % 10]} counted {i * 7 % 1000} stones"
+        # Short (~15 word pieces with its answer): a test imports 1,200 through the real model.
+        prompt = f"{ANIMALS[i % 10]} {PLACES[(i // 10) % 10]} {i}"
         lines.append(
             {
                 "kind": "exchange", "exchange_id": f"ex-{i:05d}", "thread_id": f"t{i // 50}", "session_id": "s",
-                "user_prompt": prompt, "assistant_response": f"Noted entry {i}.", "timestamp": 1000.0 + i,
+                "user_prompt": prompt, "assistant_response": "Noted.", "timestamp": 1000.0 + i,
                 "prior_exchange_ids": [], "thread_session_id": f"t{i // 50}_s", "thread_continuation_seq": 0,
             }
         )

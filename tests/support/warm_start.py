@@ -20,6 +20,7 @@ import json
 import locale
 import os
 import secrets
+import shlex
 import signal
 import socket
 import subprocess
@@ -135,6 +136,20 @@ def python_command(*args: str, env: Mapping[str, str] | None = None, pid_fd: int
             fd = "-" if pid_fd is None else str(pid_fd)
             return [sys.executable, str(LAUNCHER), server.address, fd, *args]
     return [sys.executable, *args]
+
+
+def warm_ocat_folder(folder: Path, env: Mapping[str, str]) -> Path | None:
+    """A folder holding an `ocat` command that runs `python -m ocat` from this worker's warm server,
+    for a test that runs shell lines naming `ocat` (the README's): put it first on PATH. None when a
+    run with `env` would start cold, so the installed command is the one to use."""
+    command = python_command("-m", "ocat", env=env)
+    if not launched(command):
+        return None
+    folder.mkdir(parents=True, exist_ok=True)
+    script = folder / "ocat"
+    script.write_text("#!/bin/sh\nexec " + " ".join(shlex.quote(part) for part in command) + ' "$@"\n')
+    script.chmod(0o755)
+    return folder
 
 
 def startup_environ() -> dict[str, str]:
