@@ -72,10 +72,10 @@ def fresh_environment(home: Path, server: FakeLLMServer) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OCAT_", "XDG_"))}
     bin_dir = Path(sys.executable).parent
     assert (bin_dir / "ocat").is_file(), f"the ocat command is not installed beside {sys.executable}"
-    env |= {"HOME": str(home)}
     warm = warm_ocat_folder(home.parent / "warm-bin", env)
     path = os.pathsep.join(str(folder) for folder in (warm, bin_dir) if folder is not None)
     return env | {
+        "HOME": str(home),
         "PATH": f"{path}{os.pathsep}{env.get('PATH', '')}",
         "OCAT_EMBEDDING_MODEL_PATH": str(MODEL_DIR),
         "OCAT_LLM_MODEL": "openai/fake-model",
