@@ -303,18 +303,31 @@ def _finish(turn: Turn, err: IO[str]) -> bool:
     when Ctrl+C came meanwhile: the chat then ends (as with SIGTERM or SIGHUP, whose SystemExit
     goes on), once the write is done or KEEP_WAIT_SECONDS have passed, the exchange being kept
     in a file meanwhile, saying so."""
+    done = threading.Event()
+
+    def record() -> None:
+        try:
+            turn.finish()
+        finally:
+            done.set()
+
     # A daemon: a write that never ends must not keep the process alive; the file keeps its exchange.
-    writer = threading.Thread(target=turn.finish, name="ocat-record", daemon=True)
-    writer.start()
+    writer = threading.Thread(target=record, name="ocat-record", daemon=True)
     try:
-        writer.join()
+        # start() is inside: on a busy machine the writer may be at the store before start()
+        # returns, and a signal handled there (SIGHUP's SystemExit) must find this handler too.
+        writer.start()
+        done.wait()
         return True
     except (KeyboardInterrupt, SystemExit) as leaving:
-        kept = turn.session_memory.spool().path
-        where = f"; it is kept in {display_path(kept)} meanwhile" if kept else ""
-        err.write(f"ocat: leaving once this exchange is written to memory (up to {KEEP_WAIT_SECONDS:g} s{where})\n")
-        err.flush()
-        writer.join(KEEP_WAIT_SECONDS)
+        # An event, not writer.is_alive() or join(): in Python 3.11 a join that a signal
+        # interrupted marks the thread as ended while it still runs.
+        if writer.ident is not None and not done.is_set():
+            kept = turn.session_memory.spool().path
+            where = f"; it is kept in {display_path(kept)} meanwhile" if kept else ""
+            err.write(f"ocat: leaving once this exchange is written to memory (up to {KEEP_WAIT_SECONDS:g} s{where})\n")
+            err.flush()
+            done.wait(KEEP_WAIT_SECONDS)
         if isinstance(leaving, SystemExit):
             raise
         return False

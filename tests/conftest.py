@@ -361,11 +361,13 @@ def fake_embedder() -> FakeEmbedder:
 
 @pytest.fixture(scope="session")
 def real_embedder() -> Any:
-    """The real all-MiniLM-L6-v2 int8 model from ../shared/models (shared by all tests)."""
+    """The real all-MiniLM-L6-v2 int8 model from ../shared/models (shared by all tests), on one
+    thread as every ocat process of the suite (OCAT_EMBEDDING_THREADS, isolated_home): the pool of
+    two spun on cores the other workers needed (the tests that use it: 50.0 -> 43.5 s of CPU)."""
     from ocat.memory.embedding.embedders import OnnxMiniLMEmbedder
 
     _require_model()
-    return OnnxMiniLMEmbedder(MODEL_DIR)
+    return OnnxMiniLMEmbedder(MODEL_DIR, threads=1)
 
 
 @pytest.fixture(scope="session")

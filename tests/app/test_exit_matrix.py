@@ -9,6 +9,7 @@ made certain, not timed: a hook holds the store's write until the exit has happe
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import signal
@@ -158,6 +159,38 @@ def test_the_line_mode_keeps_the_answer_on_every_way_out(
     assert found.returncode == 0, found.stderr
     assert "blue pot" in found.stdout
     assert stats(cli)["exchanges"] == 1 and kept_files(cli.home) == []
+
+
+def test_a_signal_while_the_writer_starts_still_waits_for_the_write(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """CI found SIGHUP handled inside `Thread.start()` (the writer was at the store before start
+    returned, on a busy machine): the exit then skipped the wait and its words. Made certain here:
+    start() starts the writer, then raises as the signal's handler does."""
+    from types import SimpleNamespace
+
+    from ocat import repl
+
+    released, written = threading.Event(), threading.Event()
+
+    def finish() -> None:
+        released.wait(5)
+        written.set()
+
+    class SignalledAtStart(threading.Thread):
+        def start(self) -> None:
+            super().start()
+            released.set()  # the write ends during the wait below: the exit waited for it
+            raise SystemExit(129)
+
+    monkeypatch.setattr(repl.threading, "Thread", SignalledAtStart)
+    kept = tmp_path / "kept.jsonl"
+    turn = SimpleNamespace(finish=finish, session_memory=SimpleNamespace(spool=lambda: SimpleNamespace(path=kept)))
+    err = io.StringIO()
+    with pytest.raises(SystemExit):
+        repl._finish(turn, err)  # type: ignore[arg-type]
+    assert written.is_set()
+    assert "leaving once this exchange is written to memory" in err.getvalue()
 
 
 @pytest.mark.slow
