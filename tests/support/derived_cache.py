@@ -23,11 +23,13 @@ from ocat.memory.embedding.lean_cache import session_source
 # Read by the warm server (tests/support/warm_server.py, MODEL_VARIABLE): not an OCAT_ variable,
 # which ocat would refuse.
 WARM_MODEL = "PYTEST_OCAT_WARM_MODEL"
+WARM_TOKENIZER = "PYTEST_OCAT_WARM_TOKENIZER"
 
 
 def make_derived_cache(folder: Path, model_dir: Path) -> Path:
     """Fill `folder` (an XDG cache folder) with what ocat derives from `model_dir` and litellm,
-    and name its lean graph to the warm server (tests/support/warm_server.py) started later."""
+    and name its lean graph and the model's tokenizer to the warm server
+    (tests/support/warm_server.py) started later."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("XDG_CACHE_HOME", str(folder))
         lean = session_source(model_dir / "model.onnx")
@@ -36,6 +38,7 @@ def make_derived_cache(folder: Path, model_dir: Path) -> Path:
         model_table._table.cache_clear()  # this process's next look reads the test's own cache
     if isinstance(lean, str):  # a file (not bytes: a cache that cannot be written)
         os.environ[WARM_MODEL] = lean
+    os.environ[WARM_TOKENIZER] = str(model_dir / "tokenizer.json")
     return folder
 
 

@@ -38,12 +38,18 @@ import types
 # as a client opens, which every run that opens a store did.
 # The lean graph of the model the tests use (tests/support/derived_cache.py), whose sessions are loaded here.
 MODEL_VARIABLE = "PYTEST_OCAT_WARM_MODEL"
+# The tokenizer of the model the tests use, read here as ocat reads it.
+TOKENIZER_VARIABLE = "PYTEST_OCAT_WARM_TOKENIZER"
 WARM = ("chromadb", "chromadb.api.fastapi", "chromadb.api.rust", "filelock", "numpy", "onnxruntime", "tokenizers",
         # The MCP SDK (~1 s more, mostly mcp.types building its pydantic models): what the test MCP
         # servers (tests/support/mcp_fixture_server.py) and ocat's MCP client and `ocat mcp` import.
         # No warm run is asked whether it imported them: the tests that check what a start imports
         # (tests/cli/test_startup.py, test_cli.py, ...) start a new interpreter, as they must for chromadb.
-        "anyio", "mcp", "mcp.client.stdio", "mcp.server.mcpserver", "mcp.server.stdio", "mcp.types")
+        "anyio", "mcp", "mcp.client.stdio", "mcp.server.mcpserver", "mcp.server.stdio", "mcp.types",
+        # What httpx imports as its first client is made (~0.13 s of each chat's and `--ask`'s
+        # run: the connection pools, h11, h2, anyio's asyncio backend) and certifi, whose CAs it trusts.
+        "httpcore._async.connection_pool", "httpcore._async.http2", "httpcore._sync.connection_pool",
+        "httpcore._sync.http2", "anyio._backends._asyncio", "h11", "certifi")
 # ocat's own modules that most runs import (~0.25 s of every run's CPU, most of it making
 # dataclasses and compiling patterns; ~840 warm runs in a full run), and what they import on
 # first use (requests for the model's files; detect-secrets' plugins, ~0.2 s, for the redaction
@@ -57,7 +63,9 @@ WARM_OCAT = ("ocat.cli.dispatch", "ocat.headless.actions", "ocat.headless.common
              "ocat.memory.retrieval.filters", "ocat.memory.retrieval.across_stores", "ocat.memory.ingest.documents",
              "ocat.memory.ingest.folders", "ocat.memory.storage.export_import", "ocat.memory.storage.pins",
              "ocat.operations.stats", "ocat.operations.history", "ocat.chat.session", "ocat.repl",
-             "ocat.mcp_server.server", "ocat.mcp_server.stdio", "ocat.text.secrets", "difflib", "statistics", "requests")
+             "ocat.mcp_server.server", "ocat.mcp_server.stdio", "ocat.text.secrets", "ocat.memory.retrieval.given",
+             "ocat.tools.memory_tools", "ocat.tools.remember_tool", "ocat.memory.store_counts",
+             "ocat.memory.ingest.paths", "difflib", "statistics", "requests")
 
 
 def _run(request: dict, stdin: int, stdout: int, stderr: int) -> None:
@@ -186,6 +194,13 @@ def warm_up() -> None:
     lean = os.environ.get(MODEL_VARIABLE)
     if lean and os.path.isfile(lean):
         _load_sessions(lean)
+    tokenizer = os.environ.get(TOKENIZER_VARIABLE)
+    if tokenizer and os.path.isfile(tokenizer):
+        # Read as ocat reads it (ocat.memory.embedding.embedders.tokenizer_of, once per process
+        # and file): a run that embeds finds it read (~0.07-0.1 s of CPU).
+        from pathlib import Path
+
+        importlib.import_module("ocat.memory.embedding.embedders").tokenizer_of(Path(tokenizer))
 
 
 def _load_sessions(lean: str) -> None:
