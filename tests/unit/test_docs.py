@@ -306,3 +306,5 @@ def test_ci_installs_what_the_readme_installs_then_runs_its_test_command() -> No
     ci = (REPO / ".ci" / "run").read_text(encoding="utf-8")
     assert ci.strip().splitlines()[-1] == command
     assert "uv pip install --native-tls --quiet -e '.[test,lint]'" in ci and "pip install --quiet -e '.[test,lint]'" in ci
+    # mypy runs beside the suite: its verdict is read as the run ends, and fails it.
+    assert "trap mypy_verdict EXIT" in ci and "nice -n 19 mypy ocat" in ci
