@@ -84,14 +84,20 @@ def first_frame(command: list[str], env: dict[str, str], marker: str, *, timeout
     # remain-on-exit keeps a crashed command's last screen for the error message.
     tmux("new-session", "-d", "-s", name, "-x", str(WIDTH), "-y", str(HEIGHT), line, ";", "set", "remain-on-exit", "on")
     try:
+        how = f"not within {timeout:g} s"
         while time.perf_counter() - started < timeout:
             screen = tmux("capture-pane", "-p", "-t", name)
             if marker in screen:
                 return time.perf_counter() - started
-            if tmux("display", "-p", "-t", name, "#{pane_dead}").strip() == "1":
+            dead, status = (tmux("display", "-p", "-t", name, "#{pane_dead} #{pane_dead_status}").split() + ["", ""])[:2]
+            if dead == "1":
+                # tmux 3.3 gives the status only some of the time, and no word of a signal.
+                how = f"the command ended after {time.perf_counter() - started:.1f} s" + (
+                    f", exit status {status}" if status else "")
                 break
             time.sleep(0.005)
-        raise SystemExit(f"startup: {marker!r} never appeared; the screen was:\n{tmux('capture-pane', '-p', '-t', name)}")
+        raise SystemExit(f"startup: {marker!r} never appeared ({how}); the screen was:\n"
+                         f"{tmux('capture-pane', '-p', '-t', name)}")
     finally:
         stop_session(name)
 
