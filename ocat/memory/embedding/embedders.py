@@ -118,9 +118,7 @@ class OnnxMiniLMEmbedder:
                 return
             try:
                 import onnxruntime
-                import tokenizers  # noqa: F401 - imported here to say a missing one as the model's problem
-
-            except ImportError as exc:  # pragma: no cover - both are hard dependencies
+            except ImportError as exc:  # pragma: no cover - a hard dependency (tokenizers too: tokenizer_of)
                 raise EmbeddingError(f"cannot load the local embedding model: {exc}") from exc
             model_dir = self._locate()
             try:
