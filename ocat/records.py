@@ -314,15 +314,19 @@ class SearchHit:
     # admitted: given to the model with it, whatever its own score, so that an outdated
     # version is never given alone (docs/memory.md, "Facts that change").
     newest_of: str | None = None
+    # Set by retrieval on an earlier version of a fact when the question asks about the past and a
+    # newer version (this id) is admitted: given with it, whatever its own score
+    # (ocat.memory.retrieval.follow_versions.with_earlier).
+    earlier_of: str | None = None
     # Set by retrieval when this hit stands only because the question asks about the past and a
     # newer version updates it: its `threshold` is the gate eased (ocat.memory.retrieval.follow_versions).
     eased: bool = False
 
     @property
     def admitted(self) -> bool:
-        """True when the memory is shown to the model: on its own, as the newest version of an
-        admitted hit, or as context of an admitted hit."""
-        if self.newest_of is not None and not self.beyond:
+        """True when the memory is shown to the model: on its own, as the newest (or, asked about
+        the past, an earlier) version of an admitted hit, or as context of an admitted hit."""
+        if (self.newest_of is not None or self.earlier_of is not None) and not self.beyond:
             return True
         if self.context_of is not None:
             return self.with_admitted

@@ -40,7 +40,8 @@ MEMORY_PREAMBLE = (
 VERSIONS_NOTE = (
     'A memory marked updated-by="ID" is an outdated version of the memory ID (its change attribute '
     'says what changed): answer with the newer one, and give the old one only as the past. A memory '
-    'marked updates="ID" is the newest version of the memory ID.'
+    'marked updates="ID" is the newest version of the memory ID; one marked earlier-of="ID" is an '
+    'earlier version of it, given because the question asks about the past.'
 )
 
 
@@ -121,7 +122,8 @@ def memory_message(hits: Sequence[SearchHit]) -> dict[str, str] | None:
 
 def _versions(hit: SearchHit) -> str:
     """A memory's links as attributes: `updated-by` (with its evidence) on an outdated version, so
-    the model knows a newer one exists; `updates` on the newest version given with it."""
+    the model knows a newer one exists; `updates` on the newest version given with it; `earlier-of`
+    on an earlier version given with a newer one for a question about the past."""
     said = ""
     newer = updated_by(hit)
     if newer is not None:
@@ -131,6 +133,8 @@ def _versions(hit: SearchHit) -> str:
             said += f' change="{_attribute(evidence)}"'
     if hit.newest_of is not None:
         said += f' updates="{_attribute(hit.newest_of[:8])}"'
+    if hit.earlier_of is not None:
+        said += f' earlier-of="{_attribute(hit.earlier_of[:8])}"'
     return said
 
 

@@ -149,6 +149,12 @@ def reasons(hits: Sequence[SearchHit]) -> list[str]:
             older = f"#{position[hit.newest_of]}" if hit.newest_of in position else hit.newest_of[:8]
             said.append(f"the newest version of {older}")
             continue  # given with the version it updates, whatever its own score
+        elif hit.earlier_of is not None:
+            newer = f"#{position[hit.earlier_of]}" if hit.earlier_of in position else hit.earlier_of[:8]
+            said.append(f"an earlier version of {newer}, asked about the past")
+            if link := link_words(replace(hit, earlier_of=None)):  # what updated it, said once
+                said[-1] += f"; {link}"
+            continue
         elif hit.score < hit.threshold:
             said.append(f"below threshold {hit.threshold:.2f}")
         elif hit.outranked:

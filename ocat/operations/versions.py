@@ -44,7 +44,9 @@ def updated_by(hit: SearchHit) -> str | None:
 def link_fields(hit: SearchHit) -> dict[str, Any]:
     """A hit's links as JSON fields (`--query-vector-store`, MCP, `search_memory`): `updated_by` (the
     newer version's id, its evidence and how the link was made) on an outdated version, `updates`
-    (the id of the older version it was given for) on a newest one; none when it has neither."""
+    (the id of the older version it was given for) on a newest one, `earlier_of` (the id of the
+    newer version it was given with, for a question about the past) on an earlier one; none when
+    it has none of them."""
     fields: dict[str, Any] = {}
     found = memory.link_of(hit.metadata)
     if found is not None:
@@ -52,12 +54,14 @@ def link_fields(hit: SearchHit) -> dict[str, Any]:
         fields |= {"updated_by": shown_record(hit.kind, newer), "update_evidence": evidence, "update_how": how}
     if hit.newest_of is not None:
         fields["updates"] = hit.newest_of
+    if hit.earlier_of is not None:
+        fields["earlier_of"] = hit.earlier_of
     return fields
 
 
 def link_words(hit: SearchHit, width: int = 8) -> str:
     """A hit's links in words for the text faces: 'updated by 3f2a9c1e (500 mg -> 850 mg)', 'newest
-    version of 1b2c3d4e', or ""."""
+    version of 1b2c3d4e', 'earlier version of 1b2c3d4e', or ""."""
     said = []
     found = memory.link_of(hit.metadata)
     if found is not None:
@@ -65,6 +69,8 @@ def link_words(hit: SearchHit, width: int = 8) -> str:
         said.append(f"updated by {shown_record(hit.kind, newer)[:width]}" + (f" ({evidence})" if evidence else ""))
     if hit.newest_of is not None:
         said.append(f"newest version of {hit.newest_of[:width]}")
+    if hit.earlier_of is not None:
+        said.append(f"earlier version of {hit.earlier_of[:width]}")
     return "; ".join(said)
 
 

@@ -1,5 +1,6 @@
 """Facts that change: the values a text states, the links found when exchanges are written, and
-retrieval that follows them forward (docs/memory.md, "Facts that change")."""
+retrieval that follows them forward (and, asked about the past, back) (docs/memory.md, "Facts that
+change")."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ from ocat.memory.retrieval.neighbours import Candidate
 from ocat.memory.retrieval.given import within_budget
 from ocat.memory.storage.version_finder import Link, changed, newer_ids, record_links
 from ocat.memory.retrieval.follow_versions import (
-    VERSION_EASE, asks_about_now, asks_about_the_past, gate_of, lift_newer, with_newest,
+    VERSION_EASE, asks_about_now, asks_about_the_past, asks_for_the_first, gate_of, lift_newer, with_earlier,
+    with_newest,
 )
 from ocat.memory.storage.version_values import Value, statements
 from ocat.operations.versions import updated_by
@@ -177,6 +179,60 @@ def test_an_old_version_whose_newest_does_not_fit_the_budget_is_not_given_alone(
     assert within_budget(found, 50) == []
 
 
+def test_asked_about_the_past_a_newer_version_brings_the_first_or_the_one_before(store: Any) -> None:
+    old, middle, newest = chain(store, "dose 500 mg", "dose 850 mg", "dose 1000 mg")
+    first = with_earlier(store, [stored_hit(store, newest, 0.8)], first=True)
+    assert [h.id for h in first] == [newest.exchange_id, old.exchange_id]
+    assert first[1].earlier_of == newest.exchange_id and first[1].admitted
+    before = with_earlier(store, [stored_hit(store, newest, 0.8)], first=False)
+    assert [h.id for h in before] == [newest.exchange_id, middle.exchange_id]
+    # One listed under the gate moves next to the newer version and is given, once.
+    listed = with_earlier(store, [stored_hit(store, newest, 0.8), stored_hit(store, old, 0.2)], first=True)
+    assert [(h.id, h.admitted) for h in listed] == [(newest.exchange_id, True), (old.exchange_id, True)]
+    # One already given on its own is not brought again; a version nothing updates brings nothing.
+    given = [stored_hit(store, old, 0.9), stored_hit(store, newest, 0.8)]
+    assert with_earlier(store, given, first=True) == given
+    assert with_earlier(store, [stored_hit(store, old, 0.8)], first=True) == [stored_hit(store, old, 0.8)]
+    # Nor does one under the gate.
+    assert [h.id for h in with_earlier(store, [stored_hit(store, newest, 0.3)], first=True)] == [newest.exchange_id]
+
+
+def test_an_earlier_version_whose_newer_one_does_not_fit_the_budget_is_not_given_alone(store: Any) -> None:
+    old, newest = chain(store, "dose 500 mg", "dose 850 mg " + "word " * 400)
+    found = with_earlier(store, [stored_hit(store, newest, 0.8)], first=True)
+    assert [h.id for h in within_budget(found, 10_000)] == [newest.exchange_id, old.exchange_id]
+    assert within_budget(found, 50) == []
+
+
+def test_a_search_about_the_past_gets_the_first_version_and_one_about_now_does_not(store: Any) -> None:
+    from ocat.memory import RetrievalLimits, retrieve
+
+    old = exchange("Shed padlock combination: 1234, written on the calendar.", 0, "s1", thread="t1")
+    new = exchange("The bike lock code changed to 4821 after the garage break-in.", 30, "s2", thread="t2")
+    store.link_versions = False
+    store.add_exchanges([old, new])
+    record_links(store, [Link(old.exchange_id, new.exchange_id, "1234 -> 4821")])
+    limits = RetrievalLimits(exchange_results=5, document_results=0, exchange_threshold=0.5, document_threshold=1.0)
+
+    def given(question: str) -> dict[str, SearchHit]:
+        return {h.id: h for h in retrieve(store, question, limits) if h.admitted}
+
+    now = given("what is the bike lock code after the garage break-in now?")
+    assert list(now) == [new.exchange_id]
+    past = given("what was the bike lock code originally, before the garage break-in?")
+    assert list(past) == [new.exchange_id, old.exchange_id]
+    assert past[old.exchange_id].earlier_of == new.exchange_id
+
+
+@pytest.mark.parametrize(("question", "first"), [
+    ("what did the very first roof quote come to?", True),
+    ("when were we originally supposed to come back?", True),
+    ("what was the dose before it went up?", False),
+])
+def test_a_question_about_the_past_is_told_asking_for_the_first_or_the_one_before(question: str, first: bool) -> None:
+    assert asks_about_the_past(question) and asks_for_the_first(question) is first
+
+
 def test_the_newer_of_two_versions_found_together_is_lifted() -> None:
     judged = _identity_calibration()
     old = exchange("dose 500 mg", 0, "s1")
@@ -270,9 +326,9 @@ def test_a_question_about_now_is_told_from_others(question: str, now: bool) -> N
 
 @settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(links=st.lists(st.tuples(st.integers(0, 5), st.integers(0, 5)), max_size=8),
-       scores=st.lists(st.floats(0.0, 1.0), min_size=6, max_size=6))
+       scores=st.lists(st.floats(0.0, 1.0), min_size=6, max_size=6), first=st.booleans())
 def test_following_links_never_drops_a_memory_that_passed_the_gate(
-    tmp_path_factory: pytest.TempPathFactory, links: list[tuple[int, int]], scores: list[float]
+    tmp_path_factory: pytest.TempPathFactory, links: list[tuple[int, int]], scores: list[float], first: bool
 ) -> None:
     from ocat.memory import MemoryStore, StoreLocation
     from tests.support.fakes import FakeEmbedder
@@ -290,6 +346,10 @@ def test_following_links_never_drops_a_memory_that_passed_the_gate(
         after = with_newest(store, hits)
         assert before <= {h.id for h in after if h.admitted}
         assert len({h.id for h in after}) == len(after)
+        # Asked about the past, following them back as well drops nothing either.
+        back = with_earlier(store, after, first=first)
+        assert before <= {h.id for h in back if h.admitted}
+        assert len({h.id for h in back}) == len(back)
     finally:
         store.close()
 

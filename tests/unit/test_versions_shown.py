@@ -15,7 +15,7 @@ from ocat.chat.messages import VERSIONS_NOTE, memory_message
 from ocat.config.loading import load_settings
 from ocat.memory import MemoryStore
 from ocat.operations.search import hit_record, reasons, search
-from ocat.records import Exchange, SearchHit
+from ocat.records import Exchange, SearchHit, UpdateHow
 from tests.support.cli import Cli
 
 JULY_1 = 1751328000.0  # 2025-07-01 00:00 UTC
@@ -40,6 +40,14 @@ def hit(store: MemoryStore, record_id: str, **kw: Any) -> SearchHit:
                      metadata=dict(metadata), threshold=kw.pop("threshold", 0.5), **kw)
 
 
+def versions(store: MemoryStore, old: tuple[str, str], new: tuple[str, str], evidence: str,
+             how: UpdateHow = "found") -> tuple[str, str]:
+    """Two exchanges ten days apart (prompt, answer), the older linked to the newer."""
+    older, newer = said(store, *old, 0), said(store, *new, 10)
+    memory.link(store, older, newer, how, evidence)
+    return older, newer
+
+
 def test_the_memory_block_marks_an_outdated_version_and_the_newest_given_with_it(store: MemoryStore) -> None:
     old = said(store, "My metformin dose?", "You take 500 mg.", 0)
     new = said(store, "My metformin dose?", "You take 850 mg now.", 10)
@@ -54,9 +62,8 @@ def test_the_memory_block_marks_an_outdated_version_and_the_newest_given_with_it
 
 
 def test_a_version_standing_under_the_gate_for_a_question_about_the_past_says_so(store: MemoryStore) -> None:
-    old = said(store, "Who is the roofer?", "Telhados Mira.", 0)
-    new = said(store, "Who is the roofer now?", "Rui Faria.", 10)
-    memory.link(store, old, new, "found", "Telhados Mira -> Rui Faria")
+    old, new = versions(store, ("Who is the roofer?", "Telhados Mira."), ("Who is the roofer now?", "Rui Faria."),
+                        "Telhados Mira -> Rui Faria")
     hits = [hit(store, old, score=0.45, threshold=0.40, eased=True), hit(store, new, score=0.1, newest_of=old)]
     why = reasons(hits)
     assert why[0] == (f"earlier version, asked about the past (threshold 0.40); "
@@ -64,10 +71,22 @@ def test_a_version_standing_under_the_gate_for_a_question_about_the_past_says_so
     assert hits[0].admitted and why[1] == "the newest version of #1"
 
 
+def test_an_earlier_version_given_for_a_question_about_the_past_says_so_everywhere(store: MemoryStore) -> None:
+    old, new = versions(store, ("Roof quote?", "Telhados Mira quoted €15,800."),
+                        ("Roof quote now?", "Rui Faria: €15,100 agreed."), "€15,800 -> €15,100")
+    hits = [hit(store, new), hit(store, old, score=0.8, earlier_of=new)]
+    block = memory_message(hits)
+    assert block is not None and VERSIONS_NOTE in block["content"]
+    assert f'updated-by="{new[:8]}"' in block["content"] and f'earlier-of="{new[:8]}"' in block["content"]
+    why = reasons(hits)
+    assert why == ["relevant", f"an earlier version of #1, asked about the past; updated by {new[:8]} (€15,800 -> €15,100)"]
+    record = hit_record(hits[1], why=why[1], compact=True)
+    assert record["earlier_of"] == new and record["updated_by"] == new and record["admitted"] is True
+
+
 def test_search_results_say_the_link_in_words_and_in_json(store: MemoryStore) -> None:
-    old = said(store, "My metformin dose?", "You take 500 mg.", 0)
-    new = said(store, "My metformin dose?", "You take 850 mg now.", 10)
-    memory.link(store, old, new, "user", "500 mg -> 850 mg")
+    old, new = versions(store, ("My metformin dose?", "You take 500 mg."), ("My metformin dose?", "You take 850 mg now."),
+                        "500 mg -> 850 mg", "user")
     hits = [hit(store, old), hit(store, new, score=0.1, newest_of=old)]
     why = reasons(hits)
     assert why == [f"relevant; updated by {new[:8]} (500 mg -> 850 mg)", "the newest version of #1"]

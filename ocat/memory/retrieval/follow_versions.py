@@ -1,23 +1,25 @@
-"""Following links forward at retrieval: an outdated version is never given alone.
+"""Following links at retrieval: an outdated version is never given alone, and a question about
+the past gets the version it asks for.
 
 When a memory admitted by the gate may have been updated (its `updated_by` names newer
 versions: ocat.memory.storage.version_finder, `/supersede`, the model's `remember(replaces=...)`), the
 newest versions of its fact come with it, marked `newest_of` (ocat.records.SearchHit), even when
 they alone would sit under the gate: the model then reads the old value beside the new one, and
 is told which is newer (docs/memory.md, "Facts that change"). A question about the past still
-gets the old version: nothing is taken away, only the newest added.
+gets the old version: nothing is taken away, only the newest added; and when it finds a newer
+version, the links are followed back to the earlier one it asks for (`with_earlier`).
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Collection, Sequence
+from typing import TYPE_CHECKING, Any, Collection, Literal, Sequence
 
 from ocat.memory.storage.version_finder import MAX_CHAIN, newer_ids
-from ocat.memory.storage.link_records import chunk_index, read_rows
+from ocat.memory.storage.link_records import chunk_index, read_rows, version_key
 from ocat.memory.retrieval.neighbours import Candidate
-from ocat.records import SUPERSEDED_KEY, SearchHit
+from ocat.records import SUPERSEDED_KEY, UPDATED_BY_KEY, RecordKind, SearchHit
 
 if TYPE_CHECKING:
     from ocat.memory.storage.scoring import Calibration
@@ -52,32 +54,114 @@ def with_newest(
     wanted = {old: [records[k][0] for k in sorted(keys, key=lambda k: -times.get(k, 0.0))
                     if k in records and records[k][0] not in shown][:MAX_NEWEST]
               for old, keys in newest.items()}
-    listed = {h.id: h for h in hits}
     by_id = {rid: (text, metadata) for rid, text, metadata in records.values()}
-    # Each newer version is given once, right after the first older one that brings it (a
-    # listed one moves there from wherever it was ranked).
+    return _given_with(hits, wanted, by_id, kind, "newest_of")
+
+
+def with_earlier(
+    store: MemoryStore, hits: Sequence[SearchHit], *, first: bool, exclude_ids: Collection[str] = (),
+    where: dict[str, Any] | None = None,
+) -> list[SearchHit]:
+    """For a question about the past: `hits` (one kind's, best first) with, for each admitted hit
+    that updates earlier versions, the earlier one asked for, placed right after it and marked
+    `earlier_of`: the first version of its fact when the question asks for the first (`first`:
+    "originally", "the very first quote"), else the version just before it ("before it went up").
+
+    The mirror of `with_newest`: "what did the very first roof quote come to?" finds the latest
+    word on the roof, whose links lead back to the first quote, a long exchange on other things
+    too that the question alone does not find. One version each: two let the finder's wrong links
+    crowd the memory budget (docs/RETRIEVAL.md, "Facts that change"). The memory block marks it
+    outdated (`updated-by`), beside the newer version that brought it."""
+    newer = [h for h in hits if h.admitted and h.context_of is None and h.newest_of is None]
+    if not newer:
+        return list(hits)
+    kind = newer[0].kind
+    keys = {h.id: version_key(kind, h.id, h.metadata) for h in newer}
+    before = _earlier_links(store, kind, set(keys.values()))
+    if not before:
+        return list(hits)
+    chains = {hid: _earlier_chain(key, before) for hid, key in keys.items()}
+    records = _read(store, kind, sorted({k for chain in chains.values() for k in chain}), where)
+    when = {key: _time(metadata) for key, (_, _, metadata) in records.items()}
+    shown = {h.id for h in hits if h.admitted} | set(exclude_ids)
+    wanted: dict[str, list[str]] = {}
+    for hid, chain in chains.items():
+        found = [k for k in chain if k in records]
+        just_before = [k for k in found if k in before.get(keys[hid], [])]
+        pick = min(found, key=when.__getitem__) if first and found else \
+            max(just_before, key=when.__getitem__) if just_before else None
+        # The version asked for, unless it is given already (then nothing more is needed).
+        if pick is not None and records[pick][0] not in shown:
+            wanted[hid] = [records[pick][0]]
+    by_id = {rid: (text, metadata) for rid, text, metadata in records.values()}
+    return _given_with(hits, wanted, by_id, kind, "earlier_of")
+
+
+def _given_with(
+    hits: Sequence[SearchHit], wanted: dict[str, list[str]], by_id: dict[str, tuple[str, dict[str, Any]]],
+    kind: RecordKind, mark: Literal["newest_of", "earlier_of"],
+) -> list[SearchHit]:
+    """`hits` with the versions each one `wanted` placed right after it, `mark` (newest_of or
+    earlier_of) naming it. Each version is given once, after the first hit that brings it (a
+    listed one moves there from wherever it was ranked), ranked just under it and given its score."""
+    listed = {h.id: h for h in hits}
     bringer: dict[str, str] = {}
     for hit in hits:
-        for newer in wanted.get(hit.id, []):
-            bringer.setdefault(newer, hit.id)
+        for other in wanted.get(hit.id, []):
+            bringer.setdefault(other, hit.id)
     result: list[SearchHit] = []
     for hit in hits:
         if hit.id in bringer:
             continue
         result.append(hit)
-        for newer in wanted.get(hit.id, []):
-            if bringer.get(newer) != hit.id:
+        newest_of, earlier_of = (hit.id, None) if mark == "newest_of" else (None, hit.id)
+        for other in wanted.get(hit.id, []):
+            if bringer.get(other) != hit.id:
                 continue
             rank = (hit.score if hit.rank is None else hit.rank) - 1e-9
             # One listed past the chat's count (--results 10) is given as the chat gives it, which
             # never had it: listing more changes no hit the chat reads.
-            if newer in listed and not listed[newer].beyond:
-                result.append(replace(listed[newer], newest_of=hit.id, rank=rank, beyond=False))
+            if other in listed and not listed[other].beyond:
+                result.append(replace(listed[other], rank=rank, beyond=False, newest_of=newest_of,
+                                      earlier_of=earlier_of))
             else:
-                text, metadata = by_id[newer]
-                result.append(SearchHit(id=newer, kind=kind, score=hit.score, text=text, metadata=metadata,
-                                        threshold=hit.threshold, newest_of=hit.id, rank=rank))
+                text, metadata = by_id[other]
+                result.append(SearchHit(id=other, kind=kind, score=hit.score, text=text, metadata=metadata,
+                                        threshold=hit.threshold, rank=rank, newest_of=newest_of,
+                                        earlier_of=earlier_of))
     return result
+
+
+def _earlier_links(store: MemoryStore, kind: str, keys: set[str]) -> dict[str, list[str]]:
+    """Each version key's earlier versions (the records whose link names it), walking back from
+    `keys`, one read per step (a circle a user's /supersede made ends the walk)."""
+    before: dict[str, list[str]] = {}
+    frontier, seen = sorted(keys), set(keys)
+    for _ in range(MAX_CHAIN):
+        if not frontier:
+            break
+        following: list[str] = []
+        for record_id, metadata, _ in read_rows(store, kind, where={UPDATED_BY_KEY: {"$in": frontier}}):  # type: ignore[arg-type]
+            key = version_key(kind, record_id, metadata)  # type: ignore[arg-type]
+            earlier = before.setdefault(str(metadata.get(UPDATED_BY_KEY)), [])
+            if key not in earlier:
+                earlier.append(key)
+            if key not in seen:
+                seen.add(key)
+                following.append(key)
+        frontier = following
+    return before
+
+
+def _earlier_chain(key: str, before: dict[str, list[str]]) -> list[str]:
+    """Every version before `key`, nearest first."""
+    chain: list[str] = []
+    frontier, seen = [key], {key}
+    while frontier:
+        frontier = [k for f in frontier for k in before.get(f, []) if k not in seen]
+        seen.update(frontier)
+        chain.extend(frontier)
+    return chain
 
 
 def _newer(metadata: dict[str, Any]) -> list[str]:
@@ -169,6 +253,15 @@ def gate_of(metadata: dict[str, Any], threshold: float) -> float:
 _PAST = re.compile(
     r"\b(first|originally|original|initially|at first|in the beginning|before|previous|previously|earlier|"
     r"used to|old|than planned|was supposed|were supposed|changed from|instead of)\b", re.I)
+
+
+# Words that ask for a fact's first version, not the one just before: "originally", "the very first quote".
+_FIRST = re.compile(r"\b(first|originally|original|initially|at first|in the beginning)\b", re.I)
+
+
+def asks_for_the_first(question: str) -> bool:
+    """Whether a question about the past asks for the first version of a fact (else the one before)."""
+    return bool(_FIRST.search(question))
 
 
 def asks_about_the_past(question: str) -> bool:

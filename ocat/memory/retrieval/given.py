@@ -27,8 +27,12 @@ def within_budget(hits: Sequence[SearchHit], budget: int) -> list[SearchHit]:
         if used + cost <= budget:
             kept.append(hit)
             used += cost
-    # An outdated version never goes alone: one whose newest version did not fit goes too.
+    # An outdated version never goes alone: one whose newest version did not fit goes too, and so
+    # does an earlier version whose newer one (that brought it) did not.
     dropped = {h.newest_of for h in hits if h.newest_of is not None} - {h.newest_of for h in kept}
-    return [h for h in kept if h.id not in dropped and h.context_of not in dropped] if dropped else kept
+    if dropped:
+        kept = [h for h in kept if h.id not in dropped and h.context_of not in dropped]
+    staying = {h.id for h in kept}
+    return [h for h in kept if h.earlier_of is None or h.earlier_of in staying]
 
 

@@ -26,7 +26,9 @@ from ocat.memory.storage.derived import DerivedFileError
 from ocat.memory.storage.scoring import Calibration
 from ocat.memory.storage.store import MemoryStore
 from ocat.memory.storage.terms import queries_terms
-from ocat.memory.retrieval.follow_versions import asks_about_now, asks_about_the_past, gate_of, lift_newer, with_newest
+from ocat.memory.retrieval.follow_versions import (
+    asks_about_now, asks_about_the_past, asks_for_the_first, gate_of, lift_newer, with_earlier, with_newest,
+)
 from ocat.records import SUPERSEDED_KEY, RecordKind, SearchHit
 
 if TYPE_CHECKING:
@@ -217,7 +219,11 @@ def _search(
         # `only` a project keeps its exchanges; documents and notes are not a project's.
         kind_where = _both(where, _project_where(store, limits.project)) if kind == "exchange" else where
         found = search.hits(kind_where) if dated is None else _within(search, dated, kind_where, limits)
-        hits_found.extend(with_newest(store, found, exclude_ids=exclude_ids, where=kind_where))
+        found = with_newest(store, found, exclude_ids=exclude_ids, where=kind_where)
+        if search.asks_past and mode == "hybrid":
+            found = with_earlier(store, found, first=asks_for_the_first(queries[0]), exclude_ids=exclude_ids,
+                                 where=kind_where)
+        hits_found.extend(found)
     # What the chat reads comes first, best first; what is listed beyond it follows.
     hits_found.sort(key=lambda hit: hit.order, reverse=True)
     return hits_found
