@@ -431,6 +431,12 @@ def test_an_admitted_old_note_brings_its_newer_note_named_by_its_document_key(st
     found = with_newest(store, [note])
     assert [h.id for h in found] == [old, new] and found[1].newest_of == old and found[1].admitted
     assert shown_record("document", str(got["metadatas"][0]["updated_by"])) == new
+    # Asked about the past, the newer note leads back to the older one, read as its first chunk.
+    newer = store.fetch("document", [new], vectors=False)
+    latest = SearchHit(id=new, kind="document", score=0.9, text=newer["documents"][0],
+                       metadata=dict(newer["metadatas"][0]), threshold=0.7, rank=0.9)
+    back = with_earlier(store, [latest], first=True)
+    assert [h.id for h in back] == [new, old] and back[1].earlier_of == new and back[1].admitted
 
 
 def memory_link(store: Any, older: str, newer: str) -> None:
