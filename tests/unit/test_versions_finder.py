@@ -197,6 +197,15 @@ def test_asked_about_the_past_a_newer_version_brings_the_first_or_the_one_before
     assert [h.id for h in with_earlier(store, [stored_hit(store, newest, 0.3)], first=True)] == [newest.exchange_id]
 
 
+def test_an_earlier_version_listed_past_the_chats_count_is_given_as_the_chat_gives_it(store: Any) -> None:
+    old, newest = chain(store, "dose 500 mg", "dose 850 mg")
+    chats = with_earlier(store, [stored_hit(store, newest, 0.8)], first=True)
+    listed = with_earlier(store, [stored_hit(store, newest, 0.8), replace(stored_hit(store, old, 0.3), beyond=True)],
+                          first=True)
+    assert [(h.id, h.score, h.admitted, h.earlier_of, h.beyond) for h in listed] == \
+        [(h.id, h.score, h.admitted, h.earlier_of, h.beyond) for h in chats]
+
+
 def test_an_earlier_version_whose_newer_one_does_not_fit_the_budget_is_not_given_alone(store: Any) -> None:
     old, newest = chain(store, "dose 500 mg", "dose 850 mg " + "word " * 400)
     found = with_earlier(store, [stored_hit(store, newest, 0.8)], first=True)

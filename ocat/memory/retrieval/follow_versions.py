@@ -17,7 +17,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Collection, Literal, Sequence
 
 from ocat.memory.storage.version_finder import MAX_CHAIN, newer_ids
-from ocat.memory.storage.link_records import chunk_index, read_rows, version_key
+from ocat.memory.storage.link_records import chunk_index, id_parts, read_rows, version_key
 from ocat.memory.retrieval.neighbours import Candidate
 from ocat.records import SUPERSEDED_KEY, UPDATED_BY_KEY, RecordKind, SearchHit
 
@@ -132,7 +132,7 @@ def _given_with(
     return result
 
 
-def _earlier_links(store: MemoryStore, kind: str, keys: set[str]) -> dict[str, list[str]]:
+def _earlier_links(store: MemoryStore, kind: RecordKind, keys: set[str]) -> dict[str, list[str]]:
     """Each version key's earlier versions (the records whose link names it), walking back from
     `keys`, one read per step (a circle a user's /supersede made ends the walk)."""
     before: dict[str, list[str]] = {}
@@ -141,8 +141,10 @@ def _earlier_links(store: MemoryStore, kind: str, keys: set[str]) -> dict[str, l
         if not frontier:
             break
         following: list[str] = []
-        for record_id, metadata, _ in read_rows(store, kind, where={UPDATED_BY_KEY: {"$in": frontier}}):  # type: ignore[arg-type]
-            key = version_key(kind, record_id, metadata)  # type: ignore[arg-type]
+        rows = [row for part in id_parts(frontier)
+                for row in read_rows(store, kind, where={UPDATED_BY_KEY: {"$in": part}})]
+        for record_id, metadata, _ in rows:
+            key = version_key(kind, record_id, metadata)
             earlier = before.setdefault(str(metadata.get(UPDATED_BY_KEY)), [])
             if key not in earlier:
                 earlier.append(key)
