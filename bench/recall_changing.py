@@ -10,6 +10,7 @@ what the chat would give the model.
     python bench/recall_changing.py                  # the table of issue 45, on changing-dev
     python bench/recall_changing.py --folds          # the same, with links fitted on other folds
     python bench/recall_changing.py --links          # how well the link finder finds the versions
+    python bench/recall_changing.py --why            # each missed question's hits, in /vquery's words
     python bench/recall_changing.py --json
     python bench/recall_changing.py --consolidate    # memory.consolidate: model, with a judge that is always right
     python bench/recall_changing.py --data ../shared/eval/chats-dev   # its 10 questions about a changed fact
@@ -68,6 +69,13 @@ class Outcome:
     @property
     def stale(self) -> bool:
         return bool(self.superseded & set(self.shown))
+
+    @property
+    def missed(self) -> bool:
+        """A recall question whose target is not given, or a quiet one given something."""
+        if self.facet in ("offtopic", "near"):
+            return bool(self.shown)
+        return not self.reached
 
 
 @dataclass
@@ -235,6 +243,33 @@ def ask(store: Any, questions: list[dict[str, Any]], now: datetime) -> list[Outc
     return outcomes
 
 
+def why(store: Any, questions: list[dict[str, Any]], outcomes: list[Outcome], now: datetime, text: dict[str, str],
+        top: int = 8) -> str:
+    """Each missed question's hits, as the chat ranks them, in the words `/vquery` gives them
+    (given or not, and why), the targets (T) and outdated versions (S) marked, and where a
+    target ranks when it is not among the first `top`: what to read before changing anything."""
+    from ocat.memory import RetrievalLimits, retrieve
+    from ocat.operations.search import reasons
+
+    limits = RetrievalLimits.from_settings(bench_settings().vector_store, results=2 * top)
+    by_id = {q["id"]: q for q in questions}
+    lines = []
+    for o in (o for o in outcomes if o.missed):
+        hits = retrieve(store, by_id[o.id]["question"], limits, now=now)
+        lines.append(f"{o.id} [{o.facet}] {by_id[o.id]['question']}")
+        for n, (hit, said) in enumerate(zip(hits[:top], reasons(hits[:top])), start=1):
+            mark = "T" if hit.id in o.targets else "S" if hit.id in o.superseded else " "
+            given = "*" if hit.id in o.shown else " "
+            lines.append(f"  {n}. {mark}{given} {hit.score:.2f} {hit.id[:8]} {text.get(hit.id, '')[:60]!r}  ({said})")
+        ranked = [h.id for h in hits]
+        for target in sorted(o.targets - set(ranked[:top])):
+            where = f"ranked {ranked.index(target) + 1}" if target in ranked else f"not among the first {2 * top}"
+            lines.append(f"  target {target[:8]} {where}: {text.get(target, '')[:60]!r}")
+    lines.append(f"{sum(o.missed for o in outcomes)} of {len(outcomes)} questions missed "
+                 "(T a target, S an outdated version, * given to the model)")
+    return "\n".join(lines)
+
+
 def open_store(folder: Path, model_dir: Path, tmp: Path) -> tuple[Any, list[dict[str, Any]], list[Any]]:
     """A fresh store holding the set's exchanges (written oldest first, as they were made)."""
     from ocat.memory import MemoryStore, StoreLocation
@@ -335,6 +370,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--folds", action="store_true", help="cross-validate the constants over months")
     parser.add_argument("--show", action="store_true", help="list each question's outcome")
+    parser.add_argument("--why", action="store_true",
+                        help="each missed question's hits, in /vquery's words, targets and outdated versions marked")
     parser.add_argument("--links", action="store_true",
                         help="how the links found compare with the README's table of versions (changing-dev)")
     parser.add_argument("--consolidate", action="store_true",
@@ -347,10 +384,14 @@ def main(argv: list[str] | None = None) -> int:
             result = cross_validate(args.data, args.model, Path(tmp))
             print(json.dumps(result, indent=2))
             return 0
-        store, questions, _ = open_store(args.data, args.model, Path(tmp))
+        store, questions, exchanges = open_store(args.data, args.model, Path(tmp))
         checked = consolidate_right(store, args.data) if args.consolidate else {}
         quality = link_quality(store, args.data) if args.links else {}
-        table = Table(ask(store, questions, CHATS_NOW if args.data.name.startswith("chats") else CHANGING_NOW))
+        now = CHATS_NOW if args.data.name.startswith("chats") else CHANGING_NOW
+        table = Table(ask(store, questions, now))
+        if args.why:
+            prompts = {e.exchange_id: e.user_prompt for e in exchanges}
+            print(why(store, questions, table.outcomes, now, prompts))
         links = sum(1 for _, m in store.iter_metadata("exchange") if m.get("updated_by"))
         store.close()
     row = table.row() | {"linked_exchanges": links} | ({"consolidated": checked} if checked else {})

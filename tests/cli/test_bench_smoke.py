@@ -49,7 +49,7 @@ RUNS: dict[str, tuple[list[str], set[str]]] = {
     "passage_cost": ([*SMOKE, "--runs", "1"], {"model", "eval"}),
     "quit": (["--runs", "1", "--type-after", "0.5"], {"model", "tmux"}),
     "recall": ([*SMOKE, "--modes", "hybrid"], {"model", "eval"}),
-    "recall_changing": (SMOKE, {"model", "eval"}),
+    "recall_changing": ([*SMOKE, "--why"], {"model", "eval"}),
     "recall_dated": ([*SMOKE, "--boosts", "0.5", "--sets", "chats"], {"model", "eval"}),
     "recall_notes": (SMOKE, {"model"}),
     "recall_projects": ([*SMOKE, "--boosts", "0.5", "--sets", "chats"], {"model", "eval"}),
