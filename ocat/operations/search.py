@@ -18,7 +18,7 @@ from ocat.records import SUPERSEDED_KEY, UPDATE_EVIDENCE_KEY, UPDATE_HOW_KEY, UP
 from ocat.text.terminal import count_of
 from ocat import memory
 from ocat.operations.lookup import short_id
-from ocat.operations.versions import link_fields, link_words
+from ocat.operations.versions import link_fields, link_words, update_words
 
 if TYPE_CHECKING:
     from ocat.memory import StoreHit
@@ -152,8 +152,8 @@ def reasons(hits: Sequence[SearchHit]) -> list[str]:
         elif hit.earlier_of is not None:
             newer = f"#{position[hit.earlier_of]}" if hit.earlier_of in position else hit.earlier_of[:8]
             said.append(f"an earlier version of {newer}, asked about the past")
-            if link := link_words(replace(hit, earlier_of=None)):  # what updated it, said once
-                said[-1] += f"; {link}"
+            if update := update_words(hit):
+                said[-1] += f"; {update}"
             continue
         elif hit.score < hit.threshold:
             said.append(f"below threshold {hit.threshold:.2f}")

@@ -59,14 +59,19 @@ def link_fields(hit: SearchHit) -> dict[str, Any]:
     return fields
 
 
+def update_words(hit: SearchHit, width: int = 8) -> str:
+    """What updated an outdated version, in words: 'updated by 3f2a9c1e (500 mg -> 850 mg)', or ""."""
+    found = memory.link_of(hit.metadata)
+    if found is None:
+        return ""
+    newer, evidence, _ = found
+    return f"updated by {shown_record(hit.kind, newer)[:width]}" + (f" ({evidence})" if evidence else "")
+
+
 def link_words(hit: SearchHit, width: int = 8) -> str:
     """A hit's links in words for the text faces: 'updated by 3f2a9c1e (500 mg -> 850 mg)', 'newest
     version of 1b2c3d4e', 'earlier version of 1b2c3d4e', or ""."""
-    said = []
-    found = memory.link_of(hit.metadata)
-    if found is not None:
-        newer, evidence, _ = found
-        said.append(f"updated by {shown_record(hit.kind, newer)[:width]}" + (f" ({evidence})" if evidence else ""))
+    said = [update] if (update := update_words(hit, width)) else []
     if hit.newest_of is not None:
         said.append(f"newest version of {hit.newest_of[:width]}")
     if hit.earlier_of is not None:

@@ -167,6 +167,16 @@ def test_a_newer_version_listed_past_the_chats_count_is_given_as_the_chat_gives_
     assert seen(listed) == seen(chats)
 
 
+def test_a_version_listed_as_another_hits_thread_context_is_given_for_its_bringers_sake(store: Any) -> None:
+    # Listed as the context of a hit that did not pass, the newest version was skipped by the
+    # budget (context comes only with its memory), and the old one then went with it.
+    old, newest = chain(store, "dose 500 mg", "dose 850 mg")
+    context = replace(stored_hit(store, newest, 0.3), context_of="another-hit", with_admitted=False)
+    found = with_newest(store, [stored_hit(store, old, 0.8), context])
+    assert (found[1].id, found[1].newest_of, found[1].context_of) == (newest.exchange_id, old.exchange_id, None)
+    assert [h.id for h in within_budget(found, 10_000)] == [old.exchange_id, newest.exchange_id]
+
+
 def test_an_old_version_under_the_gate_brings_nothing(store: Any) -> None:
     old, _ = chain(store, "dose 500 mg", "dose 850 mg")
     assert [h.id for h in with_newest(store, [stored_hit(store, old, 0.3)])] == [old.exchange_id]

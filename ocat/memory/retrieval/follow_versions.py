@@ -103,7 +103,8 @@ def _given_with(
 ) -> list[SearchHit]:
     """`hits` with the versions each one `wanted` placed right after it, `mark` (newest_of or
     earlier_of) naming it. Each version is given once, after the first hit that brings it (a
-    listed one moves there from wherever it was ranked), ranked just under it and given its score."""
+    listed one moves there from wherever it was ranked, and is no longer another hit's thread
+    context: it is given for its bringer's sake), ranked just under it and given its score."""
     listed = {h.id: h for h in hits}
     bringer: dict[str, str] = {}
     for hit in hits:
@@ -123,7 +124,7 @@ def _given_with(
             # never had it: listing more changes no hit the chat reads.
             if other in listed and not listed[other].beyond:
                 result.append(replace(listed[other], rank=rank, beyond=False, newest_of=newest_of,
-                                      earlier_of=earlier_of))
+                                      earlier_of=earlier_of, context_of=None, with_admitted=False))
             else:
                 text, metadata = by_id[other]
                 result.append(SearchHit(id=other, kind=kind, score=hit.score, text=text, metadata=metadata,

@@ -220,7 +220,7 @@ def _search(
         kind_where = _both(where, _project_where(store, limits.project)) if kind == "exchange" else where
         found = search.hits(kind_where) if dated is None else _within(search, dated, kind_where, limits)
         found = with_newest(store, found, exclude_ids=exclude_ids, where=kind_where)
-        if search.asks_past and mode == "hybrid":
+        if search.asks_past:
             found = with_earlier(store, found, first=asks_for_the_first(queries[0]), exclude_ids=exclude_ids,
                                  where=kind_where)
         hits_found.extend(found)
