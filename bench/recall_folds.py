@@ -83,14 +83,14 @@ class Gate:
     best_margin: float
 
     def standing(self, asked: Asked, *, reach: int = 5) -> set[str]:
-        """The ids among the first `reach` that stand on their own (retrieve._verdicts)."""
+        """The ids among the first `reach` that stand on their own (verdicts.verdicts)."""
         top = asked.hits[:reach]
         gate = self.point if asked.floor is None else max(self.point, asked.floor + self.floor_margin)
         best = max((h.z for h in top), default=0.0)
         return {h.id for h in top if h.z >= gate and h.z >= best - self.best_margin}
 
     def shown(self, asked: Asked, *, reach: int = 5) -> list[Hit]:
-        """What a chat turn would give the model: replays ocat.memory.retrieval.retrieve._verdicts
+        """What a chat turn would give the model: replays ocat.memory.retrieval.verdicts.verdicts
         and within_budget on the stored scores."""
         top = asked.hits[:reach]
         standing = self.standing(asked, reach=reach)
@@ -465,7 +465,7 @@ def run_folds(locomo: Path | None, chats: Path | None, model_dir: Path, *, asked
     from recall import load_conversations
 
     from ocat.memory.embedding.model_files import LOCAL_MODEL_NAME
-    from ocat.memory.retrieval.retrieve import MARGIN
+    from ocat.memory.retrieval.verdicts import MARGIN
     from ocat.memory.retrieval.store_floor import FLOOR_MARGIN
     from ocat.memory.storage.scoring import calibration_for
 

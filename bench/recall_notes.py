@@ -50,7 +50,7 @@ POINTS = [round(0.30 + 0.01 * i, 2) for i in range(61)]
 # notes by the embedding alone would give the words a question shares with a note (a name, a
 # code) no weight at all.
 WEIGHTS = (0.1, 0.2, 0.3, 0.5, 0.7, 1.0)
-# The margin below the best hit, shared by both kinds (ocat.memory.retrieval.retrieve.MARGIN).
+# The margin below the best hit, shared by both kinds (ocat.memory.retrieval.verdicts.MARGIN).
 MARGIN = 0.50
 
 
@@ -72,7 +72,7 @@ class Gate:
     best_margin: float
 
     def standing(self, asked: Asked, reach: int) -> list[str]:
-        """The notes among the first `reach` that the chat would give the model (retrieve._verdicts)."""
+        """The notes among the first `reach` that the chat would give the model (verdicts.verdicts)."""
         top = asked.ranked[:reach]
         best = max((z for _, z in top), default=0.0)
         return [i for i, z in top if z >= self.point and z >= best - self.best_margin]
@@ -243,7 +243,7 @@ def shipped_gate() -> tuple[float, Gate]:
     maps to, and the margin."""
     from ocat.config.loading import load_settings
     from ocat.memory.embedding.model_files import LOCAL_MODEL_NAME
-    from ocat.memory.retrieval.retrieve import MARGIN as SHIPPED_MARGIN
+    from ocat.memory.retrieval.verdicts import MARGIN as SHIPPED_MARGIN
     from ocat.memory.storage.scoring import calibration_for
 
     calibration = calibration_for(LOCAL_MODEL_NAME)

@@ -106,7 +106,7 @@ def shipped_gate() -> ToolGate:
     """The gate ocat ships, from its constants."""
     from ocat.config.loading import load_settings
     from ocat.memory.embedding.model_files import LOCAL_MODEL_NAME
-    from ocat.memory.retrieval.retrieve import MARGIN
+    from ocat.memory.retrieval.verdicts import MARGIN
     from ocat.memory.retrieval.store_floor import FLOOR_MARGIN
     from ocat.memory.storage.scoring import calibration_for
 

@@ -297,7 +297,7 @@ class SearchHit:
     # memory of its own, whatever its score.
     context_of: str | None = None
     # Set by retrieval when the hit reaches the threshold but is far weaker than the best
-    # hit of its kind (see ocat/memory/retrieval/retrieve.py): left out, and shown why.
+    # hit of its kind (ocat.memory.retrieval.verdicts): left out, and shown why.
     outranked: bool = False
     # Set by retrieval on a context hit: whether the hit it belongs to is admitted.
     with_admitted: bool = False
@@ -321,6 +321,9 @@ class SearchHit:
     # Set by retrieval when this hit stands only because the question asks about the past and a
     # newer version updates it: its `threshold` is the gate eased (ocat.memory.retrieval.follow_versions).
     eased: bool = False
+    # Set by retrieval when the question asks about now and this memory was ranked up for being
+    # among the newer ones found (ocat.memory.retrieval.recency): its `score` includes the lift.
+    raised_as_newer: bool = False
 
     @property
     def admitted(self) -> bool:

@@ -128,6 +128,10 @@ def shown_order(found: Sequence[StoreHit]) -> list[StoreHit]:
         [f for f in found if f.hit.beyond])
 
 
+# What a hit ranked up as one of the newer memories found says (ocat.memory.retrieval.recency).
+RAISED_WORDS = "ranked up as newer, asked about now"
+
+
 def reasons(hits: Sequence[SearchHit]) -> list[str]:
     """Why each hit is or is not given to the model, in words, naming other hits by position (#1
     first): the verdicts are retrieval's (ocat.memory.retrieval), the words every face's."""
@@ -163,6 +167,8 @@ def reasons(hits: Sequence[SearchHit]) -> list[str]:
             said.append(f"earlier version, asked about the past (threshold {hit.threshold:.2f})")
         else:
             said.append("relevant")
+        if hit.raised_as_newer:
+            said[-1] += f"; {RAISED_WORDS}"
         if not hit.metadata.get(SUPERSEDED_KEY) and (link := link_words(hit)):  # an outdated version says so
             said[-1] += f"; {link}"
     return said
@@ -187,6 +193,8 @@ def hit_record(
     record["date"] = iso_date(hit.timestamp)
     if hit.dated:
         record["dated"] = hit.dated
+    if hit.raised_as_newer:
+        record["raised_as_newer"] = True
     if not compact:
         record["excerpt"] = hit.excerpt()
     record["text"] = hit.excerpt(300) if brief else hit.text

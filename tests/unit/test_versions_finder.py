@@ -270,7 +270,7 @@ def test_the_newer_of_two_versions_found_together_is_lifted() -> None:
 
 
 def test_asked_about_the_past_a_version_a_newer_one_updates_stands_a_little_under_the_gate() -> None:
-    from ocat.memory.retrieval.retrieve import _verdicts
+    from ocat.memory.retrieval.verdicts import verdicts as judged
 
     old, new, plain, note = (exchange(p, 30 * n, f"s{n}") for n, p in enumerate(
         ("dose 500 mg", "dose 850 mg", "the dog eats 200 g", "call the vet")))
@@ -283,7 +283,7 @@ def test_asked_about_the_past_a_version_a_newer_one_updates_stands_a_little_unde
     kept = [Candidate(i, under, under) for i in (old.exchange_id, plain.exchange_id, note.exchange_id)]
 
     def verdicts(kept: list[Candidate], *, eased: bool) -> dict[str, SearchHit]:
-        found = _verdicts(kept, records, "exchange", 0.65, _identity_calibration(), reach=5, eased=eased)
+        found = judged(kept, records, "exchange", 0.65, _identity_calibration(), reach=5, eased=eased)
         return {h.id: h for h in found}
 
     assert VERSION_EASE > 0

@@ -27,18 +27,15 @@ from ocat.memory.storage.scoring import Calibration
 from ocat.memory.storage.store import MemoryStore
 from ocat.memory.storage.terms import queries_terms
 from ocat.memory.retrieval.follow_versions import (
-    asks_about_now, asks_about_the_past, asks_for_the_first, gate_of, lift_newer, with_earlier, with_newest,
+    asks_about_now, asks_about_the_past, asks_for_the_first, lift_newer, with_earlier, with_newest,
 )
-from ocat.records import SUPERSEDED_KEY, RecordKind, SearchHit
+from ocat.memory.retrieval.recency import lift_recent
+from ocat.memory.retrieval.verdicts import verdicts
+from ocat.records import RecordKind, SearchHit
 
 if TYPE_CHECKING:
     from ocat.config.settings import VectorStoreSettings
 
-# A hit whose fused score is more than this below the best hit of its kind is left out even
-# above the threshold; fitted with the gate by `bench/recall.py --folds` (docs/RETRIEVAL.md,
-# "Cross-validated figures": 0.50 on every held-out fold; on chats-dev 75% of targets are
-# within 0.27 of the best).
-MARGIN = 0.50
 # How a time the prompt names is used (docs/RETRIEVAL.md, "Time in the question"): "boost"
 # (shipped): every memory, those of that time with `time_boost` added to their fused score before
 # the gate; "restrict": only memories of that time, unless none of them is admitted, then all
@@ -307,8 +304,11 @@ class _KindSearch:
             c.id: records[c.id] for c in read[:window] if c.id in records}
         if lifting:
             candidates = self._project_lifted(candidates, scope, records)
+        raised: set[str] = set()
         if self.asks_now:
             candidates = lift_newer(candidates, seen, self.judged)
+            if self.kind == "exchange":
+                candidates, raised = lift_recent(candidates, seen, self.judged)
         if self.asked:
             candidates = typed_lift(candidates[:window], seen, self.query_terms[0], self.asked, self.store,
                                     self.judged) + candidates[window: 2 * self.shown]
@@ -316,8 +316,8 @@ class _KindSearch:
         taken = {c.id for c in chat_hits}
         past = [c for c in candidates[: 2 * self.shown] if c.id in records and c.id not in taken]
         kept = chat_hits + past[: self.shown - len(chat_hits)]
-        return _verdicts(kept, records, self.kind, self.threshold, self.judged, reach=self.count,
-                         eased=self.asks_past)
+        return verdicts(kept, records, self.kind, self.threshold, self.judged, reach=self.count,
+                        eased=self.asks_past, raised=raised)
 
     def _project_lifted(
         self, ranked: list[Candidate], scope: ProjectScope, records: dict[str, tuple[str, dict[str, Any]]]
@@ -369,52 +369,3 @@ def _boosted(search: _KindSearch, dated: TimeRange, where: dict[str, Any] | None
     ranking = lifted(ranked, inside, boost, search.judged)
     said = f"memories {dated.said()} ranked higher"
     return [replace(h, dated=said) if h.id in inside else h for h in search.hits(where, ranking)]
-
-
-def _verdicts(
-    kept: Sequence[Candidate],
-    records: dict[str, tuple[str, dict[str, Any]]],
-    kind: RecordKind,
-    threshold: float,
-    calibration: Calibration,
-    *,
-    reach: int,
-    eased: bool = False,
-) -> list[SearchHit]:
-    """One kind's hits with their verdicts: own memory, outranked, or context of another hit.
-
-    A hit stands on its own when its own relevance reaches the threshold and its fused score
-    is within MARGIN of the best hit's. A hit that is in the list only because a neighbour
-    lifted it (and could not stand on its own) is that neighbour's context: shown to the
-    model only with it. Only the first `reach` (the chat's count) can be given to the model;
-    the rest are `beyond`, and the best is taken among the first `reach` alone, so listing
-    more never changes a verdict.
-    """
-    best = max((c.z for c in kept[:reach]), default=0.0)
-    # A note the model replaced (`remember` with `replaces`) stays, but never stands on its own:
-    # the newer one is the memory to give.
-    replaced = {c.id for c in kept if records[c.id][1].get(SUPERSEDED_KEY)}
-    # For a question about the past, a version that a newer one updates stands a little under the
-    # gate (follow_versions.gate_of).
-    gates = {c.id: gate_of(records[c.id][1], threshold) if eased else threshold for c in kept}
-    standing = {
-        c.id for c in kept[:reach]
-        if calibration.relevance_of(c.z) >= gates[c.id] and c.z >= best - MARGIN and c.id not in replaced
-    }
-    hits = []
-    for position, c in enumerate(kept):
-        own = calibration.relevance_of(c.z)
-        beyond = position >= reach
-        context_of = c.source if c.id not in standing and c.source is not None else None
-        hits.append(
-            SearchHit(
-                id=c.id, kind=kind, score=own, text=records[c.id][0], metadata=records[c.id][1],
-                threshold=gates[c.id], eased=c.id in standing and own < threshold,
-                context_of=context_of,
-                outranked=not beyond and context_of is None and own >= gates[c.id] and c.id not in standing,
-                with_admitted=not beyond and context_of is not None and context_of in standing,
-                beyond=beyond,
-                rank=c.rank,
-            )
-        )
-    return hits

@@ -195,10 +195,12 @@ class PromptVectors:
                     found[record_id] = np.frombuffer(blob, dtype=np.float32).tolist()
         return found
 
-    def similarities(self, ids: Sequence[str], queries: Sequence[Sequence[float]]) -> dict[str, list[float]]:
-        """Each id's best cosine with each query vector over its prompt vector and its passages,
-        in one read per table; ids without any are left out (an exchange written a moment ago by
-        an older ocat, until the next open embeds it)."""
+    def similarities(
+        self, ids: Sequence[str], queries: Sequence[Sequence[float]], *, passages: bool = True
+    ) -> dict[str, list[float]]:
+        """Each id's best cosine with each query vector over its prompt vector and (with `passages`)
+        its passages, in one read per table; ids without any are left out (an exchange written a
+        moment ago by an older ocat, until the next open embeds it)."""
         import numpy as np
 
         unique = list(dict.fromkeys(ids))
@@ -208,7 +210,7 @@ class PromptVectors:
         for start in range(0, len(unique), IDS_PER_SELECT):
             part = unique[start : start + IDS_PER_SELECT]
             marks = ",".join("?" * len(part))
-            for table in ("prompt_vectors", "passage_vectors"):
+            for table in ("prompt_vectors", "passage_vectors") if passages else ("prompt_vectors",):
                 found += self._read(f"SELECT record_id, vector FROM {table} WHERE record_id IN ({marks})", part)
         width = 4 * self.embedder.dimensions
         found = [(i, blob) for i, blob in found if len(blob) == width]
