@@ -28,7 +28,7 @@ def _records(*days: float) -> dict[str, tuple[str, dict[str, Any]]]:
 def test_the_newest_is_lifted_most_the_oldest_not_the_rest_by_their_time() -> None:
     records = _records(0, 10, 20)
     ranked = [Candidate("e0", 0.90, 0.90), Candidate("e1", 0.70, 0.70), Candidate("e2", 0.60, 0.60)]
-    lifted, rose = lift_recent(ranked, records, _Same(), lift=0.2)
+    lifted, rose = lift_recent(ranked, records, _Same(), reach=5, lift=0.2)
     z = {c.id: c.z for c in lifted}
     assert z == pytest.approx({"e0": 0.90, "e1": 0.80, "e2": 0.80})
     assert rose == {"e1", "e2"}
@@ -38,7 +38,7 @@ def test_the_newest_is_lifted_most_the_oldest_not_the_rest_by_their_time() -> No
 def test_a_newer_memory_near_the_best_overtakes_an_older_one() -> None:
     records = _records(0, 30, 60)
     ranked = [Candidate("e0", 0.95, 0.95), Candidate("e1", 0.80, 0.80), Candidate("e2", 0.75, 0.75)]
-    lifted, _ = lift_recent(ranked, records, _Same(), lift=0.15)  # e1 to 0.875, e2 to 0.90
+    lifted, _ = lift_recent(ranked, records, _Same(), reach=5, lift=0.15)  # e1 to 0.875, e2 to 0.90
     assert [c.id for c in lifted] == ["e0", "e2", "e1"]
 
 
@@ -46,7 +46,7 @@ def test_nothing_is_lifted_above_the_best_found() -> None:
     # A question that found nothing worth giving still finds nothing: the gate is above the best.
     records = _records(0, 30)
     ranked = [Candidate("e0", 0.40, 0.40), Candidate("e1", 0.10, 0.10)]
-    lifted, _ = lift_recent(ranked, records, _Same(), lift=1.0)
+    lifted, _ = lift_recent(ranked, records, _Same(), reach=5, lift=1.0)
     assert max(c.z for c in lifted) == pytest.approx(0.40)
     assert {c.id: c.z for c in lifted}["e1"] == pytest.approx(0.40)
 
@@ -55,18 +55,24 @@ def test_a_lent_score_an_undated_record_or_a_lone_one_is_left_as_it_is() -> None
     records = _records(0, 30) | {"e9": ("", {})}
     neighbour = Candidate("e1", 0.5, 0.2, source="e0")  # ranked by the score its neighbour lends it
     ranked = [Candidate("e0", 0.9, 0.9), neighbour, Candidate("e9", 0.3, 0.3)]
-    assert lift_recent(ranked, records, _Same(), lift=0.5) == (ranked, set())
-    assert lift_recent([Candidate("e0", 0.9, 0.9)], records, _Same(), lift=0.5) == ([Candidate("e0", 0.9, 0.9)], set())
-    assert lift_recent(ranked[:1] + [Candidate("e1", 0.5, 0.5)], records, _Same(), lift=0.0)[1] == set()
+    assert lift_recent(ranked, records, _Same(), reach=5, lift=0.5) == (ranked, set())
+    assert lift_recent([Candidate("e0", 0.9, 0.9)], records, _Same(), reach=5, lift=0.5) == ([Candidate("e0", 0.9, 0.9)], set())
+    assert lift_recent(ranked[:1] + [Candidate("e1", 0.5, 0.5)], records, _Same(), reach=5, lift=0.0)[1] == set()
 
 
-def test_only_the_window_read_is_lifted() -> None:
+def test_only_the_chats_own_count_of_what_it_read_is_lifted() -> None:
     # Records outside what the chat's search read (a longer listing) neither lift nor are lifted,
     # so that listing more never changes what the chat is given.
     records = _records(0, 30)
     ranked = [Candidate("e0", 0.9, 0.9), Candidate("e1", 0.8, 0.8), Candidate("x", 0.7, 0.7)]
-    lifted, rose = lift_recent(ranked, records, _Same(), lift=0.05)
+    lifted, rose = lift_recent(ranked, records, _Same(), reach=5, lift=0.05)
     assert rose == {"e1"} and {c.id: c.z for c in lifted}["x"] == 0.7
+    # Past the chat's count nothing is lifted in: the newest third memory stays third.
+    records = _records(0, 10, 20)
+    ranked = [Candidate("e0", 0.9, 0.9), Candidate("e1", 0.8, 0.8), Candidate("e2", 0.75, 0.75)]
+    lifted, rose = lift_recent(ranked, records, _Same(), reach=2, lift=0.5)
+    assert rose == {"e1"} and [c.id for c in lifted] == ["e0", "e1", "e2"]
+    assert {c.id: c.z for c in lifted}["e2"] == 0.75
 
 
 def _exchange(prompt: str, day: float, session: str) -> Exchange:

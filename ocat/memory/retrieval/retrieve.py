@@ -308,7 +308,7 @@ class _KindSearch:
         if self.asks_now:
             candidates = lift_newer(candidates, seen, self.judged)
             if self.kind == "exchange":
-                candidates, raised = lift_recent(candidates, seen, self.judged)
+                candidates, raised = lift_recent(candidates, seen, self.judged, reach=self.count)
         if self.asked:
             candidates = typed_lift(candidates[:window], seen, self.query_terms[0], self.asked, self.store,
                                     self.judged) + candidates[window: 2 * self.shown]
