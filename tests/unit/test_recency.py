@@ -82,7 +82,7 @@ def _exchange(prompt: str, day: float, session: str) -> Exchange:
 
 def test_a_search_about_now_gives_the_newer_memory_and_says_why(store: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     from ocat.memory import RetrievalLimits, retrieve
-    from ocat.operations.search import reasons
+    from ocat.operations.search import hit_record, reasons
 
     # Two memories of one fact that no link joins: the newer states it in other words.
     old = _exchange("The roof repair quote is 14,200 euros for the whole roof repair.", 0, "s1")
@@ -109,3 +109,5 @@ def test_a_search_about_now_gives_the_newer_memory_and_says_why(store: Any, monk
             listed = list(found.values())
             said = reasons(listed)[listed.index(found[new.exchange_id])]
             assert "newer, asked about now" in said
+            assert hit_record(found[new.exchange_id])["raised_as_newer"] is True
+        assert "raised_as_newer" not in hit_record(found[old.exchange_id])

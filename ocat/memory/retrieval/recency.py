@@ -23,9 +23,9 @@ from typing import Any, Mapping, Sequence
 from ocat.memory.retrieval.neighbours import Candidate
 from ocat.memory.storage.scoring import Calibration
 
-# How much more (in fused score z) the newest memory of the window scores than the oldest,
-# asked about now. Measured (docs/RETRIEVAL.md): 0.10 reached one more current value on
-# changing-dev, 0.15 two; 0.20 no more than 0.15.
+# How much more (in fused score z) the newest memory lifted scores than the oldest, asked about
+# now. Measured on changing-dev (docs/RETRIEVAL.md, over the window of ten before the cap): 0.10
+# reached one more current value, 0.15 two, 0.20 no more than 0.15.
 RECENT_LIFT = 0.15
 
 

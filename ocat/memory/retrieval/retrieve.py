@@ -244,7 +244,8 @@ class _KindSearch:
     limits: RetrievalLimits
     exclude_ids: Collection[str]
     mode: Mode
-    # The question asks how things are now: the newer of two versions found together is lifted.
+    # The question asks how things are now: the newer of two versions found together is lifted,
+    # and the newer of the exchanges found (ocat.memory.retrieval.recency).
     asks_now: bool = False
     # The question asks how things were: a version that a newer one updates stands a little under the gate.
     asks_past: bool = False
