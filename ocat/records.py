@@ -239,6 +239,19 @@ class Exchange:
         )
 
 
+def made_at(metadata: Mapping[str, Any]) -> float | None:
+    """When a record was made, from its metadata: an exchange's `timestamp`, a chunk's
+    `date_added`; None when it holds no usable number (a bool, text, an integer too large for a
+    float: another client's metadata)."""
+    value = metadata.get("timestamp", metadata.get("date_added"))
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        return float(value)
+    except OverflowError:
+        return None
+
+
 def _stored_time(value: Any) -> float:
     """A stored exchange's time, or 0.0 (shown as no date) when it is missing or no number.
 
@@ -343,13 +356,7 @@ class SearchHit:
     @property
     def timestamp(self) -> float | None:
         """When the memory was made (exchange time or the date a document was added)."""
-        value = self.metadata.get("timestamp", self.metadata.get("date_added"))
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            return None
-        try:
-            return float(value)
-        except OverflowError:  # an integer too large for a float (another client's metadata)
-            return None
+        return made_at(self.metadata)
 
     def when(self, fmt: str = "%Y-%m-%d", missing: str = "-") -> str:
         """The memory's date in local time, or `missing` when it has none."""

@@ -225,3 +225,10 @@ def serving(state: FakeLLMServer) -> Iterator[FakeLLMServer]:
     finally:
         httpd.shutdown()
         httpd.server_close()
+
+
+class SameCalibration:
+    """A calibration that maps a fused score to itself, so that lifts read as they are made."""
+
+    def relevance_of(self, z: float) -> float:
+        return z

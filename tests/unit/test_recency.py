@@ -10,15 +10,9 @@ from ocat.memory.retrieval import recency
 from ocat.memory.retrieval.neighbours import Candidate
 from ocat.memory.retrieval.recency import lift_recent
 from ocat.records import Exchange
+from tests.support.fakes import SameCalibration as _Same
 
 DAY = 86_400.0
-
-
-class _Same:
-    """A calibration that maps a fused score to itself, so lifts read as they are made."""
-
-    def relevance_of(self, z: float) -> float:
-        return z
 
 
 def _records(*days: float) -> dict[str, tuple[str, dict[str, Any]]]:
@@ -52,9 +46,10 @@ def test_nothing_is_lifted_above_the_best_found() -> None:
 
 
 def test_a_lent_score_an_undated_record_or_a_lone_one_is_left_as_it_is() -> None:
-    records = _records(0, 30) | {"e9": ("", {})}
+    # No time, or one no float holds (another client's metadata), is no time: never a failed search.
+    records = _records(0, 30) | {"e9": ("", {}), "e8": ("", {"timestamp": 10**400})}
     neighbour = Candidate("e1", 0.5, 0.2, source="e0")  # ranked by the score its neighbour lends it
-    ranked = [Candidate("e0", 0.9, 0.9), neighbour, Candidate("e9", 0.3, 0.3)]
+    ranked = [Candidate("e0", 0.9, 0.9), neighbour, Candidate("e9", 0.3, 0.3), Candidate("e8", 0.2, 0.2)]
     assert lift_recent(ranked, records, _Same(), reach=5, lift=0.5) == (ranked, set())
     assert lift_recent([Candidate("e0", 0.9, 0.9)], records, _Same(), reach=5, lift=0.5) == ([Candidate("e0", 0.9, 0.9)], set())
     assert lift_recent(ranked[:1] + [Candidate("e1", 0.5, 0.5)], records, _Same(), reach=5, lift=0.0)[1] == set()

@@ -23,6 +23,7 @@ from ocat.memory.storage.version_values import Value, statements
 from ocat.operations.versions import updated_by
 from ocat.records import SUPERSEDED_KEY, UPDATE_EVIDENCE_KEY, UPDATE_HOW_KEY, Exchange, SearchHit
 from tests.support.examples import examples
+from tests.support.fakes import SameCalibration
 from tests.support.paths import REPO
 
 DAY = 86_400.0
@@ -325,11 +326,7 @@ def test_a_question_about_the_past_is_told_from_others(question: str, past: bool
 
 
 def _identity_calibration() -> Any:
-    class Same:
-        def relevance_of(self, z: float) -> float:
-            return z
-
-    return Same()
+    return SameCalibration()
 
 
 @pytest.mark.parametrize(("question", "now"), [

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Collection, Literal, Sequence
 from ocat.memory.storage.version_finder import MAX_CHAIN, newer_ids
 from ocat.memory.storage.link_records import chunk_index, id_parts, read_rows, version_key
 from ocat.memory.retrieval.neighbours import Candidate
-from ocat.records import SUPERSEDED_KEY, UPDATED_BY_KEY, RecordKind, SearchHit
+from ocat.records import SUPERSEDED_KEY, UPDATED_BY_KEY, RecordKind, SearchHit, made_at
 
 if TYPE_CHECKING:
     from ocat.memory.storage.scoring import Calibration
@@ -296,5 +296,4 @@ def lift_newer(
 
 
 def _time(metadata: dict[str, Any]) -> float:
-    stamp = metadata.get("timestamp", metadata.get("date_added", 0.0))
-    return float(stamp) if isinstance(stamp, (int, float)) else 0.0
+    return made_at(metadata) or 0.0

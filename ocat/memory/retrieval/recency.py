@@ -22,6 +22,7 @@ from typing import Any, Mapping, Sequence
 
 from ocat.memory.retrieval.neighbours import Candidate
 from ocat.memory.storage.scoring import Calibration
+from ocat.records import made_at
 
 # How much more (in fused score z) the newest memory lifted scores than the oldest, asked about
 # now. Measured on changing-dev (docs/RETRIEVAL.md, over the window of ten before the cap): 0.10
@@ -41,7 +42,7 @@ def lift_recent(
     # Only what the chat would give anyway is reordered: a memory from past its count never
     # comes in (with the window of twice the count, a user's chats lost a target from the top 5).
     within = [c for c in ranked if c.id in records][:reach]
-    read = {c.id: _time(records[c.id][1]) for c in within if c.source is None}
+    read = {c.id: made_at(records[c.id][1]) for c in within if c.source is None}
     when = {i: t for i, t in read.items() if t is not None}
     if lift <= 0 or len(when) < 2:
         return list(ranked), set()
@@ -59,8 +60,3 @@ def lift_recent(
                 rose.add(c.id)
         lifted.append(c)
     return sorted(lifted, key=lambda c: c.rank, reverse=True), rose
-
-
-def _time(metadata: Mapping[str, Any]) -> float | None:
-    stamp = metadata.get("timestamp")
-    return float(stamp) if isinstance(stamp, (int, float)) and not isinstance(stamp, bool) else None

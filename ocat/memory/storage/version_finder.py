@@ -144,8 +144,8 @@ def find_links(
     # Prompts against prompts only: an earlier exchange's passages (its long answer, made in the
     # background after a bulk write) would make an import link otherwise than the same chats
     # written one at a time.
-    prompts_alike = store.prompts.similarities(list(known), list(prompt_of.values()), passages=False) \
-        if prompt_of else {}
+    prompts_alike = (store.prompts.similarities(list(known), list(prompt_of.values()), passages=False)
+                     if prompt_of else {})
     columns = {i: n for n, i in enumerate(prompt_of)}
     links: list[Link] = []
     later: dict[str, list[str]] = defaultdict(list)  # links made in this write, older -> newer
