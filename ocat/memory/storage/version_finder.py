@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 from ocat.errors import NotFound, UsageError
 from ocat.memory.storage.link_records import link_of
 from ocat.memory.storage.versions import link_many
-from ocat.memory.storage.version_values import Statement, Value, statements
+from ocat.memory.storage.version_values import Statement, Value, slots, statements
 
 if TYPE_CHECKING:
     from ocat.memory.storage.parts import StoreParts
@@ -46,6 +46,9 @@ EXCHANGE_WEIGHT = 0.9
 # --links`) 0.60 took out 3 of the 14 wrong links and none of the 24 right; every verdict of the
 # bench, chats-dev's and LoCoMo's the same or better (docs/RETRIEVAL.md, "Facts that change").
 NAME_SUBJECT = 0.60
+# How close for a value said of the same word ("30% upfront" then "40% upfront": a Slot) to count
+# when nothing else does: such a change names its own subject, so a looser likeness is enough.
+SLOT_SUBJECT = 0.40
 # How many of the nearest earlier exchanges are compared: a change names one fact, and the
 # versions of that fact are nearly always the nearest or the next (changing-dev: 41 of 43).
 CANDIDATES = 2
@@ -117,7 +120,7 @@ def link_note_versions(
                        and stored[i][1].get("document_id") != metadata.get("document_id")
                        and time_of(stored[i][1], "date_added") < made and not newer_ids(stored[i][1])]
             for alike, older in sorted(earlier, reverse=True)[:CANDIDATES]:
-                evidence = changed(stored[older][0], text) if alike >= SUBJECT else ""
+                evidence = evidence_of(stored[older][0], text, alike)
                 if evidence:
                     links.append((older, new_id, evidence))
         return link_many(store, "document", links, "found") if links else 0
@@ -160,17 +163,39 @@ def find_links(
             scored.append((alike, older))
         scored.sort(reverse=True)
         for alike, older in scored[:CANDIDATES]:
-            if alike < SUBJECT:
+            if alike < min(SUBJECT, SLOT_SUBJECT):
                 break
             head = newest_before(store, older, known, later, new)
             if head is None:
                 continue
-            evidence = changed(known[head].prompt, new.prompt, names=alike >= NAME_SUBJECT)
+            evidence = evidence_of(known[head].prompt, new.prompt, alike)
             if evidence:
                 links.append(Link(head, new.id, evidence))
                 later[head].append(new.id)
         known[new.id] = Record(new.prompt, new.timestamp, new.session, [])
     return links
+
+
+def evidence_of(older: str, newer: str, alike: float) -> str:
+    """The evidence that `newer` updates `older`, given how alike the two are: a value of a
+    shared subject said differently (`changed`; a name only when closer, NAME_SUBJECT) from
+    SUBJECT, a value said of the same word (`slot_changed`) from SLOT_SUBJECT; "" for none."""
+    evidence = changed(older, newer, names=alike >= NAME_SUBJECT) if alike >= SUBJECT else ""
+    return evidence or (slot_changed(older, newer) if alike >= SLOT_SUBJECT else "")
+
+
+def slot_changed(older: str, newer: str) -> str:
+    """The evidence that `newer` says a value of the same word as `older` differently ("30%
+    upfront -> 40% upfront"), or "": the word and the value's type agree, and neither text also
+    says the other's value of that word (a list of options is no change). A bare number does not
+    count: next to a word it may be a count, a size or a part of a fraction ("1/8 inch bleed")."""
+    before, after = [s for s in slots(older) if s.value.kind != "number"], slots(newer)
+    for new in after:
+        for old in before:
+            if (old.word == new.word and old.value.kind == new.value.kind and old.value != new.value
+                    and new not in before and old not in after):
+                return f"{old.value.said} {old.written} -> {new.value.said} {new.written}"
+    return ""
 
 
 def changed(older: str, newer: str, *, names: bool = True) -> str:

@@ -95,14 +95,8 @@ def _words(text: str) -> frozenset[str]:
 
 def _values(sentence: str) -> tuple[set[Value], str, frozenset[str]]:
     """The typed values of one sentence, the sentence with them blanked out, and its names' words."""
-    values: set[Value] = set()
-    rest = sentence
-    for kind, pattern in _PATTERNS:
-        for match in pattern.finditer(rest):
-            value = _typed(kind, match)
-            if value is not None:
-                values.add(replace(value, said=match.group(0).strip()))
-        rest = _blank(pattern, rest, kind)
+    spans, rest = _typed_spans(sentence)
+    values = {value for _, _, value in spans}
     names: set[str] = set()
     for match in _NAME.finditer(rest):
         name = re.sub(r"['’]s$", "", match.group(1))
@@ -111,6 +105,64 @@ def _values(sentence: str) -> tuple[set[Value], str, frozenset[str]]:
             values.add(Value("name", name.lower(), name))
             names.update(_words(name))
     return values, _NAME.sub(lambda m: " " * len(m.group(0)), rest), frozenset(names)
+
+
+def _typed_spans(sentence: str) -> tuple[list[tuple[int, int, Value]], str]:
+    """Where in a sentence each typed value stands (start, end, value), and the sentence with
+    them blanked out (names are not typed here)."""
+    spans: list[tuple[int, int, Value]] = []
+    rest = sentence
+    for kind, pattern in _PATTERNS:
+        for match in pattern.finditer(rest):
+            value = _typed(kind, match)
+            if value is not None:
+                spans.append((match.start(), match.end(), replace(value, said=match.group(0).strip())))
+        rest = _blank(pattern, rest, kind)
+    return spans, rest
+
+
+@dataclass(frozen=True)
+class Slot:
+    """A value with the word it is said of, right after it ("30% upfront") or, when none
+    follows, right before it ("total 40%"): `word` stemmed."""
+
+    word: str
+    value: Value
+    # The word as written ("totals"), for the evidence a link shows.
+    written: str = field(default="", compare=False)
+
+
+# How far (characters) a slot's word may stand from its value: a space, a comma, a dash.
+_SLOT_GAP = 3
+# A slot's word is a content word of this many letters or more: "per", "CAD" and "BLE" after a
+# number say a unit or a rate, not what the value is of.
+_SLOT_WORD = 4
+
+
+def slots(text: str) -> tuple[Slot, ...]:
+    """Each typed value of `text` with the word it is said of (see Slot); a value with no such
+    word has no slot."""
+    return _slots(text)
+
+
+@lru_cache(maxsize=4096)
+def _slots(text: str) -> tuple[Slot, ...]:
+    found: list[Slot] = []
+    for sentence in _SENTENCE.split(text):
+        spans, rest = _typed_spans(sentence)
+        words = [(m.start(), m.end(), m.group(0).lower()) for m in _WORD.finditer(rest)]
+        for start, end, value in spans:
+            after = [w for s, _, w in words if s >= end and s - end <= _SLOT_GAP][:1]
+            before = [w for _, e, w in words if e <= start and start - e <= _SLOT_GAP][-1:]
+            word = after[0] if after and _slot_word(after[0]) else (before[0] if before else "")
+            if _slot_word(word):
+                found.append(Slot(stem(word), value, word))
+    return tuple(found)
+
+
+def _slot_word(word: str) -> bool:
+    return len(word) >= _SLOT_WORD and word not in STOP_WORDS and word not in MONTHS \
+        and word.rstrip("s") not in WEEKDAYS
 
 
 def _blank(pattern: re.Pattern[str], text: str, kind: str) -> str:
