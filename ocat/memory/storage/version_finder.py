@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 from ocat.errors import NotFound, UsageError
 from ocat.memory.storage.link_records import link_of
 from ocat.memory.storage.versions import link_many
-from ocat.memory.storage.version_values import Statement, Value, slots, statements
+from ocat.memory.storage.version_values import Slot, Statement, Value, slots, statements
 
 if TYPE_CHECKING:
     from ocat.memory.storage.parts import StoreParts
@@ -55,6 +55,14 @@ CANDIDATES = 2
 # How many neighbours Chroma is asked for, per vector: enough to find CANDIDATES once later
 # exchanges and the same session's are set aside.
 NEIGHBOURS = 12
+# How many sentences with values (and values with their word) of each text are compared, each
+# with each: a prompt that states more is a pasted table or document, and two texts of 2,000
+# such sentences on one subject took over a minute to compare (a chat's write waits for its
+# links). A fact's change is said in a prompt's first few sentences.
+MAX_VALUES_READ = 100
+# How much of each text is read for its values at all: reading is linear, but a pasted book's
+# 600 KB took 3 s.
+MAX_TEXT_READ = 20_000
 # How far a chain of versions is followed forward (a guard: links never make a circle).
 MAX_CHAIN = 16
 
@@ -180,6 +188,7 @@ def evidence_of(older: str, newer: str, alike: float) -> str:
     """The evidence that `newer` updates `older`, given how alike the two are: a value of a
     shared subject said differently (`changed`; a name only when closer, NAME_SUBJECT) from
     SUBJECT, a value said of the same word (`slot_changed`) from SLOT_SUBJECT; "" for none."""
+    older, newer = older[:MAX_TEXT_READ], newer[:MAX_TEXT_READ]
     evidence = changed(older, newer, names=alike >= NAME_SUBJECT) if alike >= SUBJECT else ""
     return evidence or (slot_changed(older, newer) if alike >= SLOT_SUBJECT else "")
 
@@ -189,11 +198,17 @@ def slot_changed(older: str, newer: str) -> str:
     upfront -> 40% upfront"), or "": the word and the value's type agree, and neither text also
     says the other's value of that word (a list of options is no change). A bare number does not
     count: next to a word it may be a count, a size or a part of a fraction ("1/8 inch bleed")."""
-    before, after = [s for s in slots(older) if s.value.kind != "number"], slots(newer)
+    before = [s for s in slots(older)[:MAX_VALUES_READ] if s.value.kind != "number"]
+    after = slots(newer)[:MAX_VALUES_READ]
+    said_before, said_after = set(before), set(after)
+    of_word: dict[tuple[str, str], list[Slot]] = defaultdict(list)
+    for old in before:
+        of_word[(old.word, old.value.kind)].append(old)
     for new in after:
-        for old in before:
-            if (old.word == new.word and old.value.kind == new.value.kind and old.value != new.value
-                    and new not in before and old not in after):
+        if new in said_before:
+            continue
+        for old in of_word.get((new.word, new.value.kind), ()):
+            if old.value != new.value and old not in said_after:
                 return f"{old.value.said} {old.written} -> {new.value.said} {new.written}"
     return ""
 
@@ -204,10 +219,11 @@ def changed(older: str, newer: str, *, names: bool = True) -> str:
     differently counts only with `names`."""
     said_before = {v for s in statements(older) for v in s.values}
     said_after = {v for s in statements(newer) for v in s.values}
-    for new in statements(newer):
-        for old in statements(older):
+    older_text, newer_text = older.lower(), newer.lower()
+    for new in statements(newer)[:MAX_VALUES_READ]:
+        for old in statements(older)[:MAX_VALUES_READ]:
             if new.words & old.words:
-                said = _difference(old, new, said_before, said_after, older.lower(), newer.lower(), names)
+                said = _difference(old, new, said_before, said_after, older_text, newer_text, names)
                 if said:
                     return said
     return ""

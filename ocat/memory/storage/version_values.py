@@ -75,7 +75,8 @@ def statements(text: str) -> tuple[Statement, ...]:
 
 @lru_cache(maxsize=4096)
 def _statements(text: str) -> tuple[Statement, ...]:
-    read = [_values(sentence) for sentence in _SENTENCE.split(text)]
+    sentences = _SENTENCE.split(text)  # once: splitting again per statement made a long text quadratic
+    read = [_values(sentence) for sentence in sentences]
     words = [_words(rest) | names for _, rest, names in read]
     found = []
     for n, (values, _, _) in enumerate(read):
@@ -83,7 +84,7 @@ def _statements(text: str) -> tuple[Statement, ...]:
             # The subject is often named a sentence before or after: "Sold the Volvo! EUR 3,650
             # to a man from Sines." Both neighbours lend their words, and a name is a subject too.
             around = frozenset().union(*words[max(0, n - 1) : n + 2])
-            found.append(Statement(frozenset(values), around, _SENTENCE.split(text)[n].strip()))
+            found.append(Statement(frozenset(values), around, sentences[n].strip()))
     return tuple(found)
 
 
