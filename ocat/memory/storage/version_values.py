@@ -138,6 +138,14 @@ _SLOT_GAP = 3
 # A slot's word is a content word of this many letters or more: "per", "CAD" and "BLE" after a
 # number say a unit or a rate, not what the value is of.
 _SLOT_WORD = 4
+# Words that say a value's period, sum or kind ("€30 monthly", "€80 total", "5 km daily", "costs
+# €120") and not what it is of: the gym and Netflix, the electricity and the water, the flight
+# and the train would each be one fact by them.
+_NOT_SLOT_WORDS = frozenset(
+    """hourly daily nightly weekly monthly yearly annually total totals each every apiece overall cost costs
+    costing price priced prices pay pays paid charge charges charged today tonight tomorrow yesterday extra
+    approx approximately roughly about around""".split()
+)
 
 
 def slots(text: str) -> tuple[Slot, ...]:
@@ -162,8 +170,8 @@ def _slots(text: str) -> tuple[Slot, ...]:
 
 
 def _slot_word(word: str) -> bool:
-    return len(word) >= _SLOT_WORD and word not in STOP_WORDS and word not in MONTHS \
-        and word.rstrip("s") not in WEEKDAYS
+    return len(word) >= _SLOT_WORD and word not in STOP_WORDS and word not in _NOT_SLOT_WORDS \
+        and word not in MONTHS and word.rstrip("s") not in WEEKDAYS
 
 
 def _blank(pattern: re.Pattern[str], text: str, kind: str) -> str:
