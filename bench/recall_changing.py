@@ -127,12 +127,14 @@ def folds_of(folder: Path, questions: list[dict[str, Any]]) -> dict[str, str]:
 # Months of a thread's start, grouped into four folds of 6-9 threads.
 FOLDS = {"01": "Jan", "02": "Feb", "03": "Mar-Apr", "04": "Mar-Apr", "05": "May-Jul", "06": "May-Jul", "07": "May-Jul"}
 FOLD_ORDER = ("Jan", "Feb", "Mar-Apr", "May-Jul")
-# What --folds fits: the finder's subject threshold and candidates, the retrieval's lift, and how
-# far under the gate a version that a newer one updates may stand.
+# What --folds fits: the finder's subject threshold and candidates, the retrieval's lift, how
+# far under the gate a version that a newer one updates may stand, and the lift of the newer of
+# the memories found for a question about now (ocat.memory.retrieval.recency).
 SUBJECTS = (0.45, 0.50, 0.55)
 CANDIDATES = (2,)
 LIFTS = (0.0, 0.10, 0.15)
 EASES = (0.0, 0.05, 0.10, 0.15)
+RECENTS = (0.0, 0.15)
 
 
 def score(row: dict[str, Any]) -> float:
@@ -173,6 +175,7 @@ def cross_validate(folder: Path, model_dir: Path, tmp: Path) -> dict[str, Any]:
     from ocat.memory import MemoryStore, StoreLocation
     from ocat.memory.embedding.embedders import OnnxMiniLMEmbedder
     from ocat.memory.retrieval import follow_versions as follow
+    from ocat.memory.retrieval import recency
 
     embedder = OnnxMiniLMEmbedder(model_dir, threads=smoke.threads())
     exchanges, questions = load_chats(folder)
@@ -183,26 +186,27 @@ def cross_validate(folder: Path, model_dir: Path, tmp: Path) -> dict[str, Any]:
     store.wait_for_passages()
     store.close()
     folds = folds_of(folder, questions)
-    shipped_lift, shipped_ease = follow.VERSION_LIFT, follow.VERSION_EASE
-    outcomes: dict[tuple[float, int, float, float], list[Outcome]] = {}
+    shipped_lift, shipped_ease, shipped_recent = follow.VERSION_LIFT, follow.VERSION_EASE, recency.RECENT_LIFT
+    outcomes: dict[tuple[float, int, float, float, float], list[Outcome]] = {}
     for subject in SUBJECTS:
         for candidates in CANDIDATES:
             store = linked_copy(base, tmp, embedder, subject, candidates)
             for lift in LIFTS:
                 for ease in EASES:
-                    follow.VERSION_LIFT, follow.VERSION_EASE = lift, ease
-                    found = ask(store, questions, CHANGING_NOW)
-                    for o in found:
-                        o.fold = folds[o.id]
-                    outcomes[(subject, candidates, lift, ease)] = found
-                    print(f"subject {subject} candidates {candidates} lift {lift} ease {ease}: {Table(found).row()}",
-                          file=sys.stderr)
+                    for recent in RECENTS:
+                        follow.VERSION_LIFT, follow.VERSION_EASE, recency.RECENT_LIFT = lift, ease, recent
+                        found = ask(store, questions, CHANGING_NOW)
+                        for o in found:
+                            o.fold = folds[o.id]
+                        outcomes[(subject, candidates, lift, ease, recent)] = found
+                        print(f"subject {subject} candidates {candidates} lift {lift} ease {ease} recent {recent}: "
+                              f"{Table(found).row()}", file=sys.stderr)
             store.close()
-    follow.VERSION_LIFT, follow.VERSION_EASE = shipped_lift, shipped_ease
+    follow.VERSION_LIFT, follow.VERSION_EASE, recency.RECENT_LIFT = shipped_lift, shipped_ease, shipped_recent
 
-    def smallest_first(c: tuple[float, int, float, float], rows: list[Outcome]) -> tuple[float, float, float]:
-        # Among equals, the smaller lift and ease: the least change to the ranking and the gate.
-        return score(Table(rows).row()), -c[2], -c[3]
+    def smallest_first(c: tuple[float, int, float, float, float], rows: list[Outcome]) -> tuple[float, ...]:
+        # Among equals, the smaller lifts and ease: the least change to the ranking and the gate.
+        return score(Table(rows).row()), -c[2], -c[3], -c[4]
 
     held_out: list[Outcome] = []
     chosen = {}
