@@ -172,7 +172,9 @@ def versions_markdown(store: MemoryStore, record: str) -> str:
     chain = versions(store, record)
     if len(chain) < 2:
         return ""
-    lines = ["", "**Versions**, oldest to newest (* this one):", ""]
+    # Its own paragraph, whether the record's Markdown ends with a line break (an exchange) or
+    # not (a note's text, which the heading would otherwise run into).
+    lines = ["", "", "**Versions**, oldest to newest (* this one):", ""]
     for n, (shown, date, change, excerpt) in enumerate(
             version_rows(chain, record, lambda i: short_id(store, i)), start=1):
         lines.append(f"{n}. `{shown}` {date} {excerpt}" + (f"  \n   {change}" if change else ""))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from typing import Any
 
 import pytest
@@ -205,3 +207,16 @@ def test_a_threads_preview_shows_its_exchanges_versions_and_u_unlinks_its_one_ou
     assert "(found): 500 -> 850" in entry_markdown(store, thread).split("**Versions**")[1]
     assert unlink_entry(store, thread) == f"The exchange is no longer an outdated version of {b[:12]}."
     assert memory.count_links(store).total == 0
+
+
+def test_a_notes_versions_heading_is_its_own_paragraph(session: Any) -> None:
+    """A note's text has no closing line break: the heading once ran into it as one paragraph."""
+    from ocat.commands import run_command
+
+    first = run_command(session, "/remember The gate code is 4821.")
+    second = run_command(session, "/remember The gate code is now 7730.")
+    assert not first.error and not second.error, (first.text, second.text)
+    older, newer = (re.search(r"\((doc-[0-9a-f]+-0)\)", done.text).group(1) for done in (first, second))  # type: ignore[union-attr]
+    assert not run_command(session, f"/supersede {older} {newer}").error
+    shown = run_command(session, f"/vget {older}").markdown
+    assert "4821.\n\n" in shown.split("**Versions**")[0], shown
