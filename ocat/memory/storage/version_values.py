@@ -10,6 +10,7 @@ different values of the same type are the evidence of a "may update". Pure text:
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
@@ -75,8 +76,8 @@ def statements(text: str) -> tuple[Statement, ...]:
 
 @lru_cache(maxsize=4096)
 def _statements(text: str) -> tuple[Statement, ...]:
-    sentences = _SENTENCE.split(text)  # once: splitting again per statement made a long text quadratic
-    read = [_values(sentence) for sentence in sentences]
+    sentences = _typed_sentences(text)
+    read = [_values(spans, rest) for _, spans, rest in sentences]
     words = [_words(rest) | names for _, rest, names in read]
     found = []
     for n, (values, _, _) in enumerate(read):
@@ -84,8 +85,19 @@ def _statements(text: str) -> tuple[Statement, ...]:
             # The subject is often named a sentence before or after: "Sold the Volvo! EUR 3,650
             # to a man from Sines." Both neighbours lend their words, and a name is a subject too.
             around = frozenset().union(*words[max(0, n - 1) : n + 2])
-            found.append(Statement(frozenset(values), around, sentences[n].strip()))
+            found.append(Statement(frozenset(values), around, sentences[n][0].strip()))
     return tuple(found)
+
+
+_Span = tuple[int, int, Value]
+
+
+@lru_cache(maxsize=4096)
+def _typed_sentences(text: str) -> tuple[tuple[str, tuple[_Span, ...], str], ...]:
+    """Each sentence of `text` with its typed values' spans and itself with them blanked out
+    (`_typed_spans`): split once (splitting again per statement made a long text quadratic) and
+    read once for both `statements` and `slots`."""
+    return tuple((sentence, *_typed_spans(sentence)) for sentence in _SENTENCE.split(text))
 
 
 def _words(text: str) -> frozenset[str]:
@@ -94,9 +106,9 @@ def _words(text: str) -> frozenset[str]:
                      and w not in MONTHS and w.rstrip("s") not in WEEKDAYS)
 
 
-def _values(sentence: str) -> tuple[set[Value], str, frozenset[str]]:
-    """The typed values of one sentence, the sentence with them blanked out, and its names' words."""
-    spans, rest = _typed_spans(sentence)
+def _values(spans: tuple[_Span, ...], rest: str) -> tuple[set[Value], str, frozenset[str]]:
+    """The values of one sentence (its typed ones, `spans`, and the names in `rest`, the sentence
+    with those blanked out), `rest` with the names blanked out too, and its names' words."""
     values = {value for _, _, value in spans}
     names: set[str] = set()
     for match in _NAME.finditer(rest):
@@ -108,10 +120,10 @@ def _values(sentence: str) -> tuple[set[Value], str, frozenset[str]]:
     return values, _NAME.sub(lambda m: " " * len(m.group(0)), rest), frozenset(names)
 
 
-def _typed_spans(sentence: str) -> tuple[list[tuple[int, int, Value]], str]:
+def _typed_spans(sentence: str) -> tuple[tuple[_Span, ...], str]:
     """Where in a sentence each typed value stands (start, end, value), and the sentence with
     them blanked out (names are not typed here)."""
-    spans: list[tuple[int, int, Value]] = []
+    spans: list[_Span] = []
     rest = sentence
     for kind, pattern in _PATTERNS:
         for match in pattern.finditer(rest):
@@ -119,7 +131,7 @@ def _typed_spans(sentence: str) -> tuple[list[tuple[int, int, Value]], str]:
             if value is not None:
                 spans.append((match.start(), match.end(), replace(value, said=match.group(0).strip())))
         rest = _blank(pattern, rest, kind)
-    return spans, rest
+    return tuple(spans), rest
 
 
 @dataclass(frozen=True)
@@ -157,13 +169,16 @@ def slots(text: str) -> tuple[Slot, ...]:
 @lru_cache(maxsize=4096)
 def _slots(text: str) -> tuple[Slot, ...]:
     found: list[Slot] = []
-    for sentence in _SENTENCE.split(text):
-        spans, rest = _typed_spans(sentence)
+    for _, spans, rest in _typed_sentences(text):
         words = [(m.start(), m.end(), m.group(0).lower()) for m in _WORD.finditer(rest)]
+        starts = [start for start, _, _ in words]
         for start, end, value in spans:
-            after = [w for s, _, w in words if s >= end and s - end <= _SLOT_GAP][:1]
-            before = [w for _, e, w in words if e <= start and start - e <= _SLOT_GAP][-1:]
-            word = after[0] if after and _slot_word(after[0]) else (before[0] if before else "")
+            # The first word starting at or after the value's end, and the one before it.
+            at = bisect_left(starts, end)
+            after = words[at][2] if at < len(words) and words[at][0] - end <= _SLOT_GAP else ""
+            ahead = at - 1  # no word overlaps a value (values are blanked out of `rest`)
+            before = words[ahead][2] if ahead >= 0 and 0 <= start - words[ahead][1] <= _SLOT_GAP else ""
+            word = after if _slot_word(after) else before
             if _slot_word(word):
                 found.append(Slot(stem(word), value, word))
     return tuple(found)
