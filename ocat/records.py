@@ -327,6 +327,10 @@ class SearchHit:
     # admitted: given to the model with it, whatever its own score, so that an outdated
     # version is never given alone (docs/memory.md, "Facts that change").
     newest_of: str | None = None
+    # Set by retrieval on such a newest version when the question asks about the past: the older
+    # version is what was asked for, so this one is given after every memory found on its own, in
+    # the room they leave, and the older goes without it when it does not fit.
+    after_found: bool = False
     # Set by retrieval on an earlier version of a fact when the question asks about the past and a
     # newer version (this id) is admitted: given with it, whatever its own score
     # (ocat.memory.retrieval.follow_versions.with_earlier).

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 from pathlib import Path
 
 import pytest
@@ -60,24 +61,57 @@ def test_on_chats_dev_the_gate_admits_targets_and_stays_quiet(real_embedder: Emb
     assert row["listed_differs"] == 0, row
 
 
+def _changing_row(folder: Path, tmp_path: Path) -> dict[str, Any]:
+    """`python bench/recall_changing.py --data FOLDER`'s figures."""
+    from bench.recall import DEFAULT_MODEL
+    from bench.recall_changing import CHANGING_NOW, Table, ask, open_store
+
+    if not folder.is_dir():
+        pytest.fail(f"the set is missing: {folder}")
+    store, questions, _ = open_store(folder, DEFAULT_MODEL, tmp_path)
+    try:
+        return Table(ask(store, questions, CHANGING_NOW)).row()
+    finally:
+        store.close()
+
+
 def test_on_changing_dev_the_newest_version_is_given_and_never_an_old_one_alone(
     real_embedder: Embedder, kept_vectors: Path, tmp_path: Path,
 ) -> None:
     """Facts that change (issue 45): the figures docs/RETRIEVAL.md reports for
     `python bench/recall_changing.py`, held so that a change that loses one of them fails here."""
-    from bench.recall import DEFAULT_MODEL
-    from bench.recall_changing import CHANGING_NOW, DEFAULT_SET, Table, ask, open_store
+    from bench.recall_changing import DEFAULT_SET
 
-    if not DEFAULT_SET.is_dir():
-        pytest.fail(f"the dev set is missing: {DEFAULT_SET}")
-    store, questions, _ = open_store(DEFAULT_SET, DEFAULT_MODEL, tmp_path)
-    try:
-        row = Table(ask(store, questions, CHANGING_NOW)).row()
-    finally:
-        store.close()
+    row = _changing_row(DEFAULT_SET, tmp_path)
     assert row["current_reached"] >= 94.9 and row["outdated_alone"] == 0.0, row
     assert row["history"] >= 87.0 and row["stable"] >= 95.0, row
     assert row["quiet_offtopic"] >= 93.3 and row["quiet_near"] >= 50.0, row
+
+
+# bench/data/changing-own and changing-own2 were written by helpers that never read ocat's code,
+# each with its own persona (a nurse in Glasgow; a developer in Montreal), after every constant
+# was chosen. Held here: current reached, outdated alone, history, stable, quiet off-topic, quiet
+# near (docs/RETRIEVAL.md, "Two independently written sets"). Their first runs differed only in
+# history (90.9 and 63.6), before the newest versions a question about the past brings were given
+# after the memories found on their own.
+INDEPENDENT_SETS = {
+    "changing-own": (100.0, 0.0, 100.0, 91.7, 100.0, 66.7),
+    # Short of one goal here: off-topic quiet (one question of 16: "do I need a permit to go
+    # fishing in Quebec?" finds the basement's building permit).
+    "changing-own2": (90.0, 0.0, 81.8, 100.0, 93.8, 37.5),
+}
+
+
+@pytest.mark.parametrize("name", sorted(INDEPENDENT_SETS))
+def test_on_the_independently_written_sets_the_figures_hold(
+    name: str, real_embedder: Embedder, kept_vectors: Path, tmp_path: Path,
+) -> None:
+    """Issue 45's figures on sets written apart from the code: none may fall."""
+    current, outdated, history, stable, quiet_off, quiet_near = INDEPENDENT_SETS[name]
+    row = _changing_row(Path(__file__).resolve().parents[2] / "bench" / "data" / name, tmp_path)
+    assert row["current_reached"] >= current and row["outdated_alone"] <= outdated, row
+    assert row["history"] >= history and row["stable"] >= stable, row
+    assert row["quiet_offtopic"] >= quiet_off and row["quiet_near"] >= quiet_near, row
 
 
 def test_the_folds_fast_objective_agrees_with_the_plain_replay() -> None:

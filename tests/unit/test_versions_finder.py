@@ -190,6 +190,25 @@ def test_an_old_version_whose_newest_does_not_fit_the_budget_is_not_given_alone(
     assert within_budget(found, 50) == []
 
 
+def test_asked_about_the_past_the_newest_version_takes_only_the_room_left(store: Any) -> None:
+    # The old version is what a question about the past asks for: its newest version (often of
+    # another fact the same exchange told) comes after every memory found on its own, and the old
+    # one goes without it when the budget is spent (changing-own2's history questions lost their
+    # answers to it).
+    old, newest = chain(store, "dose 500 mg", "dose 850 mg " + "word " * 400)
+    other = exchange("the clinic asked about the first dose", 90, "s9")
+    store.add_exchanges([other])
+    hits = [stored_hit(store, old, 0.8), stored_hit(store, other, 0.7)]
+    now = with_newest(store, hits)
+    assert [h.id for h in now] == [old.exchange_id, newest.exchange_id, other.exchange_id]
+    assert [h.id for h in within_budget(now, 200)] == [other.exchange_id]
+    past = sorted(with_newest(store, hits, past=True), key=lambda h: h.order, reverse=True)
+    assert [h.id for h in past] == [old.exchange_id, other.exchange_id, newest.exchange_id]
+    assert [h.after_found for h in past] == [False, False, True] and past[2].newest_of == old.exchange_id
+    assert [h.id for h in within_budget(past, 200)] == [old.exchange_id, other.exchange_id]
+    assert [h.id for h in within_budget(past, 10_000)] == [old.exchange_id, other.exchange_id, newest.exchange_id]
+
+
 def test_asked_about_the_past_a_newer_version_brings_the_first_or_the_one_before(store: Any) -> None:
     old, middle, newest = chain(store, "dose 500 mg", "dose 850 mg", "dose 1000 mg")
     first = with_earlier(store, [stored_hit(store, newest, 0.8)], first=True)
@@ -342,9 +361,10 @@ def test_a_question_about_now_is_told_from_others(question: str, now: bool) -> N
 
 @settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(links=st.lists(st.tuples(st.integers(0, 5), st.integers(0, 5)), max_size=8),
-       scores=st.lists(st.floats(0.0, 1.0), min_size=6, max_size=6), first=st.booleans())
+       scores=st.lists(st.floats(0.0, 1.0), min_size=6, max_size=6), first=st.booleans(), past=st.booleans())
 def test_following_links_never_drops_a_memory_that_passed_the_gate(
-    tmp_path_factory: pytest.TempPathFactory, links: list[tuple[int, int]], scores: list[float], first: bool
+    tmp_path_factory: pytest.TempPathFactory, links: list[tuple[int, int]], scores: list[float], first: bool,
+    past: bool,
 ) -> None:
     from ocat.memory import MemoryStore, StoreLocation
     from tests.support.fakes import FakeEmbedder
@@ -359,9 +379,13 @@ def test_following_links_never_drops_a_memory_that_passed_the_gate(
         hits = [hit(r, s) for r, s in zip(records, scores)]
         hits = [replace_metadata(h, stored(store, h.id)) for h in hits]
         before = {h.id for h in hits if h.admitted}
-        after = with_newest(store, hits)
+        after = with_newest(store, hits, past=past)
         assert before <= {h.id for h in after if h.admitted}
         assert len({h.id for h in after}) == len(after)
+        # Asked about the past, what the budget gives first is never a version brought along.
+        given = within_budget(sorted((h for h in after if h.admitted), key=lambda h: h.order, reverse=True), 10_000)
+        brought = [n for n, h in enumerate(given) if h.after_found]
+        assert not past or all(n >= len(given) - len(brought) for n in brought)
         # Asked about the past, following them back as well drops nothing either.
         back = with_earlier(store, after, first=first)
         assert before <= {h.id for h in back if h.admitted}

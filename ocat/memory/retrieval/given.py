@@ -28,8 +28,9 @@ def within_budget(hits: Sequence[SearchHit], budget: int) -> list[SearchHit]:
             kept.append(hit)
             used += cost
     # An outdated version never goes alone: one whose newest version did not fit goes too, and so
-    # does an earlier version whose newer one (that brought it) did not.
-    dropped = {h.newest_of for h in hits if h.newest_of is not None} - {h.newest_of for h in kept}
+    # does an earlier version whose newer one (that brought it) did not. Asked about the past, the
+    # outdated version is the one asked for: its newest version only takes the room left.
+    dropped = {h.newest_of for h in hits if h.newest_of is not None and not h.after_found} - {h.newest_of for h in kept}
     if dropped:
         kept = [h for h in kept if h.id not in dropped and h.context_of not in dropped]
     staying = {h.id for h in kept}

@@ -216,7 +216,7 @@ def _search(
         # `only` a project keeps its exchanges; documents and notes are not a project's.
         kind_where = _both(where, _project_where(store, limits.project)) if kind == "exchange" else where
         found = search.hits(kind_where) if dated is None else _within(search, dated, kind_where, limits)
-        found = with_newest(store, found, exclude_ids=exclude_ids, where=kind_where)
+        found = with_newest(store, found, exclude_ids=exclude_ids, where=kind_where, past=search.asks_past)
         if search.asks_past:
             found = with_earlier(store, found, first=asks_for_the_first(queries[0]), exclude_ids=exclude_ids,
                                  where=kind_where)
