@@ -151,7 +151,8 @@ def reasons(hits: Sequence[SearchHit]) -> list[str]:
             said.append(f"replaced by {str(hit.metadata[SUPERSEDED_KEY])[:12]}")
         elif hit.newest_of is not None:
             older = f"#{position[hit.newest_of]}" if hit.newest_of in position else hit.newest_of[:8]
-            said.append(f"the newest version of {older}")
+            said.append(f"the newest version of {older}" + (", after the memories found: asked about the past"
+                                                            if hit.after_found else ""))
             continue  # given with the version it updates, whatever its own score
         elif hit.earlier_of is not None:
             newer = f"#{position[hit.earlier_of]}" if hit.earlier_of in position else hit.earlier_of[:8]

@@ -69,6 +69,9 @@ def test_a_version_standing_under_the_gate_for_a_question_about_the_past_says_so
     assert why[0] == (f"earlier version, asked about the past (threshold 0.40); "
                       f"updated by {new[:8]} (Telhados Mira -> Rui Faria)")
     assert hits[0].admitted and why[1] == "the newest version of #1"
+    # Asked about the past, the newest version comes after the memories found, and says so.
+    later = reasons([hits[0], hit(store, new, score=0.1, newest_of=old, after_found=True)])
+    assert later[1] == "the newest version of #1, after the memories found: asked about the past"
 
 
 def test_an_earlier_version_given_for_a_question_about_the_past_says_so_everywhere(store: MemoryStore) -> None:
