@@ -263,6 +263,23 @@ def load_questions(path):
 
 
 def build_questions(recall, offtopic, near, key_to_id):
+    """The questions.json entries of a set's RECALL, OFFTOPIC and NEAR lists (questions.py), checked.
+
+    Fields (same meaning as in changing-dev's README)
+      id          c = recall/current, h = recall/history, s = recall/stable, o = offtopic, n = near
+      question    paraphrased, never copied from a prompt
+      facet       recall only: current | history | stable; offtopic / near: no facet (null)
+      targets     recall: every exchange that holds the answer
+                  current: the exchange stating the newest value + later restatements of it
+                  history: the exchange(s) holding the asked (older) version or the change/reason
+                  offtopic / near: empty
+      superseded  current only: every older exchange holding an outdated value of the same fact
+      related     recall: partial answers / context; history: exchanges with the other versions;
+                  near: the exchanges the question sits next to
+      difficulty  easy | medium | hard
+      note        expected answer (recall; for current also the older values) or why nothing
+                  answers it (offtopic / near)
+    """
     def ids(keys, qid, field):
         for k in keys:
             if not KEY_RE.match(k) or k not in key_to_id:

@@ -10,6 +10,7 @@ import pytest
 
 from bench.recall import DEFAULT_DATA, evaluate, format_table, load_conversations, normalise_evidence
 from ocat.memory.embedding.embedders import Embedder
+from tests.support.paths import REPO
 from tests.support.run_vectors import vectors_kept_in
 
 
@@ -108,7 +109,7 @@ def test_on_the_independently_written_sets_the_figures_hold(
 ) -> None:
     """Issue 45's figures on sets written apart from the code: none may fall."""
     current, outdated, history, stable, quiet_off, quiet_near = INDEPENDENT_SETS[name]
-    row = _changing_row(Path(__file__).resolve().parents[2] / "bench" / "data" / name, tmp_path)
+    row = _changing_row(REPO / "bench" / "data" / name, tmp_path)
     assert row["current_reached"] >= current and row["outdated_alone"] <= outdated, row
     assert row["history"] >= history and row["stable"] >= stable, row
     assert row["quiet_offtopic"] >= quiet_off and row["quiet_near"] >= quiet_near, row

@@ -4,20 +4,7 @@ Each question is what Olivier might type into a NEW chat weeks after the last co
 (now = early August 2025). Exchanges are referred to by readable key ("t05-e03" = thread 5,
 exchange 3); make_set.py resolves the keys to uuid5 exchange ids.
 
-Fields (same meaning as in the changing-own README)
-  id          c = recall/current, h = recall/history, s = recall/stable, o = offtopic, n = near
-  question    paraphrased, never copied from a prompt
-  facet       recall only: current | history | stable; offtopic / near: no facet (null)
-  targets     recall: every exchange that holds the answer
-              current: the exchange stating the newest value + later restatements of it
-              history: the exchange(s) holding the asked (older) version or the change/reason
-              offtopic / near: empty
-  superseded  current only: every older exchange holding an outdated value of the same fact
-  related     recall: partial answers / context; history: exchanges with the other versions;
-              near: the exchanges the question sits next to
-  difficulty  easy | medium | hard
-  note        expected answer (recall; for current also the older values) or why nothing
-              answers it (offtopic / near)
+Fields: see `build_questions` in ../changing_set.py, which checks them.
 """
 
 RECALL = [
